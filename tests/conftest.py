@@ -1,0 +1,24 @@
+"""Shared test setup: every run gets its own servedeck config, data and log dirs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Fixture plugins, one module per area (keeps this file free of merge fights).
+pytest_plugins: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """Point platformdirs-backed paths at a temporary folder so tests never touch ~."""
+    root = tmp_path_factory.mktemp("servedeck-home")
+    for name in ("CONFIG", "DATA", "LOG"):
+        folder = root / name.lower()
+        folder.mkdir()
+        monkeypatch.setenv(f"SERVEDECK_{name}_DIR", str(folder))
+    yield root

@@ -1,0 +1,5 @@
+"""`python -m tui` runs the servedeck CLI."""
+
+from tui.cli import main
+
+raise SystemExit(main())

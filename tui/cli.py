@@ -1,0 +1,75 @@
+"""The `servedeck` command line: the console by default, subcommands for each source.
+
+Each subcommand lives in its own module under tui/commands/ and registers itself
+through `add_parser(subparsers, common)`; adding one is a line in COMMAND_MODULES.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from tui import __version__
+from tui.errors import ServedeckError
+
+COMMAND_MODULES: tuple[str, ...] = (
+    # one line per subcommand module
+)
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Options every subcommand accepts: which profile, the simulator, read-only."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--profile", "-p", metavar="NAME|PATH", help="profile name or path to a .toml file"
+    )
+    common.add_argument(
+        "--demo", action="store_true", help="use the built-in simulator instead of a real host"
+    )
+    common.add_argument(
+        "--read-only", action="store_true", help="disable every action that changes the host"
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = common_options()
+    parser = argparse.ArgumentParser(
+        prog="servedeck",
+        description="Terminal console for LLM serving on multi-GPU servers.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"servedeck {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).add_parser(subparsers, common)
+    parser.set_defaults(func=_open_console)
+    return parser
+
+
+def _open_console(args: argparse.Namespace) -> int:
+    from tui.console import open_console
+
+    return open_console(args)
+
+
+def run_async(coroutine_factory: Callable[[], object]) -> object:
+    """Run a subcommand's coroutine; Ctrl-C ends it quietly."""
+    return asyncio.run(coroutine_factory())  # type: ignore[arg-type]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.func(args)
+    except ServedeckError as error:
+        print(f"servedeck: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("servedeck: interrupted", file=sys.stderr)
+        return 130
+    return int(result or 0)

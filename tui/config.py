@@ -1,0 +1,558 @@
+"""Profiles: TOML in (tomllib), validated frozen dataclasses out.
+
+Every problem becomes one line naming the file, the key path and what was
+expected; unknown keys are errors, so a typo never passes silently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from tui.errors import ProfileError
+
+ENGINES = ("vllm", "sglang")
+HOST_KINDS = ("local", "ssh", "demo")
+ENDPOINTS = ("completions", "chat")
+ARRIVALS = ("poisson", "gamma")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|scope)$")
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+@dataclass(frozen=True, slots=True)
+class JumpHost:
+    hostname: str
+    port: int = 22
+    user: str | None = None
+    identity_file: str | None = None
+
+    @property
+    def label(self) -> str:
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port != 22 else ""
+        return f"{user}{self.hostname}{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class HostConfig:
+    kind: str = "local"
+    hostname: str | None = None
+    port: int = 22
+    user: str | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    jump: tuple[JumpHost, ...] = ()
+    connect_timeout_s: float = 10.0
+    keepalive_s: float = 15.0
+    max_sessions: int = 8
+
+    @property
+    def label(self) -> str:
+        if self.kind != "ssh":
+            return self.kind
+        return JumpHost(self.hostname or "?", self.port, self.user).label
+
+    @property
+    def route(self) -> str:
+        """`user@box via pve` style description, jump chain included."""
+        if not self.jump:
+            return self.label
+        return f"{self.label} via {' -> '.join(hop.label for hop in self.jump)}"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    engine: str = "vllm"
+    unit: str | None = None
+    log_file: str | None = None
+    base_url: str = "http://127.0.0.1:8000"
+    api_key_env: str | None = None
+    python: str | None = None
+    process_patterns: tuple[str, ...] = ("VLLM::*", "*vllm serve*", "*vllm.entrypoints*")
+    use_sudo: bool = False
+
+    @property
+    def port(self) -> int:
+        parts = urlsplit(self.base_url)
+        if parts.port:
+            return parts.port
+        return 443 if parts.scheme == "https" else 80
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    name: str = ""
+    path: str | None = None
+    tp: int = 1
+    ep: bool = False
+    dp: int = 1
+    pp: int = 1
+    max_model_len: int | None = None
+    checkpoint_gib: float | None = None
+    notes: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuConfig:
+    refresh_s: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkPreset:
+    name: str
+    concurrency: tuple[int, ...] = (1,)
+    input_tokens: int = 1024
+    output_tokens: int = 256
+    num_requests: int = 0  # 0: a sensible number for each concurrency level
+    request_rate: tuple[float, ...] = ()  # requests/s; empty: closed loop
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    endpoint: str = "completions"
+    temperature: float = 0.0
+    ignore_eos: bool = True
+    warmup_requests: int = 1
+
+
+def default_presets() -> dict[str, BenchmarkPreset]:
+    """The presets every profile has unless it overrides them."""
+    return {
+        "quick": BenchmarkPreset("quick", (1,), 128, 128, 4),
+        "sweep": BenchmarkPreset("sweep", (1, 8, 32, 64), 1024, 256),
+        "prefill": BenchmarkPreset("prefill", (1,), 8192, 1, 4),
+        "rate": BenchmarkPreset("rate", (256,), 1024, 256, 64, request_rate=(1.0, 4.0, 16.0)),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkConfig:
+    default_preset: str = "quick"
+    presets: Mapping[str, BenchmarkPreset] = field(default_factory=default_presets)
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffNotes:
+    goal: str = ""
+    instructions: str = ""
+    lessons: tuple[str, ...] = ()
+    next_steps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    name: str
+    path: Path | None = None
+    description: str = ""
+    read_only: bool = False
+    host: HostConfig = field(default_factory=HostConfig)
+    service: ServiceConfig = field(default_factory=ServiceConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    gpu: GpuConfig = field(default_factory=GpuConfig)
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    handoff: HandoffNotes = field(default_factory=HandoffNotes)
+    keys: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_demo(self) -> bool:
+        return self.host.kind == "demo"
+
+
+def _describe(value: Any) -> str:
+    """A short, safe rendering of a wrong value (never a long string that may be a secret)."""
+    if isinstance(value, str):
+        shown = value if len(value) <= 24 else value[:8] + "..."
+        return f"the string {shown!r}"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
+class _Table:
+    """Reads one TOML table, remembering which keys were used and every problem met."""
+
+    def __init__(self, data: Mapping[str, Any], key_path: str, problems: list[str]) -> None:
+        self._data = data
+        self._key_path = key_path
+        self._problems = problems
+        self._used: set[str] = set()
+
+    def _where(self, key: str) -> str:
+        return f"{self._key_path}.{key}" if self._key_path else key
+
+    def problem(self, key: str, message: str) -> None:
+        self._problems.append(f"{self._where(key)}: {message}")
+
+    def _get(self, key: str) -> Any:
+        self._used.add(key)
+        return self._data.get(key)
+
+    def string(
+        self,
+        key: str,
+        default: str | None = None,
+        *,
+        choices: tuple[str, ...] = (),
+        pattern: re.Pattern[str] | None = None,
+        expected: str = "a string",
+        secret: bool = False,
+    ) -> str | None:
+        value = self._get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            self.problem(key, f"expected {expected}, got {_describe(value)}")
+            return default
+        if choices and value not in choices:
+            options = ", ".join(repr(choice) for choice in choices)
+            self.problem(key, f"expected one of {options}, got {_describe(value)}")
+            return default
+        if pattern is not None and not pattern.match(value):
+            got = "a value that does not match" if secret else _describe(value)
+            self.problem(key, f"expected {expected}, got {got}")
+            return default
+        return value
+
+    def number(
+        self,
+        key: str,
+        default: float,
+        *,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        integer: bool = False,
+    ) -> Any:
+        value = self._get(key)
+        if value is None:
+            return default
+        kind = "an integer" if integer else "a number"
+        bad_type = isinstance(value, bool) or not isinstance(value, int | float)
+        if integer and isinstance(value, float):
+            bad_type = True
+        limits = ""
+        if minimum is not None and maximum is not None:
+            limits = f" from {minimum:g} to {maximum:g}"
+        elif minimum is not None:
+            limits = f" >= {minimum:g}"
+        if bad_type:
+            self.problem(key, f"expected {kind}{limits}, got {_describe(value)}")
+            return default
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            self.problem(key, f"expected {kind}{limits}, got {value}")
+            return default
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self._get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.problem(key, f"expected true or false, got {_describe(value)}")
+            return default
+        return value
+
+    def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = self._get(key)
+        if value is None:
+            return default
+        if isinstance(value, str):
+            return (value,)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            self.problem(key, f"expected an array of strings, got {_describe(value)}")
+            return default
+        return tuple(value)
+
+    def numbers(
+        self, key: str, default: tuple[Any, ...], *, integer: bool, minimum: float
+    ) -> tuple[Any, ...]:
+        value = self._get(key)
+        if value is None:
+            return default
+        items = value if isinstance(value, list) else [value]
+        kind = "integers" if integer else "numbers"
+        for item in items:
+            ok_type = isinstance(item, int) if integer else isinstance(item, int | float)
+            if isinstance(item, bool) or not ok_type or item < minimum:
+                self.problem(
+                    key, f"expected an array of {kind} >= {minimum:g}, got {_describe(value)}"
+                )
+                return default
+        return tuple(items)
+
+    def table(self, key: str) -> _Table:
+        value = self._get(key)
+        if value is None:
+            value = {}
+        elif not isinstance(value, dict):
+            self.problem(key, f"expected a table ([{self._where(key)}]), got {_describe(value)}")
+            value = {}
+        return _Table(value, self._where(key), self._problems)
+
+    def tables(self, key: str) -> list[_Table]:
+        value = self._get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            self.problem(
+                key, f"expected an array of tables ([[{self._where(key)}]]), got {_describe(value)}"
+            )
+            return []
+        return [
+            _Table(item, f"{self._where(key)}[{i}]", self._problems) for i, item in enumerate(value)
+        ]
+
+    def key_names(self) -> list[str]:
+        self._used.update(self._data)
+        return list(self._data)
+
+    def finish(self) -> None:
+        """Report every key nobody asked for, with the closest known key as a hint."""
+        for key in self._data:
+            if key in self._used:
+                continue
+            close = difflib.get_close_matches(key, sorted(self._used), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            self.problem(key, f"unknown key{hint}")
+
+
+def _host(table: _Table) -> HostConfig:
+    kind = table.string("kind", "local", choices=HOST_KINDS) or "local"
+    jumps = []
+    for hop in table.tables("jump"):
+        jumps.append(
+            JumpHost(
+                hostname=hop.string("hostname", "") or "",
+                port=hop.number("port", 22, minimum=1, maximum=65535, integer=True),
+                user=hop.string("user"),
+                identity_file=hop.string("identity_file"),
+            )
+        )
+        if not jumps[-1].hostname:
+            hop.problem("hostname", "expected the jump host's name or address")
+        hop.finish()
+    config = HostConfig(
+        kind=kind,
+        hostname=table.string("hostname"),
+        port=table.number("port", 22, minimum=1, maximum=65535, integer=True),
+        user=table.string("user"),
+        identity_file=table.string("identity_file"),
+        known_hosts=table.string("known_hosts"),
+        jump=tuple(jumps),
+        connect_timeout_s=table.number("connect_timeout_s", 10.0, minimum=1, maximum=300),
+        keepalive_s=table.number("keepalive_s", 15.0, minimum=0, maximum=3600),
+        max_sessions=table.number("max_sessions", 8, minimum=1, maximum=64, integer=True),
+    )
+    if kind == "ssh" and not config.hostname:
+        table.problem("hostname", 'expected a host name or address when kind = "ssh"')
+    table.finish()
+    return config
+
+
+def _service(table: _Table) -> ServiceConfig:
+    defaults = ServiceConfig()
+    config = ServiceConfig(
+        engine=table.string("engine", "vllm", choices=ENGINES) or "vllm",
+        unit=table.string(
+            "unit", pattern=_UNIT_NAME, expected="a systemd unit name ending in .service"
+        ),
+        log_file=table.string("log_file"),
+        base_url=table.string("base_url", defaults.base_url) or defaults.base_url,
+        api_key_env=table.string(
+            "api_key_env",
+            pattern=_ENV_NAME,
+            expected="the NAME of an environment variable holding the key, never the key itself",
+            secret=True,
+        ),
+        python=table.string("python"),
+        process_patterns=table.strings("process_patterns", defaults.process_patterns),
+        use_sudo=table.boolean("use_sudo", False),
+    )
+    parts = urlsplit(config.base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        table.problem(
+            "base_url", f"expected an http:// or https:// URL, got {_describe(config.base_url)}"
+        )
+    else:
+        try:
+            _ = parts.port
+        except ValueError:
+            table.problem("base_url", "expected a port from 1 to 65535 in the URL")
+    table.finish()
+    return config
+
+
+def _model(table: _Table) -> ModelConfig:
+    config = ModelConfig(
+        name=table.string("name", "") or "",
+        path=table.string("path"),
+        tp=table.number("tp", 1, minimum=1, maximum=1024, integer=True),
+        ep=table.boolean("ep", False),
+        dp=table.number("dp", 1, minimum=1, maximum=1024, integer=True),
+        pp=table.number("pp", 1, minimum=1, maximum=1024, integer=True),
+        max_model_len=table.number("max_model_len", None, minimum=1, integer=True),
+        checkpoint_gib=table.number("checkpoint_gib", None, minimum=0),
+        notes=table.string("notes", "") or "",
+    )
+    table.finish()
+    return config
+
+
+def _gpu(table: _Table) -> GpuConfig:
+    config = GpuConfig(refresh_s=table.number("refresh_s", 1.0, minimum=0.25, maximum=10))
+    table.finish()
+    return config
+
+
+def _preset(name: str, table: _Table, base: BenchmarkPreset | None) -> BenchmarkPreset:
+    base = base or BenchmarkPreset(name)
+    preset = BenchmarkPreset(
+        name=name,
+        concurrency=table.numbers("concurrency", base.concurrency, integer=True, minimum=1),
+        input_tokens=table.number("input_tokens", base.input_tokens, minimum=1, integer=True),
+        output_tokens=table.number("output_tokens", base.output_tokens, minimum=1, integer=True),
+        num_requests=table.number("num_requests", base.num_requests, minimum=0, integer=True),
+        request_rate=table.numbers("request_rate", base.request_rate, integer=False, minimum=0),
+        arrival=table.string("arrival", base.arrival, choices=ARRIVALS) or base.arrival,
+        burstiness=table.number("burstiness", base.burstiness, minimum=0.01),
+        endpoint=table.string("endpoint", base.endpoint, choices=ENDPOINTS) or base.endpoint,
+        temperature=table.number("temperature", base.temperature, minimum=0, maximum=2),
+        ignore_eos=table.boolean("ignore_eos", base.ignore_eos),
+        warmup_requests=table.number(
+            "warmup_requests", base.warmup_requests, minimum=0, integer=True
+        ),
+    )
+    table.finish()
+    return preset
+
+
+def _benchmark(table: _Table) -> BenchmarkConfig:
+    presets = dict(default_presets())
+    presets_table = table.table("presets")
+    for name in presets_table.key_names():
+        presets[name] = _preset(name, presets_table.table(name), presets.get(name))
+    default = table.string("default_preset", "quick") or "quick"
+    if default not in presets:
+        table.problem(
+            "default_preset", f"expected one of the presets {sorted(presets)}, got {default!r}"
+        )
+        default = "quick"
+    table.finish()
+    return BenchmarkConfig(default_preset=default, presets=presets)
+
+
+def _handoff(table: _Table) -> HandoffNotes:
+    notes = HandoffNotes(
+        goal=table.string("goal", "") or "",
+        instructions=table.string("instructions", "") or "",
+        lessons=table.strings("lessons"),
+        next_steps=table.strings("next_steps"),
+    )
+    table.finish()
+    return notes
+
+
+def _keys(table: _Table) -> dict[str, str]:
+    keymap = {}
+    for binding_id in table.key_names():
+        value = table.string(binding_id, expected="a key name such as 'ctrl+k'")
+        if value:
+            keymap[binding_id] = value
+    return keymap
+
+
+def profile_from_data(
+    data: Mapping[str, Any], name: str, path: Path | None
+) -> tuple[Profile, list[str]]:
+    """Build a Profile; returns it with the list of problems (empty when valid)."""
+    problems: list[str] = []
+    root = _Table(data, "", problems)
+    section: Callable[[str], _Table] = root.table
+    profile = Profile(
+        name=root.string("name", name) or name,
+        path=path,
+        description=root.string("description", "") or "",
+        read_only=root.boolean("read_only", False),
+        host=_host(section("host")),
+        service=_service(section("service")),
+        model=_model(section("model")),
+        gpu=_gpu(section("gpu")),
+        benchmark=_benchmark(section("benchmark")),
+        handoff=_handoff(section("handoff")),
+        keys=_keys(section("keys")),
+    )
+    root.finish()
+    return profile, problems
+
+
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """tomllib with the error turned into `file:line:column: message`."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error)
+        position = _TOML_POSITION.search(message)
+        if position:
+            line, column = position.groups()
+            message = _TOML_POSITION.sub("", message).strip()
+            raise ProfileError(f"{path}:{line}:{column}: TOML syntax error: {message}") from None
+        raise ProfileError(f"{path}: TOML syntax error: {message}") from None
+
+
+def profile_problems(path: Path) -> tuple[Profile | None, list[str]]:
+    """Read and validate one profile file; every problem is a full one-line message."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, [f"{path}: no such file"]
+    except IsADirectoryError:
+        return None, [f"{path}: is a directory, expected a .toml file"]
+    except OSError as error:
+        return None, [f"{path}: cannot read: {error.strerror}"]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return None, [f"{path}: not UTF-8 text (byte {error.start})"]
+    try:
+        data = parse_toml(text, path)
+    except ProfileError as error:
+        return None, [str(error)]
+    profile, problems = profile_from_data(data, path.stem, path)
+    return (None if problems else profile), [f"{path}: {problem}" for problem in problems]
+
+
+def load_profile_file(path: Path) -> Profile:
+    """A valid Profile, or ProfileError naming the first problem (and how many more)."""
+    profile, problems = profile_problems(path)
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s); run `servedeck profiles check {path}`)"
+        raise ProfileError(problems[0] + (more if len(problems) > 1 else ""))
+    assert profile is not None
+    return profile
+
+
+def demo_profile(read_only: bool = False) -> Profile:
+    """The built-in simulator profile, usable with no files at all."""
+    return Profile(
+        name="demo",
+        description="Simulated 8-GPU box serving Kimi-K2.5 INT4 (no GPU needed)",
+        read_only=read_only,
+        host=HostConfig(kind="demo"),
+        service=ServiceConfig(engine="vllm", unit="vllm-kimi-k25-int4.service"),
+        model=ModelConfig(name="moonshotai/Kimi-K2.5", path="/models/Kimi-K2.5-INT4", tp=8),
+        handoff=HandoffNotes(
+            goal="Serve Kimi-K2.5 INT4 on 8 GPUs (TP=8); measure single-stream and batch speed.",
+            lessons=("vLLM workers survive a stop and hold GPU memory: check the Processes pane.",),
+            next_steps=("Try expert parallel (TP=8 + EP) and compare the sweep.",),
+        ),
+    )

@@ -1,0 +1,61 @@
+"""The one interface every source uses to reach a machine, local or remote."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """What a finished command left behind."""
+
+    argv: tuple[str, ...]
+    exit_status: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+@runtime_checkable
+class Host(Protocol):
+    """A machine servedeck can run commands on.
+
+    Commands are argv lists, never shell strings: remote hosts join them with
+    `shlex.join` and run them under `/bin/sh`, so the login shell changes nothing.
+    """
+
+    label: str
+    is_local: bool
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        timeout_s: float = 30.0,
+        stdin_text: str | None = None,
+    ) -> CommandResult:
+        """Run argv to completion; a timeout ends the process and raises CommandTimeout."""
+        ...
+
+    def stream(self, argv: Sequence[str], stdin_text: str | None = None) -> AsyncIterator[str]:
+        """Yield stdout lines (without newline); closing or cancelling ends the process."""
+        ...
+
+    async def read_file(self, path: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
+        """Read a file, at most max_bytes of it."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and end every stream still running."""
+        ...
+
+
+def sh_command(argv: Sequence[str]) -> str:
+    """The exact `/bin/sh -c` string for argv: quoting that survives any login shell."""
+    return shlex.join(["/bin/sh", "-c", shlex.join(list(argv))])

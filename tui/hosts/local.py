@@ -1,0 +1,120 @@
+"""LocalHost: commands as asyncio subprocesses on this machine."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Sequence
+
+from tui.errors import CommandTimeout, HostError
+from tui.hosts.base import CommandResult
+
+_STREAM_LIMIT_BYTES = 4 * 1024 * 1024
+
+
+async def _end_process(process: asyncio.subprocess.Process, grace_s: float = 2.0) -> None:
+    """SIGTERM the process group, then SIGKILL it if it lingers."""
+    if process.returncode is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            await asyncio.wait_for(process.wait(), grace_s)
+            return
+        except TimeoutError:
+            continue
+
+
+class LocalHost:
+    """This machine. Each command runs in its own process group so it can be ended whole."""
+
+    is_local = True
+
+    def __init__(self, label: str = "local") -> None:
+        self.label = label
+        self._streams: set[asyncio.subprocess.Process] = set()
+
+    async def _spawn(
+        self, argv: Sequence[str], stdin_text: str | None
+    ) -> asyncio.subprocess.Process:
+        if not argv:
+            raise HostError(self.label, "empty command")
+        try:
+            return await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE
+                if stdin_text is not None
+                else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=_STREAM_LIMIT_BYTES,
+            )
+        except FileNotFoundError:
+            raise HostError(self.label, f"command not found: {argv[0]}") from None
+        except PermissionError:
+            raise HostError(self.label, f"permission denied: {argv[0]}") from None
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        timeout_s: float = 30.0,
+        stdin_text: str | None = None,
+    ) -> CommandResult:
+        started = time.monotonic()
+        process = await self._spawn(argv, stdin_text)
+        data = stdin_text.encode() if stdin_text is not None else None
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(data), timeout_s)
+        except TimeoutError:
+            await _end_process(process)
+            raise CommandTimeout(
+                self.label, f"{argv[0]} ran past {timeout_s:g} s and was ended"
+            ) from None
+        except asyncio.CancelledError:
+            await _end_process(process)
+            raise
+        return CommandResult(
+            argv=tuple(argv),
+            exit_status=process.returncode if process.returncode is not None else -1,
+            stdout=stdout.decode(errors="replace"),
+            stderr=stderr.decode(errors="replace"),
+            duration_s=time.monotonic() - started,
+        )
+
+    async def stream(
+        self, argv: Sequence[str], stdin_text: str | None = None
+    ) -> AsyncIterator[str]:
+        process = await self._spawn(argv, stdin_text)
+        self._streams.add(process)
+        try:
+            if stdin_text is not None and process.stdin is not None:
+                process.stdin.write(stdin_text.encode())
+                await process.stdin.drain()
+                process.stdin.close()
+            assert process.stdout is not None
+            async for raw_line in process.stdout:
+                yield raw_line.decode(errors="replace").rstrip("\r\n")
+            await process.wait()
+        finally:
+            self._streams.discard(process)
+            await _end_process(process)
+
+    async def read_file(self, path: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
+        def _read() -> bytes:
+            with open(path, "rb") as handle:
+                return handle.read(max_bytes)
+
+        try:
+            return await asyncio.to_thread(_read)
+        except OSError as error:
+            raise HostError(self.label, f"cannot read {path}: {error.strerror}") from None
+
+    async def close(self) -> None:
+        for process in list(self._streams):
+            await _end_process(process)
+        self._streams.clear()
