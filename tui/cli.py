@@ -15,9 +15,7 @@ from collections.abc import Callable, Sequence
 from tui import __version__
 from tui.errors import ServedeckError
 
-COMMAND_MODULES: tuple[str, ...] = (
-    # one line per subcommand module
-)
+COMMAND_MODULES: tuple[str, ...] = ("tui.commands.profiles_cmd",)
 
 
 def common_options() -> argparse.ArgumentParser:

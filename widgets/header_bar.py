@@ -1,0 +1,54 @@
+"""The top line: profile, host route, connection state, and SIMULATED / READ-ONLY badges."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+_STATE_STYLES = {
+    "connecting": "bold yellow",
+    "connected": "bold green",
+    "reconnecting": "bold yellow",
+    "unreachable": "bold red",
+}
+
+
+class HeaderBar(Static):
+    """A pure view: the app sets its reactives; it never looks anything up."""
+
+    DEFAULT_CSS = """
+    HeaderBar {
+        dock: top;
+        height: 1;
+        background: $panel;
+        color: $text;
+        padding: 0 1;
+    }
+    """
+
+    profile_name: reactive[str] = reactive("")
+    route: reactive[str] = reactive("")
+    connection_state: reactive[str] = reactive("connecting")
+    connection_detail: reactive[str] = reactive("")
+    simulated: reactive[bool] = reactive(False)
+    read_only: reactive[bool] = reactive(False)
+
+    def render(self) -> Text:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append("servedeck", style="bold")
+        if self.simulated:
+            line.append(" SIMULATED ", style="bold black on magenta")
+        if self.read_only:
+            line.append(" READ-ONLY ", style="bold black on yellow")
+        line.append(" │ profile: ", style="dim")
+        line.append(self.profile_name, style="bold cyan")
+        line.append(" │ host: ", style="dim")
+        line.append(self.route)
+        line.append(" │ ", style="dim")
+        line.append(
+            f"● {self.connection_state}", style=_STATE_STYLES.get(self.connection_state, "")
+        )
+        if self.connection_detail:
+            line.append(f" {self.connection_detail}", style="dim")
+        return line
