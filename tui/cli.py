@@ -15,7 +15,10 @@ from collections.abc import Callable, Sequence
 from tui import __version__
 from tui.errors import ServedeckError
 
-COMMAND_MODULES: tuple[str, ...] = ("tui.commands.profiles_cmd",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "tui.commands.profiles_cmd",
+    "tui.commands.doctor_cmd",
+)
 
 
 def common_options() -> argparse.ArgumentParser:

@@ -505,8 +505,13 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
         if position:
             line, column = position.groups()
             message = _TOML_POSITION.sub("", message).strip()
-            raise ProfileError(f"{path}:{line}:{column}: TOML syntax error: {message}") from None
-        raise ProfileError(f"{path}: TOML syntax error: {message}") from None
+        elif "(at end of document)" in message:
+            lines = text.split("\n")
+            line, column = str(len(lines)), str(len(lines[-1]) + 1)
+            message = message.replace("(at end of document)", "at end of file").strip()
+        else:
+            raise ProfileError(f"{path}: TOML syntax error: {message}") from None
+        raise ProfileError(f"{path}:{line}:{column}: TOML syntax error: {message}") from None
 
 
 def profile_problems(path: Path) -> tuple[Profile | None, list[str]]:

@@ -41,14 +41,15 @@ class HeaderBar(Static):
             line.append(" SIMULATED ", style="bold black on magenta")
         if self.read_only:
             line.append(" READ-ONLY ", style="bold black on yellow")
-        line.append(" │ profile: ", style="dim")
+        narrow = self.size.width < 120
+        line.append(" │ " if narrow else " │ profile: ", style="dim")
         line.append(self.profile_name, style="bold cyan")
-        line.append(" │ host: ", style="dim")
-        line.append(self.route)
         line.append(" │ ", style="dim")
         line.append(
             f"● {self.connection_state}", style=_STATE_STYLES.get(self.connection_state, "")
         )
-        if self.connection_detail:
+        if self.connection_detail and not narrow:
             line.append(f" {self.connection_detail}", style="dim")
+        line.append(" │ " if narrow else " │ host: ", style="dim")
+        line.append(self.route)
         return line

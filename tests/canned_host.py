@@ -1,0 +1,64 @@
+"""A Host that answers from canned output.
+
+Used only where the screen must be byte-for-byte stable (SVG snapshots): a real
+machine's hostname, RAM and uptime change between runs. Live behaviour is covered
+with LocalHost and the sshd fixture elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+
+from tui.hosts.base import CommandResult
+
+SEED_BOX_OVERVIEW = (
+    """\
+hostname=gpu-box-01
+os=Ubuntu 24.04.1 LTS
+kernel=6.8.0-45-generic
+arch=x86_64
+cpu_model=AMD EPYC 9554 64-Core Processor
+cpu_cores=128
+numa_nodes=2
+mem_total_kib=528280576
+mem_available_kib=412345678
+uptime_s=864123.4
+loadavg=3.10 2.95 2.80
+"""
+    + "".join(
+        f"gpu=GPU {index}: NVIDIA RTX PRO 6000 Blackwell Server Edition (UUID: GPU-{index:08d})\n"
+        for index in range(8)
+    )
+    + "driver=580.82.07\n"
+)
+
+
+class CannedHost:
+    is_local = False
+
+    def __init__(
+        self,
+        label: str = "canned",
+        answer: Callable[[Sequence[str], str | None], str] | None = None,
+    ) -> None:
+        self.label = label
+        self._answer = answer or (lambda argv, stdin: SEED_BOX_OVERVIEW)
+        self.calls: list[tuple[str, ...]] = []
+
+    async def run(
+        self, argv: Sequence[str], timeout_s: float = 30.0, stdin_text: str | None = None
+    ) -> CommandResult:
+        self.calls.append(tuple(argv))
+        return CommandResult(tuple(argv), 0, self._answer(argv, stdin_text), "", 0.0)
+
+    async def stream(
+        self, argv: Sequence[str], stdin_text: str | None = None
+    ) -> AsyncIterator[str]:
+        for line in self._answer(argv, stdin_text).splitlines():
+            yield line
+
+    async def read_file(self, path: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
+        return b""
+
+    async def close(self) -> None:
+        return None
