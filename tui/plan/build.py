@@ -46,7 +46,11 @@ def model_from_config(
         raise PlanSettingsError(f"--checkpoint-gib must be more than 0, got {checkpoint_gib:g}")
     arch = parse_config_text(config_text, source)
     stated = int(checkpoint_gib * GIB) if checkpoint_gib else None
-    name = posixpath.basename(posixpath.dirname(source)) or arch.name
+    base = posixpath.basename(source)
+    if base == "config.json":
+        name = posixpath.basename(posixpath.dirname(source)) or arch.name
+    else:
+        name = base.removesuffix(".json") or arch.name
     return ModelFacts(name, arch, estimate_breakdown(arch, stated), stated)
 
 
