@@ -33,8 +33,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         description="Compute weights per GPU, KV cache room and layout validity up front.",
     )
     model = parser.add_argument_group("model (default: the profile's model.path)")
-    model.add_argument("--model-dir", metavar="DIR", help="checkpoint folder (config.json + *.safetensors)")
-    model.add_argument("--config", metavar="FILE", help="a config.json alone (needs --checkpoint-gib)")
+    model.add_argument(
+        "--model-dir", metavar="DIR", help="checkpoint folder (config.json + *.safetensors)"
+    )
+    model.add_argument(
+        "--config", metavar="FILE", help="a config.json alone (needs --checkpoint-gib)"
+    )
     model.add_argument("--checkpoint-gib", type=float, metavar="X", help="stated checkpoint size")
     gpus = parser.add_argument_group("GPUs (default: ask nvidia-smi on this machine)")
     gpus.add_argument("--gpus", type=int, metavar="N")
@@ -46,7 +50,10 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     engine.add_argument("--max-model-len", type=int, metavar="TOKENS")
     engine.add_argument("--kv-cache-dtype", default="auto", metavar="auto|bf16|fp8")
     engine.add_argument(
-        "--reserve-gib", type=float, default=2.0, metavar="X",
+        "--reserve-gib",
+        type=float,
+        default=2.0,
+        metavar="X",
         help="runtime memory per GPU besides weights and KV cache (default 2)",
     )
     parser.add_argument("--details", action="store_true", help="show every layout's arithmetic")
@@ -99,8 +106,15 @@ async def _gpus(args: argparse.Namespace, host: LocalHost) -> GpuInventory:
     if args.gpus is None and args.vram_gib is None:
         inventory = await inventory_from_nvidia_smi(host)
         cc = args.cc or inventory.compute_capability
-        return GpuInventory(inventory.count, inventory.memory_bytes, cc, args.nvlink,
-                            inventory.numa_nodes, inventory.name, inventory.source)
+        return GpuInventory(
+            inventory.count,
+            inventory.memory_bytes,
+            cc,
+            args.nvlink,
+            inventory.numa_nodes,
+            inventory.name,
+            inventory.source,
+        )
     if args.gpus is None or args.vram_gib is None:
         raise UsageError("--gpus and --vram-gib go together")
     return stated_inventory(args.gpus, args.vram_gib, args.cc, args.nvlink)

@@ -80,9 +80,7 @@ def kv_dtype_bytes(arch: ModelArch, kv_cache_dtype: str) -> int:
     return KV_DTYPES[kv_cache_dtype]
 
 
-def build_plan(
-    model: ModelFacts, gpus: GpuInventory, settings: PlanSettings | None = None
-) -> Plan:
+def build_plan(model: ModelFacts, gpus: GpuInventory, settings: PlanSettings | None = None) -> Plan:
     """Every candidate layout for these GPUs, with verdicts, KV room and warnings."""
     settings = settings or PlanSettings()
     if not 0 < settings.gpu_memory_utilization <= 1:

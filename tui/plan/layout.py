@@ -176,7 +176,11 @@ def divisibility_checks(arch: ModelArch, layout: Layout) -> tuple[Check, ...]:
         quantized = quant.covers("model.layers.0.mlp.down_proj")
         checks.append(
             _block_check(
-                "dense intermediate", arch.intermediate_size, tp, unit if quantized else None, unit_name
+                "dense intermediate",
+                arch.intermediate_size,
+                tp,
+                unit if quantized else None,
+                unit_name,
             )
         )
     if arch.is_moe and arch.shared_intermediate_size:
@@ -194,7 +198,9 @@ def divisibility_checks(arch: ModelArch, layout: Layout) -> tuple[Check, ...]:
         size, experts = layout.ep_size, arch.num_experts
         even = experts % size == 0
         text = f"experts {experts} / EP {size} = {experts / size:g} per GPU, whole experts"
-        checks.append(Check("experts per EP rank", even, text + ("" if even else " (uneven)"), False))
+        checks.append(
+            Check("experts per EP rank", even, text + ("" if even else " (uneven)"), False)
+        )
     elif arch.is_moe:
         quantized = quant.covers(f"model.layers.{arch.dense_layers}.mlp.experts.0.down_proj")
         checks.append(

@@ -160,13 +160,17 @@ def _scheme(qcfg: Mapping[str, Any], source: str) -> QuantScheme:
     if method == "fp8":
         block = qcfg.get("weight_block_size")
         if block is not None and (
-            not isinstance(block, list) or len(block) != 2 or not all(isinstance(b, int) for b in block)
+            not isinstance(block, list)
+            or len(block) != 2
+            or not all(isinstance(b, int) for b in block)
         ):
             raise ModelConfigError(
                 f"{source}: quantization_config.weight_block_size should be [n, k], got {block!r}"
             )
         if block:
-            return QuantScheme("fp8", block[0], block[1], None, skip, f"fp8 block {block[0]}x{block[1]}")
+            return QuantScheme(
+                "fp8", block[0], block[1], None, skip, f"fp8 block {block[0]}x{block[1]}"
+            )
         return QuantScheme("fp8", unquantized=skip, label="fp8 per-channel")
     if method == "compressed-tensors":
         groups = qcfg.get("config_groups") or {}
@@ -175,11 +179,15 @@ def _scheme(qcfg: Mapping[str, Any], source: str) -> QuantScheme:
             bits, kind = weights.get("num_bits"), weights.get("type")
             if kind == "int" and bits == 4:
                 size = weights.get("group_size")
-                return QuantScheme("int4", group_size=size, unquantized=skip, label=f"int4 group {size}")
+                return QuantScheme(
+                    "int4", group_size=size, unquantized=skip, label=f"int4 group {size}"
+                )
             if kind == "float" and bits == 8:
                 block = weights.get("block_structure")
                 if isinstance(block, list) and len(block) == 2:
-                    return QuantScheme("fp8", block[0], block[1], None, skip, f"fp8 block {block[0]}x{block[1]}")
+                    return QuantScheme(
+                        "fp8", block[0], block[1], None, skip, f"fp8 block {block[0]}x{block[1]}"
+                    )
                 return QuantScheme("fp8", unquantized=skip, label="fp8 per-channel")
         raise ModelConfigError(
             f"{source}: quantization_config: unsupported compressed-tensors scheme "
@@ -284,8 +292,10 @@ def parse_config_text(text: str | bytes, source: str = "config.json") -> ModelAr
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        where = f" (line {error.lineno}, column {error.colno})" if isinstance(
-            error, json.JSONDecodeError
-        ) else ""
+        where = (
+            f" (line {error.lineno}, column {error.colno})"
+            if isinstance(error, json.JSONDecodeError)
+            else ""
+        )
         raise ModelConfigError(f"{source}: not valid JSON{where}") from None
     return parse_config(data, source)

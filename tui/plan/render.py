@@ -66,7 +66,9 @@ def plan_markdown(plan: Plan, chosen: Layout | None = None, details: bool = Fals
     lines.append("")
     if plan.warnings:
         lines += ["Warnings:", ""]
-        lines += [f"- {hit.severity}: {hit.message} (source: {hit.source})" for hit in plan.warnings]
+        lines += [
+            f"- {hit.severity}: {hit.message} (source: {hit.source})" for hit in plan.warnings
+        ]
         lines.append("")
     focus = plan.find(chosen.tp, chosen.ep, chosen.pp, chosen.dp) if chosen else best_layout(plan)
     shown = plan.layouts if details else ([focus] if focus else [])

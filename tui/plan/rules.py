@@ -93,11 +93,13 @@ def _estimated(facts: PlanFacts, layout: Layout | None) -> str | None:
     if weights.source == "safetensors":
         return None
     if weights.source == "estimate":
-        return f"no checkpoint size: weights estimated from the architecture ({gib(weights.total_bytes)})"
+        total = gib(weights.total_bytes)
+        return f"no checkpoint size: weights estimated from the architecture ({total})"
     drift = weights.total_bytes / weights.estimate_bytes - 1 if weights.estimate_bytes else 0.0
     return (
         f"no safetensors headers: component shares estimated from the architecture "
-        f"({gib(weights.estimate_bytes)}), scaled {drift:+.1%} to the stated {gib(weights.total_bytes)}"
+        f"({gib(weights.estimate_bytes)}), scaled {drift:+.1%} to the stated "
+        f"{gib(weights.total_bytes)}"
     )
 
 
@@ -105,7 +107,9 @@ def _mtp_not_loaded(facts: PlanFacts, layout: Layout | None) -> str | None:
     size = facts.weights.bytes_of(MTP)
     if not size:
         return None
-    return f"{gib(size)} of MTP layers in the checkpoint are not loaded unless MTP speculation is on"
+    return (
+        f"{gib(size)} of MTP layers in the checkpoint are not loaded unless MTP speculation is on"
+    )
 
 
 def _fp8_before_ada(facts: PlanFacts, layout: Layout | None) -> str | None:
@@ -118,7 +122,9 @@ def _fp8_before_ada(facts: PlanFacts, layout: Layout | None) -> str | None:
         return None
     if (major, minor) >= (8, 9):
         return None
-    return f"FP8 weights on sm_{major}{minor}: no FP8 tensor cores, weight-only FP8 (Marlin) is slower"
+    return (
+        f"FP8 weights on sm_{major}{minor}: no FP8 tensor cores, weight-only FP8 (Marlin) is slower"
+    )
 
 
 RULES: tuple[Rule, ...] = (

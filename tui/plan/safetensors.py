@@ -141,7 +141,9 @@ async def list_shards(host: Host, model_dir: str) -> list[str]:
             weight_map = json.loads(raw)["weight_map"]
             names = sorted(set(weight_map.values()))
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
-            raise CheckpointError(f"{index_path}: not a safetensors index (no weight_map)") from None
+            raise CheckpointError(
+                f"{index_path}: not a safetensors index (no weight_map)"
+            ) from None
         return [posixpath.join(model_dir, name) for name in names]
     result = await host.run(["find", model_dir, "-maxdepth", "1", "-name", "*.safetensors"])
     if not result.ok:

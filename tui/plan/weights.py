@@ -135,9 +135,13 @@ def _attention_bytes(arch: ModelArch, layer: int) -> tuple[float, float]:
     if arch.is_mla:
         qk = arch.qk_nope_head_dim + arch.qk_rope_head_dim
         kv_lora = arch.kv_lora_rank or 0
-        split = _linear_bytes(arch, name % "kv_b_proj", kv_lora, n * (arch.qk_nope_head_dim + arch.v_head_dim))
+        split = _linear_bytes(
+            arch, name % "kv_b_proj", kv_lora, n * (arch.qk_nope_head_dim + arch.v_head_dim)
+        )
         split += _linear_bytes(arch, name % "o_proj", n * arch.v_head_dim, h)
-        replicated = _linear_bytes(arch, name % "kv_a_proj_with_mqa", h, kv_lora + arch.qk_rope_head_dim)
+        replicated = _linear_bytes(
+            arch, name % "kv_a_proj_with_mqa", h, kv_lora + arch.qk_rope_head_dim
+        )
         if arch.q_lora_rank:
             replicated += _linear_bytes(arch, name % "q_a_proj", h, arch.q_lora_rank)
             split += _linear_bytes(arch, name % "q_b_proj", arch.q_lora_rank, n * qk)
@@ -145,7 +149,9 @@ def _attention_bytes(arch: ModelArch, layer: int) -> tuple[float, float]:
             split += _linear_bytes(arch, name % "q_proj", h, n * qk)
         return split, replicated
     q, kv = n * arch.head_dim, arch.num_kv_heads * arch.head_dim
-    split = _linear_bytes(arch, name % "q_proj", h, q) + 2 * _linear_bytes(arch, name % "k_proj", h, kv)
+    split = _linear_bytes(arch, name % "q_proj", h, q) + 2 * _linear_bytes(
+        arch, name % "k_proj", h, kv
+    )
     return split + _linear_bytes(arch, name % "o_proj", q, h), 0.0
 
 
@@ -160,7 +166,8 @@ def _mlp_bytes(arch: ModelArch, prefix: str, inter: int) -> float:
 def _moe_layer(arch: ModelArch, layer: int) -> dict[str, float]:
     prefix = f"model.layers.{layer}.mlp"
     return {
-        ROUTED_EXPERTS: arch.num_experts * _mlp_bytes(arch, f"{prefix}.experts.0", arch.moe_intermediate_size),
+        ROUTED_EXPERTS: arch.num_experts
+        * _mlp_bytes(arch, f"{prefix}.experts.0", arch.moe_intermediate_size),
         SHARED_EXPERTS: _mlp_bytes(arch, f"{prefix}.shared_experts", arch.shared_intermediate_size)
         if arch.shared_intermediate_size
         else 0.0,
@@ -181,7 +188,9 @@ def estimate_breakdown(arch: ModelArch, stated_total_bytes: int | None = None) -
     sums[ATTENTION_REPLICATED] = arch.num_layers * replicated
     sums[NORMS] = (arch.num_layers * norm_width + h) * dtype
     if arch.intermediate_size:
-        sums[DENSE_MLP] = arch.dense_layers * _mlp_bytes(arch, "model.layers.0.mlp", arch.intermediate_size)
+        sums[DENSE_MLP] = arch.dense_layers * _mlp_bytes(
+            arch, "model.layers.0.mlp", arch.intermediate_size
+        )
     if arch.is_moe:
         for name, size in _moe_layer(arch, arch.dense_layers).items():
             sums[name] = arch.moe_layers * size
