@@ -167,3 +167,13 @@ def test_zero_gpus_and_an_empty_snapshot_are_refused() -> None:
     empty = GpuBoxSnapshot(source="nvml", taken_at_s=0.0, available=False, error="no driver")
     with pytest.raises(GpuInventoryError, match=r"no GPUs to plan for \(nvml\): no driver"):
         inventory_from_snapshot(empty)
+
+
+def test_plan_core_never_imports_textual() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, tui.plan.render, tui.commands.plan_cmd; print('textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
