@@ -1,4 +1,4 @@
-"""PlanView: the deployment plan as a table, the chosen layout marked, the selected row's math below.
+"""PlanView: the plan as a table, the chosen layout marked, the selected row's math below.
 
 A pure view: it is handed a finished Plan (tui.plan) and draws it; it computes nothing.
 """
