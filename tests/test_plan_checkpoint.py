@@ -187,3 +187,23 @@ def test_cli_reads_the_checkpoint_and_prints_the_plan(checkpoint: Path) -> None:
         f"servedeck: error: {checkpoint / 'nope' / 'config.json'}: cannot read it "
         f"(local: cannot read {checkpoint / 'nope' / 'config.json'}: No such file or directory)"
     ]
+
+
+GPU_ARGS = ["--gpus", "4", "--vram-gib", "1", "--reserve-gib", "0", "--max-model-len", "512"]
+
+
+def test_cli_marks_the_profiles_layout_and_counts_its_kv(checkpoint: Path, tmp_path: Path) -> None:
+    profile = tmp_path / "tiny.toml"
+    profile.write_text(f'[model]\nname = "tiny"\npath = "{checkpoint}"\ntp = 2\nep = true\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "tui", "plan", "--profile", str(profile), *GPU_ARGS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "| **TP=2 EP** (chosen) | 2 |" in result.stdout
+    assert "### TP=2 EP: fits" in result.stdout
+    # GQA: 2 KV heads over TP 2 = 1 head x 16 x 2 layers x 2 K/V x 2 B = 128 B per token.
+    assert "GQA 2 x 1 KV heads x 16 x 2 layers x 2 B = 128 B/token per GPU" in result.stdout
