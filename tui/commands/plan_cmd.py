@@ -1,0 +1,134 @@
+"""`servedeck plan`: will this model fit, and which TP/EP layouts are valid, before a long load."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from tui.config import Profile
+from tui.console import host_for
+from tui.errors import UsageError
+from tui.hosts.base import Host
+from tui.hosts.local import LocalHost
+from tui.plan import (
+    GpuInventory,
+    Layout,
+    ModelConfigError,
+    ModelFacts,
+    PlanSettings,
+    build_plan,
+    inventory_from_nvidia_smi,
+    model_from_config,
+    read_model_dir,
+    stated_inventory,
+)
+from tui.plan.render import plan_json, plan_markdown
+from tui.profile_store import load_profile
+
+
+def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        parents=[common],
+        help="preflight a deployment: memory per GPU and valid TP/EP layouts",
+        description="Compute weights per GPU, KV cache room and layout validity up front.",
+    )
+    model = parser.add_argument_group("model (default: the profile's model.path)")
+    model.add_argument(
+        "--model-dir", metavar="DIR", help="checkpoint folder (config.json + *.safetensors)"
+    )
+    model.add_argument(
+        "--config", metavar="FILE", help="a config.json alone (needs --checkpoint-gib)"
+    )
+    model.add_argument("--checkpoint-gib", type=float, metavar="X", help="stated checkpoint size")
+    gpus = parser.add_argument_group("GPUs (default: ask nvidia-smi on this machine)")
+    gpus.add_argument("--gpus", type=int, metavar="N")
+    gpus.add_argument("--vram-gib", type=float, metavar="X", help="memory of one GPU in GiB")
+    gpus.add_argument("--cc", metavar="MAJOR.MINOR", help="compute capability, e.g. 12.0")
+    gpus.add_argument("--nvlink", action=argparse.BooleanOptionalAction, default=None)
+    engine = parser.add_argument_group("engine settings")
+    engine.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="F")
+    engine.add_argument("--max-model-len", type=int, metavar="TOKENS")
+    engine.add_argument("--kv-cache-dtype", default="auto", metavar="auto|bf16|fp8")
+    engine.add_argument(
+        "--reserve-gib",
+        type=float,
+        default=2.0,
+        metavar="X",
+        help="runtime memory per GPU besides weights and KV cache (default 2)",
+    )
+    parser.add_argument("--details", action="store_true", help="show every layout's arithmetic")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.set_defaults(func=run_plan)
+
+
+async def _model(args: argparse.Namespace, profile: Profile | None, host: Host) -> ModelFacts:
+    if args.model_dir and args.config:
+        raise UsageError("give either --model-dir or --config, not both")
+    checkpoint_gib = args.checkpoint_gib
+    if checkpoint_gib is None and profile is not None:
+        checkpoint_gib = profile.model.checkpoint_gib
+    if args.config:
+        path = Path(args.config)
+        try:
+            text = path.read_bytes()
+        except OSError as error:
+            raise ModelConfigError(f"{path}: cannot read it ({error.strerror})") from None
+        return model_from_config(text, str(path), checkpoint_gib)
+    model_dir = args.model_dir or (profile.model.path if profile else None)
+    if not model_dir:
+        raise UsageError("no model: give --model-dir DIR, or --config FILE --checkpoint-gib X")
+    return await read_model_dir(host, model_dir)
+
+
+async def _gpus(args: argparse.Namespace, host: Host) -> GpuInventory:
+    if args.gpus is None and args.vram_gib is None:
+        inventory = await inventory_from_nvidia_smi(host)
+        cc = args.cc or inventory.compute_capability
+        return GpuInventory(
+            inventory.count,
+            inventory.memory_bytes,
+            cc,
+            args.nvlink,
+            inventory.numa_nodes,
+            inventory.name,
+            inventory.source,
+        )
+    if args.gpus is None or args.vram_gib is None:
+        raise UsageError("--gpus and --vram-gib go together")
+    return stated_inventory(args.gpus, args.vram_gib, args.cc, args.nvlink)
+
+
+async def _plan_text(args: argparse.Namespace) -> str:
+    profile = load_profile(args.profile, demo=args.demo) if (args.profile or args.demo) else None
+    # The model directory and the GPUs live on the profile's host (local or over SSH).
+    needs_remote = profile is not None and (not args.config or args.gpus is None)
+    host = host_for(profile) if needs_remote else LocalHost()
+    try:
+        model = await _model(args, profile, host)
+        gpus = await _gpus(args, host)
+    finally:
+        await host.close()
+    max_len = args.max_model_len or (profile.model.max_model_len if profile else None)
+    if max_len is not None and max_len < 1:
+        raise UsageError(f"--max-model-len must be at least 1, got {max_len}")
+    settings = PlanSettings(
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        max_model_len=max_len,
+        kv_cache_dtype=args.kv_cache_dtype,
+        reserve_bytes=int(args.reserve_gib * 1024**3),
+    )
+    plan = build_plan(model, gpus, settings)
+    if args.json:
+        return plan_json(plan)
+    chosen = None
+    if profile is not None and profile.model.path:
+        m = profile.model
+        chosen = Layout(m.tp, m.pp, m.dp, m.ep)
+    return plan_markdown(plan, chosen, details=args.details)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    print(asyncio.run(_plan_text(args)), end="")
+    return 0
