@@ -252,9 +252,12 @@ def test_runtime_faults(serving_box: SimBox) -> None:
         failed = client.post("/v1/completions", json={"prompt": "x", "max_tokens": 2})
         client.post("/_sim/fault", json={"http_5xx_rate": 0.0, "cut_stream_after_tokens": 3})
         seen: list[str] = []
-        with pytest.raises(httpx.HTTPError), client.stream(
-            "POST", "/v1/completions", json={"prompt": "x", "max_tokens": 50, "stream": True}
-        ) as resp:
+        with (
+            pytest.raises(httpx.HTTPError),
+            client.stream(
+                "POST", "/v1/completions", json={"prompt": "x", "max_tokens": 50, "stream": True}
+            ) as resp,
+        ):
             seen.extend(line for line in resp.iter_lines() if line.startswith("data:"))
         client.post("/_sim/fault", json={"cut_stream_after_tokens": None})
         ok = client.post("/v1/completions", json={"prompt": "x", "max_tokens": 2})
