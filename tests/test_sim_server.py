@@ -264,3 +264,22 @@ def test_runtime_faults(serving_box: SimBox) -> None:
     assert failed.status_code == 500
     assert len(seen) == 3
     assert ok.status_code == 200
+
+
+def test_engine_stats_line_while_busy(serving_box: SimBox) -> None:
+    """vLLM's periodic `Engine 000:` line appears once there is traffic (interval 1 s here)."""
+    pattern = re.compile(
+        r"\[loggers\.py:\d+\] Engine 000: Avg prompt throughput: ([\d.]+) tokens/s, "
+        r"Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, "
+        r"Waiting: (\d+) reqs, GPU KV cache usage: ([\d.]+)%, Prefix cache hit rate: ([\d.]+)%"
+    )
+    with httpx.Client(base_url=serving_box.base_url, timeout=30) as client:
+        client.post("/v1/completions", json={"prompt": "x" * 400, "max_tokens": 300})
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        hits = [pattern.search(line) for line in serving_box.log_path.read_text().splitlines()]
+        busy = [m for m in hits if m and float(m.group(2)) > 0]
+        if busy:
+            break
+        time.sleep(0.2)
+    assert busy, "no Engine 000 line with generation throughput"
