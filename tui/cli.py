@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.profiles_cmd",
     "tui.commands.doctor_cmd",
     "tui.commands.plan_cmd",
+    "tui.commands.sim_cmd",
 )
 
 

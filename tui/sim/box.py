@@ -1,0 +1,191 @@
+"""SimBox: the whole simulated GPU server in one object, for tests, the demo and the CLI.
+
+It owns a state dir, a `SimUnit` (the `vllm-kimi-k25-int4.service` unit that
+runs `python -m tui.sim.server`) and a `SimGpuModel`. Nothing here needs an
+event loop: `start()`, `stop()`, `restart()` and `snapshot()` return quickly
+(a snapshot reads a few small files), `wait_until_active()` blocks and
+belongs in a worker thread; `close()` blocks up to a few seconds and ends
+every process the box ever started, orphans included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tui.gpu.model import GpuBoxSnapshot
+from tui.sim import spec
+from tui.sim.gpu_model import SimGpuModel
+from tui.sim.procs import is_alive
+from tui.sim.unit import SimUnit
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(frozen=True, slots=True)
+class SimServerOptions:
+    """Server flags the box passes on each start (see `python -m tui.sim.server --help`)."""
+
+    model: str = spec.MODEL_NAME
+    served_model_name: str = spec.SERVED_MODEL_NAME
+    shards: int = spec.MODEL_SHARDS
+    tp: int = spec.TENSOR_PARALLEL
+    prefill_tok_s: float | None = None
+    decode_step_s: float | None = None
+    decode_alpha: float | None = None
+    max_batch: int | None = None
+    log_interval_s: float | None = None
+    fail_at_shard: int | None = None
+    orphans_on_stop: int = 0
+    stubborn_orphans: bool = False
+    defunct_worker: bool = False
+    http_5xx_rate: float | None = None
+    cut_stream_after_tokens: int | None = None
+    extra_args: tuple[str, ...] = field(default=())
+
+
+class SimBox:
+    """An 8-GPU box with a simulated vLLM service; use as a context manager."""
+
+    def __init__(
+        self,
+        state_dir: Path | str | None = None,
+        seed: int = 0,
+        load_seconds: float = 45.0,
+        port: int | None = None,
+        options: SimServerOptions | None = None,
+        restart: str = "no",
+    ) -> None:
+        self._own_dir = state_dir is None
+        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="servedeck-sim-"))
+        (self.state_dir / "gpu").mkdir(parents=True, exist_ok=True)
+        self.seed = seed
+        self.load_seconds = load_seconds
+        self.port = port or free_port()
+        self.options = options or SimServerOptions()
+        self.unit = SimUnit(spec.UNIT_NAME, self.state_dir, self.port, self.server_argv, restart)
+        self.gpus = SimGpuModel(self.state_dir, seed)
+        self._snapshot_lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        """The server's log in vLLM's format (what journalctl -u would show)."""
+        return self.state_dir / "server.log"
+
+    def server_argv(self) -> list[str]:
+        o = self.options
+        argv = [
+            sys.executable,
+            "-m",
+            "tui.sim.server",
+            "--state-dir",
+            str(self.state_dir),
+            "--port",
+            str(self.port),
+            "--model",
+            o.model,
+            "--served-model-name",
+            o.served_model_name,
+            "--load-seconds",
+            str(self.load_seconds),
+            "--shards",
+            str(o.shards),
+            "--tp",
+            str(o.tp),
+            "--seed",
+            str(self.seed),
+        ]
+        optional = {
+            "--prefill-tok-s": o.prefill_tok_s,
+            "--decode-step-s": o.decode_step_s,
+            "--decode-alpha": o.decode_alpha,
+            "--max-batch": o.max_batch,
+            "--log-interval-s": o.log_interval_s,
+            "--fail-at-shard": o.fail_at_shard,
+            "--http-5xx-rate": o.http_5xx_rate,
+            "--cut-stream-after-tokens": o.cut_stream_after_tokens,
+        }
+        for flag, value in optional.items():
+            if value is not None:
+                argv += [flag, str(value)]
+        if o.orphans_on_stop:
+            argv += ["--orphans-on-stop", str(o.orphans_on_stop)]
+        if o.stubborn_orphans:
+            argv.append("--stubborn-orphans")
+        if o.defunct_worker:
+            argv.append("--defunct-worker")
+        return argv + list(o.extra_args)
+
+    # -- service --------------------------------------------------------------
+    def start(self) -> None:
+        self.unit.start()
+
+    def stop(self, orphans: int | None = None) -> None:
+        self.unit.stop(orphans=orphans)
+
+    def restart(self) -> None:
+        self.unit.restart()
+
+    def wait_until_active(self, timeout_s: float = 120.0) -> str:
+        """Block until the unit is active or failed; returns the state."""
+        return self.unit.wait_for_state(("active", "failed"), timeout_s)
+
+    def snapshot(self) -> GpuBoxSnapshot:
+        """Thread-safe: the GPU model's smoothing state is shared between callers."""
+        with self._snapshot_lock:
+            return self.gpus.snapshot()
+
+    # -- processes ------------------------------------------------------------
+    def started_processes(self) -> list[tuple[int, int, str]]:
+        """(pid, start ticks, role) of every simulator process this box started, alive or not."""
+        found: list[tuple[int, int, str]] = []
+        with contextlib.suppress(FileNotFoundError):
+            for line in (self.state_dir / "pids.log").read_text().splitlines():
+                pid, ticks, role = line.split(" ", 2)
+                if ticks.isdigit():
+                    found.append((int(pid), int(ticks), role))
+        return found
+
+    def live_processes(self) -> list[tuple[int, str]]:
+        return [
+            (pid, role) for pid, ticks, role in self.started_processes() if is_alive(pid, ticks)
+        ]
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the service and end every process the box started, orphans included."""
+        self.unit.stop()
+        self.unit.wait_for_state(("inactive", "failed"), timeout_s)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid, ticks, _role in self.started_processes():
+                if is_alive(pid, ticks):
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, sig)
+            deadline = time.monotonic() + timeout_s / 2
+            while self.live_processes() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        if self._own_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def __enter__(self) -> SimBox:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

@@ -1,0 +1,350 @@
+"""The simulated engine: continuous batching with a known ground truth.
+
+One asyncio task runs the scheduler; each iteration is one batch step and one
+timer, however many requests are running. A step lasts
+`decode_step_s * (1 + decode_alpha * (decoding - 1))` when requests are
+decoding, plus `new_prompt_tokens / prefill_tok_s` for requests admitted in it
+(chunked prefill mixed into the step). A request admitted into an idle engine
+therefore gets its first token after exactly `prompt_tokens / prefill_tok_s`;
+one that arrives mid-step waits for the step to end (queue time). At most
+`max_batch` requests run; admission reserves prompt + max_tokens of KV cache,
+so the simulator never preempts (`num_preemptions` stays 0).
+
+Every token time recorded is the moment the step ended and the token was
+handed to the HTTP layer, so the truth is what a client can observe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tui.sim.spec import ServerSettings
+from tui.sim.tokens import output_pieces
+
+
+@dataclass(slots=True, eq=False)
+class SimRequest:
+    """One request from arrival to its last token."""
+
+    number: int
+    request_id: str
+    prompt_tokens: int
+    max_tokens: int
+    pieces: list[str]
+    arrival_s: float
+    scheduled_s: float | None = None
+    first_token_s: float | None = None
+    last_token_s: float | None = None
+    emitted: int = 0
+    finished: bool = False
+    aborted: bool = False
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Histogram:
+    """Cumulative-bucket histogram that can take n equal observations at once."""
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+        self.count = 0
+
+    def observe(self, value: float, times: int = 1) -> None:
+        index = len(self.bounds)
+        for position, bound in enumerate(self.bounds):
+            if value <= bound:
+                index = position
+                break
+        self.counts[index] += times
+        self.total += value * times
+        self.count += times
+
+    def cumulative(self) -> list[tuple[str, int]]:
+        running = 0
+        out: list[tuple[str, int]] = []
+        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            running += count
+            out.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))
+        return out
+
+
+# Bucket bounds copied from vLLM's metrics, so histograms compare.
+LATENCY_BUCKETS = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+TOKEN_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+HISTOGRAM_BUCKETS: dict[str, tuple[float, ...]] = {
+    "time_to_first_token_seconds": TTFT_BUCKETS,
+    "inter_token_latency_seconds": ITL_BUCKETS,
+    "request_time_per_output_token_seconds": ITL_BUCKETS,
+    "e2e_request_latency_seconds": LATENCY_BUCKETS,
+    "request_queue_time_seconds": LATENCY_BUCKETS,
+    "request_inference_time_seconds": LATENCY_BUCKETS,
+    "request_prefill_time_seconds": LATENCY_BUCKETS,
+    "request_decode_time_seconds": LATENCY_BUCKETS,
+    "request_prompt_tokens": TOKEN_BUCKETS,
+    "request_generation_tokens": TOKEN_BUCKETS,
+    "request_params_max_tokens": TOKEN_BUCKETS,
+    "iteration_tokens_total": TOKEN_BUCKETS,
+}
+
+
+class SimEngine:
+    """Scheduler, counters and ground truth of the simulated inference server."""
+
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.waiting: collections.deque[SimRequest] = collections.deque()
+        self.running: list[SimRequest] = []
+        self.histograms = {name: Histogram(b) for name, b in HISTOGRAM_BUCKETS.items()}
+        self.prompt_tokens_total = 0
+        self.generation_tokens_total = 0
+        self.success: collections.Counter[str] = collections.Counter()
+        self.busy_s = 0.0
+        self.stall_until_s = 0.0
+        self.truth: list[dict[str, object]] = []
+        self.created_s = time.time()
+        self._number = 0
+        self._ids = random.Random(settings.seed)
+        self._wake = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._wall_offset_s = time.time() - self._loop.time()
+        truth_path = Path(settings.state_dir) / "truth.jsonl"
+        self._truth_file = truth_path.open("a", encoding="utf-8")
+        self._task: asyncio.Task[None] | None = None
+
+    # -- public ---------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="sim-engine")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._truth_file.close()
+
+    def wall(self, loop_s: float) -> float:
+        """Loop (monotonic) time as wall-clock seconds since the epoch."""
+        return loop_s + self._wall_offset_s
+
+    def submit(self, prompt_tokens: int, max_tokens: int) -> SimRequest:
+        """Queue a request; its tokens appear in `pieces[:emitted]` as steps end."""
+        self._number += 1
+        request = SimRequest(
+            number=self._number,
+            request_id=f"{self._ids.getrandbits(64):016x}",
+            prompt_tokens=max(prompt_tokens, 1),
+            max_tokens=max(max_tokens, 1),
+            pieces=output_pieces(self.settings.seed, self._number, max(max_tokens, 1)),
+            arrival_s=self._loop.time(),
+        )
+        self.histograms["request_params_max_tokens"].observe(request.max_tokens)
+        self.waiting.append(request)
+        self._wake.set()
+        return request
+
+    def abort(self, request: SimRequest) -> None:
+        """The client went away: free its slot at the next step."""
+        if not request.finished:
+            request.aborted = True
+            if request in self.waiting:
+                self.waiting.remove(request)
+                self._finish(request, "abort", self._loop.time())
+
+    def stall(self, seconds: float) -> None:
+        self.stall_until_s = self._loop.time() + max(seconds, 0.0)
+        self._wake.set()
+
+    def kv_usage(self) -> float:
+        used = sum(r.prompt_tokens + r.emitted for r in self.running)
+        return min(used / self.settings.kv_cache_tokens, 1.0)
+
+    # -- scheduler ------------------------------------------------------------
+    def _admit(self) -> list[SimRequest]:
+        capacity = self.settings.kv_cache_tokens
+        reserved = sum(r.prompt_tokens + r.max_tokens for r in self.running)
+        admitted: list[SimRequest] = []
+        while self.waiting and len(self.running) + len(admitted) < self.settings.max_batch:
+            candidate = self.waiting[0]
+            need = candidate.prompt_tokens + candidate.max_tokens
+            if reserved + need > capacity and (self.running or admitted):
+                break
+            self.waiting.popleft()
+            reserved += need
+            admitted.append(candidate)
+        return admitted
+
+    async def _run(self) -> None:
+        loop = self._loop
+        while True:
+            if not self.running and not self.waiting:
+                self._wake.clear()
+                await self._wake.wait()
+            pause = self.stall_until_s - loop.time()
+            if pause > 0:
+                await asyncio.sleep(pause)
+                continue
+            step_start = loop.time()
+            admitted = self._admit()
+            decoding = len(self.running)
+            prefill_tokens = sum(r.prompt_tokens for r in admitted)
+            duration = self.settings.step_s(decoding) if decoding else 0.0
+            duration += prefill_tokens / self.settings.prefill_tok_s
+            for request in admitted:
+                request.scheduled_s = step_start
+            await asyncio.sleep(max(step_start + duration - loop.time(), 0.0))
+            step_end = loop.time()
+            self.busy_s += step_end - step_start
+            self._complete_step(admitted, step_end, step_end - step_start, prefill_tokens)
+
+    def _complete_step(
+        self, admitted: list[SimRequest], end_s: float, step_s: float, prefill_tokens: int
+    ) -> None:
+        still_running: list[SimRequest] = []
+        decoded = 0
+        for request in self.running:
+            if request.aborted:
+                self._finish(request, "abort", end_s)
+                continue
+            request.emitted += 1
+            request.last_token_s = end_s
+            decoded += 1
+            request.event.set()
+            if request.emitted >= request.max_tokens:
+                self._finish(request, "length", end_s)
+            else:
+                still_running.append(request)
+        if decoded:
+            self.histograms["inter_token_latency_seconds"].observe(step_s, decoded)
+        for request in admitted:
+            request.emitted = 1
+            request.first_token_s = request.last_token_s = end_s
+            request.event.set()
+            self.prompt_tokens_total += request.prompt_tokens
+            if request.max_tokens <= 1:
+                self._finish(request, "length", end_s)
+            else:
+                still_running.append(request)
+        self.generation_tokens_total += decoded + len(admitted)
+        self.histograms["iteration_tokens_total"].observe(prefill_tokens + decoded)
+        self.running = still_running
+
+    def _finish(self, request: SimRequest, reason: str, end_s: float) -> None:
+        request.finished = True
+        request.event.set()
+        self.success["abort" if request.aborted else reason] += 1
+        wall = self.wall
+        queue_s = (request.scheduled_s or end_s) - request.arrival_s
+        ttft_s = (
+            None if request.first_token_s is None else request.first_token_s - request.arrival_s
+        )
+        decode_s = (
+            (request.last_token_s or end_s) - request.first_token_s
+            if request.first_token_s is not None
+            else 0.0
+        )
+        if ttft_s is not None:
+            prefill_s = request.first_token_s - (request.scheduled_s or request.first_token_s)  # type: ignore[operator]
+            h = self.histograms
+            h["time_to_first_token_seconds"].observe(ttft_s)
+            h["e2e_request_latency_seconds"].observe(end_s - request.arrival_s)
+            h["request_queue_time_seconds"].observe(queue_s)
+            h["request_prefill_time_seconds"].observe(prefill_s)
+            h["request_decode_time_seconds"].observe(decode_s)
+            h["request_inference_time_seconds"].observe(end_s - (request.scheduled_s or end_s))
+            h["request_prompt_tokens"].observe(request.prompt_tokens)
+            h["request_generation_tokens"].observe(request.emitted)
+            if request.emitted > 1:
+                h["request_time_per_output_token_seconds"].observe(decode_s / (request.emitted - 1))
+        record: dict[str, object] = {
+            "request_id": request.request_id,
+            "number": request.number,
+            "arrival_s": wall(request.arrival_s),
+            "scheduled_s": None if request.scheduled_s is None else wall(request.scheduled_s),
+            "first_token_s": None if request.first_token_s is None else wall(request.first_token_s),
+            "last_token_s": None if request.last_token_s is None else wall(request.last_token_s),
+            "prompt_tokens": request.prompt_tokens,
+            "output_tokens": request.emitted,
+            "max_tokens": request.max_tokens,
+            "finish_reason": "abort" if request.aborted else reason,
+            "queue_s": queue_s,
+            "ttft_s": ttft_s,
+            "decode_s": decode_s,
+        }
+        self.truth.append(record)
+        if len(self.truth) > 200_000:
+            del self.truth[:100_000]
+        self._truth_file.write(json.dumps(record) + "\n")
+        self._truth_file.flush()

@@ -1,0 +1,220 @@
+"""The model load, phase by phase, in vLLM's log lines and worker memory.
+
+Each phase takes its share of `load_seconds` (spec.LOAD_PHASE_SHARES, a
+compressed ~30 minute real load); durations printed in the log are the real
+elapsed ones, so anything estimating progress from the log sees consistent
+numbers. Worker memory follows through `<state>/progress.json`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tui.sim.procs import write_json_atomic
+from tui.sim.spec import CUDA_GRAPHS_BYTES, GIB, LOAD_PHASE_SHARES, VLLM_VERSION, ServerSettings
+from tui.sim.vlog import VllmLog, shard_bar
+
+FP8_ERROR = (
+    "ValueError: The output_size of gate's and up's weight = 192 is not divisible by "
+    "weight quantization block_n = 128."
+)
+SITE = "/opt/vllm/venv/lib/python3.12/site-packages/vllm"
+FP8_TRACEBACK = (
+    "Traceback (most recent call last):",
+    f'  File "{SITE}/v1/executor/multiproc_executor.py", line 743, in worker_main',
+    "    worker = WorkerProc(*args, **kwargs)",
+    f'  File "{SITE}/v1/executor/multiproc_executor.py", line 569, in __init__',
+    "    self.worker.load_model()",
+    f'  File "{SITE}/v1/worker/gpu_worker.py", line 273, in load_model',
+    "    self.model_runner.load_model(eep_scale_up=eep_scale_up)",
+    f'  File "{SITE}/v1/worker/gpu_model_runner.py", line 3101, in load_model',
+    "    self.model = model_loader.load_model(",
+    f'  File "{SITE}/model_executor/model_loader/base_loader.py", line 49, in load_model',
+    "    model = initialize_model(",
+    f'  File "{SITE}/model_executor/layers/quantization/fp8.py", line 412, in create_weights',
+    "    validate_fp8_block_shape(",
+    f'  File "{SITE}/model_executor/layers/quantization/utils/fp8_utils.py", line 1077, '
+    "in validate_fp8_block_shape",
+    "    raise ValueError(",
+    FP8_ERROR,
+)
+
+
+class LoadFailed(Exception):
+    """The simulated load crashed (--fail-at-shard); the traceback is already logged."""
+
+
+class LoadSequence:
+    """Writes the load log and the memory progress; `run()` returns when ready to bind."""
+
+    def __init__(
+        self,
+        settings: ServerSettings,
+        log: VllmLog,
+        engine_pid: int,
+        worker_pids: list[int],
+        set_phase: Callable[[str], None],
+    ) -> None:
+        self.s = settings
+        self.log = log
+        self.api_pid = os.getpid()
+        self.engine_pid = engine_pid
+        self.worker_pids = worker_pids or [engine_pid]
+        self.set_phase = set_phase
+        self.progress = {"weights_frac": 0.0, "kv_frac": 0.0, "graphs_frac": 0.0}
+        self.progress_path = Path(settings.state_dir) / "progress.json"
+
+    def api(self, source: str, message: str, level: str = "INFO") -> None:
+        self.log.line("APIServer", self.api_pid, level, source, message)
+
+    def core(self, source: str, message: str, level: str = "INFO") -> None:
+        self.log.line("EngineCore_DP0", self.engine_pid, level, source, message)
+
+    def worker(self, rank: int, source: str, message: str, level: str = "INFO") -> None:
+        pid = self.worker_pids[rank % len(self.worker_pids)]
+        self.log.line(f"Worker_TP{rank}", pid, level, source, message)
+
+    def _publish(self, **fractions: float) -> None:
+        self.progress.update(fractions)
+        write_json_atomic(self.progress_path, dict(self.progress))
+
+    def _phase_s(self, phase: str) -> float:
+        return self.s.load_seconds * LOAD_PHASE_SHARES[phase]
+
+    async def run(self) -> None:
+        s = self.s
+        self.set_phase("starting")
+        self._publish()
+        start = time.monotonic()
+        self.api(
+            "api_server.py:1897", f"vLLM server version {VLLM_VERSION}, serving model {s.model}"
+        )
+        self.api(
+            "utils.py:328",
+            f"non-default args: {{'model_tag': '{s.model}', 'host': '127.0.0.1', 'port': {s.port}, "
+            f"'model': '{s.model}', 'trust_remote_code': True, 'served_model_name': "
+            f"['{s.served_model_name}'], 'tensor_parallel_size': {s.tp}}}",
+        )
+        self.api("model.py:733", "Resolved architecture: KimiK25ForConditionalGeneration")
+        self.api("model.py:2152", f"Using max model len {s.max_model_len}")
+        await asyncio.sleep(self._phase_s("starting") / 2)
+        self.core(
+            "core.py:133",
+            f"Initializing a V1 LLM engine (v{VLLM_VERSION}) with config: model='{s.model}', "
+            f"tokenizer='{s.model}', dtype=torch.bfloat16, max_seq_len={s.max_model_len}, "
+            f"tensor_parallel_size={s.tp}, quantization=compressed-tensors, "
+            f"served_model_name={s.served_model_name}, enable_prefix_caching=True",
+        )
+        for rank in range(s.tp):
+            self.worker(
+                rank,
+                "parallel_state.py:1906",
+                f"world_size={s.tp} rank={rank} local_rank={rank} backend=nccl",
+            )
+        await asyncio.sleep(self._phase_s("starting") / 2)
+        await self._weights()
+        await self._compile()
+        await self._kv_cache()
+        await self._graphs()
+        self.core(
+            "core.py:402",
+            f"init engine (profile, create kv cache, warmup model) took "
+            f"{time.monotonic() - start:.2f} s",
+        )
+        self.set_phase("api")
+        self.api("entry.py:136", "Supported tasks: ['generate']")
+        await asyncio.sleep(self._phase_s("api"))
+
+    async def _weights(self) -> None:
+        s = self.s
+        self.set_phase("weights")
+        self.worker(0, "gpu_model_runner.py:3097", f"Starting to load model {s.model}...")
+        begin = time.monotonic()
+        per_shard = self._phase_s("weights") / max(s.shards, 1)
+        self.log.raw(shard_bar(0, s.shards, 0.0))
+        for done in range(1, s.shards + 1):
+            await asyncio.sleep(max(begin + per_shard * done - time.monotonic(), 0.0))
+            if s.faults.fail_at_shard is not None and done >= s.faults.fail_at_shard:
+                self._crash()
+            self._publish(weights_frac=done / s.shards)
+            self.log.raw(shard_bar(done, s.shards, time.monotonic() - begin))
+        self.log.raw("")
+        took = time.monotonic() - begin
+        self.worker(0, "default_loader.py:501", f"Loading weights took {took:.2f} seconds")
+        self.worker(
+            0,
+            "gpu_model_runner.py:3176",
+            f"Model loading took {s.weights_bytes_per_gpu / GIB:.4f} GiB memory and "
+            f"{took + self._phase_s('starting') / 2:.6f} seconds",
+        )
+
+    def _crash(self) -> None:
+        self.set_phase("failed")
+        for rank in range(self.s.tp):
+            self.worker(rank, "multiproc_executor.py:772", "WorkerProc failed to start.", "ERROR")
+            for text in FP8_TRACEBACK:
+                self.worker(rank, "multiproc_executor.py:772", text, "ERROR")
+        self.core("core.py:843", "EngineCore failed to start.", "ERROR")
+        self.core("core.py:843", FP8_ERROR, "ERROR")
+        self.log.raw("Traceback (most recent call last):")
+        self.log.raw(f'  File "{SITE}/v1/engine/core_client.py", line 98, in make_async_mp_client')
+        self.log.raw(
+            "RuntimeError: Engine core initialization failed. See root cause above. "
+            "Failed core proc(s): {}"
+        )
+        raise LoadFailed(FP8_ERROR)
+
+    async def _compile(self) -> None:
+        self.set_phase("compile")
+        begin = time.monotonic()
+        share = self._phase_s("compile")
+        await asyncio.sleep(share * 0.3)
+        self.worker(0, "backends.py:548", f"Dynamo bytecode transform time: {share * 0.3:.2f} s")
+        await asyncio.sleep(share * 0.7)
+        took = time.monotonic() - begin
+        self.worker(
+            0, "backends.py:215", f"Compiling a graph for dynamic shape takes {took * 0.7:.2f} s"
+        )
+        self.worker(0, "monitor.py:34", f"torch.compile took {took:.2f} s in total")
+
+    async def _kv_cache(self) -> None:
+        s = self.s
+        self.set_phase("kv_cache")
+        await asyncio.sleep(self._phase_s("kv_cache") / 2)
+        self.worker(
+            0, "gpu_worker.py:298", f"Available KV cache memory: {s.kv_bytes_per_gpu / GIB:.2f} GiB"
+        )
+        self._publish(kv_frac=1.0)
+        tokens = s.kv_cache_tokens
+        self.core("kv_cache_utils.py:1087", f"GPU KV cache size: {tokens:,} tokens")
+        self.core(
+            "kv_cache_utils.py:1091",
+            f"Maximum concurrency for {s.max_model_len:,} tokens per request: "
+            f"{tokens / s.max_model_len:.2f}x",
+        )
+        await asyncio.sleep(self._phase_s("kv_cache") / 2)
+
+    async def _graphs(self) -> None:
+        self.set_phase("cuda_graphs")
+        begin = time.monotonic()
+        sizes = 67
+        self.worker(
+            0,
+            "gpu_model_runner.py:3958",
+            f"Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 0/{sizes}",
+        )
+        steps = 4
+        for step in range(1, steps + 1):
+            await asyncio.sleep(self._phase_s("cuda_graphs") / steps)
+            self._publish(graphs_frac=step / steps)
+        took = time.monotonic() - begin
+        self.worker(
+            0,
+            "gpu_model_runner.py:4049",
+            f"Graph capturing finished in {max(round(took), 1)} secs, "
+            f"took {CUDA_GRAPHS_BYTES / GIB:.2f} GiB",
+        )

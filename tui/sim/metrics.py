@@ -1,0 +1,130 @@
+"""/metrics for the simulator: vLLM's metric names and labels, via prometheus_client.
+
+A custom collector reads the engine's counters at scrape time (so the hot path
+only bumps integers) and prometheus_client writes the exposition text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from tui.sim.engine import SimEngine
+
+FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
+HISTOGRAM_HELP = {
+    "time_to_first_token_seconds": "Histogram of time to first token in seconds.",
+    "inter_token_latency_seconds": "Histogram of inter-token latency in seconds.",
+    "request_time_per_output_token_seconds": (
+        "Histogram of time_per_output_token_seconds per request."
+    ),
+    "e2e_request_latency_seconds": "Histogram of e2e request latency in seconds.",
+    "request_queue_time_seconds": "Histogram of time spent in WAITING phase for request.",
+    "request_inference_time_seconds": "Histogram of time spent in RUNNING phase for request.",
+    "request_prefill_time_seconds": "Histogram of time spent in PREFILL phase for request.",
+    "request_decode_time_seconds": "Histogram of time spent in DECODE phase for request.",
+    "request_prompt_tokens": "Number of prefill tokens processed.",
+    "request_generation_tokens": "Number of generation tokens processed.",
+    "request_params_max_tokens": "Histogram of the max_tokens request parameter.",
+    "iteration_tokens_total": "Histogram of number of tokens per engine_step.",
+}
+
+
+class VllmCollector(Collector):
+    """Engine state as vLLM's `vllm:*` metric families."""
+
+    def __init__(self, engine: SimEngine, model_name: str) -> None:
+        self._engine = engine
+        self._model = model_name
+
+    def collect(self) -> Iterator[Metric]:
+        engine = self._engine
+        labels = ["engine", "model_name"]
+        values = ["0", self._model]
+        created = engine.created_s
+
+        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+            family = GaugeMetricFamily(f"vllm:{name}", doc, labels=labels)
+            family.add_metric(values, value)
+            return family
+
+        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+            family = CounterMetricFamily(f"vllm:{name}", doc, labels=labels)
+            family.add_metric(values, value, created=created)
+            return family
+
+        yield gauge(
+            "num_requests_running",
+            "Number of requests in model execution batches.",
+            len(engine.running),
+        )
+        yield gauge(
+            "num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            len(engine.waiting),
+        )
+        yield gauge(
+            "kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", engine.kv_usage()
+        )
+        yield counter(
+            "prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            engine.prompt_tokens_total,
+        )
+        yield counter(
+            "prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", 0
+        )
+        yield counter("num_preemptions", "Cumulative number of preemption from the engine.", 0)
+        yield counter(
+            "prompt_tokens", "Number of prefill tokens processed.", engine.prompt_tokens_total
+        )
+        yield counter(
+            "generation_tokens",
+            "Number of generation tokens processed.",
+            engine.generation_tokens_total,
+        )
+        success = CounterMetricFamily(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            labels=["engine", "finished_reason", "model_name"],
+        )
+        for reason in FINISHED_REASONS:
+            success.add_metric(["0", reason, self._model], engine.success[reason], created=created)
+        yield success
+        for name, histogram in engine.histograms.items():
+            family = HistogramMetricFamily(f"vllm:{name}", HISTOGRAM_HELP[name], labels=labels)
+            family.add_metric(values, histogram.cumulative(), histogram.total)
+            yield family
+        info = GaugeMetricFamily(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            labels=["block_size", "cache_dtype", "gpu_memory_utilization", "num_gpu_blocks"],
+        )
+        blocks = engine.settings.kv_cache_tokens // 64
+        info.add_metric(["64", "auto", "0.9", str(blocks)], 1.0)
+        yield info
+
+
+def build_registry(engine: SimEngine, model_name: str) -> CollectorRegistry:
+    """A private registry: process/GC/platform metrics plus the vLLM families."""
+    registry = CollectorRegistry(auto_describe=False)
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    registry.register(VllmCollector(engine, model_name))
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)
