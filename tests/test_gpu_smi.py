@@ -8,8 +8,6 @@ real tool is checked on a GPU machine by tests/perf/h200_verify.py.
 from __future__ import annotations
 
 import asyncio
-import os
-import stat
 import time
 from pathlib import Path
 
@@ -160,37 +158,6 @@ def test_compute_apps_and_topo_never_raise(text: str) -> None:
 
 
 # -- end to end with a fake nvidia-smi on PATH --------------------------------------
-
-FAKE_SMI = """#!/bin/sh
-# Stand-in for nvidia-smi (no NVIDIA GPU on this machine): replays fixture output.
-echo "$*" >> "$FAKE_SMI_DIR/calls.log"
-case "$*" in
-  *--query-gpu*)
-    if [ -n "$FAKE_SMI_STREAM_ONCE" ]; then
-      cat "$FAKE_SMI_DIR/h200_query_gpu.csv" | head -n 8
-      exit 0
-    fi
-    while true; do head -n 8 "$FAKE_SMI_DIR/h200_query_gpu.csv"; sleep 0.2; done ;;
-  *--query-compute-apps*) cat "$FAKE_SMI_DIR/h200_compute_apps.csv" ;;
-  "topo -m") cat "$FAKE_SMI_DIR/h200_topo_m.txt" ;;
-  --version) cat "$FAKE_SMI_DIR/h200_version.txt" ;;
-  *) echo "unexpected arguments: $*" >&2; exit 2 ;;
-esac
-"""
-
-
-@pytest.fixture
-def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "nvidia-smi"
-    script.write_text(FAKE_SMI)
-    script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    for fixture in FIXTURES.glob("h200_*"):
-        (tmp_path / fixture.name).write_bytes(fixture.read_bytes())
-    monkeypatch.setenv("FAKE_SMI_DIR", str(tmp_path))
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return tmp_path
 
 
 async def _poll(source: SmiGpuSource, predicate, timeout_s: float = 30.0):
