@@ -20,6 +20,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.doctor_cmd",
     "tui.commands.plan_cmd",
     "tui.commands.sim_cmd",
+    # one line per subcommand module
+    "tui.commands.gpus_cmd",
 )
 
 

@@ -24,6 +24,9 @@ class GpuProcessUsage:
     used_memory_bytes: int | None
     process_name: str = ""
     kind: str = "compute"  # compute | graphics
+    # Filled from /proc when the GPU is on this machine; None when not known.
+    user: str | None = None
+    started_at_s: float | None = None  # wall clock, seconds since the epoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,8 @@ class GpuStatic:
     pcie_max_gen: int | None = None
     pcie_max_width: int | None = None
     power_limit_w: float | None = None
+    cpu_affinity: str | None = None  # like `nvidia-smi topo -m`: "0-47,96-143"
+    nvlink_active_links: int | None = None  # None: no NVLink (or not reported)
 
 
 @dataclass(frozen=True, slots=True)

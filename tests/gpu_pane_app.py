@@ -1,0 +1,28 @@
+"""A small app that shows one GpuPane with a given snapshot (for Pilot and SVG snapshot tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from textual.app import App, ComposeResult
+
+from tui.gpu.history import GpuTrend
+from tui.gpu.model import GpuBoxSnapshot
+from widgets.gpu_pane import GpuPane
+
+
+class GpuPaneApp(App[None]):
+    """Mounts a GpuPane and feeds it the snapshot it was built with."""
+
+    def __init__(self, snapshot: GpuBoxSnapshot, trends: Mapping[int, GpuTrend] | None = None):
+        super().__init__()
+        self.snapshot = snapshot
+        self.trends = trends or {}
+
+    def compose(self) -> ComposeResult:
+        yield GpuPane(id="gpus")
+
+    def on_mount(self) -> None:
+        pane = self.query_one(GpuPane)
+        pane.update_view(self.snapshot, self.trends)
+        pane.query_one("DataTable").focus()

@@ -1,0 +1,163 @@
+"""`servedeck gpus`: the GPUs of a host as a table or JSON, once or every few seconds."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import inspect
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from tui.config import Profile, demo_profile, load_profile_file
+from tui.errors import ProfileError, UsageError
+from tui.gpu.factory import gpu_source_for
+from tui.gpu.model import GpuBoxSnapshot, GpuSource, total_memory_bytes
+from tui.hosts.base import Host
+from tui.hosts.local import LocalHost
+from tui.paths import user_profiles_dir
+
+GIB = 1024**3
+
+
+def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "gpus",
+        parents=[common],
+        help="show the GPUs of a host (NVML locally, nvidia-smi over SSH)",
+        description="Show every GPU's memory, utilization, temperature, power and processes.",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON (units in key names)")
+    parser.add_argument("--watch", action="store_true", help="repeat until interrupted")
+    parser.add_argument(
+        "--interval", type=float, default=1.0, metavar="S", help="seconds between samples"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.interval <= 0:
+        raise UsageError("--interval must be a positive number of seconds")
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return 0 if args.watch else 130
+
+
+def resolve_profile(name_or_path: str) -> Profile:
+    """A profile file path, or a name looked up in the user's and the project's profiles."""
+    path = Path(name_or_path).expanduser()
+    if path.suffix == ".toml" or path.exists():
+        return load_profile_file(path)
+    for folder in (user_profiles_dir(), Path("profiles")):
+        candidate = folder / f"{name_or_path}.toml"
+        if candidate.exists():
+            return load_profile_file(candidate)
+    raise ProfileError(f"no profile named {name_or_path!r} (looked in {user_profiles_dir()})")
+
+
+async def _host_for(profile: Profile) -> Host:
+    try:
+        from tui.hosts.factory import host_for_profile  # type: ignore[import-not-found]
+    except ImportError:
+        if profile.host.kind == "local":
+            return LocalHost()
+        raise UsageError(
+            f"profile {profile.name!r}: {profile.host.kind} hosts are not supported by this build"
+        ) from None
+    host = host_for_profile(profile)
+    return await host if inspect.isawaitable(host) else host
+
+
+async def _open_source(args: argparse.Namespace) -> tuple[GpuSource, Host | None]:
+    if args.demo:
+        try:
+            from tui.gpu.sim_source import SimGpuSource  # type: ignore[import-not-found]
+        except ImportError:
+            raise UsageError("the simulator's GPU source is not available in this build") from None
+        return await gpu_source_for(LocalHost(), demo_profile(), demo_source=SimGpuSource()), None
+    profile = resolve_profile(args.profile) if args.profile else None
+    if profile is not None and profile.is_demo:
+        args.demo = True
+        return await _open_source(args)
+    host = await _host_for(profile) if profile is not None else LocalHost()
+    return await gpu_source_for(host, profile, interval_s=args.interval), host
+
+
+async def _run(args: argparse.Namespace) -> int:
+    source, host = await _open_source(args)
+    try:
+        while True:
+            snapshot = await source.sample()
+            if args.json:
+                print_json(snapshot, sys.stdout, compact=args.watch)
+            else:
+                if args.watch and sys.stdout.isatty():
+                    sys.stdout.write("\x1b[H\x1b[2J")
+                print_table(snapshot, sys.stdout)
+            sys.stdout.flush()
+            if not args.watch:
+                return 0 if snapshot.available else 1
+            await asyncio.sleep(args.interval)
+    finally:
+        await source.aclose()
+        if host is not None:
+            await host.close()
+
+
+def snapshot_dict(snapshot: GpuBoxSnapshot) -> dict[str, Any]:
+    """The snapshot as plain data: dataclass field names (units in names) plus gpu_count."""
+    data = dataclasses.asdict(snapshot)
+    data["gpu_count"] = snapshot.gpu_count
+    return data
+
+
+def print_json(snapshot: GpuBoxSnapshot, out: TextIO, compact: bool = False) -> None:
+    data = snapshot_dict(snapshot)
+    out.write(json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=2))
+    out.write("\n")
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def print_table(snapshot: GpuBoxSnapshot, out: TextIO) -> None:
+    """A plain table, one line per GPU, for terminals and logs."""
+    if not snapshot.available:
+        out.write(f"GPUs: {snapshot.error or 'not available'}\n")
+        return
+    versions = f"driver {snapshot.driver_version or '?'}, CUDA {snapshot.cuda_version or '?'}"
+    out.write(f"{snapshot.gpu_count} GPUs via {snapshot.source} ({versions})\n")
+    header = (
+        f"{'GPU':>3}  {'NAME':<24} {'NUMA':>4} {'MEMORY GiB':>15} {'UTIL':>5} "
+        f"{'TEMP':>5} {'POWER W':>11} {'PCIE':>5} {'PROCS':>5}"
+    )
+    out.write(header + "\n")
+    statics = {static.index: static for static in snapshot.statics}
+    for sample in snapshot.samples:
+        static = statics.get(sample.index)
+        name = (static.name if static else "?").removeprefix("NVIDIA ")[:24]
+        numa = static.numa_node if static and static.numa_node is not None else "-"
+        if sample.lost:
+            out.write(f"{sample.index:>3}  {name:<24} {numa:>4} LOST: {sample.error or ''}\n")
+            continue
+        used = _num(sample.memory_used_bytes / GIB if sample.memory_used_bytes is not None
+                    else None, ".1f")  # fmt: skip
+        total = _num(sample.memory_total_bytes / GIB if sample.memory_total_bytes else None, ".1f")
+        power = f"{_num(sample.power_w, '.0f')}/{_num(sample.power_limit_w, '.0f')}"
+        pcie = f"{sample.pcie_gen or '?'}x{sample.pcie_width or '?'}"
+        util = _num(sample.utilization_gpu_pct, ".0f")
+        temp = _num(sample.temperature_c, ".0f")
+        processes = len({p.pid for p in sample.processes})
+        out.write(
+            f"{sample.index:>3}  {name:<24} {numa:>4} {used + '/' + total:>15} {util + '%':>5} "
+            f"{temp + 'C':>5} {power:>11} {pcie:>5} {processes:>5}\n"
+        )
+    used_bytes, total_bytes = total_memory_bytes(snapshot.samples)
+    out.write(
+        f"total memory {used_bytes / GIB:.1f}/{total_bytes / GIB:.1f} GiB, "
+        f"{len(snapshot.processes())} GPU processes\n"
+    )

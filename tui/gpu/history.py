@@ -1,0 +1,132 @@
+"""Per-GPU history for sparklines, and how fast memory fills while a model loads.
+
+A load takes ~30 minutes and gives no HTTP endpoint meanwhile, so GPU memory is
+one of the few signs of progress. The fill rate is the least-squares slope of
+used memory over the last few seconds (robust to one noisy sample); memory has
+reached its plateau once that slope is near zero. The ETA is only given against
+a known target (e.g. total x gpu_memory_utilization), never guessed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tui.gpu.model import GpuBoxSnapshot
+
+MIB = 1024**2
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTrend:
+    """What the history says about one GPU: sparkline series (oldest first) and fill rate."""
+
+    index: int
+    memory_used_pct: tuple[float, ...] = ()
+    utilization_pct: tuple[float, ...] = ()
+    memory_fill_bytes_per_s: float | None = None  # None: too few samples yet
+    memory_rising: bool = False
+    memory_target_bytes: int | None = None
+    eta_to_target_s: float | None = None  # None: not rising, no target, or target passed
+
+
+@dataclass(frozen=True, slots=True)
+class _Point:
+    t_s: float
+    used_bytes: int | None
+    total_bytes: int | None
+    utilization_pct: float | None
+
+
+def least_squares_slope(points: list[tuple[float, float]]) -> float | None:
+    """Slope of y over x; None for fewer than two distinct x values."""
+    if len(points) < 2:
+        return None
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    if spread == 0:
+        return None
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+
+
+class GpuHistory:
+    """Ring buffers per GPU, fed one GpuBoxSnapshot per tick."""
+
+    def __init__(
+        self,
+        window_s: float = 300.0,
+        rate_window_s: float = 15.0,
+        rising_threshold_bytes_per_s: float = 32 * MIB,
+        target_fraction: float | None = None,
+        max_points: int = 4096,
+    ) -> None:
+        self.window_s = window_s
+        self.rate_window_s = rate_window_s
+        self.rising_threshold_bytes_per_s = rising_threshold_bytes_per_s
+        self.target_fraction = target_fraction
+        self._points: dict[int, deque[_Point]] = {}
+        self._max_points = max_points
+
+    def add(self, snapshot: GpuBoxSnapshot) -> None:
+        if not snapshot.available:
+            return
+        now = snapshot.taken_at_s
+        for sample in snapshot.samples:
+            if sample.lost:
+                continue
+            points = self._points.setdefault(sample.index, deque(maxlen=self._max_points))
+            if points and now <= points[-1].t_s:
+                continue  # the same tick twice, or a clock step back: keep the series monotonic
+            points.append(
+                _Point(
+                    now,
+                    sample.memory_used_bytes,
+                    sample.memory_total_bytes,
+                    sample.utilization_gpu_pct,
+                )
+            )
+            while points and now - points[0].t_s > self.window_s:
+                points.popleft()
+
+    def trend(self, index: int) -> GpuTrend:
+        points = self._points.get(index)
+        if not points:
+            return GpuTrend(index=index)
+        memory_pct = tuple(
+            100.0 * p.used_bytes / p.total_bytes
+            for p in points
+            if p.used_bytes is not None and p.total_bytes
+        )
+        utilization = tuple(p.utilization_pct for p in points if p.utilization_pct is not None)
+        last = points[-1]
+        recent = [
+            (p.t_s, float(p.used_bytes))
+            for p in points
+            if p.used_bytes is not None and last.t_s - p.t_s <= self.rate_window_s
+        ]
+        rate = None
+        if len(recent) >= 3 and recent[-1][0] - recent[0][0] >= self.rate_window_s / 3:
+            rate = least_squares_slope(recent)
+        rising = rate is not None and rate > self.rising_threshold_bytes_per_s
+        target = None
+        if self.target_fraction is not None and last.total_bytes:
+            target = int(last.total_bytes * self.target_fraction)
+        eta = None
+        if rising and target is not None and last.used_bytes is not None and rate:
+            remaining = target - last.used_bytes
+            eta = remaining / rate if remaining > 0 else None
+        return GpuTrend(
+            index=index,
+            memory_used_pct=memory_pct,
+            utilization_pct=utilization,
+            memory_fill_bytes_per_s=rate,
+            memory_rising=rising,
+            memory_target_bytes=target,
+            eta_to_target_s=eta,
+        )
+
+    def trends(self) -> Mapping[int, GpuTrend]:
+        return {index: self.trend(index) for index in sorted(self._points)}

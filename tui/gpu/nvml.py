@@ -1,0 +1,437 @@
+"""NvmlGpuSource: this machine's GPUs through NVML (pynvml from nvidia-ml-py).
+
+Every NVML call blocks, so none runs on the event loop: the cheap per-tick
+metrics run in `asyncio.to_thread`, and the slow ones (PCIe throughput blocks
+~20 ms per call, DESIGN.md section 4) run in a background thread every few
+seconds and are merged into the next samples. NOT_SUPPORTED becomes None; a GPU
+that reports GPU_IS_LOST is marked lost and the others keep updating.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pynvml
+
+from tui.errors import ServedeckError
+from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
+from tui.gpu.procinfo import LocalProcessCache
+
+SOURCE_NAME = "nvml"
+
+# NVML common-ancestor levels as `nvidia-smi topo -m` labels them.
+TOPOLOGY_LABELS: dict[int, str] = {
+    pynvml.NVML_TOPOLOGY_INTERNAL: "PIX",
+    pynvml.NVML_TOPOLOGY_SINGLE: "PIX",
+    pynvml.NVML_TOPOLOGY_MULTIPLE: "PXB",
+    pynvml.NVML_TOPOLOGY_HOSTBRIDGE: "PHB",
+    pynvml.NVML_TOPOLOGY_NODE: "NODE",
+    pynvml.NVML_TOPOLOGY_SYSTEM: "SYS",
+}
+
+# Clock event (throttle) reasons worth showing; GPU idle is normal, not a reason to look.
+THROTTLE_REASON_NAMES: tuple[tuple[int, str], ...] = (
+    (0x0000000000000002, "app_clocks"),
+    (0x0000000000000004, "sw_power_cap"),
+    (0x0000000000000008, "hw_slowdown"),
+    (0x0000000000000010, "sync_boost"),
+    (0x0000000000000020, "sw_thermal"),
+    (0x0000000000000040, "hw_thermal"),
+    (0x0000000000000080, "hw_power_brake"),
+    (0x0000000000000100, "display_clocks"),
+)
+
+_NO_DRIVER_CODES = {
+    pynvml.NVML_ERROR_LIBRARY_NOT_FOUND: "no NVIDIA driver (NVML library not found)",
+    pynvml.NVML_ERROR_DRIVER_NOT_LOADED: "no NVIDIA driver (driver not loaded)",
+}
+_MISSING_FUNCTION_CODES = {pynvml.NVML_ERROR_FUNCTION_NOT_FOUND, pynvml.NVML_ERROR_NOT_SUPPORTED}
+
+
+class NvmlUnavailable(ServedeckError):
+    """NVML cannot be used on this machine (no driver, no library, no GPU)."""
+
+
+class _GpuLost(Exception):
+    """Raised inside a sampling pass when one GPU answers GPU_IS_LOST."""
+
+
+def _error_code(error: Exception) -> int | None:
+    return getattr(error, "value", None)
+
+
+def _call(function: Callable[..., Any], *args: Any) -> Any:
+    """One NVML call: None when unsupported or failing, _GpuLost when the GPU fell off."""
+    try:
+        return function(*args)
+    except pynvml.NVMLError as error:
+        if _error_code(error) == pynvml.NVML_ERROR_GPU_IS_LOST:
+            raise _GpuLost from None
+        return None
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def sysfs_bus_id(nvml_bus_id: str) -> str:
+    """NVML's "00000000:18:00.0" as sysfs names it: "0000:18:00.0"."""
+    return nvml_bus_id.strip().lower()[-12:]
+
+
+def cuda_version_text(version: int | None) -> str | None:
+    """NVML's 12080 as "12.8"."""
+    if not version:
+        return None
+    return f"{version // 1000}.{(version % 1000) // 10}"
+
+
+def _read_sysfs(bus_id: str, leaf: str, sysfs_root: Path) -> str | None:
+    try:
+        return (sysfs_root / sysfs_bus_id(bus_id) / leaf).read_text().strip() or None
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _SlowMetrics:
+    pcie_tx_bytes_per_s: float | None = None
+    pcie_rx_bytes_per_s: float | None = None
+    ecc_uncorrected_errors: int | None = None
+    throttle_reasons: tuple[str, ...] = ()
+
+
+class NvmlGpuSource:
+    """The local GPUs through NVML. Open it with `await NvmlGpuSource.open()`."""
+
+    name = SOURCE_NAME
+
+    def __init__(
+        self, slow_interval_s: float = 5.0, sysfs_pci_root: Path = Path("/sys/bus/pci/devices")
+    ) -> None:
+        self._slow_interval_s = slow_interval_s
+        self._sysfs_pci_root = sysfs_pci_root
+        self._handles: list[Any] = []
+        self._statics: tuple[GpuStatic, ...] = ()
+        self._topology: tuple[tuple[str, ...], ...] = ()
+        self._driver_version: str | None = None
+        self._cuda_version: str | None = None
+        self._error: str | None = None
+        self._initialised = False
+        self._lost: set[int] = set()
+        self._slow: dict[int, _SlowMetrics] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._slow_thread: threading.Thread | None = None
+        self._process_functions: dict[str, list[Callable[..., Any]]] = {}
+        self._process_cache = LocalProcessCache()
+        self._sample_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, slow_interval_s: float = 5.0) -> NvmlGpuSource:
+        """Initialise NVML in a thread; NvmlUnavailable when there is no driver or GPU."""
+        source = cls(slow_interval_s=slow_interval_s)
+        await asyncio.to_thread(source._open_blocking)
+        if source._error is not None:
+            raise NvmlUnavailable(source._error)
+        return source
+
+    # -- start-up: static facts, read once ---------------------------------------------
+
+    def _open_blocking(self) -> None:
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as error:
+            code = _error_code(error)
+            self._error = _NO_DRIVER_CODES.get(code, f"NVML failed to start: {error}")
+            return
+        self._initialised = True
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        except pynvml.NVMLError as error:
+            self._error = f"NVML cannot list GPUs: {error}"
+            return
+        if not self._handles:
+            self._error = "no NVIDIA GPU found (driver loaded, 0 devices)"
+            return
+        self._driver_version = _text(_call_quiet(pynvml.nvmlSystemGetDriverVersion) or "") or None
+        self._cuda_version = cuda_version_text(
+            _call_quiet(pynvml.nvmlSystemGetCudaDriverVersion_v2)
+            or _call_quiet(pynvml.nvmlSystemGetCudaDriverVersion)
+        )
+        self._statics = tuple(self._read_static(i, h) for i, h in enumerate(self._handles))
+        self._topology = self._read_topology()
+        self._slow_thread = threading.Thread(
+            target=self._slow_loop, name="servedeck-nvml-slow", daemon=True
+        )
+        self._slow_thread.start()
+
+    def _read_static(self, index: int, handle: Any) -> GpuStatic:
+        try:
+            pci = _call(pynvml.nvmlDeviceGetPciInfo, handle)
+            bus_id = _text(pci.busId) if pci is not None else ""
+            memory = _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
+            capability = _call(pynvml.nvmlDeviceGetCudaComputeCapability, handle)
+            numa = _call(pynvml.nvmlDeviceGetNumaNodeId, handle)
+            if numa is None or numa < 0:
+                numa_text = _read_sysfs(bus_id, "numa_node", self._sysfs_pci_root)
+                numa = int(numa_text) if numa_text and numa_text.lstrip("-").isdigit() else None
+                numa = numa if numa is not None and numa >= 0 else None
+            limit_mw = _call(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+            return GpuStatic(
+                index=index,
+                name=_text(_call(pynvml.nvmlDeviceGetName, handle) or "unknown GPU"),
+                uuid=_text(_call(pynvml.nvmlDeviceGetUUID, handle) or ""),
+                bus_id=bus_id,
+                memory_total_bytes=memory.total if memory is not None else None,
+                compute_capability=f"{capability[0]}.{capability[1]}" if capability else None,
+                numa_node=numa,
+                pcie_max_gen=_call(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
+                pcie_max_width=_call(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle),
+                power_limit_w=limit_mw / 1000 if limit_mw is not None else None,
+                cpu_affinity=_read_sysfs(bus_id, "local_cpulist", self._sysfs_pci_root),
+                nvlink_active_links=self._active_nvlinks(handle)[0] or None,
+            )
+        except _GpuLost:
+            self._lost.add(index)
+            return GpuStatic(index=index, name="lost GPU", uuid="", bus_id="",
+                             memory_total_bytes=None)  # fmt: skip
+
+    def _active_nvlinks(self, handle: Any) -> tuple[int, list[str]]:
+        """Active NVLink count and the remote bus id of each active link."""
+        remotes: list[str] = []
+        for link in range(pynvml.NVML_NVLINK_MAX_LINKS):
+            state = _call_quiet(pynvml.nvmlDeviceGetNvLinkState, handle, link)
+            if state is None:
+                if link == 0:
+                    break  # no NVLink on this GPU
+                continue
+            if state:
+                remote = _call_quiet(pynvml.nvmlDeviceGetNvLinkRemotePciInfo, handle, link)
+                remotes.append(sysfs_bus_id(_text(remote.busId)) if remote is not None else "")
+        return len(remotes), remotes
+
+    def _read_topology(self) -> tuple[tuple[str, ...], ...]:
+        bus_ids = [sysfs_bus_id(static.bus_id) for static in self._statics]
+        links = [self._active_nvlinks(h)[1] if i not in self._lost else []
+                 for i, h in enumerate(self._handles)]  # fmt: skip
+        matrix: list[list[str]] = []
+        for i, handle_i in enumerate(self._handles):
+            row: list[str] = []
+            for j, handle_j in enumerate(self._handles):
+                if i == j:
+                    row.append("X")
+                    continue
+                direct = links[i].count(bus_ids[j])
+                switched_i = sum(1 for bus in links[i] if bus not in bus_ids)
+                switched_j = sum(1 for bus in links[j] if bus not in bus_ids)
+                if direct or (switched_i and switched_j):
+                    row.append(f"NV{direct or min(switched_i, switched_j)}")
+                    continue
+                level = _call_quiet(pynvml.nvmlDeviceGetTopologyCommonAncestor, handle_i, handle_j)
+                row.append(TOPOLOGY_LABELS.get(level, "N/A") if level is not None else "N/A")
+            matrix.append(row)
+        return tuple(tuple(row) for row in matrix)
+
+    # -- fast metrics, every tick, in a worker thread ----------------------------------
+
+    async def sample(self) -> GpuBoxSnapshot:
+        async with self._sample_lock:
+            if not self._initialised and self._error is None:
+                await asyncio.to_thread(self._open_blocking)
+            if self._error is not None:
+                return GpuBoxSnapshot(
+                    source=self.name, taken_at_s=time.time(), available=False, error=self._error
+                )
+            return await asyncio.to_thread(self._sample_blocking)
+
+    def _sample_blocking(self) -> GpuBoxSnapshot:
+        samples = []
+        live_pids: set[int] = set()
+        for index, handle in enumerate(self._handles):
+            sample = self._sample_gpu(index, handle)
+            live_pids.update(proc.pid for proc in sample.processes)
+            samples.append(sample)
+        self._process_cache.keep_only(live_pids)
+        return GpuBoxSnapshot(
+            source=self.name,
+            taken_at_s=time.time(),
+            statics=self._statics,
+            samples=tuple(samples),
+            driver_version=self._driver_version,
+            cuda_version=self._cuda_version,
+            topology=self._topology,
+        )
+
+    def _sample_gpu(self, index: int, handle: Any) -> GpuSample:
+        with self._lock:
+            lost = index in self._lost
+            slow = self._slow.get(index, _SlowMetrics())
+        if lost:
+            return _lost_sample(index)
+        try:
+            memory = _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
+            utilization = _call(pynvml.nvmlDeviceGetUtilizationRates, handle)
+            temperature = _call(pynvml.nvmlDeviceGetTemperature, handle,
+                                pynvml.NVML_TEMPERATURE_GPU)  # fmt: skip
+            power_mw = _call(pynvml.nvmlDeviceGetPowerUsage, handle)
+            limit_mw = _call(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+            sm_clock = _call(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM)
+            mem_clock = _call(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_MEM)
+            pcie_gen = _call(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle)
+            pcie_width = _call(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle)
+            processes = self._processes(index, handle)
+        except _GpuLost:
+            with self._lock:
+                self._lost.add(index)
+            return _lost_sample(index)
+        total = memory.total if memory is not None else self._statics[index].memory_total_bytes
+        used = memory.used if memory is not None else None
+        if used is None:
+            # unified-memory GPUs report no framebuffer: what the processes hold is the best hint
+            known = [p.used_memory_bytes for p in processes if p.used_memory_bytes is not None]
+            used = sum(known) if known else None
+        return GpuSample(
+            index=index,
+            memory_used_bytes=used,
+            memory_total_bytes=total,
+            utilization_gpu_pct=float(utilization.gpu) if utilization is not None else None,
+            utilization_memory_pct=float(utilization.memory) if utilization is not None else None,
+            temperature_c=float(temperature) if temperature is not None else None,
+            power_w=power_mw / 1000 if power_mw is not None else None,
+            power_limit_w=limit_mw / 1000 if limit_mw is not None else None,
+            sm_clock_mhz=sm_clock,
+            memory_clock_mhz=mem_clock,
+            pcie_gen=pcie_gen,
+            pcie_width=pcie_width,
+            pcie_tx_bytes_per_s=slow.pcie_tx_bytes_per_s,
+            pcie_rx_bytes_per_s=slow.pcie_rx_bytes_per_s,
+            ecc_uncorrected_errors=slow.ecc_uncorrected_errors,
+            throttle_reasons=slow.throttle_reasons,
+            processes=processes,
+        )
+
+    def _process_list(self, kind: str, handle: Any) -> list[Any]:
+        """Running processes, trying the v3, v2 and plain calls; remembers what works."""
+        if kind not in self._process_functions:
+            prefix = f"nvmlDevice{'GetComputeRunningProcesses' if kind == 'compute' else 'GetGraphicsRunningProcesses'}"  # noqa: E501
+            names = (f"{prefix}_v3", f"{prefix}_v2", prefix)
+            self._process_functions[kind] = [
+                getattr(pynvml, name) for name in names if hasattr(pynvml, name)
+            ]
+        functions = self._process_functions[kind]
+        while functions:
+            try:
+                return list(functions[0](handle))
+            except pynvml.NVMLError as error:
+                code = _error_code(error)
+                if code == pynvml.NVML_ERROR_GPU_IS_LOST:
+                    raise _GpuLost from None
+                if code not in _MISSING_FUNCTION_CODES or len(functions) == 1:
+                    return []
+                functions.pop(0)  # this driver lacks that version: use the next one from now on
+        return []
+
+    def _processes(self, index: int, handle: Any) -> tuple[GpuProcessUsage, ...]:
+        merged: dict[int, tuple[str, int | None]] = {}
+        for kind in ("compute", "graphics"):
+            for info in self._process_list(kind, handle):
+                pid = int(info.pid)
+                memory = getattr(info, "usedGpuMemory", None)
+                if pid in merged:
+                    old_kind, old_memory = merged[pid]
+                    memory = max(m for m in (memory, old_memory, 0) if m is not None)
+                    merged[pid] = (f"{old_kind}+{kind}", memory)
+                else:
+                    merged[pid] = (kind, memory)
+        usages = []
+        for pid, (kind, memory) in sorted(merged.items()):
+            details = self._process_cache.get(pid)
+            name = (
+                details.command
+                if details
+                else _text(_call_quiet(pynvml.nvmlSystemGetProcessName, pid) or "")
+            )
+            usages.append(
+                GpuProcessUsage(
+                    pid=pid,
+                    gpu_index=index,
+                    used_memory_bytes=memory,
+                    process_name=name,
+                    kind=kind,
+                    user=details.user if details else None,
+                    started_at_s=details.started_at_s if details else None,
+                )
+            )
+        return tuple(usages)
+
+    # -- slow metrics, in the background thread ----------------------------------------
+
+    def _slow_loop(self) -> None:
+        while not self._stop.is_set():
+            for index, handle in enumerate(self._handles):
+                if self._stop.is_set():
+                    return
+                with self._lock:
+                    if index in self._lost:
+                        continue
+                try:
+                    metrics = _read_slow(handle)
+                except _GpuLost:
+                    with self._lock:
+                        self._lost.add(index)
+                    continue
+                with self._lock:
+                    self._slow[index] = metrics
+            self._stop.wait(self._slow_interval_s)
+
+    async def aclose(self) -> None:
+        self._stop.set()
+        thread, self._slow_thread = self._slow_thread, None
+        if thread is not None:
+            await asyncio.to_thread(thread.join, 5.0)
+        if self._initialised:
+            self._initialised = False
+            with contextlib.suppress(pynvml.NVMLError):
+                await asyncio.to_thread(pynvml.nvmlShutdown)
+
+
+def _call_quiet(function: Callable[..., Any], *args: Any) -> Any:
+    """Like _call, but a lost GPU is just None (for start-up facts)."""
+    try:
+        return _call(function, *args)
+    except _GpuLost:
+        return None
+
+
+def _lost_sample(index: int) -> GpuSample:
+    return GpuSample(index=index, lost=True, error="GPU is lost (fell off the bus); reset needed")
+
+
+def _read_slow(handle: Any) -> _SlowMetrics:
+    tx_kib = _call(pynvml.nvmlDeviceGetPcieThroughput, handle, pynvml.NVML_PCIE_UTIL_TX_BYTES)
+    rx_kib = _call(pynvml.nvmlDeviceGetPcieThroughput, handle, pynvml.NVML_PCIE_UTIL_RX_BYTES)
+    ecc = _call(
+        pynvml.nvmlDeviceGetTotalEccErrors,
+        handle,
+        pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+        pynvml.NVML_VOLATILE_ECC,
+    )
+    reasons_fn = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    reasons = _call(reasons_fn, handle) if reasons_fn is not None else None
+    if reasons is None:
+        reasons = _call(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
+    return _SlowMetrics(
+        pcie_tx_bytes_per_s=tx_kib * 1024.0 if tx_kib is not None else None,
+        pcie_rx_bytes_per_s=rx_kib * 1024.0 if rx_kib is not None else None,
+        ecc_uncorrected_errors=ecc,
+        throttle_reasons=tuple(name for bit, name in THROTTLE_REASON_NAMES if (reasons or 0) & bit),
+    )

@@ -1,0 +1,138 @@
+"""Text for the GPU pane's cells: bars, sparklines, sizes and durations.
+
+Formatting only: every number shown comes from a snapshot or a GpuTrend. Cells
+are Rich markup strings, so the pane can diff them by plain string equality.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.markup import escape
+
+GIB = 1024**3
+NA = "[dim]n/a[/]"
+_SPARK_LEVELS = "▁▂▃▄▅▆▇█"
+
+
+def short_gpu_name(name: str, width: int) -> str:
+    """ "NVIDIA RTX PRO 6000 Blackwell Server Edition" -> "RTX PRO 6000 Bl…" at width 15."""
+    for prefix in ("NVIDIA ", "Nvidia "):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return clip(name, width)
+
+
+def clip(text: str, width: int) -> str:
+    """At most width characters, with an ellipsis when cut; markup-escaped."""
+    if len(text) > width:
+        text = text[: max(0, width - 1)] + "…"
+    return escape(text)
+
+
+def bar(fraction: float | None, width: int) -> str:
+    """A horizontal bar, green to yellow to red as it fills."""
+    if fraction is None:
+        return "[dim]" + "·" * width + "[/]"
+    fraction = min(1.0, max(0.0, fraction))
+    filled = round(fraction * width)
+    color = "green" if fraction < 0.75 else "yellow" if fraction < 0.92 else "red"
+    return f"[{color}]{'█' * filled}[/][dim]{'░' * (width - filled)}[/]"
+
+
+def gib(value_bytes: int | float | None, digits: int = 1) -> str:
+    return "?" if value_bytes is None else f"{value_bytes / GIB:.{digits}f}"
+
+
+def memory_cell(used: int | None, total: int | None, bar_width: int, digits: int) -> str:
+    fraction = used / total if used is not None and total else None
+    return f"{bar(fraction, bar_width)} {gib(used, digits)}/{gib(total, digits)}G"
+
+
+def percent_cell(pct: float | None, bar_width: int) -> str:
+    if pct is None:
+        return f"{bar(None, bar_width)}  {NA}"
+    return f"{bar(pct / 100, bar_width)} {pct:3.0f}%"
+
+
+def temperature_cell(celsius: float | None) -> str:
+    if celsius is None:
+        return NA
+    color = "red" if celsius >= 85 else "yellow" if celsius >= 75 else ""
+    text = f"{celsius:.0f}C"
+    return f"[{color}]{text}[/]" if color else text
+
+
+def power_cell(power_w: float | None, limit_w: float | None) -> str:
+    if power_w is None:
+        return NA
+    limit = f"/{limit_w:.0f}" if limit_w else ""
+    return f"{power_w:.0f}{limit}W"
+
+
+def pcie_link_cell(gen: int | None, width: int | None, max_gen: int | None) -> str:
+    if gen is None and width is None:
+        return NA
+    text = f"{gen or '?'}x{width or '?'}"
+    # a loaded GPU below its max generation is worth a look; idle GPUs drop to gen 1 on purpose
+    return f"[dim]{text}[/]" if max_gen and gen and gen < max_gen else text
+
+
+def rate_bytes(value: float | None) -> str:
+    """Bytes per second, compact: 950K, 12.3M, 1.2G."""
+    if value is None:
+        return "n/a"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if value >= scale:
+            return (
+                f"{value / scale:.1f}{unit}" if value < 10 * scale else f"{value / scale:.0f}{unit}"
+            )
+    return f"{value:.0f}"
+
+
+def pcie_traffic_cell(tx: float | None, rx: float | None) -> str:
+    if tx is None and rx is None:
+        return NA
+    return f"{rate_bytes(tx)}/{rate_bytes(rx)}"
+
+
+def duration(seconds: float | None) -> str:
+    """12s, 4m10s, 2h05m, 3d04h."""
+    if seconds is None or seconds < 0:
+        return "?"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def fill_cell(rate_bytes_per_s: float | None, rising: bool, eta_s: float | None) -> str:
+    """ "1.5G/s 4m10s" while memory rises; empty once it has plateaued."""
+    if not rising or rate_bytes_per_s is None:
+        return ""
+    eta = f" {duration(eta_s)}" if eta_s is not None else ""
+    return f"[cyan]{rate_bytes_per_s / GIB:.1f}G/s{eta}[/]"
+
+
+def sparkline(values: Sequence[float], width: int, top: float = 100.0) -> str:
+    """The series squeezed into width cells (max of each bucket), newest on the right."""
+    if not values or width <= 0:
+        return " " * max(width, 0)
+    if len(values) > width:
+        size = len(values) / width
+        buckets = [
+            values[int(i * size) : max(int((i + 1) * size), int(i * size) + 1)]
+            for i in range(width)
+        ]
+        points = [max(bucket) for bucket in buckets]
+    else:
+        points = list(values)
+    levels = len(_SPARK_LEVELS) - 1
+    chars = "".join(
+        _SPARK_LEVELS[min(levels, max(0, round(min(v, top) / top * levels)))] for v in points
+    )
+    return chars.rjust(width)

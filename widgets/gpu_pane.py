@@ -1,0 +1,320 @@
+"""GpuPane: one row per GPU, grouped by NUMA node, with the selected GPU's processes.
+
+A pure view: `update_view(snapshot, trends)` draws what it is given. Rows are
+keyed (`gpu-3`, `numa-1`, `total`) and only cells whose text changed are
+updated, so a tick costs a few `update_cell` calls, not a re-render. The table
+is rebuilt only when its shape changes (GPU count, NUMA layout, compact/full).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
+
+from tui.gpu.history import GpuTrend
+from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_bytes
+from widgets import gpu_format as fmt
+
+FULL_LAYOUT_MIN_WIDTH = 150  # narrower terminals get the compact columns
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    key: str
+    label: str
+    width: int
+
+
+_FULL_COLUMNS = (
+    _Column("gpu", "GPU", 3),
+    _Column("name", "Name", 18),
+    _Column("memory", "Memory", 22),
+    _Column("util", "Util", 15),
+    _Column("temp", "Temp", 4),
+    _Column("power", "Power", 10),
+    _Column("pcie", "PCIe", 4),
+    _Column("pcie_io", "TX/RX", 11),
+    _Column("procs", "Procs", 5),
+    _Column("mem_hist", "Memory 5m", 12),
+    _Column("util_hist", "Util 5m", 12),
+    _Column("fill", "Filling", 14),
+)
+_COMPACT_COLUMNS = (
+    _Column("gpu", "GPU", 3),
+    _Column("name", "Name", 10),
+    _Column("memory", "Memory", 15),
+    _Column("util", "Util", 9),
+    _Column("temp", "Temp", 4),
+    _Column("power", "Power", 8),
+    _Column("procs", "Pr", 2),
+    _Column("fill", "Filling", 12),
+)
+
+
+def _gpu_cells(
+    static: GpuStatic | None, sample: GpuSample, trend: GpuTrend | None, compact: bool
+) -> dict[str, str]:
+    name_width = 10 if compact else 18
+    name = fmt.short_gpu_name(static.name if static else "GPU", name_width)
+    cells = {"gpu": str(sample.index), "name": name}
+    if sample.lost:
+        cells["memory"] = "[bold red]LOST[/]"
+        cells["util"] = fmt.clip(sample.error or "", 9 if compact else 15)
+        return cells
+    bar_width = 5 if compact else 10
+    cells["memory"] = fmt.memory_cell(
+        sample.memory_used_bytes, sample.memory_total_bytes, bar_width, 0 if compact else 1
+    )
+    cells["util"] = fmt.percent_cell(sample.utilization_gpu_pct, 4 if compact else 10)
+    cells["temp"] = fmt.temperature_cell(sample.temperature_c)
+    limit = sample.power_limit_w or (static.power_limit_w if static else None)
+    cells["power"] = fmt.power_cell(sample.power_w, limit)
+    cells["pcie"] = fmt.pcie_link_cell(
+        sample.pcie_gen, sample.pcie_width, static.pcie_max_gen if static else None
+    )
+    cells["pcie_io"] = fmt.pcie_traffic_cell(sample.pcie_tx_bytes_per_s, sample.pcie_rx_bytes_per_s)
+    cells["procs"] = str(len({p.pid for p in sample.processes}))
+    if trend is not None:
+        cells["mem_hist"] = f"[magenta]{fmt.sparkline(trend.memory_used_pct, 12)}[/]"
+        cells["util_hist"] = f"[green]{fmt.sparkline(trend.utilization_pct, 12)}[/]"
+        cells["fill"] = fmt.fill_cell(
+            trend.memory_fill_bytes_per_s, trend.memory_rising, trend.eta_to_target_s
+        )
+    return cells
+
+
+def _total_cells(snapshot: GpuBoxSnapshot, compact: bool) -> dict[str, str]:
+    alive = [s for s in snapshot.samples if not s.lost]
+    used, total = total_memory_bytes(alive)
+    power = [s.power_w for s in alive if s.power_w is not None]
+    limits = [s.power_limit_w for s in alive if s.power_limit_w is not None]
+    utils = [s.utilization_gpu_pct for s in alive if s.utilization_gpu_pct is not None]
+    lost = len(snapshot.samples) - len(alive)
+    label = f"{len(snapshot.samples)} GPUs" + (f", {lost} lost" if lost else "")
+    if compact and lost:
+        label = f"{len(alive)}/{len(snapshot.samples)} GPUs"
+    return {
+        "gpu": "[b]Σ[/]",
+        "name": f"[b]{fmt.clip(label, 10 if compact else 18)}[/]",
+        "memory": fmt.memory_cell(used if total else None, total or None, 5 if compact else 10, 0),
+        "util": fmt.percent_cell(sum(utils) / len(utils) if utils else None, 4 if compact else 10),
+        "power": fmt.power_cell(
+            sum(power) if power else None, sum(limits) if limits and not compact else None
+        ),
+        "procs": str(len({p.pid for p in snapshot.processes()})),
+    }
+
+
+class GpuPane(Widget):
+    """Per-GPU memory, utilization, power and PCIe; `t` toggles the topology view."""
+
+    DEFAULT_CSS = """
+    GpuPane { height: 1fr; layout: vertical; }
+    GpuPane > #gpu-message { height: 1fr; content-align: center middle; color: $warning; }
+    GpuPane > DataTable { height: auto; max-height: 70%; }
+    GpuPane > #gpu-detail { height: 1fr; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("t", "toggle_topology", "Topology", id="gpu.topology", tooltip="GPU topology"),
+    ]
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._snapshot: GpuBoxSnapshot | None = None
+        self._trends: Mapping[int, GpuTrend] = {}
+        self._compact: bool | None = None
+        self._shape: tuple[object, ...] = ()
+        self._cells: dict[str, dict[str, str]] = {}
+        self._selected_gpu: int | None = None
+        self.show_topology = False
+        self.cell_updates = 0  # how many cells the last update_view changed (for tests)
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="gpu-message")
+        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=False)
+        table.can_focus = True
+        yield table
+        yield Static("", id="gpu-detail")
+
+    def on_mount(self) -> None:
+        self.query_one("#gpu-message").display = False
+
+    # -- public API ---------------------------------------------------------------
+
+    def update_view(self, snapshot: GpuBoxSnapshot, trends: Mapping[int, GpuTrend]) -> None:
+        self._snapshot, self._trends = snapshot, trends
+        self._render_snapshot()
+
+    def action_toggle_topology(self) -> None:
+        self.show_topology = not self.show_topology
+        self._render_detail()
+
+    # -- drawing ------------------------------------------------------------------
+
+    def on_resize(self) -> None:
+        compact = self.size.width < FULL_LAYOUT_MIN_WIDTH
+        if compact != self._compact:
+            self._compact = compact
+            if self._snapshot is not None:
+                self._render_snapshot()
+
+    def _rows(self, snapshot: GpuBoxSnapshot, compact: bool) -> list[tuple[str, dict[str, str]]]:
+        statics = {static.index: static for static in snapshot.statics}
+        nodes = {statics[i].numa_node for i in statics}
+        group_by_numa = len(nodes - {None}) >= 1 and len(snapshot.samples) > 1
+        rows: list[tuple[str, dict[str, str]]] = []
+        ordered = sorted(
+            snapshot.samples,
+            key=lambda s: (_numa_sort_key(statics.get(s.index)) if group_by_numa else 0, s.index),
+        )
+        current_node: object = object()
+        for sample in ordered:
+            static = statics.get(sample.index)
+            node = static.numa_node if static else None
+            if group_by_numa and node != current_node:
+                current_node = node
+                label = f"NUMA {node}" if node is not None else "NUMA ?"
+                cells = {"name": f"[dim]── {label} ──[/]"}
+                if not compact and static and static.cpu_affinity:
+                    cells["memory"] = f"[dim]cpus {fmt.clip(static.cpu_affinity, 17)}[/]"
+                rows.append((f"numa-{node}", cells))
+            rows.append(
+                (
+                    f"gpu-{sample.index}",
+                    _gpu_cells(static, sample, self._trends.get(sample.index), compact),
+                )
+            )
+        rows.append(("total", _total_cells(snapshot, compact)))
+        return rows
+
+    def _render_snapshot(self) -> None:
+        snapshot = self._snapshot
+        if snapshot is None or not self.is_mounted:
+            return
+        message = self.query_one("#gpu-message", Static)
+        table = self.query_one(DataTable)
+        detail = self.query_one("#gpu-detail", Static)
+        if not snapshot.available:
+            message.update(escape(snapshot.error or "no GPUs"))
+            message.display, table.display, detail.display = True, False, False
+            self._shape = ()
+            return
+        message.display, table.display, detail.display = False, True, True
+        compact = self._compact if self._compact is not None else True
+        columns = _COMPACT_COLUMNS if compact else _FULL_COLUMNS
+        rows = self._rows(snapshot, compact)
+        shape = (compact, tuple(key for key, _ in rows))
+        updates = 0
+        with self.app.batch_update():
+            if shape != self._shape:
+                table.clear(columns=True)
+                for column in columns:
+                    table.add_column(column.label, key=column.key, width=column.width)
+                for key, cells in rows:
+                    table.add_row(*(cells.get(c.key, "") for c in columns), key=key)
+                self._shape, self._cells = shape, {key: cells for key, cells in rows}
+                updates = len(rows) * len(columns)
+                self._restore_cursor(table)
+            else:
+                for key, cells in rows:
+                    old = self._cells.get(key, {})
+                    for column in columns:
+                        value = cells.get(column.key, "")
+                        if old.get(column.key, "") != value:
+                            table.update_cell(key, column.key, value)
+                            updates += 1
+                    self._cells[key] = cells
+            self.cell_updates = updates
+            self._render_detail()
+
+    def _restore_cursor(self, table: DataTable[str]) -> None:
+        """Keep the selection on the same GPU across rebuilds (identity, not position)."""
+        key = f"gpu-{self._selected_gpu}" if self._selected_gpu is not None else None
+        if key is None or key not in self._cells:
+            key = next((k for k in self._cells if k.startswith("gpu-")), None)
+        if key is not None:
+            table.move_cursor(row=table.get_row_index(key), scroll=False)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value or ""
+        if key.startswith("gpu-"):
+            self._selected_gpu = int(key.removeprefix("gpu-"))
+            self._render_detail()
+
+    def _render_detail(self) -> None:
+        if self._snapshot is None or not self.is_mounted or not self._snapshot.available:
+            return
+        detail = self.query_one("#gpu-detail", Static)
+        if self.show_topology:
+            text = topology_text(self._snapshot)
+        else:
+            text = processes_text(self._snapshot, self._selected_gpu, self.size.width)
+        if text != getattr(detail, "_servedeck_text", None):
+            detail._servedeck_text = text  # type: ignore[attr-defined]
+            detail.update(text)
+
+
+def _numa_sort_key(static: GpuStatic | None) -> int:
+    return static.numa_node if static and static.numa_node is not None else 1 << 30
+
+
+def processes_text(snapshot: GpuBoxSnapshot, gpu_index: int | None, width: int) -> str:
+    """The selected GPU's processes: pid, user, GPU memory, age, command."""
+    sample = next((s for s in snapshot.samples if s.index == gpu_index), None)
+    if sample is None:
+        return "[dim]select a GPU to see its processes · t: topology[/]"
+    title = f"[b]GPU {sample.index} processes[/] [dim]· t: topology[/]"
+    if sample.lost:
+        return f"{title}\n[red]{escape(sample.error or 'GPU lost')}[/]"
+    if not sample.processes:
+        return f"{title}\n[dim]no processes[/]"
+    lines = [title, f"[dim]{'PID':<8} {'USER':<10} {'GPU MEM':>9} {'AGE':>7}  COMMAND[/]"]
+    command_width = max(10, width - 42)
+    for proc in sorted(sample.processes, key=lambda p: -(p.used_memory_bytes or 0)):
+        age = (
+            fmt.duration(snapshot.taken_at_s - proc.started_at_s)
+            if proc.started_at_s is not None
+            else "?"
+        )
+        memory = (
+            f"{fmt.gib(proc.used_memory_bytes, 2)}G"
+            if proc.used_memory_bytes is not None
+            else "n/a"
+        )
+        lines.append(
+            f"{proc.pid:<8} {fmt.clip(proc.user or '?', 10):<10} {memory:>9} {age:>7}  "
+            f"{fmt.clip(proc.process_name or '?', command_width)}"
+        )
+    return "\n".join(lines)
+
+
+def topology_text(snapshot: GpuBoxSnapshot) -> str:
+    """The GPU x GPU matrix like `nvidia-smi topo -m`, with CPU and NUMA affinity."""
+    matrix = snapshot.topology
+    if not matrix:
+        return "[b]Topology[/] [dim]· t: processes[/]\n[dim]not reported by this source[/]"
+    statics = {static.index: static for static in snapshot.statics}
+    # a visible first cell: a line's leading blanks are dropped when drawn
+    header = "·     " + "".join(f"{f'GPU{j}':>6}" for j in range(len(matrix)))
+    lines = [
+        "[b]Topology[/] [dim](nvidia-smi topo -m) · t: processes[/]",
+        f"[dim]{header}  {'CPU Affinity':<16} NUMA[/]",
+    ]
+    for i, row in enumerate(matrix):
+        static = statics.get(i)
+        cpus = static.cpu_affinity if static and static.cpu_affinity else "n/a"
+        numa = static.numa_node if static and static.numa_node is not None else "n/a"
+        cells = "".join(f"{cell:>6}" for cell in row)
+        lines.append(f"{f'GPU{i}':<6}{cells}  {escape(cpus):<16} {numa}")
+    lines.append(
+        "[dim]X self · NV# NVLinks · PIX one PCIe switch · PXB several switches · "
+        "PHB host bridge · NODE same NUMA node · SYS across NUMA nodes[/]"
+    )
+    return "\n".join(lines)
