@@ -78,7 +78,8 @@ def fake_systemctl(tmp_path: Path) -> tuple[str, Path]:
     script = tmp_path / "systemctl"
     script.write_text(
         f'#!/bin/sh\necho "$@" >> {record}\n'
-        'if [ "$1" = show ]; then printf "ActiveState=activating\\nSubState=start\\nMainPID=77\\n"; fi\n'
+        'if [ "$1" = show ]; then\n'
+        '  printf "ActiveState=activating\\nSubState=start\\nMainPID=77\\n"\nfi\n'
         'if [ "$1" = stop ]; then echo "Job for $2 failed." >&2; exit 1; fi\n'
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
