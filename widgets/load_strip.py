@@ -24,14 +24,14 @@ _PHASE_STYLES = {"failed": "bold white on red", "serving": "bold green", "stoppe
 def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return "--"
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _bar(fraction: float, width: int) -> str:
-    filled = int(round(max(0.0, min(1.0, fraction)) * width))
+    filled = round(max(0.0, min(1.0, fraction)) * width)
     return "█" * filled + "░" * (width - filled)
 
 

@@ -12,11 +12,12 @@ import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Log
@@ -57,7 +58,7 @@ class LogPane(Vertical):
     LogPane > Input { dock: bottom; display: none; }
     LogPane > Input.-active { display: block; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "open_search", "Search", id="log.search"),
         Binding("n", "next_match", "Next match", show=False, id="log.next"),
         Binding("N", "previous_match", "Previous match", show=False, id="log.previous"),
