@@ -17,6 +17,8 @@ from tui.errors import ServedeckError
 
 COMMAND_MODULES: tuple[str, ...] = (
     # one line per subcommand module
+    "tui.commands.logs",
+    "tui.commands.status",
 )
 
 
