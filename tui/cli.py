@@ -22,6 +22,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.sim_cmd",
     # one line per subcommand module
     "tui.commands.gpus_cmd",
+    "tui.commands.logs",
+    "tui.commands.status",
 )
 
 

@@ -1,0 +1,447 @@
+"""How far a model load has got, read from the service log (and GPU memory).
+
+vLLM gives no HTTP endpoint while loading, so the phase, shard k/N, ETA and
+the line that killed a failed load all come from log lines fed to LoadTracker.
+The tracker is pure: feed it lines and memory samples, ask for a snapshot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from tui import loadpatterns as p
+from tui.logs.line import Level, LogLine, explicit_level, strip_ansi
+
+
+class Phase(StrEnum):
+    STARTING = "starting"
+    WEIGHTS = "weights"
+    COMPILE = "compile"
+    KV_CACHE = "kv_cache"
+    CUDA_GRAPHS = "cuda_graphs"
+    SERVING = "serving"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+LOADING_ORDER: tuple[Phase, ...] = (
+    Phase.STARTING,
+    Phase.WEIGHTS,
+    Phase.COMPILE,
+    Phase.KV_CACHE,
+    Phase.CUDA_GRAPHS,
+    Phase.SERVING,
+)
+_RANK = {phase: index for index, phase in enumerate(LOADING_ORDER)}
+LOADING_PHASES = frozenset(LOADING_ORDER[:-1])
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseSpan:
+    phase: str
+    started_at_s: float
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStats:
+    """The periodic `Engine 000: Avg prompt throughput ...` line (or SGLang's decode line)."""
+
+    prompt_tokens_per_s: float | None
+    generation_tokens_per_s: float | None
+    running_reqs: int
+    waiting_reqs: int
+    kv_cache_usage_pct: float | None
+    prefix_cache_hit_pct: float | None
+    at_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class LoadFacts:
+    """Numbers the load reports about itself, for the summary."""
+
+    engine: str | None = None
+    version: str | None = None
+    model: str | None = None
+    weights_gib: float | None = None
+    weights_load_s: float | None = None
+    compile_s: float | None = None
+    kv_cache_gib: float | None = None
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    max_concurrency_tokens: int | None = None
+    graph_capture_s: float | None = None
+    graph_capture_gib: float | None = None
+    init_engine_s: float | None = None
+    server_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadProgress:
+    phase: str
+    phase_elapsed_s: float
+    load_elapsed_s: float | None
+    shards_done: int | None
+    shards_total: int | None
+    shard_pct: float | None
+    eta_s: float | None
+    eta_source: str | None  # "shards", "tqdm", "memory"
+    http_starting: bool  # "Starting vLLM server" seen: time to poll /health
+    ready: bool  # the server said it is up
+    failure_line: str | None
+    failure_context: tuple[str, ...]
+    last_error_line: str | None
+    facts: LoadFacts
+    timeline: tuple[PhaseSpan, ...]
+    engine_stats: EngineStats | None
+    mem_used_bytes: int | None
+    mem_fill_bytes_per_s: float | None
+    at_s: float
+
+    @property
+    def is_loading(self) -> bool:
+        return self.phase in LOADING_PHASES
+
+
+def vllm_line_time_s(text: str, year: int | None = None) -> float | None:
+    """The `MM-DD HH:MM:SS` in a vLLM prefix as epoch seconds (local time, given year)."""
+    match = p.VLLM_TIMESTAMP.search(text[:80])
+    if not match:
+        return None
+    month, day, hour, minute, second = (int(g) for g in match.groups())
+    year = year or time.localtime().tm_year
+    try:
+        return time.mktime((year, month, day, hour, minute, second, 0, 0, -1))
+    except (OverflowError, ValueError):
+        return None
+
+
+def _message(text: str) -> str:
+    """The message after a vLLM `(Proc pid=N) LEVEL MM-DD HH:MM:SS [file:line] ` prefix."""
+    if "] " in text[:120] and p.VLLM_TIMESTAMP.search(text[:80]):
+        return text.split("] ", 1)[1]
+    return text
+
+
+class LoadTracker:
+    """Feed it log lines (and memory samples); `snapshot()` says where the load stands."""
+
+    def __init__(
+        self,
+        *,
+        expected_weights_bytes: int | None = None,
+        post_weights_s: float | None = None,
+        year: int | None = None,
+    ) -> None:
+        self.expected_weights_bytes = expected_weights_bytes
+        self.post_weights_s = post_weights_s
+        self._year = year
+        self._last_t: float | None = None
+        self._memory: deque[tuple[float, int]] = deque(maxlen=600)
+        self._reset(None)
+        self.phase = Phase.STOPPED  # nothing seen yet
+        self._spans = []
+
+    def _reset(self, t: float | None) -> None:
+        self.phase = Phase.STARTING
+        self._phase_started = t
+        self._load_started = t
+        self._spans: list[tuple[Phase, float]] = [(Phase.STARTING, t)] if t is not None else []
+        self._shards: tuple[int, int, float] | None = None
+        self._shard_events: list[tuple[float, int]] = []
+        self._tqdm_remaining: tuple[float, float] | None = None
+        self._facts = LoadFacts()
+        self._failure_line: str | None = None
+        self._failure_context: deque[str] = deque(maxlen=40)
+        self._recent: deque[str] = deque(maxlen=20)
+        self._in_traceback = False
+        self._last_error: str | None = None
+        self._http_starting = False
+        self._ready = False
+        self._stats: EngineStats | None = None
+        self._weights_done = False
+
+    # ---- feeding -------------------------------------------------------
+    def _time(self, line: LogLine, at_s: float | None) -> float:
+        """The line's time: given, from the journal, or from the vLLM prefix; else the last one."""
+        t = at_s
+        if t is None:
+            t = line.timestamp_s
+        if t is None:
+            t = vllm_line_time_s(line.text, self._year)
+        if t is None:  # a bare line (tqdm bar, traceback): no clock of its own
+            return self._last_t if self._last_t is not None else time.time()
+        if self._last_t is not None:
+            t = max(t, self._last_t)
+        self._last_t = t
+        return t
+
+    def _enter(self, phase: Phase, t: float) -> None:
+        if phase == self.phase:
+            return
+        if self.phase in _RANK and phase in _RANK and _RANK[phase] < _RANK[self.phase]:
+            return  # phases only move forward within one load
+        self.phase = phase
+        self._phase_started = t
+        self._spans.append((phase, t))
+
+    def _set(self, **changes: object) -> None:
+        self._facts = replace(self._facts, **changes)  # type: ignore[arg-type]
+
+    def feed(self, line: LogLine | str, at_s: float | None = None) -> None:
+        """One log line; a line holding tqdm `\\r` updates is read segment by segment."""
+        if isinstance(line, str):
+            line = LogLine(text=line)
+        t = self._time(line, at_s)
+        for segment in strip_ansi(line.text).split("\r"):
+            if segment.strip():
+                self._feed_text(segment.rstrip(), t, line.level)
+
+    def feed_many(self, lines: list[LogLine] | list[str]) -> None:
+        for line in lines:
+            self.feed(line)
+
+    def _starts_new_load(self, message: str) -> bool:
+        return bool(
+            p.VLLM_VERSION.search(message)
+            or p.VLLM_ENGINE_INIT.search(message)
+            or p.SGLANG_START.search(message)
+        )
+
+    def _feed_text(self, text: str, t: float, level: str) -> None:
+        message = _message(text)
+        if self._starts_new_load(message) and (
+            self.phase not in LOADING_PHASES or self._load_started is None
+        ):
+            self._reset(t)
+        elif self._load_started is None and (
+            p.WEIGHTS_START.search(message) or p.SHARD_BAR.search(message)
+        ):
+            self._reset(t)  # joined a load already under way
+        if self._load_started is None:
+            self._stats_line(message, t)
+            return
+        self._recent.append(text)
+        self._facts_and_phase(message, t)
+        self._failure(text, message, t, level)
+        self._stats_line(message, t)
+
+    def _facts_and_phase(self, message: str, t: float) -> None:
+        if match := p.VLLM_VERSION.search(message):
+            self._set(engine="vllm", version=match.group(1))
+            if match.group(2):
+                self._set(model=match.group(2))
+        elif match := p.BANNER_MODEL.search(message):
+            self._set(model=match.group(1))
+        elif match := p.VLLM_ENGINE_INIT.search(message):
+            self._set(engine="vllm", version=self._facts.version or match.group(1))
+            self._set(model=self._facts.model or match.group(2))
+        elif match := p.SGLANG_START.search(message):
+            self._set(engine="sglang", model=match.group(1))
+        if match := p.SHARD_BAR.search(message):
+            self._enter(Phase.WEIGHTS, t)
+            done, total = int(match.group(2)), int(match.group(3))
+            if not self._shard_events or done < self._shard_events[-1][1]:
+                self._shard_events = []
+            if not self._shard_events or self._shard_events[-1][1] != done:
+                self._shard_events.append((t, done))
+            self._shards = (done, total, float(match.group(1)))
+            remaining = p.hms_to_s(match.group("remaining"))
+            self._tqdm_remaining = (t, remaining) if remaining is not None else None
+            return
+        if p.WEIGHTS_START.search(message):
+            self._enter(Phase.WEIGHTS, t)
+            if "Load weight begin" in message:
+                self._set(engine=self._facts.engine or "sglang")
+        elif match := p.MODEL_LOADING_TOOK.search(message):
+            self._set(weights_gib=p.number(match.group(1)), weights_load_s=p.number(match.group(2)))
+            self._weights_done = True
+        elif match := p.WEIGHTS_TOOK.search(message):
+            if self._facts.weights_load_s is None:
+                self._set(weights_load_s=p.number(match.group(1)))
+            self._weights_done = True
+        elif match := p.SGLANG_WEIGHTS_END.search(message):
+            self._set(weights_gib=p.number(match.group(1)))
+            self._weights_done = True
+        elif match := p.COMPILE_TOOK.search(message):
+            self._enter(Phase.COMPILE, t)
+            self._set(compile_s=p.number(match.group(1) or match.group(2)))
+        elif p.COMPILE_START.search(message):
+            self._enter(Phase.COMPILE, t)
+        elif match := p.KV_AVAILABLE.search(message) or p.KV_EXPLICIT.search(message):
+            self._enter(Phase.KV_CACHE, t)
+            self._set(kv_cache_gib=p.number(match.group(1)))
+        elif match := p.KV_TOKENS.search(message):
+            self._enter(Phase.KV_CACHE, t)
+            self._set(kv_cache_tokens=int(p.number(match.group(1)) or 0))
+            if conc := p.MAX_CONCURRENCY.search(message):
+                self._concurrency(conc)
+        elif match := p.MAX_CONCURRENCY.search(message):
+            self._enter(Phase.KV_CACHE, t)
+            self._concurrency(match)
+        elif match := p.SGLANG_KV.search(message):
+            self._enter(Phase.KV_CACHE, t)
+            if match.group(1):
+                self._set(kv_cache_tokens=int(p.number(match.group(1)) or 0))
+        elif match := p.SGLANG_MAX_TOKENS.search(message):
+            self._set(kv_cache_tokens=int(p.number(match.group(1)) or 0))
+        elif match := p.INIT_ENGINE_TOOK.search(message):
+            self._set(init_engine_s=p.number(match.group(1)))
+        elif match := p.GRAPHS_DONE.search(message):
+            self._enter(Phase.CUDA_GRAPHS, t)
+            secs = match.group(1) or match.group(3)
+            gib = match.group(2) or match.group(4)
+            self._set(graph_capture_s=p.number(secs), graph_capture_gib=p.number(gib))
+        elif p.GRAPHS_START.search(message):
+            self._enter(Phase.CUDA_GRAPHS, t)
+        elif match := p.SERVER_STARTING.search(message):
+            self._http_starting = True
+            self._set(server_url=match.group(1) or match.group(2))
+            self._enter(Phase.SERVING, t)
+        elif p.SERVER_READY.search(message):
+            self._http_starting = True
+            self._ready = True
+            self._enter(Phase.SERVING, t)
+        elif p.SHUTDOWN.search(message) and self.phase == Phase.SERVING:
+            self._enter(Phase.STOPPED, t)
+            self._ready = False
+
+    def _concurrency(self, match: object) -> None:
+        groups = match.groups()  # type: ignore[attr-defined]
+        self._set(
+            max_concurrency_tokens=int(p.number(groups[0]) or 0),
+            max_concurrency=p.number(groups[1]),
+        )
+
+    def _failure(self, text: str, message: str, t: float, level: str) -> None:
+        stated = explicit_level(text)
+        is_error = (
+            p.TRACEBACK in text
+            or stated == Level.ERROR
+            or (stated is None and level == Level.ERROR)
+            or bool(p.FATAL.search(message))
+        )
+        if p.TRACEBACK in text:
+            self._in_traceback = True
+        elif self._in_traceback and stated != Level.ERROR:
+            # frames are indented; the closing `XxxError: ...` line still belongs to it
+            inside = message.startswith((" ", "\t")) or bool(p.EXCEPTION_LINE.search(message))
+            self._in_traceback = inside
+        if not (is_error or self._in_traceback):
+            return
+        self._last_error = message.strip()
+        if self.phase in LOADING_PHASES:
+            self._failure_context.extend(list(self._recent)[:-1])
+            self._recent.clear()
+            self._enter_failed(t)
+        if self.phase == Phase.FAILED:
+            self._failure_context.append(text)
+            exception = p.EXCEPTION_LINE.search(message)
+            if exception or self._failure_line is None:
+                self._failure_line = (exception.group(1) if exception else message).strip()
+
+    def _enter_failed(self, t: float) -> None:
+        self.phase = Phase.FAILED
+        self._phase_started = t
+        self._spans.append((Phase.FAILED, t))
+        self._ready = False
+
+    def _stats_line(self, message: str, t: float) -> None:
+        if match := p.VLLM_ENGINE_STATS.search(message) or p.VLLM_OLD_STATS.search(message):
+            groups = match.groups()
+            self._stats = EngineStats(
+                prompt_tokens_per_s=p.number(groups[0]),
+                generation_tokens_per_s=p.number(groups[1]),
+                running_reqs=int(groups[2]),
+                waiting_reqs=int(groups[3]),
+                kv_cache_usage_pct=p.number(groups[4]),
+                prefix_cache_hit_pct=p.number(groups[5]) if len(groups) > 5 else None,
+                at_s=t,
+            )
+        elif match := p.SGLANG_DECODE.search(message):
+            self._stats = EngineStats(
+                prompt_tokens_per_s=None,
+                generation_tokens_per_s=p.number(match.group(3)),
+                running_reqs=int(match.group(1)),
+                waiting_reqs=int(match.group(4)),
+                kv_cache_usage_pct=(p.number(match.group(2)) or 0.0) * 100,
+                prefix_cache_hit_pct=None,
+                at_s=t,
+            )
+
+    def observe_memory(self, used_bytes: int, at_s: float | None = None) -> None:
+        """Total GPU memory in use (all GPUs of the service), for the fill-rate ETA."""
+        self._memory.append((at_s if at_s is not None else time.time(), used_bytes))
+
+    def observe_exit(self, exit_status: int | None, at_s: float | None = None) -> None:
+        """The server process (or unit) ended: a load that dies is a failed load."""
+        t = at_s if at_s is not None else time.time()
+        if self.phase in LOADING_PHASES and self._load_started is not None:
+            self._enter_failed(t)
+            if self._failure_line is None:
+                self._failure_line = f"process exited with status {exit_status}"
+        elif self.phase == Phase.SERVING:
+            self._enter(Phase.STOPPED, t)
+            self._ready = False
+
+    # ---- reading ---------------------------------------------------------
+    def _eta(self, now: float) -> tuple[float | None, str | None]:
+        tail_s = self.post_weights_s or 0.0
+        if self._shards and not self._weights_done:
+            done, total, _ = self._shards
+            events = self._shard_events
+            if len(events) >= 2 and events[-1][0] > events[0][0] and done < total:
+                rate = (events[-1][1] - events[0][1]) / (events[-1][0] - events[0][0])
+                if rate > 0:
+                    left = (total - done) / rate - (now - events[-1][0])
+                    return max(0.0, left) + tail_s, "shards"
+            if self._tqdm_remaining is not None:
+                seen_at, remaining = self._tqdm_remaining
+                return max(0.0, remaining - (now - seen_at)) + tail_s, "tqdm"
+        if self.expected_weights_bytes and len(self._memory) >= 2 and not self._weights_done:
+            (t0, m0), (t1, m1) = self._memory[0], self._memory[-1]
+            if t1 > t0 and m1 > m0:
+                rate = (m1 - m0) / (t1 - t0)
+                left = max(0, self.expected_weights_bytes - m1) / rate
+                return left + tail_s, "memory"
+        return None, None
+
+    def _fill_rate(self) -> float | None:
+        if len(self._memory) < 2:
+            return None
+        (t0, m0), (t1, m1) = self._memory[0], self._memory[-1]
+        return (m1 - m0) / (t1 - t0) if t1 > t0 else None
+
+    def snapshot(self, now_s: float | None = None) -> LoadProgress:
+        now = now_s if now_s is not None else max(time.time(), self._last_t or 0.0)
+        spans = []
+        for index, (phase, started) in enumerate(self._spans):
+            ends = self._spans[index + 1][1] if index + 1 < len(self._spans) else now
+            spans.append(PhaseSpan(str(phase), started, max(0.0, ends - started)))
+        done, total, pct = self._shards if self._shards else (None, None, None)
+        eta, eta_source = self._eta(now) if self.phase in LOADING_PHASES else (None, None)
+        started = self._phase_started
+        return LoadProgress(
+            phase=str(self.phase),
+            phase_elapsed_s=max(0.0, now - started) if started is not None else 0.0,
+            load_elapsed_s=(now - self._load_started) if self._load_started else None,
+            shards_done=done,
+            shards_total=total,
+            shard_pct=pct,
+            eta_s=eta,
+            eta_source=eta_source,
+            http_starting=self._http_starting,
+            ready=self._ready,
+            failure_line=self._failure_line,
+            failure_context=tuple(self._failure_context),
+            last_error_line=self._last_error,
+            facts=self._facts,
+            timeline=tuple(spans),
+            engine_stats=self._stats,
+            mem_used_bytes=self._memory[-1][1] if self._memory else None,
+            mem_fill_bytes_per_s=self._fill_rate(),
+            at_s=now,
+        )

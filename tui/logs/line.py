@@ -1,0 +1,138 @@
+"""One log line as every follower yields it, and how its severity is read from the text.
+
+vLLM prints `(Proc pid=N) LEVEL MM-DD HH:MM:SS [file.py:N] message`; uvicorn prints
+`INFO:     ...`; Python prints warnings and tracebacks bare; SGLang prints no level
+at all. Severity therefore comes from the text first and the journal priority second.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rich.text import Text
+
+
+class Level(StrEnum):
+    """Severity, ordered from quiet to loud by `LEVEL_RANK`."""
+
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+
+
+LEVEL_RANK: dict[str, int] = {Level.DEBUG: 0, Level.INFO: 1, Level.WARNING: 2, Level.ERROR: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """A line of service output; `cursor` is the journal cursor when it came from journald."""
+
+    text: str
+    timestamp_s: float | None = None
+    cursor: str | None = None
+    level: str = Level.INFO
+    priority: int | None = None
+    source: str = ""
+
+
+_ANSI_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_VLLM_LEVEL = re.compile(
+    r"^(?:\([^)]*\)\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s\d\d:\d\d:\d\d"
+)
+_PLAIN_LEVEL = re.compile(
+    r"^(?:\[?\d{4}-\d\d-\d\d[ T][\d:,.]+\]?\s*)?(?:[\w.]+\s+)?(?:\[)?"
+    r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)(?:\])?[:\s]"
+)
+_GLOG = re.compile(r"^\[?([IWEF])\d{4} \d\d:\d\d:\d\d")
+_EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)(?::|$)")
+_PY_WARNING = re.compile(r"\b\w*Warning: ")
+_ERROR_WORDS = re.compile(
+    r"(?i)\b(?:out of memory|cuda error|segmentation fault|core dumped|fatal)\b"
+)
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def strip_ansi(text: str) -> str:
+    """The text with every ANSI escape (colours, cursor moves, OSC titles) removed."""
+    if "\x1b" not in text:
+        return text
+    return _ANSI_CSI.sub("", text)
+
+
+def ansi_to_text(text: str) -> Text:
+    """Keep the colours: a Rich Text built from ANSI SGR codes, other escapes dropped."""
+    return Text.from_ansi(text)
+
+
+def _normal(name: str) -> str:
+    if name in ("WARN",):
+        return Level.WARNING
+    if name in ("CRITICAL", "FATAL"):
+        return Level.ERROR
+    return name
+
+
+def explicit_level(text: str) -> str | None:
+    """The level the line itself states, or None when it states none."""
+    match = _VLLM_LEVEL.match(text) or _PLAIN_LEVEL.match(text)
+    if match:
+        return _normal(match.group(1))
+    glog = _GLOG.match(text)
+    if glog:
+        return {"I": Level.INFO, "W": Level.WARNING}.get(glog.group(1), Level.ERROR)
+    return None
+
+
+def priority_level(priority: int | None) -> str | None:
+    """syslog priority (0 emerg .. 7 debug) to a Level."""
+    if priority is None:
+        return None
+    if priority <= 3:
+        return Level.ERROR
+    if priority == 4:
+        return Level.WARNING
+    if priority == 7:
+        return Level.DEBUG
+    return Level.INFO
+
+
+class LevelClassifier:
+    """Reads severity line by line, remembering whether it is inside a Traceback block.
+
+    A traceback's frames are indented and carry no level, so without state they
+    would show as INFO and vanish under an "errors only" filter.
+    """
+
+    def __init__(self) -> None:
+        self._in_traceback = False
+
+    def classify(self, text: str, priority: int | None = None) -> str:
+        plain = strip_ansi(text)
+        stated = explicit_level(plain)
+        body = _VLLM_LEVEL.sub("", plain).lstrip() if stated else plain
+        if _TRACEBACK in plain:
+            self._in_traceback = True
+            return Level.ERROR
+        if self._in_traceback:
+            if body.startswith((" ", "\t", "^", "~")) or not body or body.startswith("During "):
+                return Level.ERROR
+            if _EXCEPTION_LINE.match(body):
+                return Level.ERROR
+            if body.startswith(("The above exception", "[rank")):
+                return Level.ERROR
+            self._in_traceback = False
+        if stated:
+            return stated
+        if _EXCEPTION_LINE.match(body) or _ERROR_WORDS.search(body):
+            return Level.ERROR
+        if _PY_WARNING.search(body):
+            return Level.WARNING
+        return priority_level(priority) or Level.INFO
+
+
+def classify_level(text: str, priority: int | None = None) -> str:
+    """Severity of one line on its own (no traceback context)."""
+    return LevelClassifier().classify(text, priority)

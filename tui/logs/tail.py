@@ -1,0 +1,176 @@
+"""Follow a log file with `tail -F` semantics: survive truncation and rotation.
+
+Locally it is done in Python: seek back to the last N lines (never reading the
+whole file), then poll for growth; a smaller size means truncation (read again
+from the start), a different inode at the path means rotation (finish the old
+file, then open the new one). Remotely it is `tail -n N -F FILE` through the Host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from typing import BinaryIO
+
+from tui.hosts.base import Host
+from tui.logs.line import LevelClassifier, LogLine
+
+_BLOCK_BYTES = 64 * 1024
+_READ_BYTES = 1024 * 1024
+
+
+def offset_of_last_lines(handle: BinaryIO, count: int) -> int:
+    """Byte offset where the last `count` lines begin, reading backwards in blocks."""
+    handle.seek(0, os.SEEK_END)
+    end = handle.tell()
+    if count <= 0:
+        return end
+    position = end
+    newlines = 0
+    # a final newline ends the last line rather than starting an empty one
+    if end > 0:
+        handle.seek(end - 1)
+        if handle.read(1) == b"\n":
+            position = end - 1
+    while position > 0:
+        start = max(0, position - _BLOCK_BYTES)
+        handle.seek(start)
+        block = handle.read(position - start)
+        index = len(block)
+        while True:
+            index = block.rfind(b"\n", 0, index)
+            if index < 0:
+                break
+            newlines += 1
+            if newlines == count:
+                return start + index + 1
+        position = start
+    return 0
+
+
+class FileFollower:
+    """Yields the last N lines of a local file, then every line appended to it."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        initial_lines: int = 200,
+        follow: bool = True,
+        poll_s: float = 0.1,
+    ) -> None:
+        self.path = path
+        self.initial_lines = initial_lines
+        self.follow = follow
+        self.poll_s = poll_s
+        self.rotations = 0
+        self.truncations = 0
+        self._classifier = LevelClassifier()
+        self.source = f"file:{path}"
+
+    def _line(self, raw: bytes) -> LogLine:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        return LogLine(
+            text=text,
+            timestamp_s=time.time(),
+            level=self._classifier.classify(text),
+            source=self.source,
+        )
+
+    def _open(self) -> tuple[BinaryIO, int] | None:
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - kept open while following
+        except OSError:
+            return None
+        return handle, os.fstat(handle.fileno()).st_ino
+
+    async def lines(self) -> AsyncIterator[LogLine]:
+        opened = self._open()
+        while opened is None:
+            if not self.follow:
+                return
+            await asyncio.sleep(self.poll_s)
+            opened = self._open()
+        handle, inode = opened
+        handle.seek(offset_of_last_lines(handle, self.initial_lines))
+        pending = b""
+        try:
+            while True:
+                chunk = handle.read(_READ_BYTES)
+                if chunk:
+                    pending += chunk
+                    *complete, pending = pending.split(b"\n")
+                    for raw in complete:
+                        yield self._line(raw)
+                    continue
+                if not self.follow:
+                    if pending:
+                        yield self._line(pending)
+                    return
+                await asyncio.sleep(self.poll_s)
+                try:
+                    status = os.stat(self.path)
+                except OSError:
+                    continue  # rotated away and not yet recreated
+                if status.st_ino != inode:
+                    # drain what the old file still holds, then switch
+                    rest = handle.read()
+                    for raw in (pending + rest).split(b"\n"):
+                        if raw:
+                            yield self._line(raw)
+                    pending = b""
+                    reopened = self._open()
+                    if reopened is None:
+                        continue
+                    handle.close()
+                    handle, inode = reopened
+                    self.rotations += 1
+                elif status.st_size < handle.tell():
+                    handle.seek(0)
+                    pending = b""
+                    self.truncations += 1
+        finally:
+            handle.close()
+
+
+class RemoteFileFollower:
+    """`tail -n N -F FILE` through a Host (any host: the argv is all it needs)."""
+
+    def __init__(self, host: Host, path: str, *, initial_lines: int = 200) -> None:
+        self.host = host
+        self.path = path
+        self.initial_lines = initial_lines
+        self._classifier = LevelClassifier()
+        self.source = f"file:{host.label}:{path}"
+
+    def argv(self) -> list[str]:
+        return ["tail", "-n", str(self.initial_lines), "-F", self.path]
+
+    async def lines(self) -> AsyncIterator[LogLine]:
+        async for text in self.host.stream(self.argv()):
+            yield LogLine(
+                text=text,
+                timestamp_s=time.time(),
+                level=self._classifier.classify(text),
+                source=self.source,
+            )
+
+
+def follow_file(
+    host: Host, path: str, *, initial_lines: int = 200, follow: bool = True
+) -> AsyncIterator[LogLine]:
+    """Local files in Python; remote files through `tail -F` on the host."""
+    if host.is_local:
+        return FileFollower(path, initial_lines=initial_lines, follow=follow).lines()
+    if not follow:
+        return _remote_tail_once(host, path, initial_lines)
+    return RemoteFileFollower(host, path, initial_lines=initial_lines).lines()
+
+
+async def _remote_tail_once(host: Host, path: str, count: int) -> AsyncIterator[LogLine]:
+    result = await host.run(["tail", "-n", str(count), path])
+    classifier = LevelClassifier()
+    for text in result.stdout.splitlines():
+        yield LogLine(text=text, level=classifier.classify(text), source=f"file:{path}")

@@ -1,0 +1,241 @@
+"""Server metrics from Prometheus /metrics (vLLM and SGLang names), with a log fallback.
+
+Parsing is prometheus_client's reference text parser. Rates and latency
+quantiles need two scrapes: tokens/s are counter deltas over the interval, and
+TTFT/ITL quantiles come from histogram bucket deltas, so they describe the
+last interval rather than the server's whole life.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tui.errors import ServedeckError
+from tui.loadwatch import EngineStats
+
+# family names (as the parser gives them: counters without `_total`)
+RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs")
+WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
+KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage")
+PROMPT_TOKENS = ("vllm:prompt_tokens", "sglang:prompt_tokens")
+GENERATION_TOKENS = ("vllm:generation_tokens", "sglang:generation_tokens")
+PREEMPTIONS = ("vllm:num_preemptions", "sglang:num_retracted_reqs")
+TTFT = ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds")
+ITL = (
+    "vllm:inter_token_latency_seconds",
+    "vllm:time_per_output_token_seconds",
+    "sglang:inter_token_latency_seconds",
+    "sglang:time_per_output_token_seconds",
+)
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsScrape:
+    """One parsed /metrics page: values summed over label sets (engines, models)."""
+
+    at_s: float
+    values: dict[str, float] = field(default_factory=dict)
+    buckets: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+
+    def first(self, names: tuple[str, ...]) -> float | None:
+        for name in names:
+            if name in self.values:
+                return self.values[name]
+        return None
+
+    def histogram(self, names: tuple[str, ...]) -> tuple[tuple[float, float], ...] | None:
+        for name in names:
+            if name in self.buckets:
+                return self.buckets[name]
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerMetrics:
+    running_reqs: int | None
+    waiting_reqs: int | None
+    kv_cache_usage_pct: float | None
+    prompt_tokens_per_s: float | None
+    generation_tokens_per_s: float | None
+    preemptions_total: int | None
+    preemptions_in_interval: int | None
+    ttft_p50_s: float | None
+    ttft_p90_s: float | None
+    ttft_p99_s: float | None
+    itl_p50_s: float | None
+    itl_p90_s: float | None
+    itl_p99_s: float | None
+    interval_s: float | None
+    source: str  # "metrics" or "log"
+    at_s: float
+
+
+def parse_metrics(text: str, at_s: float | None = None) -> MetricsScrape:
+    """Parse a /metrics page; a page that is not Prometheus text raises ServedeckError."""
+    values: dict[str, float] = {}
+    buckets: dict[str, dict[float, float]] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.endswith("_created"):
+                    continue
+                if family.type == "histogram":
+                    if sample.name.endswith("_bucket"):
+                        upper = float(sample.labels["le"])
+                        per = buckets.setdefault(family.name, {})
+                        per[upper] = per.get(upper, 0.0) + sample.value
+                    continue
+                if family.type in ("gauge", "counter", "untyped", "unknown"):
+                    values[family.name] = values.get(family.name, 0.0) + sample.value
+    except (ValueError, KeyError, TypeError) as error:
+        raise ServedeckError(f"/metrics: not Prometheus text ({error})") from None
+    return MetricsScrape(
+        at_s=at_s if at_s is not None else time.time(),
+        values=values,
+        buckets={name: tuple(sorted(per.items())) for name, per in buckets.items()},
+    )
+
+
+def histogram_quantile(q: float, cumulative: tuple[tuple[float, float], ...]) -> float | None:
+    """Prometheus' histogram_quantile: linear interpolation inside the bucket holding rank q."""
+    if not cumulative:
+        return None
+    total = cumulative[-1][1]
+    if total <= 0:
+        return None
+    rank = q * total
+    lower_bound, lower_count = 0.0, 0.0
+    for upper, count in cumulative:
+        if count >= rank:
+            if math.isinf(upper):
+                return lower_bound  # the +Inf bucket: the highest finite bound is all we know
+            if count == lower_count:
+                return upper
+            return lower_bound + (upper - lower_bound) * (rank - lower_count) / (
+                count - lower_count
+            )
+        lower_bound, lower_count = upper, count
+    return cumulative[-1][0]
+
+
+def _bucket_delta(
+    now: tuple[tuple[float, float], ...] | None, before: tuple[tuple[float, float], ...] | None
+) -> tuple[tuple[float, float], ...] | None:
+    if now is None:
+        return None
+    if before is None:
+        return now
+    earlier = dict(before)
+    delta = tuple((upper, count - earlier.get(upper, 0.0)) for upper, count in now)
+    if any(count < 0 for _, count in delta):
+        return now  # counters reset (server restarted): the new life is the interval
+    return delta
+
+
+def _rate(now: float | None, before: float | None, interval_s: float | None) -> float | None:
+    if now is None or before is None or not interval_s or interval_s <= 0:
+        return None
+    change = now - before
+    return (change if change >= 0 else now) / interval_s
+
+
+def _int(value: float | None) -> int | None:
+    return int(value) if value is not None else None
+
+
+def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = None) -> ServerMetrics:
+    """Gauges from `current`; rates and quantiles over the interval since `previous`."""
+    interval = current.at_s - previous.at_s if previous is not None else None
+    kv = current.first(KV_USAGE)
+
+    def before(names: tuple[str, ...]) -> float | None:
+        return previous.first(names) if previous is not None else None
+
+    def quantiles(names: tuple[str, ...]) -> tuple[float | None, ...]:
+        delta = _bucket_delta(
+            current.histogram(names), previous.histogram(names) if previous else None
+        )
+        return tuple(histogram_quantile(q, delta) if delta else None for q in QUANTILES)
+
+    ttft = quantiles(TTFT)
+    itl = quantiles(ITL)
+    preempt_now = current.first(PREEMPTIONS)
+    preempt_before = before(PREEMPTIONS)
+    return ServerMetrics(
+        running_reqs=_int(current.first(RUNNING)),
+        waiting_reqs=_int(current.first(WAITING)),
+        kv_cache_usage_pct=kv * 100 if kv is not None else None,
+        prompt_tokens_per_s=_rate(current.first(PROMPT_TOKENS), before(PROMPT_TOKENS), interval),
+        generation_tokens_per_s=_rate(
+            current.first(GENERATION_TOKENS), before(GENERATION_TOKENS), interval
+        ),
+        preemptions_total=_int(preempt_now),
+        preemptions_in_interval=_int(preempt_now - preempt_before)
+        if preempt_now is not None and preempt_before is not None
+        else None,
+        ttft_p50_s=ttft[0],
+        ttft_p90_s=ttft[1],
+        ttft_p99_s=ttft[2],
+        itl_p50_s=itl[0],
+        itl_p90_s=itl[1],
+        itl_p99_s=itl[2],
+        interval_s=interval,
+        source="metrics",
+        at_s=current.at_s,
+    )
+
+
+def metrics_from_log(stats: EngineStats) -> ServerMetrics:
+    """The fallback when /metrics cannot be reached: the engine's periodic stats line."""
+    return ServerMetrics(
+        running_reqs=stats.running_reqs,
+        waiting_reqs=stats.waiting_reqs,
+        kv_cache_usage_pct=stats.kv_cache_usage_pct,
+        prompt_tokens_per_s=stats.prompt_tokens_per_s,
+        generation_tokens_per_s=stats.generation_tokens_per_s,
+        preemptions_total=None,
+        preemptions_in_interval=None,
+        ttft_p50_s=None,
+        ttft_p90_s=None,
+        ttft_p99_s=None,
+        itl_p50_s=None,
+        itl_p90_s=None,
+        itl_p99_s=None,
+        interval_s=None,
+        source="log",
+        at_s=stats.at_s,
+    )
+
+
+class MetricsPoller:
+    """Scrapes /metrics and keeps the previous scrape so each call gives interval figures."""
+
+    def __init__(
+        self, base_url: str, *, api_key: str | None = None, timeout_s: float = 3.0
+    ) -> None:
+        self.url = base_url.rstrip("/") + "/metrics"
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0))
+        self._previous: MetricsScrape | None = None
+
+    async def poll(self, client: httpx.AsyncClient | None = None) -> ServerMetrics:
+        """One scrape; raises ServedeckError with the URL when the server cannot be read."""
+        try:
+            if client is None:
+                async with httpx.AsyncClient(timeout=self._timeout) as own:
+                    response = await own.get(self.url, headers=self._headers)
+            else:
+                response = await client.get(self.url, headers=self._headers, timeout=self._timeout)
+            response.raise_for_status()
+        except httpx.HTTPError as error:
+            raise ServedeckError(f"{self.url}: {type(error).__name__}: {error}") from None
+        scrape = parse_metrics(response.text)
+        result = compute_metrics(scrape, self._previous)
+        self._previous = scrape
+        return result

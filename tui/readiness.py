@@ -1,0 +1,65 @@
+"""Is the server answering? /health and /v1/models, polled only once the log says it is starting.
+
+vLLM binds its port only when the engine is up, so polling during a 30-minute
+load just collects refused connections: the LoadTracker decides when to begin.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from tui.loadwatch import LoadProgress, Phase
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    checked: bool  # False: not polled, the load has not reached the server start
+    health_ok: bool
+    models: tuple[str, ...]
+    latency_s: float | None
+    error: str | None
+    at_s: float
+
+    @property
+    def ready(self) -> bool:
+        return self.health_ok and bool(self.models)
+
+
+class ReadinessProbe:
+    """Short-timeout checks of /health and /v1/models."""
+
+    def __init__(
+        self, base_url: str, *, api_key: str | None = None, timeout_s: float = 2.0
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 1.0))
+
+    @staticmethod
+    def should_poll(progress: LoadProgress | None) -> bool:
+        """Poll when no log is available, or once the server start is in the log."""
+        if progress is None:
+            return True
+        return progress.http_starting or progress.phase == Phase.SERVING
+
+    async def check(self, progress: LoadProgress | None = None) -> Readiness:
+        now = time.time()
+        if not self.should_poll(progress):
+            return Readiness(False, False, (), None, None, now)
+        started = time.monotonic()
+        try:
+            async with httpx.AsyncClient(timeout=self._timeout, headers=self._headers) as client:
+                health = await client.get(f"{self.base_url}/health")
+                latency = time.monotonic() - started
+                models: tuple[str, ...] = ()
+                if health.status_code == 200:
+                    listing = await client.get(f"{self.base_url}/v1/models")
+                    if listing.status_code == 200:
+                        data = listing.json().get("data", [])
+                        models = tuple(str(m.get("id", "?")) for m in data if isinstance(m, dict))
+        except (httpx.HTTPError, ValueError) as error:
+            return Readiness(True, False, (), None, f"{type(error).__name__}: {error}", now)
+        return Readiness(True, health.status_code == 200, models, latency, None, now)

@@ -1,0 +1,247 @@
+"""The service log pane: a bounded, filterable, searchable view over Textual's `Log`.
+
+Callers hand it batches of LogLine; it buffers them and writes to the `Log`
+about ten times a second, so a flood of lines costs one refresh per tick.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from rich.highlighter import Highlighter
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import Input, Log
+
+from tui.logs.export import export_lines
+from tui.logs.line import LEVEL_RANK, Level, LogLine, strip_ansi
+
+FILTERS = {"all": Level.DEBUG, "warnings": Level.WARNING, "errors": Level.ERROR}
+_LEVEL_STYLES = (
+    (re.compile(r"\b(ERROR|CRITICAL|Traceback)\b|\w+Error\b"), "bold red"),
+    (re.compile(r"\bWARN(?:ING)?\b|\w+Warning\b"), "yellow"),
+    (re.compile(r"\bDEBUG\b"), "dim"),
+)
+
+
+class LogHighlighter(Highlighter):
+    """Colours levels and marks the current search term."""
+
+    def __init__(self) -> None:
+        self.search: re.Pattern[str] | None = None
+
+    def highlight(self, text: Text) -> None:
+        plain = text.plain
+        for pattern, style in _LEVEL_STYLES:
+            for match in pattern.finditer(plain):
+                text.stylize(style, match.start(), match.end())
+        if self.search is not None:
+            for match in self.search.finditer(plain):
+                text.stylize("black on yellow", match.start(), match.end())
+
+
+class LogPane(Vertical):
+    """Follow mode pauses when the operator scrolls up and resumes on End."""
+
+    DEFAULT_CSS = """
+    LogPane { height: 1fr; }
+    LogPane > Log { height: 1fr; }
+    LogPane > Input { dock: bottom; display: none; }
+    LogPane > Input.-active { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "open_search", "Search", id="log.search"),
+        Binding("n", "next_match", "Next match", show=False, id="log.next"),
+        Binding("N", "previous_match", "Previous match", show=False, id="log.previous"),
+        Binding("end", "follow", "Follow", id="log.follow"),
+        Binding("f", "cycle_filter", "Filter", id="log.filter"),
+        Binding("w", "toggle_wrap", "Wrap", id="log.wrap"),
+        Binding("t", "toggle_timestamps", "Times", id="log.times"),
+    ]
+
+    follow: reactive[bool] = reactive(True)
+    level_filter: reactive[str] = reactive("all")
+    wrap: reactive[bool] = reactive(False)
+    show_timestamps: reactive[bool] = reactive(False)
+
+    def __init__(
+        self,
+        *,
+        max_lines: int = 50_000,
+        flush_interval_s: float = 0.1,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.max_lines = max_lines
+        self.flush_interval_s = flush_interval_s
+        self.buffer: deque[LogLine] = deque(maxlen=max_lines)
+        self._pending: list[LogLine] = []
+        self._highlighter = LogHighlighter()
+        self._matches: list[int] = []
+        self._match_index = -1
+        self.search_text = ""
+
+    def compose(self) -> ComposeResult:
+        log = Log(max_lines=self.max_lines, highlight=True, auto_scroll=True)
+        log.highlighter = self._highlighter
+        log.can_focus = True
+        yield log
+        yield Input(placeholder="search (regex)", id="log-search")
+
+    @property
+    def log_view(self) -> Log:
+        return self.query_one(Log)
+
+    def on_mount(self) -> None:
+        self.set_interval(self.flush_interval_s, self.flush)
+        self.watch(self.log_view, "scroll_y", self._scrolled, init=False)
+
+    # ---- feeding --------------------------------------------------------
+    def add_lines(self, lines: Iterable[LogLine]) -> None:
+        """Queue a batch; it is drawn at the next flush tick."""
+        self._pending.extend(lines)
+        if len(self._pending) > self.max_lines:
+            del self._pending[: len(self._pending) - self.max_lines]
+
+    def _visible(self, line: LogLine) -> bool:
+        return LEVEL_RANK.get(line.level, 1) >= LEVEL_RANK[FILTERS[self.level_filter]]
+
+    def _format(self, lines: Sequence[LogLine]) -> list[str]:
+        out: list[str] = []
+        width = max(20, self.log_view.scrollable_content_region.width - 1)
+        for line in lines:
+            if not self._visible(line):
+                continue
+            text = strip_ansi(line.text)
+            if self.show_timestamps and line.timestamp_s is not None:
+                text = time.strftime("%H:%M:%S ", time.localtime(line.timestamp_s)) + text
+            if self.wrap and len(text) > width:
+                out.extend(textwrap.wrap(text, width, replace_whitespace=False) or [""])
+            else:
+                out.extend(text.split("\n"))
+        return out
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        self.buffer.extend(batch)
+        texts = self._format(batch)
+        if texts:
+            self.log_view.write_lines(texts, scroll_end=self.follow)
+
+    def _rerender(self) -> None:
+        self.flush()
+        log = self.log_view
+        log.clear()
+        log.write_lines(self._format(list(self.buffer)), scroll_end=self.follow)
+        if self.search_text:
+            self._find(self.search_text)
+
+    # ---- follow ---------------------------------------------------------
+    def _scrolled(self, old_y: float, new_y: float) -> None:
+        """Only a move up is the operator's; reaching the end again resumes following."""
+        log = self.log_view
+        at_end = new_y >= log.max_scroll_y - 1
+        if new_y < old_y - 0.5 and not at_end and self.follow:
+            self.follow = False
+        elif at_end and not self.follow and log.max_scroll_y > 0:
+            self.follow = True
+
+    def watch_follow(self, follow: bool) -> None:
+        if self.is_mounted:
+            self.log_view.auto_scroll = follow
+
+    def action_follow(self) -> None:
+        self.follow = True
+        self.log_view.scroll_end(animate=False)
+
+    # ---- filters and toggles ---------------------------------------------
+    def action_cycle_filter(self) -> None:
+        order = list(FILTERS)
+        self.level_filter = order[(order.index(self.level_filter) + 1) % len(order)]
+
+    def watch_level_filter(self) -> None:
+        if self.is_mounted:
+            self._rerender()
+
+    def action_toggle_wrap(self) -> None:
+        self.wrap = not self.wrap
+        self._rerender()
+
+    def action_toggle_timestamps(self) -> None:
+        self.show_timestamps = not self.show_timestamps
+        self._rerender()
+
+    # ---- search ---------------------------------------------------------
+    def action_open_search(self) -> None:
+        box = self.query_one(Input)
+        box.add_class("-active")
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        event.input.remove_class("-active")
+        self.log_view.focus()
+        self.search(event.value)
+
+    def search(self, text: str) -> int:
+        """Highlight `text` (a regex, or literal if it is not one) and jump to the first match."""
+        self.search_text = text
+        count = self._find(text)
+        if count:
+            self._match_index = -1
+            self.action_next_match()
+        return count
+
+    def _find(self, text: str) -> int:
+        if not text:
+            self._highlighter.search = None
+            self._matches = []
+        else:
+            try:
+                pattern = re.compile(text, re.IGNORECASE)
+            except re.error:
+                pattern = re.compile(re.escape(text), re.IGNORECASE)
+            self._highlighter.search = pattern
+            self._matches = [
+                i for i, line in enumerate(self.log_view.lines) if pattern.search(line)
+            ]
+        self.log_view.notify_style_update()
+        self.log_view.refresh()
+        return len(self._matches)
+
+    def _jump(self, step: int) -> None:
+        if not self._matches:
+            return
+        self._match_index = (self._match_index + step) % len(self._matches)
+        self.follow = False
+        y = self._matches[self._match_index]
+        self.log_view.scroll_to(y=max(0, y - 2), animate=False)
+
+    def action_next_match(self) -> None:
+        self._jump(1)
+
+    def action_previous_match(self) -> None:
+        self._jump(-1)
+
+    @property
+    def current_match_line(self) -> int | None:
+        if not self._matches or self._match_index < 0:
+            return None
+        return self._matches[self._match_index]
+
+    # ---- export ---------------------------------------------------------
+    def export(self, path: Path) -> int:
+        """Write the whole buffer (not just the filtered view), secrets redacted."""
+        self.flush()
+        return export_lines((strip_ansi(line.text) for line in self.buffer), path)
