@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 # Fixture plugins, one module per area (keeps this file free of merge fights).
-pytest_plugins: list[str] = ["tests.sim_fixtures"]
-pytest_plugins: list[str] = ["tests.gpu_fixtures"]
-pytest_plugins: list[str] = ["tests.journal_fixtures"]
+pytest_plugins: list[str] = [
+    "tests.sim_fixtures",
+    "tests.gpu_fixtures",
+    "tests.journal_fixtures",
+]
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,4 @@
 """LoadTracker on real vLLM 0.32 logs and on GPU-style and SGLang lines from DESIGN.md."""
-# ruff: noqa: E501 - real log lines are kept whole
 
 from __future__ import annotations
 

@@ -20,7 +20,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.doctor_cmd",
     "tui.commands.plan_cmd",
     "tui.commands.sim_cmd",
-    # one line per subcommand module
     "tui.commands.gpus_cmd",
     "tui.commands.logs",
     "tui.commands.status",

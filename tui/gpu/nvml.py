@@ -322,7 +322,7 @@ class NvmlGpuSource:
     def _process_list(self, kind: str, handle: Any) -> list[Any]:
         """Running processes, trying the v3, v2 and plain calls; remembers what works."""
         if kind not in self._process_functions:
-            prefix = f"nvmlDevice{'GetComputeRunningProcesses' if kind == 'compute' else 'GetGraphicsRunningProcesses'}"  # noqa: E501
+            prefix = f"nvmlDevice{'GetComputeRunningProcesses' if kind == 'compute' else 'GetGraphicsRunningProcesses'}"
             names = (f"{prefix}_v3", f"{prefix}_v2", prefix)
             self._process_functions[kind] = [
                 getattr(pynvml, name) for name in names if hasattr(pynvml, name)
