@@ -8,6 +8,7 @@ confirmation, and every request, refusal and outcome goes to the audit log.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -164,6 +165,49 @@ def describe_action(
     return ServiceAction(host_label, unit, verb, argv)
 
 
+ActionRunner = Callable[[ServiceAction], Awaitable[tuple[int, str, float]]]
+
+
+async def audited_action(
+    action: ServiceAction,
+    runner: ActionRunner,
+    *,
+    confirmed: bool,
+    read_only: bool,
+    audit_path: Path | None = None,
+) -> ActionOutcome:
+    """Carry out a confirmed, allowed action through `runner`; audit request, outcome, refusal.
+
+    `runner` returns (exit status, last message line, duration in seconds).
+    """
+    details = {"unit": action.unit, "action": action.verb, "command": action.command_line}
+    if read_only or not confirmed:
+        reason = "read-only mode" if read_only else "not confirmed"
+        append_audit(
+            "service.refused", action.host_label, {**details, "reason": reason}, audit_path
+        )
+        raise ServedeckError(f"{action.host_label}: {action.verb} {action.unit} refused: {reason}")
+    append_audit("service.request", action.host_label, details, audit_path)
+    try:
+        exit_status, message, duration_s = await runner(action)
+    except ServedeckError as error:
+        append_audit(
+            "service.outcome",
+            action.host_label,
+            {**details, "ok": False, "error": str(error)},
+            audit_path,
+        )
+        raise
+    outcome = ActionOutcome(action, exit_status == 0, exit_status, message, duration_s)
+    append_audit(
+        "service.outcome",
+        action.host_label,
+        {**details, "ok": outcome.ok, "exit_status": exit_status, "message": message},
+        audit_path,
+    )
+    return outcome
+
+
 async def perform_action(
     host: Host,
     unit: str,
@@ -176,41 +220,17 @@ async def perform_action(
     timeout_s: float = 120.0,
     audit_path: Path | None = None,
 ) -> ActionOutcome:
-    """Run start/stop/restart once it is confirmed and allowed; audit all of it."""
-    action = describe_action(host.label, unit, verb, use_sudo=use_sudo, systemctl=systemctl)
-    details = {"unit": unit, "action": verb, "command": action.command_line}
-    if read_only or not confirmed:
-        reason = "read-only mode" if read_only else "not confirmed"
-        append_audit("service.refused", host.label, {**details, "reason": reason}, audit_path)
-        raise ServedeckError(f"{host.label}: {verb} {unit} refused: {reason}")
-    append_audit("service.request", host.label, details, audit_path)
-    try:
+    """Run start/stop/restart through systemctl on the host once confirmed and allowed."""
+
+    async def run_systemctl(action: ServiceAction) -> tuple[int, str, float]:
         result = await host.run(list(action.argv), timeout_s=timeout_s)
-    except ServedeckError as error:
-        append_audit(
-            "service.outcome", host.label, {**details, "ok": False, "error": str(error)}, audit_path
-        )
-        raise
-    message = (result.stderr.strip() or result.stdout.strip()).splitlines()
-    outcome = ActionOutcome(
-        action=action,
-        ok=result.ok,
-        exit_status=result.exit_status,
-        message=message[-1] if message else "",
-        duration_s=result.duration_s,
+        lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        return result.exit_status, lines[-1] if lines else "", result.duration_s
+
+    action = describe_action(host.label, unit, verb, use_sudo=use_sudo, systemctl=systemctl)
+    return await audited_action(
+        action, run_systemctl, confirmed=confirmed, read_only=read_only, audit_path=audit_path
     )
-    append_audit(
-        "service.outcome",
-        host.label,
-        {
-            **details,
-            "ok": outcome.ok,
-            "exit_status": outcome.exit_status,
-            "message": outcome.message,
-        },
-        audit_path,
-    )
-    return outcome
 
 
 @runtime_checkable

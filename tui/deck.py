@@ -1,0 +1,133 @@
+"""A Deck: every source of one profile, opened once and shared by the console and the CLI.
+
+The demo differs only here: its GPUs, unit and log come from a SimBox running on
+this machine (real processes, real HTTP), everything downstream is the same code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+
+from tui.config import Profile
+from tui.gpu.factory import gpu_source_for
+from tui.gpu.model import GpuSource
+from tui.hostinfo import HostOverview, collect_overview
+from tui.hosts.base import Host
+from tui.hosts.local import LocalHost
+from tui.logs.journal import JournalFollower
+from tui.logs.line import LogLine
+from tui.logs.tail import follow_file
+from tui.service import ServiceController, SystemdService
+
+# A demo opened by a one-shot CLI command loads quickly; the console's demo shows a full load.
+CLI_DEMO_LOAD_S = 4.0
+CONSOLE_DEMO_LOAD_S = 45.0
+
+
+@dataclass
+class Deck:
+    profile: Profile
+    host: Host
+    box: object | None = None  # tui.sim.box.SimBox for the demo
+    _gpu_source: GpuSource | None = field(default=None, repr=False)
+
+    @property
+    def base_url(self) -> str:
+        if self.box is not None:
+            return self.box.base_url  # type: ignore[attr-defined]
+        return self.profile.service.base_url
+
+    @property
+    def api_key(self) -> str | None:
+        """The key from the env var the profile names (never stored anywhere by servedeck)."""
+        name = self.profile.service.api_key_env
+        return os.environ.get(name) if name else None
+
+    @property
+    def host_label(self) -> str:
+        return "simulator" if self.box is not None else self.profile.host.route
+
+    async def gpu_source(self) -> GpuSource:
+        if self._gpu_source is None:
+            if self.box is not None:
+                from tui.gpu.sim_source import SimGpuSource
+
+                self._gpu_source = SimGpuSource(self.box)  # type: ignore[arg-type]
+            else:
+                self._gpu_source = await gpu_source_for(
+                    self.host, self.profile, interval_s=self.profile.gpu.refresh_s
+                )
+        return self._gpu_source
+
+    def service(self) -> ServiceController | None:
+        if self.box is not None:
+            from tui.sim.service import SimService
+
+            return SimService(self.box, read_only=self.profile.read_only)  # type: ignore[arg-type]
+        if self.profile.service.unit:
+            return SystemdService(
+                self.host,
+                self.profile.service.unit,
+                use_sudo=self.profile.service.use_sudo,
+                read_only=self.profile.read_only,
+            )
+        return None
+
+    def log_lines(
+        self, initial_lines: int = 200, follow: bool = True
+    ) -> AsyncIterator[LogLine] | None:
+        """The service log as LogLines: the journal for a unit, else the log file."""
+        if self.box is not None:
+            log_path = str(self.box.log_path)  # type: ignore[attr-defined]
+            return follow_file(self.host, log_path, initial_lines=initial_lines, follow=follow)
+        service = self.profile.service
+        if service.log_file:
+            return follow_file(
+                self.host, service.log_file, initial_lines=initial_lines, follow=follow
+            )
+        if service.unit:
+            return JournalFollower(
+                self.host, service.unit, initial_lines=initial_lines, follow=follow
+            ).lines()
+        return None
+
+    async def overview(self) -> HostOverview:
+        if self.box is not None:
+            from tui.sim.overview import simulated_overview
+
+            snapshot = await asyncio.to_thread(self.box.snapshot)  # type: ignore[attr-defined]
+            return simulated_overview(snapshot)
+        return await collect_overview(self.host)
+
+    async def close(self) -> None:
+        if self._gpu_source is not None:
+            await self._gpu_source.aclose()
+        await self.host.close()
+        if self.box is not None:
+            await asyncio.to_thread(self.box.close)  # type: ignore[attr-defined]
+
+
+def open_deck(
+    profile: Profile,
+    *,
+    demo_load_s: float = CLI_DEMO_LOAD_S,
+    demo_autostart: bool = False,
+    demo_orphans_on_stop: int = 2,
+) -> Deck:
+    """Create the profile's host (and, for the demo, a fresh simulated box on this machine)."""
+    if profile.is_demo:
+        from tui.sim.box import SimBox, SimServerOptions
+
+        box = SimBox(
+            load_seconds=demo_load_s, options=SimServerOptions(orphans_on_stop=demo_orphans_on_stop)
+        )
+        if demo_autostart:
+            box.start()
+        demo = replace(profile, service=replace(profile.service, base_url=box.base_url))
+        return Deck(demo, LocalHost(label="simulator"), box)
+    from tui.console import host_for
+
+    return Deck(profile, host_for(profile))
