@@ -17,6 +17,7 @@ from tui.errors import ServedeckError
 
 COMMAND_MODULES: tuple[str, ...] = (
     # one line per subcommand module
+    "tui.commands.hosts_cmd",
 )
 
 
