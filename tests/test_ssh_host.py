@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import pwd
+import re
 import time
 import uuid
 from dataclasses import replace
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import sshd_fixtures
 from tests.sshd_fixtures import SshdPair
 from tui import paths
 from tui.cli import main
@@ -42,6 +45,14 @@ async def _until_no_remote_process(host: SSHHost, marker: str) -> list[str]:
         await asyncio.sleep(0.2)
         pids = await _remote_pids(host, marker)
     return pids
+
+
+@pytest.fixture(autouse=True)
+def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the tester's ~/.ssh/known_hosts (say, an old 127.0.0.1 key) out of the tests."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
 
 
 async def test_run_reports_status_stdout_and_stderr(sshd: SshdPair) -> None:
@@ -81,8 +92,25 @@ async def test_read_file_is_bounded_and_errors_name_the_host(sshd: SshdPair) -> 
         await host.close()
 
 
-async def test_stream_cancel_leaves_no_remote_process(sshd: SshdPair) -> None:
+async def test_stream_yields_lines_until_the_command_ends(sshd: SshdPair) -> None:
     host = SSHHost(sshd.host_config())
+    try:
+        lines = [line async for line in host.stream(["printf", "a\\nb c\\n\\nlast"])]
+        assert lines == ["a", "b c", "", "last"]
+        fed = [line async for line in host.stream(["cat"], stdin_text="x\ny\n")]
+        assert fed == ["x", "y"]
+    finally:
+        await host.close()
+
+
+@pytest.mark.parametrize("login", ["default", "zsh"])
+async def test_stream_cancel_leaves_no_remote_process(sshd: SshdPair, login: str) -> None:
+    """Root logins end commands by `kill -PGID` (sshd ignores channel signals without
+    privilege separation); other users get the channel signal as well."""
+    if login == "zsh" and sshd.zsh_user is None:
+        pytest.skip("needs root to create the zsh test user")
+    user = sshd.zsh_user if login == "zsh" else None
+    host = SSHHost(sshd.host_config(user=user))
     marker = f"servedeck-stream-{uuid.uuid4().hex}"
     # Prints once, then stays silent: only a signal (not a broken pipe) can end it.
     script = f"echo ready {marker}; while :; do sleep 0.2; done"
@@ -174,7 +202,9 @@ async def test_trust_walks_a_jump_chain_in_order(
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
     config = sshd.jump_config(known_hosts=str(empty))
-    with pytest.raises(HostKeyError, match=f"jump host .*{sshd.first.fingerprint}"):
+    with pytest.raises(
+        HostKeyError, match=f"jump host .*unknown host key .*{re.escape(sshd.first.fingerprint)}"
+    ):
         await SSHHost(config).run(["true"])
     profile_path = tmp_path / "jump.toml"
     profile_path.write_text(sshd.profile_toml(config))
@@ -310,3 +340,30 @@ async def test_connection_errors_are_one_line_naming_the_route(sshd: SshdPair) -
         f"{denied.route}: jump host {sshd.user}@127.0.0.1:{sshd.first.port}: "
         "authentication failed (the key was not accepted)"
     )
+
+
+async def test_login_shell_startup_output_is_not_mistaken_for_command_output(
+    sshd: SshdPair,
+) -> None:
+    """A chatty startup file (here ~/.zshenv) prints before the command runs."""
+    if sshd.zsh_user is None:
+        pytest.skip("needs root to create the zsh test user")
+    zshenv = Path(pwd.getpwnam(sshd.zsh_user).pw_dir) / ".zshenv"
+    zshenv.write_text("echo 'Welcome to the GPU box'\n")
+    host = SSHHost(sshd.host_config(user=sshd.zsh_user))
+    try:
+        assert (await host.run(["echo", "only this"])).stdout == "only this\n"
+    finally:
+        zshenv.unlink()
+        await host.close()
+
+
+@pytest.mark.parametrize(
+    ("ci", "outcome"), [("true", pytest.fail.Exception), ("", pytest.skip.Exception)]
+)
+def test_missing_sshd_fails_under_ci_and_skips_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, ci: str, outcome: type[BaseException]
+) -> None:
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match="openssh-server"):
+        sshd_fixtures._missing("/usr/sbin/sshd not found (Debian package openssh-server)")

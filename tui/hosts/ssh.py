@@ -55,6 +55,7 @@ class _Remote:
     """A running remote command and the process group that ends it whole."""
 
     process: Process
+    connection: Connection
     pgid: str | None = None
 
 
@@ -158,7 +159,7 @@ class SSHHost:
                         continue
                 message = describe_error(error, self.config.connect_timeout_s)
                 raise HostError(self._route, f"{argv[0]}: {message}") from None
-        remote = _Remote(process)
+        remote = _Remote(process, connection)
         try:
             remote.pgid = await asyncio.wait_for(
                 self._read_pgid(process), self.config.connect_timeout_s
@@ -185,8 +186,7 @@ class SSHHost:
 
     async def _end(self, remote: _Remote, grace_s: float = _END_GRACE_S) -> None:
         """SIGTERM the remote process group, SIGKILL it if it lingers, close the channel."""
-        process = remote.process
-        connection = process.channel.get_connection()
+        process, connection = remote.process, remote.connection
         for signal_name in ("TERM", "KILL"):
             if process.returncode is not None or connection.is_closed():
                 break
@@ -205,8 +205,8 @@ class SSHHost:
         with contextlib.suppress(TimeoutError, OSError, asyncssh.Error):
             await asyncio.wait_for(process.wait_closed(), grace_s)
 
-    async def _lost_while_running(self, process: Process, argv: Sequence[str]) -> HostError:
-        await self._drop(process.channel.get_connection())
+    async def _lost_while_running(self, remote: _Remote, argv: Sequence[str]) -> HostError:
+        await self._drop(remote.connection)
         return HostError(self._route, f"{argv[0]}: connection lost before the command finished")
 
     async def _communicate(
@@ -233,9 +233,9 @@ class SSHHost:
                 await self._end(remote)
                 raise
             except (OSError, asyncssh.Error):
-                raise await self._lost_while_running(process, argv) from None
+                raise await self._lost_while_running(remote, argv) from None
             if process.returncode is None:
-                raise await self._lost_while_running(process, argv)
+                raise await self._lost_while_running(remote, argv)
             return process, stdout, stderr
 
     # -- the Host protocol -------------------------------------------------------------
@@ -271,13 +271,14 @@ class SSHHost:
         self._streams.add(remote)
         try:
             try:
-                async for line in process.stdout:
+                # Not `async for`: asyncssh's iterator can yield a final "" at EOF.
+                while line := await process.stdout.readline():
                     yield line.rstrip("\r\n")
                 await process.wait_closed()
             except (OSError, asyncssh.Error):
-                raise await self._lost_while_running(process, argv) from None
+                raise await self._lost_while_running(remote, argv) from None
             if process.returncode is None:
-                raise await self._lost_while_running(process, argv)
+                raise await self._lost_while_running(remote, argv)
         finally:
             self._streams.discard(remote)
             await self._end(remote)

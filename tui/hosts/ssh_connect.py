@@ -136,7 +136,7 @@ def changed_key_error(config: HostConfig, hop: JumpHost, key: asyncssh.SSHKey) -
     files = ", ".join(str(path) for path in known_hosts_files(config))
     return HostKeyError(
         config.route,
-        f"{_hop_prefix(config, hop)}HOST KEY CHANGED for {hop.label}: it now presents "
+        f"{_hop_prefix(config, hop)}HOST KEY CHANGED: the server now presents "
         f"{key.get_algorithm()} {key.get_fingerprint('sha256')}, which does not match the key "
         f"in known_hosts ({files}); refused. Someone may be intercepting the connection, or "
         "the server was reinstalled: check the new key with its administrator before "
@@ -159,7 +159,7 @@ async def diagnose_host_key(
         return changed_key_error(config, hop, key)
     return HostKeyError(
         config.route,
-        f"{_hop_prefix(config, hop)}unknown host key for {hop.label}: "
+        f"{_hop_prefix(config, hop)}unknown host key "
         f"{key.get_algorithm()} {key.get_fingerprint('sha256')}; refused. If that fingerprint "
         f"is right, accept it with: servedeck hosts trust --profile {profile_ref}",
     )
