@@ -76,6 +76,7 @@ class SSHHost:
         self._streams: set[_Remote] = set()
         self._failures = 0
         self._next_attempt_at = 0.0
+        self._last_failure = ""
 
     # -- the connection ---------------------------------------------------------------
 
@@ -97,12 +98,12 @@ class SSHHost:
             if wait_s > 0:
                 raise HostError(
                     self._route,
-                    f"not connected ({self._failures} failed attempt(s)); "
-                    f"next attempt in {wait_s:.1f} s",
+                    f"not connected ({self._last_failure}); next attempt in {wait_s:.1f} s",
                 )
             try:
                 self._chain = await connect_chain(self.config, self._profile_ref)
-            except HostError:
+            except HostError as error:
+                self._last_failure = str(error).removeprefix(f"{self._route}: ")
                 self._failures += 1
                 delay_s = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** (self._failures - 1))
                 self._next_attempt_at = time.monotonic() + delay_s * random.uniform(0.5, 1.0)

@@ -217,7 +217,7 @@ async def connect_chain(config: HostConfig, profile_ref: str) -> list[Connection
     """Connect every hop through the previous one; the last connection is the target."""
     if config.kind != "ssh" or not config.hostname:
         raise HostError(config.route, 'not an SSH host (expected kind = "ssh" and a hostname)')
-    known = load_known_hosts(config)
+    known = await asyncio.to_thread(load_known_hosts, config)
     connections: list[Connection] = []
     try:
         for hop in route_hops(config):
