@@ -12,6 +12,7 @@ pytest_plugins: list[str] = [
     "tests.sim_fixtures",
     "tests.gpu_fixtures",
     "tests.journal_fixtures",
+    "tests.sshd_fixtures",
 ]
 
 

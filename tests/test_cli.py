@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -30,14 +31,35 @@ def test_version_through_python_dash_m() -> None:
     assert result.stdout.strip() == f"servedeck {__version__}"
 
 
+def _leaf_parsers(
+    parser: argparse.ArgumentParser, name: str = ""
+) -> list[tuple[str, argparse.ArgumentParser]]:
+    nested = [
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    ]
+    if not nested:
+        return [(name, parser)]
+    return [
+        leaf
+        for action in nested
+        for child_name, child in action.choices.items()
+        for leaf in _leaf_parsers(child, f"{name} {child_name}".strip())
+    ]
+
+
 def test_every_subcommand_accepts_the_common_options() -> None:
-    parser = build_parser()
-    subcommands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    for name, subparser in subcommands.items():
-        if name == "profiles":
-            continue
+    leaves = [leaf for leaf in _leaf_parsers(build_parser()) if not leaf[0].startswith("profiles")]
+    assert len(leaves) >= 7
+    for name, subparser in leaves:
         options = {option for action in subparser._actions for option in action.option_strings}
         assert {"--profile", "--demo", "--read-only"} <= options, name
+
+
+def test_common_options_before_the_subcommand_survive() -> None:
+    args = build_parser().parse_args(["--read-only", "-p", "box", "gpus"])
+    assert (args.read_only, args.profile) == (True, "box")
+    args = build_parser().parse_args(["gpus", "--demo"])
+    assert args.demo and args.profile is None
 
 
 def test_unknown_profile_is_one_line_exit_2() -> None:

@@ -74,7 +74,7 @@ def test_no_driver_is_one_line(
 
 def test_bad_profile_and_interval(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gpus", "--profile", "no-such-profile"]) == 2
-    assert "no profile named 'no-such-profile'" in capsys.readouterr().err
+    assert "profile 'no-such-profile' not found" in capsys.readouterr().err
     assert main(["gpus", "--interval", "0"]) == 2
 
 

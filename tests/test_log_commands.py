@@ -40,7 +40,15 @@ def test_status_json(tmp_path: Path) -> None:
     assert report["metrics"]["source"] == "log"
 
 
-def test_demo_not_available_is_one_line() -> None:
-    result = _servedeck("status", "--demo")
-    assert result.returncode != 0
-    assert len(result.stderr.strip().splitlines()) == 1 and "--demo" in result.stderr
+def test_demo_status_and_logs_come_from_a_loaded_simulator() -> None:
+    """`--demo` starts a simulated box, waits for its short load, then reports on it."""
+    status = _servedeck("status", "--demo", "--json")
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert report["unit"]["active_state"] == "active"
+    assert report["load"]["phase"] == "serving"
+    assert report["readiness"]["health_ok"] is True
+    logs = _servedeck("logs", "--demo", "-n", "500")
+    assert logs.returncode == 0, logs.stderr
+    assert "Application startup complete." in logs.stdout
+    assert "Loading safetensors checkpoint shards" in logs.stdout

@@ -23,31 +23,46 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.gpus_cmd",
     "tui.commands.logs",
     "tui.commands.status",
+    "tui.commands.hosts_cmd",
 )
 
 
-def common_options() -> argparse.ArgumentParser:
-    """Options every subcommand accepts: which profile, the simulator, read-only."""
+def common_options(suppress_defaults: bool = False) -> argparse.ArgumentParser:
+    """Options every command accepts: which profile, the simulator, read-only.
+
+    Subcommands get them with suppressed defaults, so `servedeck -p X gpus` keeps X.
+    """
     common = argparse.ArgumentParser(add_help=False)
+    defaults = {"default": argparse.SUPPRESS} if suppress_defaults else {}
     common.add_argument(
-        "--profile", "-p", metavar="NAME|PATH", help="profile name or path to a .toml file"
+        "--profile",
+        "-p",
+        metavar="NAME|PATH",
+        help="profile name or path to a .toml file",
+        **defaults,
     )
     common.add_argument(
-        "--demo", action="store_true", help="use the built-in simulator instead of a real host"
+        "--demo",
+        action="store_true",
+        help="use the built-in simulator instead of a real host",
+        **defaults,
     )
     common.add_argument(
-        "--read-only", action="store_true", help="disable every action that changes the host"
+        "--read-only",
+        action="store_true",
+        help="disable every action that changes the host",
+        **defaults,
     )
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = common_options()
     parser = argparse.ArgumentParser(
         prog="servedeck",
         description="Terminal console for LLM serving on multi-GPU servers.",
-        parents=[common],
+        parents=[common_options()],
     )
+    common = common_options(suppress_defaults=True)
     parser.add_argument("--version", action="version", version=f"servedeck {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:

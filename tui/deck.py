@@ -115,6 +115,7 @@ def open_deck(
     *,
     demo_load_s: float = CLI_DEMO_LOAD_S,
     demo_autostart: bool = False,
+    demo_wait_ready: bool = False,
     demo_orphans_on_stop: int = 2,
 ) -> Deck:
     """Create the profile's host (and, for the demo, a fresh simulated box on this machine)."""
@@ -126,6 +127,8 @@ def open_deck(
         )
         if demo_autostart:
             box.start()
+            if demo_wait_ready:
+                box.wait_until_active(timeout_s=demo_load_s * 4 + 30)
         demo = replace(profile, service=replace(profile.service, base_url=box.base_url))
         return Deck(demo, LocalHost(label="simulator"), box)
     from tui.console import host_for

@@ -1,43 +1,24 @@
-"""Resolve `--profile` / `--demo` into a Profile and a Host for the log and status commands."""
+"""Turn `--profile` / `--demo` / `--read-only` into a Profile or an opened Deck, for every subcommand."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from tui import paths
-from tui.config import Profile, load_profile_file
-from tui.errors import ServedeckError, UsageError
-from tui.hosts.base import Host
-from tui.hosts.local import LocalHost
+from tui.config import Profile
+from tui.deck import Deck, open_deck
+from tui.profile_store import load_profile
 
 
-def resolve_profile(args: argparse.Namespace) -> Profile:
-    name = getattr(args, "profile", None)
-    if not name:
-        return Profile(name="local")
-    candidate = Path(name).expanduser()
-    if candidate.suffix == ".toml" or candidate.exists():
-        return load_profile_file(candidate)
-    for folder in (paths.user_profiles_dir(), Path.cwd() / "profiles"):
-        path = folder / f"{name}.toml"
-        if path.exists():
-            return load_profile_file(path)
-    raise UsageError(f"profile {name!r} not found (give a name in profiles/ or a .toml path)")
+def profile_from_args(args: argparse.Namespace) -> Profile:
+    return load_profile(
+        getattr(args, "profile", None),
+        demo=getattr(args, "demo", False),
+        read_only=getattr(args, "read_only", False),
+    )
 
 
-def open_host(profile: Profile) -> Host:
-    if profile.host.kind == "local":
-        return LocalHost()
-    raise ServedeckError(f"{profile.host.label}: {profile.host.kind} hosts are not available yet")
-
-
-def require_demo_support() -> None:
-    """The demo needs the simulator; say so in one line while it is not there."""
-    try:
-        import tui.sim  # noqa: F401
-    except ImportError:
-        raise ServedeckError(
-            "--demo is not available yet (the simulator is not built in)"
-        ) from None
-    raise ServedeckError("--demo is not wired to this command yet")
+def deck_from_args(args: argparse.Namespace, *, demo_serving: bool = True) -> Deck:
+    """The deck for the command line; a demo box is loaded first so there is something to see."""
+    return open_deck(
+        profile_from_args(args), demo_autostart=demo_serving, demo_wait_ready=demo_serving
+    )

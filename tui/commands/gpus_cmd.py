@@ -5,19 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import inspect
 import json
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
-from tui.config import Profile, demo_profile, load_profile_file
-from tui.errors import ProfileError, UsageError
-from tui.gpu.factory import gpu_source_for
+from tui.commands._target import deck_from_args
+from tui.deck import Deck
+from tui.errors import UsageError
 from tui.gpu.model import GpuBoxSnapshot, GpuSource, total_memory_bytes
-from tui.hosts.base import Host
-from tui.hosts.local import LocalHost
-from tui.paths import user_profiles_dir
 
 GIB = 1024**3
 
@@ -46,48 +41,13 @@ def run(args: argparse.Namespace) -> int:
         return 0 if args.watch else 130
 
 
-def resolve_profile(name_or_path: str) -> Profile:
-    """A profile file path, or a name looked up in the user's and the project's profiles."""
-    path = Path(name_or_path).expanduser()
-    if path.suffix == ".toml" or path.exists():
-        return load_profile_file(path)
-    for folder in (user_profiles_dir(), Path("profiles")):
-        candidate = folder / f"{name_or_path}.toml"
-        if candidate.exists():
-            return load_profile_file(candidate)
-    raise ProfileError(f"no profile named {name_or_path!r} (looked in {user_profiles_dir()})")
-
-
-async def _host_for(profile: Profile) -> Host:
-    try:
-        from tui.hosts.factory import host_for_profile  # type: ignore[import-not-found]
-    except ImportError:
-        if profile.host.kind == "local":
-            return LocalHost()
-        raise UsageError(
-            f"profile {profile.name!r}: {profile.host.kind} hosts are not supported by this build"
-        ) from None
-    host = host_for_profile(profile)
-    return await host if inspect.isawaitable(host) else host
-
-
-async def _open_source(args: argparse.Namespace) -> tuple[GpuSource, Host | None]:
-    if args.demo:
-        try:
-            from tui.gpu.sim_source import SimGpuSource  # type: ignore[import-not-found]
-        except ImportError:
-            raise UsageError("the simulator's GPU source is not available in this build") from None
-        return await gpu_source_for(LocalHost(), demo_profile(), demo_source=SimGpuSource()), None
-    profile = resolve_profile(args.profile) if args.profile else None
-    if profile is not None and profile.is_demo:
-        args.demo = True
-        return await _open_source(args)
-    host = await _host_for(profile) if profile is not None else LocalHost()
-    return await gpu_source_for(host, profile, interval_s=args.interval), host
+async def _open_source(args: argparse.Namespace) -> tuple[GpuSource, Deck]:
+    deck = deck_from_args(args)
+    return await deck.gpu_source(), deck
 
 
 async def _run(args: argparse.Namespace) -> int:
-    source, host = await _open_source(args)
+    source, deck = await _open_source(args)
     try:
         while True:
             snapshot = await source.sample()
@@ -102,9 +62,7 @@ async def _run(args: argparse.Namespace) -> int:
                 return 0 if snapshot.available else 1
             await asyncio.sleep(args.interval)
     finally:
-        await source.aclose()
-        if host is not None:
-            await host.close()
+        await deck.close()
 
 
 def snapshot_dict(snapshot: GpuBoxSnapshot) -> dict[str, Any]:

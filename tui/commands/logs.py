@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import AsyncIterator
 
 from tui.cli import run_async
-from tui.commands._target import open_host, require_demo_support, resolve_profile
+from tui.commands._target import deck_from_args
 from tui.errors import UsageError
-from tui.logs.journal import JournalFollower
-from tui.logs.line import LogLine, strip_ansi
-from tui.logs.tail import follow_file
+from tui.logs.line import strip_ansi
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -23,26 +20,13 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.set_defaults(func=run_logs)
 
 
-def _source(args: argparse.Namespace) -> tuple[object, AsyncIterator[LogLine]]:
-    profile = resolve_profile(args)
-    host = open_host(profile)
-    service = profile.service
-    if service.unit:
-        follower = JournalFollower(host, service.unit, initial_lines=args.lines, follow=args.follow)
-        return host, follower.lines()
-    if service.log_file:
-        return host, follow_file(
-            host, service.log_file, initial_lines=args.lines, follow=args.follow
-        )
-    raise UsageError(f"profile {profile.name!r}: set service.unit or service.log_file")
-
-
 def run_logs(args: argparse.Namespace) -> int:
-    if args.demo:
-        require_demo_support()
     if args.lines < 0:
         raise UsageError("-n must be 0 or more")
-    host, lines = _source(args)
+    deck = deck_from_args(args)
+    lines = deck.log_lines(initial_lines=args.lines, follow=args.follow)
+    if lines is None:
+        raise UsageError(f"profile {deck.profile.name!r}: set service.unit or service.log_file")
 
     async def pump() -> None:
         try:
@@ -50,7 +34,7 @@ def run_logs(args: argparse.Namespace) -> int:
                 sys.stdout.write(strip_ansi(line.text) + "\n")
                 sys.stdout.flush()
         finally:
-            await host.close()  # type: ignore[attr-defined]
+            await deck.close()
 
     run_async(pump)
     return 0

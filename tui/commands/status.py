@@ -8,14 +8,11 @@ import json
 from typing import Any
 
 from tui.cli import run_async
-from tui.commands._target import open_host, require_demo_support, resolve_profile
+from tui.commands._target import deck_from_args
 from tui.errors import ServedeckError
 from tui.loadwatch import LoadTracker
-from tui.logs.journal import read_journal
-from tui.logs.tail import follow_file
 from tui.metrics import MetricsPoller, metrics_from_log
 from tui.readiness import ReadinessProbe
-from tui.service import read_unit_state
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -28,30 +25,24 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
 
 
 async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
-    profile = resolve_profile(args)
-    host = open_host(profile)
+    deck = deck_from_args(args)
+    profile = deck.profile
     service = profile.service
-    report: dict[str, Any] = {"profile": profile.name, "host": host.label, "errors": []}
+    report: dict[str, Any] = {"profile": profile.name, "host": deck.host_label, "errors": []}
     try:
-        if service.unit:
+        controller = deck.service()
+        if controller is not None:
             try:
-                unit = await read_unit_state(host, service.unit)
+                unit = await controller.state()
                 report["unit"] = dataclasses.asdict(unit)
             except ServedeckError as error:
                 report["errors"].append(str(error))
         tracker = LoadTracker()
+        lines = []
         try:
-            if service.unit:
-                lines = await read_journal(host, service.unit, lines=args.lines)
-            elif service.log_file:
-                lines = [
-                    line
-                    async for line in follow_file(
-                        host, service.log_file, initial_lines=args.lines, follow=False
-                    )
-                ]
-            else:
-                lines = []
+            source = deck.log_lines(initial_lines=args.lines, follow=False)
+            if source is not None:
+                lines = [line async for line in source]
             tracker.feed_many(lines)
         except ServedeckError as error:
             report["errors"].append(str(error))
@@ -69,7 +60,7 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
             metrics = metrics_from_log(progress.engine_stats)
         report["metrics"] = dataclasses.asdict(metrics) if metrics else None
     finally:
-        await host.close()
+        await deck.close()
     return report
 
 
@@ -104,8 +95,6 @@ def _text(report: dict[str, Any]) -> str:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    if args.demo:
-        require_demo_support()
     report = run_async(lambda: collect_status(args))
     assert isinstance(report, dict)
     print(json.dumps(report, default=str, indent=2) if args.json else _text(report))

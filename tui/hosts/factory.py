@@ -1,0 +1,29 @@
+"""The Host for a profile: local machine, SSH, or (later) the simulator."""
+
+from __future__ import annotations
+
+from tui import paths
+from tui.config import Profile
+from tui.errors import ServedeckError
+from tui.hosts.base import Host
+from tui.hosts.local import LocalHost
+from tui.hosts.ssh import SSHHost
+
+
+def profile_ref(profile: Profile) -> str:
+    """How to name this profile on the command line (`--profile ...`)."""
+    if profile.path is None or profile.path.parent == paths.user_profiles_dir():
+        return profile.name
+    return str(profile.path)
+
+
+def host_for_profile(profile: Profile) -> Host:
+    """A Host that is not connected yet: SSH connects on first use."""
+    kind = profile.host.kind
+    if kind == "local":
+        return LocalHost()
+    if kind == "ssh":
+        return SSHHost(profile.host, profile_ref=profile_ref(profile))
+    if kind == "demo":
+        raise ServedeckError("demo host: not available yet")
+    raise ServedeckError(f"profile {profile.name}: unknown host kind {kind!r}")

@@ -1,0 +1,302 @@
+"""SSHHost: commands on a remote machine over one shared asyncssh connection.
+
+Every caller shares one connection (through the profile's jump chain), opened
+on first use. Short commands wait on a semaphore so that no more than
+`max_sessions` channels are open at once (sshd refuses past its MaxSessions).
+Every command runs as `/bin/sh -c '<shlex-joined argv>'`, so the login shell
+(bash, zsh, fish) only ever sees one safely quoted string.
+
+Ending a command: sshd delivers a channel signal to the command's process
+group, but only for sessions under privilege separation, which sshd skips for
+root logins ("session signalling requires privilege separation"). So each
+command first prints its process group id (a line servedeck removes), and
+ending it sends the channel signal and also `kill -- -PGID` in a second
+session. Nothing is left running on the server either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncssh
+
+from tui.config import HostConfig
+from tui.errors import CommandTimeout, HostError
+from tui.hosts.base import CommandResult, sh_command
+from tui.hosts.ssh_connect import Connection, close_all, connect_chain, describe_error
+
+_BACKOFF_FIRST_S = 0.5
+_BACKOFF_MAX_S = 30.0
+_END_GRACE_S = 3.0
+_READ_FILE_TIMEOUT_S = 120.0
+
+Process = asyncssh.SSHClientProcess[Any]
+
+_PGID_PREFIX = "servedeck-pgid:"
+# Prints `servedeck-pgid:<id>` (the group sshd made for this session), then execs argv.
+_PGID_SCRIPT = (
+    f'g=; read -r _ _ _ _ g _ </proc/$$/stat 2>/dev/null; echo "{_PGID_PREFIX}$g"; exec "$@"'
+)
+
+
+def remote_command(argv: Sequence[str]) -> str:
+    """The string sent to sshd: argv under /bin/sh, after the process group line."""
+    return sh_command(["/bin/sh", "-c", _PGID_SCRIPT, "sh", *argv])
+
+
+@dataclass(slots=True, eq=False)
+class _Remote:
+    """A running remote command and the process group that ends it whole."""
+
+    process: Process
+    connection: Connection
+    pgid: str | None = None
+
+
+class SSHHost:
+    """A remote machine reached over SSH, possibly through jump hosts."""
+
+    is_local = False
+
+    def __init__(self, config: HostConfig, profile_ref: str = "PROFILE") -> None:
+        """`profile_ref` names the profile in messages (`hosts trust --profile ...`)."""
+        self.config = config
+        self.label = config.label
+        self._route = config.route
+        self._profile_ref = profile_ref
+        self._chain: list[Connection] = []
+        self._connect_lock = asyncio.Lock()
+        self._sessions = asyncio.Semaphore(config.max_sessions)
+        self._streams: set[_Remote] = set()
+        self._failures = 0
+        self._next_attempt_at = 0.0
+        self._last_failure = ""
+
+    # -- the connection ---------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return bool(self._chain) and not self._chain[-1].is_closed()
+
+    async def _connection(self) -> Connection:
+        """The shared connection, (re)opened when needed; failures back off exponentially.
+
+        During a backoff a caller fails at once instead of waiting, so a poller
+        that calls every second does not hammer an unreachable server.
+        """
+        async with self._connect_lock:
+            if self.connected:
+                return self._chain[-1]
+            await self._forget_chain()
+            wait_s = self._next_attempt_at - time.monotonic()
+            if wait_s > 0:
+                raise HostError(
+                    self._route,
+                    f"not connected ({self._last_failure}); next attempt in {wait_s:.1f} s",
+                )
+            try:
+                self._chain = await connect_chain(self.config, self._profile_ref)
+            except HostError as error:
+                self._last_failure = str(error).removeprefix(f"{self._route}: ")
+                self._failures += 1
+                delay_s = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** (self._failures - 1))
+                self._next_attempt_at = time.monotonic() + delay_s * random.uniform(0.5, 1.0)
+                raise
+            self._failures = 0
+            self._next_attempt_at = 0.0
+            return self._chain[-1]
+
+    async def _forget_chain(self) -> None:
+        chain, self._chain = self._chain, []
+        await close_all(chain)
+
+    async def _drop(self, connection: Connection) -> None:
+        """Forget a connection that failed so the next call reconnects."""
+        async with self._connect_lock:
+            if self._chain and self._chain[-1] is connection:
+                await self._forget_chain()
+
+    # -- starting and ending commands ---------------------------------------------------
+
+    async def _start(
+        self,
+        argv: Sequence[str],
+        stdin_text: str | None,
+        encoding: str | None,
+        stderr: Any = asyncssh.PIPE,
+    ) -> _Remote:
+        """Open a session running argv; read its process group line.
+
+        When the connection turns out to be dead before the command started, it
+        reconnects and tries once more: nothing ran, so nothing runs twice.
+        """
+        if not argv:
+            raise HostError(self._route, "empty command")
+        stdin: dict[str, Any] = (
+            {"input": stdin_text} if stdin_text is not None else {"stdin": asyncssh.DEVNULL}
+        )
+        for attempt in range(2):
+            connection = await self._connection()
+            try:
+                process = await connection.create_process(
+                    remote_command(argv),
+                    encoding=encoding,
+                    errors="replace",
+                    stderr=stderr,
+                    **stdin,
+                )
+                break
+            except (OSError, asyncssh.Error) as error:
+                lost = connection.is_closed() or isinstance(error, asyncssh.DisconnectError)
+                if lost:
+                    await self._drop(connection)
+                    if attempt == 0:
+                        continue
+                message = describe_error(error, self.config.connect_timeout_s)
+                raise HostError(self._route, f"{argv[0]}: {message}") from None
+        remote = _Remote(process, connection)
+        try:
+            remote.pgid = await asyncio.wait_for(
+                self._read_pgid(process), self.config.connect_timeout_s
+            )
+        except (TimeoutError, OSError, asyncssh.Error):
+            await self._end(remote)
+            raise HostError(self._route, f"{argv[0]}: the command did not start") from None
+        except asyncio.CancelledError:
+            await self._end(remote)
+            raise
+        return remote
+
+    @staticmethod
+    async def _read_pgid(process: Process) -> str | None:
+        """Skip to the process group line; lines before it come from shell startup files."""
+        while True:
+            raw = await process.stdout.readline()
+            if not raw:
+                return None
+            line = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+            if line.startswith(_PGID_PREFIX):
+                pgid = line[len(_PGID_PREFIX) :].strip()
+                return pgid if pgid.isdigit() and int(pgid) > 1 else None
+
+    async def _end(self, remote: _Remote, grace_s: float = _END_GRACE_S) -> None:
+        """SIGTERM the remote process group, SIGKILL it if it lingers, close the channel."""
+        process, connection = remote.process, remote.connection
+        for signal_name in ("TERM", "KILL"):
+            if process.returncode is not None or connection.is_closed():
+                break
+            with contextlib.suppress(OSError, asyncssh.Error):
+                process.send_signal(signal_name)
+            if remote.pgid:
+                kill = sh_command(["kill", f"-{signal_name}", f"-{remote.pgid}"])  # dash: no "--"
+                with contextlib.suppress(TimeoutError, OSError, asyncssh.Error):
+                    await asyncio.wait_for(connection.run(kill, check=False), grace_s)
+            try:
+                await asyncio.wait_for(process.wait_closed(), grace_s)
+                break
+            except TimeoutError:
+                continue
+        process.close()
+        with contextlib.suppress(TimeoutError, OSError, asyncssh.Error):
+            await asyncio.wait_for(process.wait_closed(), grace_s)
+
+    async def _lost_while_running(self, remote: _Remote, argv: Sequence[str]) -> HostError:
+        await self._drop(remote.connection)
+        return HostError(self._route, f"{argv[0]}: connection lost before the command finished")
+
+    async def _communicate(
+        self,
+        argv: Sequence[str],
+        timeout_s: float,
+        stdin_text: str | None,
+        encoding: str | None,
+    ) -> tuple[Process, Any, Any]:
+        """Run argv to the end under the session semaphore; returns its output."""
+        async with self._sessions:
+            started = time.monotonic()
+            remote = await self._start(argv, stdin_text, encoding)
+            process = remote.process
+            left_s = max(0.0, timeout_s - (time.monotonic() - started))
+            try:
+                stdout, stderr = await asyncio.wait_for(process.communicate(), left_s)
+            except TimeoutError:
+                await self._end(remote)
+                raise CommandTimeout(
+                    self._route, f"{argv[0]} ran past {timeout_s:g} s and was ended"
+                ) from None
+            except asyncio.CancelledError:
+                await self._end(remote)
+                raise
+            except (OSError, asyncssh.Error):
+                raise await self._lost_while_running(remote, argv) from None
+            if process.returncode is None:
+                raise await self._lost_while_running(remote, argv)
+            return process, stdout, stderr
+
+    # -- the Host protocol -------------------------------------------------------------
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        timeout_s: float = 30.0,
+        stdin_text: str | None = None,
+    ) -> CommandResult:
+        started = time.monotonic()
+        process, stdout, stderr = await self._communicate(argv, timeout_s, stdin_text, "utf-8")
+        return CommandResult(
+            argv=tuple(argv),
+            exit_status=process.returncode if process.returncode is not None else -1,
+            stdout=stdout or "",
+            stderr=stderr or "",
+            duration_s=time.monotonic() - started,
+        )
+
+    async def stream(
+        self, argv: Sequence[str], stdin_text: str | None = None
+    ) -> AsyncIterator[str]:
+        """Yield stdout lines; closing or cancelling the generator ends the remote process.
+
+        stderr is discarded (unread, it would stall the channel). Streams do not
+        take a slot of the short-command semaphore (they live long), so keep
+        max_sessions a few below sshd's MaxSessions. A lost connection ends the
+        stream with HostError; call stream() again to resume.
+        """
+        remote = await self._start(argv, stdin_text, "utf-8", stderr=asyncssh.DEVNULL)
+        process = remote.process
+        self._streams.add(remote)
+        try:
+            try:
+                # Not `async for`: asyncssh's iterator can yield a final "" at EOF.
+                while line := await process.stdout.readline():
+                    yield line.rstrip("\r\n")
+                await process.wait_closed()
+            except (OSError, asyncssh.Error):
+                raise await self._lost_while_running(remote, argv) from None
+            if process.returncode is None:
+                raise await self._lost_while_running(remote, argv)
+        finally:
+            self._streams.discard(remote)
+            await self._end(remote)
+
+    async def read_file(self, path: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
+        """The first max_bytes of a remote file, read with `head -c` (no SFTP subsystem needed)."""
+        argv = ["head", "-c", str(max_bytes), "--", path]
+        process, stdout, stderr = await self._communicate(argv, _READ_FILE_TIMEOUT_S, None, None)
+        if process.returncode != 0:
+            lines = bytes(stderr or b"").decode(errors="replace").strip().splitlines()
+            reason = lines[-1] if lines else f"exit status {process.returncode}"
+            raise HostError(self._route, f"cannot read {path}: {reason}")
+        return bytes(stdout or b"")
+
+    async def close(self) -> None:
+        for remote in list(self._streams):
+            await self._end(remote)
+        self._streams.clear()
+        async with self._connect_lock:
+            await self._forget_chain()
