@@ -11,6 +11,7 @@ Every process is ended at teardown through a pidfd opened while it was known.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -21,12 +22,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
+
 ORPHAN_SCRIPT = r"""
 import ctypes, os, signal, sys, time
 import setproctitle
 title, ignore_term, hold_path = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+own_subreaper = sys.argv[4] == "own"
 PR_SET_CHILD_SUBREAPER = 36
-if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+if own_subreaper and ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
     sys.exit("prctl(PR_SET_CHILD_SUBREAPER) failed")
 setproctitle.setproctitle("servedeck-test-subreaper")
 read_end, write_end = os.pipe()
@@ -63,6 +67,37 @@ print(child, flush=True)
 while True:
     time.sleep(3600)  # never reaps: the child stays defunct
 """
+
+
+PR_SET_CHILD_SUBREAPER = 36
+# The GPU "source" the CLI sees in tests: the usages naming test processes that still run.
+GPU_HINTS: list[GpuProcessUsage] = []
+
+
+class HintGpuSource:
+    """Stands in for the simulator's GPU source (not merged yet): no GPU exists here."""
+
+    name = "test-hints"
+
+    async def sample(self) -> GpuBoxSnapshot:
+        alive = tuple(u for u in GPU_HINTS if proc_state(u.pid) not in (None, "Z"))
+        samples = tuple(
+            GpuSample(
+                i,
+                sum(u.used_memory_bytes or 0 for u in alive if u.gpu_index == i),
+                96 * 1024**3,
+                processes=tuple(u for u in alive if u.gpu_index == i),
+            )
+            for i in sorted({u.gpu_index for u in GPU_HINTS} | {0})
+        )
+        return GpuBoxSnapshot("simulated", time.time(), samples=samples, simulated=True)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def gpu_source_for(profile: object, host: object) -> HintGpuSource:
+    return HintGpuSource()
 
 
 @dataclass
@@ -102,13 +137,33 @@ def _end(pidfd: int) -> None:
 
 @pytest.fixture
 def spawn_orphan() -> Iterator[Callable[..., Orphan]]:
-    """spawn_orphan("VLLM::Worker_TP0", ignore_term=False, hold_path="") -> Orphan."""
+    """spawn_orphan(title, ignore_term=False, hold_path="", adopted_by_test=False) -> Orphan.
+
+    By default a subreaper child process adopts the worker; with adopted_by_test the
+    test process itself becomes the subreaper (prctl) and adopts it, as a console
+    running as a subreaper would.
+    """
     reapers: list[subprocess.Popen[str]] = []
     orphans: list[Orphan] = []
+    libc = ctypes.CDLL(None, use_errno=True)
+    adopted: list[int] = []
 
-    def spawn(title: str, ignore_term: bool = False, hold_path: str = "") -> Orphan:
+    def spawn(
+        title: str, ignore_term: bool = False, hold_path: str = "", adopted_by_test: bool = False
+    ) -> Orphan:
+        if adopted_by_test and not adopted:
+            assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        mode = "parent" if adopted_by_test else "own"
         reaper = subprocess.Popen(
-            [sys.executable, "-c", ORPHAN_SCRIPT, title, "1" if ignore_term else "0", hold_path],
+            [
+                sys.executable,
+                "-c",
+                ORPHAN_SCRIPT,
+                title,
+                "1" if ignore_term else "0",
+                hold_path,
+                mode,
+            ],
             stdout=subprocess.PIPE,
             text=True,
             start_new_session=True,
@@ -116,17 +171,26 @@ def spawn_orphan() -> Iterator[Callable[..., Orphan]]:
         reapers.append(reaper)
         assert reaper.stdout is not None
         pid = int(reaper.stdout.readline())
-        orphan = Orphan(pid=pid, subreaper_pid=reaper.pid, pidfd=os.pidfd_open(pid))
+        subreaper = os.getpid() if adopted_by_test else reaper.pid
+        orphan = Orphan(pid=pid, subreaper_pid=subreaper, pidfd=os.pidfd_open(pid))
         orphans.append(orphan)
+        if adopted_by_test:
+            adopted.append(pid)
         assert wait_until(lambda: _cmdline(pid).startswith(title)), _cmdline(pid)
         return orphan
 
     yield spawn
     for orphan in orphans:
         _end(orphan.pidfd)
+    for pid in adopted:  # ours to reap now
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    if adopted:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
     for reaper in reapers:
         reaper.kill()
         reaper.wait(timeout=30)
+    GPU_HINTS.clear()
 
 
 @pytest.fixture

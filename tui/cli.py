@@ -18,31 +18,48 @@ from tui.errors import ServedeckError
 COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.profiles_cmd",
     "tui.commands.doctor_cmd",
+    "tui.commands.procs_cmd",
+    "tui.commands.kill_cmd",
 )
 
 
-def common_options() -> argparse.ArgumentParser:
-    """Options every subcommand accepts: which profile, the simulator, read-only."""
+def common_options(for_subcommand: bool = False) -> argparse.ArgumentParser:
+    """Options every subcommand accepts: which profile, the simulator, read-only.
+
+    A subcommand's copy has no defaults (SUPPRESS), so `servedeck --read-only kill`
+    keeps the flag given before the subcommand instead of resetting it to False.
+    """
     common = argparse.ArgumentParser(add_help=False)
+    default: dict[str, object] = {"default": argparse.SUPPRESS} if for_subcommand else {}
     common.add_argument(
-        "--profile", "-p", metavar="NAME|PATH", help="profile name or path to a .toml file"
+        "--profile",
+        "-p",
+        metavar="NAME|PATH",
+        help="profile name or path to a .toml file",
+        **default,  # type: ignore[arg-type]
     )
     common.add_argument(
-        "--demo", action="store_true", help="use the built-in simulator instead of a real host"
+        "--demo",
+        action="store_true",
+        help="use the built-in simulator instead of a real host",
+        **default,  # type: ignore[arg-type]
     )
     common.add_argument(
-        "--read-only", action="store_true", help="disable every action that changes the host"
+        "--read-only",
+        action="store_true",
+        help="disable every action that changes the host",
+        **default,  # type: ignore[arg-type]
     )
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = common_options()
     parser = argparse.ArgumentParser(
         prog="servedeck",
         description="Terminal console for LLM serving on multi-GPU servers.",
-        parents=[common],
+        parents=[common_options()],
     )
+    common = common_options(for_subcommand=True)
     parser.add_argument("--version", action="version", version=f"servedeck {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:

@@ -71,11 +71,14 @@ def _memory_by_pid(gpu: GpuHints) -> dict[int, int]:
 
 async def _memory_after(
     reread: Reread, targets: Sequence[GpuProcess], ended: set[int], release_wait_s: float
-) -> dict[int, int]:
+) -> dict[int, int] | None:
     """Re-read the GPUs until the ended targets' memory is gone (or the wait runs out)."""
     deadline = time.monotonic() + release_wait_s
     while True:
-        memory = _memory_by_pid(await reread())
+        snapshot = await reread()
+        if snapshot is None:
+            return None
+        memory = _memory_by_pid(snapshot)
         holding = [p for p in targets if p.pid in ended and memory.get(p.hint_pid or p.pid)]
         if not holding or time.monotonic() >= deadline:
             return memory

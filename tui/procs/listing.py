@@ -58,18 +58,36 @@ class ClassifyContext:
         }
 
 
+def console_is_subreaper() -> bool:
+    """Whether this process adopts orphans (prctl PR_GET_CHILD_SUBREAPER); False off Linux."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        flag = ctypes.c_int(0)
+        if libc.prctl(37, ctypes.byref(flag), 0, 0, 0) != 0:  # PR_GET_CHILD_SUBREAPER
+            return False
+        return bool(flag.value)
+    except (OSError, AttributeError):
+        return False
+
+
 def context_for(
     profile: Profile,
     host: Host,
     unit_active: bool | None = None,
     subreaper_pids: Sequence[int] = (),
 ) -> ClassifyContext:
+    """The classification context for a profile's host; a local subreaper console counts."""
     patterns = tuple(dict.fromkeys((*profile.service.process_patterns, *ENGINE_PATTERNS)))
+    subreapers = tuple(subreaper_pids)
+    if host.is_local and console_is_subreaper():
+        subreapers += (os.getpid(),)
     return ClassifyContext(
         unit=profile.service.unit,
         unit_active=unit_active,
         patterns=patterns,
-        subreaper_pids=tuple(subreaper_pids),
+        subreaper_pids=subreapers,
         console_pid=os.getpid() if host.is_local else None,
     )
 
