@@ -13,6 +13,7 @@ pytest_plugins: list[str] = [
     "tests.gpu_fixtures",
     "tests.journal_fixtures",
     "tests.sshd_fixtures",
+    "tests.procs_fixtures",
 ]
 
 

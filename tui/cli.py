@@ -24,6 +24,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.logs",
     "tui.commands.status",
     "tui.commands.hosts_cmd",
+    "tui.commands.procs_cmd",
+    "tui.commands.kill_cmd",
 )
 
 

@@ -1,0 +1,70 @@
+"""Classification rules on /proc records (the helper's pure functions)."""
+
+from __future__ import annotations
+
+from tui.procs import ENGINE_PATTERNS, helper
+
+UNIT = "vllm-kimi-k25-int4.service"
+
+
+def info(**changes: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "pid": 700,
+        "comm": "VLLM::Worker_TP0",
+        "state": "S",
+        "ppid": 1,
+        "kthread": False,
+        "cmdline": ["VLLM::Worker_TP0"],
+        "cgroup": "/user.slice/user-0.slice/session-3.scope",
+        "uid": 0,
+        "user": "root",
+    }
+    return {**base, **changes}
+
+
+def classify(
+    record: dict[str, object], parent: dict[str, object] | None = None, **kw: object
+) -> str:
+    args = {"unit": UNIT, "unit_active": True, "patterns": ENGINE_PATTERNS, **kw}
+    return helper.classify(record, parent, **args)[0]  # type: ignore[arg-type]
+
+
+def test_unit_cgroup_decides_service_or_leftover() -> None:
+    in_unit = info(cgroup=f"/system.slice/{UNIT}", ppid=4000)
+    assert classify(in_unit) == "service"
+    assert classify(in_unit, unit_active=False) == "leftover"
+    assert classify(in_unit, unit_active=None) == "service"  # unknown state: not offered
+    assert classify(info(cgroup=f"/system.slice/{UNIT}x", ppid=4000)) == "foreign"
+
+
+def test_orphans_matching_the_patterns_are_leftovers() -> None:
+    assert classify(info()) == "leftover"  # parent is PID 1
+    engine = info(cmdline=["/opt/venv/bin/python", "-m", "sglang.launch_server", "--tp", "8"])
+    assert classify(engine) == "leftover"
+    tini = info(pid=1, comm="tini", cmdline=["tini", "--"])
+    assert classify(info(ppid=55), tini) == "leftover"
+    user_systemd = info(pid=55, comm="systemd", cmdline=["/lib/systemd/systemd", "--user"])
+    assert classify(info(ppid=55), user_systemd) == "leftover"
+    assert classify(info(ppid=55), info(pid=55, comm="bash", cmdline=["bash"])) == "foreign"
+    assert classify(info(ppid=55), info(pid=55, comm="x"), subreaper_pids={55}) == "leftover"
+    assert classify(info(cmdline=["python3", "train.py"], comm="python3")) == "foreign"
+
+
+def test_defunct_and_kernel_threads() -> None:
+    kind, reason = helper.classify(info(state="Z", ppid=812), None, UNIT, True, ENGINE_PATTERNS)
+    assert kind == "defunct" and "812" in reason
+    assert classify(info(kthread=True, cmdline=[])) == "foreign"
+
+
+def test_refusal_of_other_users_unless_root() -> None:
+    target = {"pid": 700, "klass": "leftover"}
+    other = info(uid=1001, user="alice")
+    assert "alice" in (helper.refusal(target, other, set(), 1000, set()) or "")
+    assert helper.refusal(target, other, set(), 0, set()) is None
+    assert "kernel thread" in (helper.refusal(target, info(kthread=True), set(), 0, set()) or "")
+
+
+def test_stat_parsing_survives_odd_process_names() -> None:
+    text = "123 (a) b (c) S 1 123 123 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0"
+    comm, state, ppid, sid, _flags, ticks = helper.parse_stat(text)
+    assert (comm, state, ppid, sid, ticks) == ("a) b (c", "S", 1, 123, 98765)

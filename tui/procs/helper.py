@@ -1,0 +1,507 @@
+"""The process helper: list, classify and kill GPU processes on the machine it runs on.
+
+This file is self-contained (standard library only). Locally and remotely it
+runs the same way: its source text is sent on stdin to `python3 -` with one
+JSON request as the argument, and it prints one JSON answer. Tests import it
+as a module to drive the kill state machine with an injected process table.
+
+Identity of a process is (boot_id, pid, start time in clock ticks); a pid alone
+is never trusted. Signals go through a pidfd when the kernel has them (Linux
+>= 5.3), so a pid reused after the identity check cannot be hit.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import select
+import signal
+import sys
+import time
+
+PROC = "/proc"
+KNOWN_SUBREAPERS = ("systemd", "tini", "docker-init", "dumb-init", "catatonit", "s6-svscan")
+KTHREAD_FLAG = 0x00200000  # PF_KTHREAD in /proc/PID/stat field 9
+
+
+# ----------------------------------------------------------------- /proc reading
+
+
+def _read(path, binary=False):
+    try:
+        with open(path, "rb" if binary else "r") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def boot_id(proc=PROC):
+    return (_read(proc + "/sys/kernel/random/boot_id") or "").strip()
+
+
+def boot_time_s(proc=PROC):
+    for line in (_read(proc + "/stat") or "").splitlines():
+        if line.startswith("btime "):
+            return int(line.split()[1])
+    return 0
+
+
+def parse_stat(text):
+    """(comm, state, ppid, session, flags, start_ticks) from /proc/PID/stat.
+
+    comm may hold spaces and parentheses, so it is cut at the last ')'."""
+    left, right = text.find("("), text.rfind(")")
+    comm = text[left + 1 : right]
+    fields = text[right + 2 :].split()
+    # fields[0] is field 3 (state); field N is fields[N - 3]
+    return comm, fields[0], int(fields[1]), int(fields[3]), int(fields[6]), int(fields[19])
+
+
+def _status_fields(text):
+    fields = {}
+    for line in (text or "").splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+def _user_name(uid):
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, ImportError):
+        return str(uid)
+
+
+def read_process(pid, proc=PROC):
+    """Everything servedeck needs about one pid, or None when it is gone."""
+    base = f"{proc}/{pid}"
+    stat = _read(base + "/stat")
+    if not stat:
+        return None
+    try:
+        comm, state, ppid, sid, flags, start_ticks = parse_stat(stat)
+    except (ValueError, IndexError):
+        return None
+    status = _status_fields(_read(base + "/status"))
+    uid_text = (status.get("Uid") or "-1").split()[0]
+    uid = int(uid_text) if uid_text.lstrip("-").isdigit() else -1
+    raw_cmdline = _read(base + "/cmdline", binary=True) or b""
+    cmdline = [part.decode(errors="replace") for part in raw_cmdline.split(b"\0") if part]
+    cgroup = ""
+    for line in (_read(base + "/cgroup") or "").splitlines():
+        # cgroup v2 line "0::/path" wins; v1 keeps the name=systemd hierarchy
+        parts = line.split(":", 2)
+        if len(parts) == 3 and (parts[0] == "0" or parts[1] == "name=systemd"):
+            cgroup = parts[2]
+            if parts[0] == "0":
+                break
+    nspid = [int(value) for value in status.get("NSpid", str(pid)).split() if value.isdigit()]
+    return {
+        "pid": pid,
+        "comm": comm,
+        "state": state,
+        "ppid": ppid,
+        "kthread": bool(flags & KTHREAD_FLAG),
+        "start_ticks": start_ticks,
+        "uid": uid,
+        "user": _user_name(uid) if uid >= 0 else "?",
+        "cmdline": cmdline,
+        "cgroup": cgroup,
+        "nspid": nspid,
+        "sid": sid,
+    }
+
+
+def all_pids(proc=PROC):
+    try:
+        return sorted(int(name) for name in os.listdir(proc) if name.isdigit())
+    except OSError:
+        return []
+
+
+def nvidia_device_holders(proc=PROC, prefix="/dev/nvidia"):
+    """Pids holding /dev/nvidia* open, and whether every fd table could be read."""
+    holders, complete = set(), True
+    for pid in all_pids(proc):
+        fd_dir = f"{proc}/{pid}/fd"
+        try:
+            names = os.listdir(fd_dir)
+        except PermissionError:
+            complete = False
+            continue
+        except OSError:
+            continue
+        for name in names:
+            try:
+                target = os.readlink(f"{fd_dir}/{name}")
+            except OSError:
+                continue
+            if target.startswith(prefix):
+                holders.add(pid)
+                break
+    return holders, complete
+
+
+def ancestors(pid, proc=PROC):
+    """pid's parent chain up to (and including) PID 1."""
+    chain, seen = [], set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        info = read_process(pid, proc)
+        if info is None:
+            break
+        pid = info["ppid"]
+        chain.append(pid)
+    return chain
+
+
+def protected_pids(console_pid, proc=PROC):
+    """The console's own tree: itself, its ancestors, this helper and its ancestors,
+    and every descendant of the console still in the console's session (what the
+    console started through a new session, like a simulator, is not protected)."""
+    own = os.getpid() if proc == PROC else -1
+    protected = {1, own, *ancestors(own, proc)} if own > 0 else {1}
+    if console_pid:
+        protected |= {console_pid, *ancestors(console_pid, proc)}
+        infos = [read_process(pid, proc) for pid in all_pids(proc)]
+        children = {}
+        for info in infos:
+            if info:
+                children.setdefault(info["ppid"], []).append(info)
+        console = read_process(console_pid, proc)
+        session = console["sid"] if console else None
+        stack = [console_pid]
+        while stack:
+            for child in children.get(stack.pop(), []):
+                if child["sid"] == session and child["pid"] not in protected:
+                    protected.add(child["pid"])
+                    stack.append(child["pid"])
+    return protected
+
+
+# ----------------------------------------------------------------- classification
+
+
+def command_text(info):
+    return " ".join(info["cmdline"]) or "[" + info["comm"] + "]"
+
+
+def matches_patterns(info, patterns):
+    texts = (command_text(info), info["comm"])
+    return any(fnmatch.fnmatchcase(text, pattern) for text in texts for pattern in patterns)
+
+
+def in_unit_cgroup(cgroup, unit):
+    return bool(unit) and unit in cgroup.split("/")
+
+
+def is_subreaper(parent, subreaper_pids):
+    if parent is None:
+        return False
+    if parent["pid"] in subreaper_pids:
+        return True
+    if parent["comm"] == "systemd" and "--user" in parent["cmdline"]:
+        return True
+    return parent["comm"] in KNOWN_SUBREAPERS[1:]
+
+
+def classify(info, parent, unit, unit_active, patterns, subreaper_pids=()):
+    """(class, reason): service, leftover, defunct or foreign."""
+    if info["state"] == "Z":
+        return "defunct", f"zombie: parent {info['ppid']} must reap it"
+    if info["kthread"]:
+        return "foreign", "kernel thread"
+    if in_unit_cgroup(info["cgroup"], unit):
+        if unit_active is False:
+            return "leftover", f"in {unit}'s cgroup, unit not running"
+        state = "running" if unit_active else "state unknown"
+        return "service", f"in {unit}'s cgroup, unit {state}"
+    orphaned = info["ppid"] == 1 or is_subreaper(parent, subreaper_pids)
+    if orphaned and matches_patterns(info, patterns):
+        return "leftover", f"orphan (parent {info['ppid']}) matching the service's patterns"
+    return "foreign", "not the service's"
+
+
+# ----------------------------------------------------------------- listing
+
+
+def list_processes(request, proc=PROC):
+    """Verify NVML pid hints in /proc, add /dev/nvidia* holders, classify each."""
+    hints = request.get("hints", [])
+    unit = request.get("unit")
+    unit_active = request.get("unit_active")
+    patterns = request.get("patterns", [])
+    subreapers = set(request.get("subreaper_pids", []))
+    holders, complete = nvidia_device_holders(proc, request.get("device_prefix", "/dev/nvidia"))
+    # The console (NVML keeps /dev/nvidia* open) and this helper are not GPU workloads.
+    holders -= {request.get("console_pid"), os.getpid()}
+    by_pid = {}
+    notes = []
+
+    def entry(pid):
+        if pid not in by_pid:
+            info = read_process(pid, proc)
+            if info is None:
+                return None
+            by_pid[pid] = {**info, "gpu": [], "pid_source": "direct", "hint_pid": pid}
+        return by_pid[pid]
+
+    nspid_index = None
+    for hint in hints:
+        pid = hint["pid"]
+        info = None
+        if holders and pid not in holders:
+            # Inside or outside a container NVML may report the other namespace's pid:
+            # a device holder whose innermost NSpid is the hint is the real process.
+            if nspid_index is None:
+                nspid_index = {}
+                for holder in holders:
+                    held = read_process(holder, proc)
+                    if held and len(held["nspid"]) > 1:
+                        nspid_index.setdefault(held["nspid"][-1], []).append(holder)
+            matches = nspid_index.get(pid, [])
+            if len(matches) == 1:
+                info = entry(matches[0])
+                info["pid_source"] = "nspid"
+                info["hint_pid"] = pid
+        if info is None:
+            info = entry(pid)
+            if info is None:
+                notes.append(f"GPU pid {pid} not found in /proc here (another pid namespace?)")
+                continue
+            if holders and complete and pid not in holders and info["pid_source"] == "direct":
+                info["pid_source"] = "unverified"
+        info["gpu"].append(
+            {"index": hint.get("gpu_index"), "used_memory_bytes": hint.get("used_memory_bytes")}
+        )
+    for pid in sorted(holders):
+        if pid not in by_pid:
+            info = entry(pid)
+            if info:
+                info["pid_source"] = "device"
+    if not complete:
+        notes.append("some /proc/PID/fd tables were unreadable: device holders may be missing")
+    result = []
+    for info in by_pid.values():
+        parent = read_process(info["ppid"], proc) if info["ppid"] > 0 else None
+        klass, reason = classify(info, parent, unit, unit_active, patterns, subreapers)
+        if info["pid_source"] == "unverified" and klass != "defunct":
+            klass, reason = "foreign", "the GPU's pid does not hold /dev/nvidia* here"
+        info.update(
+            klass=klass,
+            reason=reason,
+            parent_command=command_text(parent) if parent else "",
+        )
+        result.append(info)
+    result.sort(key=lambda item: item["pid"])
+    return {"processes": result, "notes": notes}
+
+
+# ----------------------------------------------------------------- killing
+
+
+class LinuxProcessTable:
+    """The real process table: /proc for identity, pidfds (or kill()) for signals."""
+
+    def __init__(self, proc=PROC):
+        self.proc = proc
+        self.pidfd_supported = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
+
+    def read(self, pid):
+        return read_process(pid, self.proc)
+
+    def open_pidfd(self, pid):
+        """A pidfd, or None without kernel support; ProcessLookupError when gone."""
+        if not self.pidfd_supported:
+            return None
+        try:
+            return os.pidfd_open(pid)
+        except OSError as error:
+            if error.errno in (38, 22):  # ENOSYS, EINVAL: kernel < 5.3
+                self.pidfd_supported = False
+                return None
+            if error.errno == 3:
+                raise ProcessLookupError(pid) from None
+            raise
+
+    def send_pidfd(self, handle, sig):
+        signal.pidfd_send_signal(handle, sig)
+
+    def send_pid(self, pid, sig):
+        os.kill(pid, sig)
+
+    def has_exited(self, handle, pid, start_ticks):
+        if handle is not None:
+            ready, _, _ = select.select([handle], [], [], 0)
+            return bool(ready)
+        info = self.read(pid)
+        return info is None or info["start_ticks"] != start_ticks or info["state"] in "ZX"
+
+    def close(self, handle):
+        if handle is not None:
+            os.close(handle)
+
+    def monotonic(self):
+        return time.monotonic()
+
+    def sleep(self, seconds):
+        time.sleep(seconds)
+
+
+def refusal(target, info, protected, euid, confirmed_foreign):
+    """Why this target must not be signalled, or None."""
+    pid = target["pid"]
+    if pid <= 1:
+        return "refused: PID 1 is never signalled"
+    if pid in protected:
+        return "refused: part of servedeck's own process tree"
+    if info["kthread"] or (not info["cmdline"] and info["ppid"] == 2):
+        return "refused: kernel thread"
+    if info["state"] == "Z":
+        return f"refused: defunct; its parent {info['ppid']} must reap it"
+    if euid != 0 and info["uid"] != euid:
+        return f"refused: owned by {info['user']} (only root may signal other users)"
+    if target.get("klass") == "foreign" and pid not in confirmed_foreign:
+        return "refused: foreign process without a typed confirmation"
+    return None
+
+
+def _same_identity(info, target):
+    return info is not None and info["start_ticks"] == target["start_ticks"]
+
+
+def kill_targets(request, table, protected, euid, current_boot_id):
+    """SIGTERM every target through a pidfd, wait, SIGKILL the survivors; one result each."""
+    timeout_s = float(request.get("timeout_s", 15.0))
+    kill_wait_s = float(request.get("kill_wait_s", 5.0))
+    poll_s = float(request.get("poll_s", 0.05))
+    confirmed = set(request.get("confirm_foreign", []))
+    results, live = [], []
+    for target in request["targets"]:
+        result = {"pid": target["pid"], "start_ticks": target["start_ticks"], "signals": []}
+        results.append(result)
+        if target.get("boot_id") and target["boot_id"] != current_boot_id:
+            result.update(outcome="gone", detail="the host rebooted since the listing")
+            continue
+        info = table.read(target["pid"])
+        if not _same_identity(info, target):
+            result.update(outcome="gone", detail="no longer the process that was listed")
+            continue
+        reason = refusal(target, info, protected, euid, confirmed)
+        if reason:
+            result.update(outcome="refused", detail=reason)
+            continue
+        try:
+            handle = table.open_pidfd(target["pid"])
+        except ProcessLookupError:
+            result.update(outcome="gone", detail="exited before it was signalled")
+            continue
+        # With a pidfd open, a matching start time proves the pidfd is the listed process.
+        if not _same_identity(table.read(target["pid"]), target):
+            table.close(handle)
+            result.update(outcome="gone", detail="pid reused before the signal; not signalled")
+            continue
+        result["method"] = "pidfd" if handle is not None else "kill-after-recheck"
+        live.append((target, result, handle))
+
+    def send(target, result, handle, sig):
+        try:
+            if handle is not None:
+                table.send_pidfd(handle, sig)
+            else:
+                if not _same_identity(table.read(target["pid"]), target):
+                    return False
+                table.send_pid(target["pid"], sig)
+        except ProcessLookupError:
+            return False
+        result["signals"].append(signal.Signals(sig).name)
+        return True
+
+    def wait_all(pending, seconds):
+        deadline = table.monotonic() + seconds
+        while True:
+            still = [
+                item
+                for item in pending
+                if not table.has_exited(item[2], item[0]["pid"], item[0]["start_ticks"])
+            ]
+            if not still or table.monotonic() >= deadline:
+                return still
+            table.sleep(poll_s)
+
+    started = table.monotonic()
+    pending = [item for item in live if send(*item, signal.SIGTERM)]
+    for _target, result, _handle in live:
+        if not result["signals"]:
+            result.update(outcome="gone", detail="exited before SIGTERM")
+    survivors = wait_all(pending, timeout_s)
+    surviving = {id(item) for item in survivors}
+    for item in pending:
+        if id(item) not in surviving:
+            item[1].update(outcome="terminated", detail="exited after SIGTERM")
+    killed = [item for item in survivors if send(*item, signal.SIGKILL)]
+    for _target, result, _handle in survivors:
+        if "SIGKILL" not in result["signals"]:
+            result.update(outcome="terminated", detail="exited just before SIGKILL")
+    stuck = {id(item) for item in wait_all(killed, kill_wait_s)}
+    for item in killed:
+        target, result, _handle = item
+        if id(item) in stuck:
+            info = table.read(target["pid"])
+            state = info["state"] if info else "?"
+            detail = f"still alive after SIGKILL (state {state})"
+            if state == "D":
+                detail += ": stuck in uninterruptible sleep (D), usually a driver call"
+            result.update(outcome="stuck", detail=detail)
+        else:
+            result.update(outcome="killed", detail=f"ignored SIGTERM for {timeout_s:g} s")
+    elapsed = table.monotonic() - started
+    for _target, result, handle in live:
+        table.close(handle)
+        result["elapsed_s"] = round(elapsed, 3)
+        if result.get("method") == "kill-after-recheck":
+            result["detail"] += " (no pidfd: kill() right after an identity re-check)"
+    return results
+
+
+# ----------------------------------------------------------------- entry point
+
+
+def handle(request, proc=PROC):
+    answer = {
+        "ok": True,
+        "boot_id": boot_id(proc),
+        "boot_time_s": boot_time_s(proc),
+        "clock_ticks": os.sysconf("SC_CLK_TCK"),
+        "euid": os.geteuid(),
+        "helper_pid": os.getpid(),
+        "pidfd": hasattr(os, "pidfd_open"),
+    }
+    op = request.get("op")
+    if op == "list":
+        answer.update(list_processes(request, proc))
+    elif op == "kill":
+        protected = protected_pids(request.get("console_pid"), proc)
+        table = LinuxProcessTable(proc)
+        answer["results"] = kill_targets(request, table, protected, os.geteuid(), answer["boot_id"])
+        answer["pidfd"] = table.pidfd_supported
+    else:
+        answer = {"ok": False, "error": f"unknown op {op!r}"}
+    return answer
+
+
+def main(argv):
+    try:
+        request = json.loads(argv[0]) if argv else json.load(sys.stdin)
+        answer = handle(request)
+    except Exception as error:  # one JSON answer, always
+        answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    return 0 if answer.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

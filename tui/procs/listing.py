@@ -1,0 +1,172 @@
+"""Listing GPU processes: NVML pid hints in, verified and classified GpuProcess out.
+
+The GPU source is only a hint provider: pass its GpuBoxSnapshot (or a list of
+GpuProcessUsage); the helper checks each pid in /proc on the same host and adds
+processes holding /dev/nvidia* that the driver did not list.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tui.config import Profile
+from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage
+from tui.hosts.base import Host
+from tui.procs.model import GpuMemoryShare, GpuProcess, ProcIdentity, ProcListing
+from tui.procs.remote import run_helper
+from tui.redact import redact_text
+
+# Orphans of these engines are leftovers whatever the profile's patterns say.
+ENGINE_PATTERNS: tuple[str, ...] = (
+    "VLLM::*",
+    "*vllm serve*",
+    "*vllm.entrypoints*",
+    "sglang::*",
+    "*sglang.launch_server*",
+    "*sglang serve*",
+)
+
+GpuHints = GpuBoxSnapshot | Sequence[GpuProcessUsage] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClassifyContext:
+    """What classification needs beyond /proc: the unit, its state, the patterns."""
+
+    unit: str | None = None
+    unit_active: bool | None = None
+    patterns: tuple[str, ...] = ENGINE_PATTERNS
+    # Processes that adopt orphans (PR_SET_CHILD_SUBREAPER) besides PID 1 and known inits.
+    subreaper_pids: tuple[int, ...] = ()
+    # The console's pid when the host is this machine: its tree is never signalled.
+    console_pid: int | None = None
+    # Which open files count as holding a GPU (tests point it at a file of their own).
+    device_prefix: str = "/dev/nvidia"
+
+    def as_request(self) -> dict[str, Any]:
+        return {
+            "unit": self.unit,
+            "unit_active": self.unit_active,
+            "patterns": list(self.patterns),
+            "subreaper_pids": list(self.subreaper_pids),
+            "console_pid": self.console_pid,
+            "device_prefix": self.device_prefix,
+        }
+
+
+def console_is_subreaper() -> bool:
+    """Whether this process adopts orphans (prctl PR_GET_CHILD_SUBREAPER); False off Linux."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        flag = ctypes.c_int(0)
+        if libc.prctl(37, ctypes.byref(flag), 0, 0, 0) != 0:  # PR_GET_CHILD_SUBREAPER
+            return False
+        return bool(flag.value)
+    except (OSError, AttributeError):
+        return False
+
+
+def context_for(
+    profile: Profile,
+    host: Host,
+    unit_active: bool | None = None,
+    subreaper_pids: Sequence[int] = (),
+) -> ClassifyContext:
+    """The classification context for a profile's host; a local subreaper console counts."""
+    patterns = tuple(dict.fromkeys((*profile.service.process_patterns, *ENGINE_PATTERNS)))
+    subreapers = tuple(subreaper_pids)
+    if host.is_local and console_is_subreaper():
+        subreapers += (os.getpid(),)
+    return ClassifyContext(
+        unit=profile.service.unit,
+        unit_active=unit_active,
+        patterns=patterns,
+        subreaper_pids=subreapers,
+        console_pid=os.getpid() if host.is_local else None,
+    )
+
+
+def usages_of(gpu: GpuHints) -> tuple[GpuProcessUsage, ...]:
+    if gpu is None:
+        return ()
+    if isinstance(gpu, GpuBoxSnapshot):
+        return gpu.processes()
+    return tuple(gpu)
+
+
+async def unit_is_active(host: Host, unit: str) -> bool | None:
+    """systemd's word on the unit: True (active/activating/reloading), False, or None."""
+    try:
+        result = await host.run(
+            ["systemctl", "show", "--property=ActiveState", "--value", unit], timeout_s=10.0
+        )
+    except Exception:
+        return None
+    state = result.stdout.strip()
+    if not result.ok or not state:
+        return None
+    return state in ("active", "activating", "reloading", "deactivating")
+
+
+def _process_from(raw: dict[str, Any], boot_id: str, boot_time_s: float, ticks: int) -> GpuProcess:
+    command = " ".join(raw["cmdline"]) or f"[{raw['comm']}]"
+    return GpuProcess(
+        identity=ProcIdentity(boot_id, int(raw["pid"]), int(raw["start_ticks"])),
+        klass=raw["klass"],
+        reason=raw["reason"],
+        ppid=int(raw["ppid"]),
+        state=raw["state"],
+        user=raw["user"],
+        uid=int(raw["uid"]),
+        start_time_s=boot_time_s + raw["start_ticks"] / max(ticks, 1),
+        command=redact_text(command),
+        cgroup=raw["cgroup"],
+        gpus=tuple(
+            GpuMemoryShare(share.get("index"), share.get("used_memory_bytes"))
+            for share in raw["gpu"]
+        ),
+        pid_source=raw["pid_source"],
+        hint_pid=raw.get("hint_pid"),
+        parent_command=redact_text(raw.get("parent_command", "")),
+    )
+
+
+async def list_gpu_processes(
+    host: Host, gpu: GpuHints, context: ClassifyContext, timeout_s: float = 30.0
+) -> ProcListing:
+    """Every GPU process on the host, classified; the unit's state is asked when unknown."""
+    if context.unit and context.unit_active is None:
+        from dataclasses import replace
+
+        context = replace(context, unit_active=await unit_is_active(host, context.unit))
+    hints = [
+        {
+            "pid": usage.pid,
+            "gpu_index": usage.gpu_index,
+            "used_memory_bytes": usage.used_memory_bytes,
+        }
+        for usage in usages_of(gpu)
+    ]
+    answer = await run_helper(
+        host, {"op": "list", "hints": hints, **context.as_request()}, timeout_s
+    )
+    processes = tuple(
+        _process_from(raw, answer["boot_id"], answer["boot_time_s"], answer["clock_ticks"])
+        for raw in answer["processes"]
+    )
+    return ProcListing(
+        host_label=host.label,
+        boot_id=answer["boot_id"],
+        taken_at_s=time.time(),
+        processes=processes,
+        notes=tuple(answer.get("notes", ())),
+        euid=int(answer.get("euid", -1)),
+        unit=context.unit,
+        unit_active=context.unit_active,
+    )
