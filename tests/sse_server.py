@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import sys
 import time
 from urllib.parse import parse_qs
@@ -158,9 +157,7 @@ def build_app(with_tokenize: bool) -> web.Application:
         "/v1/models", lambda r: web.json_response({"data": [{"id": "test-model?itl_ms=1"}]})
     )
     app.router.add_get("/version", lambda r: web.json_response({"version": "0.32.0"}))
-    app.router.add_get(
-        "/_seen", lambda r: web.json_response({"auth": r.app["state"].last_auth})
-    )
+    app.router.add_get("/_seen", lambda r: web.json_response({"auth": r.app["state"].last_auth}))
     if with_tokenize:
         app.router.add_post("/tokenize", tokenize)
     return app

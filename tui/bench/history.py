@@ -2,7 +2,7 @@
 
 Appends are one `os.write` on an O_APPEND descriptor (as tui.audit does), so
 a console and a CLI run never interleave; a truncated last line (a crash
-mid-write) is skipped on read.
+mid-write) is skipped on read and the next append starts on a new line.
 """
 
 from __future__ import annotations
@@ -24,8 +24,11 @@ def append_result(result: BenchResult, path: Path | None = None) -> Path:
     target = path or history_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(result.to_dict(), sort_keys=True) + "\n").encode()
-    descriptor = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    descriptor = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
+        size = os.fstat(descriptor).st_size
+        if size and os.pread(descriptor, 1, size - 1) != b"\n":
+            line = b"\n" + line  # a crash left a torn line: start a fresh one
         os.write(descriptor, line)
     finally:
         os.close(descriptor)
