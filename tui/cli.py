@@ -18,6 +18,7 @@ from tui.errors import ServedeckError
 COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.profiles_cmd",
     "tui.commands.doctor_cmd",
+    "tui.commands.bench_cmd",
 )
 
 
