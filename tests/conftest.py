@@ -14,6 +14,7 @@ pytest_plugins: list[str] = [
     "tests.journal_fixtures",
     "tests.sshd_fixtures",
     "tests.procs_fixtures",
+    "tests.bench_fixtures",
 ]
 
 

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.hosts_cmd",
     "tui.commands.procs_cmd",
     "tui.commands.kill_cmd",
+    "tui.commands.bench_cmd",
 )
 
 

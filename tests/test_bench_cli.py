@@ -1,0 +1,55 @@
+"""`servedeck bench` on the command line, against the real test SSE server process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tui.bench.history import read_history
+from tui.cli import main
+
+
+def test_bench_json_export_and_save(sse_server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main([
+        "bench", "--url", sse_server, "--model", "m?itl_ms=2", "--concurrency", "1", "2",
+        "--num-requests", "4", "--input-tokens", "16", "--output-tokens", "8", "--json", "--save",
+    ])  # fmt: skip
+    assert code == 0
+    levels = json.loads(capsys.readouterr().out)
+    assert [level["max_concurrency"] for level in levels] == [1, 2]
+    assert all(level["completed"] == 4 and level["total_output_tokens"] == 32 for level in levels)
+    assert levels[0]["median_ttft_ms"] > 0
+    history = read_history()
+    assert len(history) == 1 and history[0].preset == "quick"
+
+
+def test_bench_table_output(sse_server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bench", "--url", sse_server, "--model", "m", "--num-requests", "2",
+                 "--input-tokens", "8", "--output-tokens", "4"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "TTFT p50" in out and "c=1" in out and "2/2" in out
+    assert not read_history()  # not saved without --save
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--url", "http://127.0.0.1:9", "--preset", "nope"], "unknown preset 'nope'"),
+        (["--url", "http://127.0.0.1:9", "--concurrency", "0"], "--concurrency must be positive"),
+        (["--demo"], "simulator"),
+    ],
+)
+def test_bench_usage_errors_are_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and "Traceback" not in err
+
+
+def test_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--url", "http://127.0.0.1:9", "--num-requests", "1"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("servedeck: error: benchmark:") and "\n" not in err

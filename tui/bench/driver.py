@@ -1,0 +1,167 @@
+"""Drive the benchmark process from the console, the CLI or a test: one code path.
+
+`BenchProcess` starts `python -m tui.bench.runner`, writes the spec, and turns
+the JSON-line events into frozen dataclasses. `cancel()` asks the runner to
+stop (SIGINT); the result still arrives, marked partial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui.bench.model import BenchResult, LevelResult, level_from_dict, result_from_dict
+from tui.bench.workload import BenchSpec
+from tui.errors import ServedeckError
+
+_PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+class BenchError(ServedeckError):
+    """A benchmark that could not run (server unreachable, runner crashed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchStarted:
+    model: str
+    engine_version: str
+    levels: tuple[tuple[int, float | None], ...]
+    prompt_method: str
+    transport: str
+
+
+@dataclass(frozen=True, slots=True)
+class BenchProgress:
+    level: int
+    concurrency: int
+    request_rate: float | None
+    done: int
+    failed: int
+    total: int
+    tokens: int
+    tok_s: float
+    elapsed_s: float
+
+
+BenchEvent = BenchStarted | BenchProgress | LevelResult | BenchResult
+
+
+def parse_event(message: dict) -> BenchEvent | None:
+    """One runner event line as a dataclass; unknown events are None."""
+    kind = message.get("event")
+    if kind == "start":
+        levels = tuple((int(x["concurrency"]), x["request_rate"]) for x in message["levels"])
+        return BenchStarted(
+            message["model"],
+            message.get("engine_version", ""),
+            levels,
+            message.get("prompt_method", ""),
+            message.get("transport", ""),
+        )
+    if kind == "progress":
+        fields = {key: value for key, value in message.items() if key != "event"}
+        return BenchProgress(**fields)
+    if kind == "level":
+        return level_from_dict(message["level"])
+    if kind == "result":
+        return result_from_dict(message["result"])
+    if kind == "error":
+        raise BenchError(f"benchmark: {message.get('message', 'failed')}")
+    return None
+
+
+class BenchProcess:
+    """One benchmark run in its own process."""
+
+    def __init__(self, spec: BenchSpec, python: str | None = None) -> None:
+        self.spec = spec
+        self._python = python or sys.executable
+        self._process: asyncio.subprocess.Process | None = None
+        self._stderr_tail: deque[str] = deque(maxlen=20)
+        self.result: BenchResult | None = None
+
+    async def start(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            part for part in (_PROJECT_ROOT, env.get("PYTHONPATH", "")) if part
+        )
+        self._process = await asyncio.create_subprocess_exec(
+            self._python,
+            "-m",
+            "tui.bench.runner",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            limit=16 * 1024 * 1024,
+        )
+        assert self._process.stdin is not None
+        self._process.stdin.write(json.dumps(self.spec.to_dict()).encode())
+        await self._process.stdin.drain()
+        self._process.stdin.close()
+
+    def cancel(self) -> None:
+        """Stop sending; the runner ends in-flight streams and reports a partial result."""
+        if self._process is not None and self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.send_signal(signal.SIGINT)
+
+    async def kill(self) -> None:
+        if self._process is not None and self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
+            await self._process.wait()
+
+    async def _drain_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        async for raw in self._process.stderr:
+            self._stderr_tail.append(raw.decode(errors="replace").rstrip())
+
+    async def events(self) -> AsyncIterator[BenchEvent]:
+        """Every event until the runner exits; the last is the BenchResult."""
+        if self._process is None:
+            await self.start()
+        assert self._process is not None and self._process.stdout is not None
+        stderr_reader = asyncio.create_task(self._drain_stderr())
+        try:
+            async for raw in self._process.stdout:
+                try:
+                    message = json.loads(raw)
+                except ValueError:
+                    continue
+                event = parse_event(message)
+                if isinstance(event, BenchResult):
+                    self.result = event
+                if event is not None:
+                    yield event
+            await self._process.wait()
+            await stderr_reader
+        finally:
+            stderr_reader.cancel()
+            await self.kill()
+        if self.result is None:
+            tail = next((line for line in reversed(self._stderr_tail) if line.strip()), "")
+            raise BenchError(
+                f"benchmark process ended (status {self._process.returncode}) without a result"
+                + (f": {tail}" if tail else "")
+            )
+
+
+async def run_bench(
+    spec: BenchSpec, on_event: Callable[[BenchEvent], None] | None = None
+) -> BenchResult:
+    """Run a spec to the end in its own process and return the result."""
+    process = BenchProcess(spec)
+    async for event in process.events():
+        if on_event is not None:
+            on_event(event)
+    assert process.result is not None
+    return process.result

@@ -1,0 +1,78 @@
+"""Export a level in `vllm bench serve --save-result` field names, so tools compare.
+
+Only the fields servedeck computes are written, under exactly vLLM's keys;
+servedeck's extras follow under names vLLM does not use.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from tui.bench.model import BenchResult, LatencyStats, LevelResult
+
+
+def _latency_fields(prefix: str, stats: LatencyStats) -> dict[str, float]:
+    return {
+        f"mean_{prefix}_ms": stats.mean_ms,
+        f"median_{prefix}_ms": stats.median_ms,
+        f"std_{prefix}_ms": stats.std_ms,
+        f"p99_{prefix}_ms": stats.p99_ms,
+    }
+
+
+def level_to_vllm(result: BenchResult, level: LevelResult) -> dict[str, Any]:
+    """One level as vLLM's result JSON (plus servedeck's own keys after vLLM's)."""
+    rate = level.request_rate
+    record: dict[str, Any] = {
+        "date": result.started_at,
+        "backend": result.context.engine,
+        "model_id": result.context.model,
+        "num_prompts": level.num_requests,
+        "request_rate": "inf" if rate is None or math.isinf(rate) else rate,
+        "burstiness": level.burstiness,
+        "max_concurrency": level.concurrency,
+        "duration": level.duration_s,
+        "completed": level.completed,
+        "failed": level.failed,
+        "total_input_tokens": level.total_input_tokens,
+        "total_output_tokens": level.total_output_tokens,
+        "request_throughput": level.request_throughput,
+        "request_goodput": level.request_goodput,
+        "output_throughput": level.output_throughput,
+        "total_token_throughput": level.total_token_throughput,
+        "errors": list(level.errors),
+    }
+    record.update(_latency_fields("ttft", level.ttft))
+    record.update(_latency_fields("tpot", level.tpot))
+    record.update(_latency_fields("itl", level.itl))
+    record.update(_latency_fields("e2el", level.e2el))
+    record["servedeck"] = {
+        "partial": level.partial,
+        "cancelled": level.cancelled,
+        "output_tokens_source": level.output_tokens_source,
+        "decode_tok_s_per_stream": level.decode_tok_s_per_stream,
+        "prefill_tok_s_per_request": level.prefill_tok_s_per_request,
+        "server": None if level.server is None else _server(level),
+        "context": {
+            key: getattr(result.context, key) for key in result.context.__dataclass_fields__
+        },
+        "run_id": result.run_id,
+        "preset": result.preset,
+    }
+    return record
+
+
+def _server(level: LevelResult) -> dict[str, Any]:
+    assert level.server is not None
+    return {key: getattr(level.server, key) for key in level.server.__dataclass_fields__}
+
+
+def result_to_vllm(result: BenchResult) -> list[dict[str, Any]]:
+    return [level_to_vllm(result, level) for level in result.levels]
+
+
+def result_to_json(result: BenchResult) -> str:
+    """The run as a JSON array, one vLLM-style object per level."""
+    return json.dumps(result_to_vllm(result), indent=2)

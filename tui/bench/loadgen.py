@@ -1,0 +1,109 @@
+"""One level of load in one process: closed loop or open loop, cancellable.
+
+Closed loop keeps `concurrency` requests in flight until `prompts` run out.
+Open loop starts requests at gamma-distributed gaps (Poisson when
+burstiness is 1), the first at once, as vLLM's client does, with
+`concurrency` as the in-flight cap. Cancelling stops dispatch and ends the
+in-flight streams; what completed before is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import httpx
+
+from tui.bench.client import stream_request
+from tui.bench.model import RequestOutcome
+from tui.bench.workload import BenchSpec, arrival_gaps_s, request_payload
+
+
+@dataclass(slots=True)
+class LevelRun:
+    """What one process saw of a level; `in_flight` lets progress count live tokens."""
+
+    outcomes: list[RequestOutcome] = field(default_factory=list)
+    in_flight: set[int] = field(default_factory=set)
+    live: dict[int, RequestOutcome] = field(default_factory=dict)
+    cancelled: int = 0
+    partial: bool = False
+
+    def tokens_so_far(self) -> int:
+        """Output tokens of finished requests plus chunks of streams still running."""
+        finished = sum(
+            outcome.output_tokens if outcome.usage_seen else outcome.chunks
+            for outcome in self.outcomes
+            if outcome.success
+        )
+        return finished + sum(outcome.chunks for outcome in self.live.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(not outcome.success for outcome in self.outcomes)
+
+
+async def run_level(
+    client: httpx.AsyncClient,
+    url: str,
+    spec: BenchSpec,
+    prompts: Sequence[str],
+    *,
+    concurrency: int,
+    rate: float | None,
+    seed: int,
+    cancel: asyncio.Event,
+    run: LevelRun | None = None,
+    on_outcome: Callable[[RequestOutcome], None] | None = None,
+) -> LevelRun:
+    """Send every prompt under the level's discipline; returns when done or cancelled."""
+    run = run if run is not None else LevelRun()
+    slots = asyncio.Semaphore(max(1, concurrency))
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(index: int, prompt: str) -> None:
+        outcome = RequestOutcome(prompt_tokens=spec.input_tokens)
+        run.live[index] = outcome
+        try:
+            await stream_request(
+                client,
+                url,
+                request_payload(spec, prompt),
+                outcome,
+                read_timeout_s=spec.read_timeout_s,
+            )
+        finally:
+            slots.release()
+            run.live.pop(index, None)
+        run.outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    async def dispatch() -> None:
+        gaps = arrival_gaps_s(rate or 0.0, spec.burstiness, seed)
+        for index, prompt in enumerate(prompts):
+            if index and rate:
+                await asyncio.sleep(next(gaps))
+            await slots.acquire()
+            task = asyncio.create_task(one(index, prompt))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        while tasks:
+            await asyncio.gather(*list(tasks))
+
+    dispatcher = asyncio.create_task(dispatch())
+    stopper = asyncio.create_task(cancel.wait())
+    await asyncio.wait({dispatcher, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    if not dispatcher.done():
+        run.partial = True
+        dispatcher.cancel()
+        pending = list(tasks)
+        run.cancelled = len(pending)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(dispatcher, *pending, return_exceptions=True)
+    else:
+        dispatcher.result()
+    return run

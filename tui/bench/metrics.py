@@ -1,0 +1,157 @@
+"""Metric definitions of `vllm bench serve` (DESIGN.md section 5), without numpy.
+
+TTFT = first chunk with non-empty `choices` minus send time; E2EL = last such
+chunk minus send time; TPOT = (E2EL - TTFT) / (output_tokens - 1) for
+requests with more than one output token; ITL = every chunk-to-chunk gap,
+pooled over requests. Percentiles interpolate linearly (numpy's default),
+std is the population std (numpy's default ddof=0), as vLLM computes them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tui.bench.model import (
+    OUTPUT_TOKENS_FROM_CHUNKS,
+    OUTPUT_TOKENS_FROM_USAGE,
+    OUTPUT_TOKENS_MIXED,
+    LatencyStats,
+    LevelResult,
+    RequestOutcome,
+    ServerView,
+)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation between closest ranks."""
+    if not values:
+        return 0.0
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile must be within 0..100, got {q}")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    fraction = rank - low
+    return ordered[low] + (ordered[high] - ordered[low]) * fraction
+
+
+def latency_stats(values_s: Sequence[float]) -> LatencyStats:
+    """Mean, median, population std, p90 and p99 of a list of seconds, in ms."""
+    if not values_s:
+        return LatencyStats()
+    mean = sum(values_s) / len(values_s)
+    variance = sum((value - mean) ** 2 for value in values_s) / len(values_s)
+    return LatencyStats(
+        count=len(values_s),
+        mean_ms=mean * 1000,
+        median_ms=percentile(values_s, 50) * 1000,
+        std_ms=math.sqrt(variance) * 1000,
+        p90_ms=percentile(values_s, 90) * 1000,
+        p99_ms=percentile(values_s, 99) * 1000,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Slos:
+    """Optional service-level objectives for goodput, in milliseconds (vLLM's --goodput)."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+    @property
+    def any(self) -> bool:
+        return any(value is not None for value in (self.ttft_ms, self.tpot_ms, self.e2el_ms))
+
+
+def output_tokens_of(outcome: RequestOutcome) -> int:
+    """Output tokens from usage; one token per chunk when the server sent no usage."""
+    return outcome.output_tokens if outcome.usage_seen else outcome.chunks
+
+
+def tpot_of(outcome: RequestOutcome) -> float | None:
+    tokens = output_tokens_of(outcome)
+    if tokens <= 1:
+        return None
+    return (outcome.latency_s - outcome.ttft_s) / (tokens - 1)
+
+
+def _meets(outcome: RequestOutcome, slos: Slos) -> bool:
+    if slos.ttft_ms is not None and outcome.ttft_s * 1000 > slos.ttft_ms:
+        return False
+    tpot = tpot_of(outcome)
+    if slos.tpot_ms is not None and tpot is not None and tpot * 1000 > slos.tpot_ms:
+        return False
+    return not (slos.e2el_ms is not None and outcome.latency_s * 1000 > slos.e2el_ms)
+
+
+def summarize_level(
+    outcomes: Sequence[RequestOutcome],
+    *,
+    concurrency: int,
+    request_rate: float | None,
+    burstiness: float,
+    num_requests: int,
+    duration_s: float,
+    partial: bool = False,
+    cancelled: int = 0,
+    slos: Slos | None = None,
+    server: ServerView | None = None,
+) -> LevelResult:
+    """Aggregate one level's outcomes; failures are counted, never in latency lists."""
+    good = [outcome for outcome in outcomes if outcome.success]
+    failed = [outcome for outcome in outcomes if not outcome.success]
+    ttfts = [outcome.ttft_s for outcome in good]
+    e2els = [outcome.latency_s for outcome in good]
+    tpots = [tpot for outcome in good if (tpot := tpot_of(outcome)) is not None]
+    itls = [gap for outcome in good for gap in outcome.itl_s]
+    total_output = sum(output_tokens_of(outcome) for outcome in good)
+    total_input = sum(outcome.prompt_tokens for outcome in good)
+    with_usage = sum(outcome.usage_seen for outcome in good)
+    if with_usage == len(good):
+        source = OUTPUT_TOKENS_FROM_USAGE
+    elif with_usage == 0:
+        source = OUTPUT_TOKENS_FROM_CHUNKS
+    else:
+        source = OUTPUT_TOKENS_MIXED
+    duration = duration_s if duration_s > 0 else float("nan")
+    goodput = None
+    if slos is not None and slos.any:
+        goodput = sum(_meets(outcome, slos) for outcome in good) / duration
+    tpot_stats = latency_stats(tpots)
+    prefill_rates = [o.prompt_tokens / o.ttft_s for o in good if o.ttft_s > 0 and o.prompt_tokens]
+    return LevelResult(
+        concurrency=concurrency,
+        request_rate=request_rate,
+        burstiness=burstiness,
+        num_requests=num_requests,
+        completed=len(good),
+        failed=len(failed),
+        cancelled=cancelled,
+        partial=partial,
+        duration_s=duration_s,
+        total_input_tokens=total_input,
+        total_output_tokens=total_output,
+        output_tokens_source=source,
+        request_throughput=_finite(len(good) / duration),
+        output_throughput=_finite(total_output / duration),
+        total_token_throughput=_finite((total_input + total_output) / duration),
+        request_goodput=None if goodput is None else _finite(goodput),
+        decode_tok_s_per_stream=1000 / tpot_stats.mean_ms if tpot_stats.mean_ms > 0 else None,
+        prefill_tok_s_per_request=sum(prefill_rates) / len(prefill_rates)
+        if prefill_rates
+        else None,
+        ttft=latency_stats(ttfts),
+        tpot=tpot_stats,
+        itl=latency_stats(itls),
+        e2el=latency_stats(e2els),
+        errors=tuple(outcome.error for outcome in failed),
+        server=server,
+    )
+
+
+def _finite(value: float) -> float:
+    return value if math.isfinite(value) else 0.0

@@ -1,0 +1,168 @@
+"""Frozen result types of a benchmark run, and their JSON round trip.
+
+Field names carry units (`_ms`, `_s`, `_tok_s`); the vLLM-named export lives
+in tui.bench.export.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+OUTPUT_TOKENS_FROM_USAGE = "usage"
+OUTPUT_TOKENS_FROM_CHUNKS = "chunks (server sent no usage; one token per chunk assumed)"
+OUTPUT_TOKENS_MIXED = "mixed (some requests had no usage; chunks counted)"
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyStats:
+    """Summary of one latency list in milliseconds (vLLM: mean, median, std, p99)."""
+
+    count: int = 0
+    mean_ms: float = 0.0
+    median_ms: float = 0.0
+    std_ms: float = 0.0
+    p90_ms: float = 0.0
+    p99_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerView:
+    """The server's own account of a level: /metrics deltas between before and after."""
+
+    requests: float = 0.0  # count delta of the queue-time histogram
+    mean_queue_ms: float | None = None
+    mean_prefill_ms: float | None = None
+    mean_decode_ms: float | None = None
+    prompt_tokens: float = 0.0
+    generation_tokens: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class LevelResult:
+    """One concurrency level (closed loop) or one request rate (open loop)."""
+
+    concurrency: int
+    request_rate: float | None  # requests/s; None for closed loop
+    burstiness: float
+    num_requests: int
+    completed: int
+    failed: int
+    cancelled: int
+    partial: bool
+    duration_s: float
+    total_input_tokens: int
+    total_output_tokens: int
+    output_tokens_source: str
+    request_throughput: float
+    output_throughput: float
+    total_token_throughput: float
+    request_goodput: float | None
+    decode_tok_s_per_stream: float | None  # 1 / mean TPOT
+    prefill_tok_s_per_request: float | None  # mean(prompt tokens / TTFT)
+    ttft: LatencyStats
+    tpot: LatencyStats
+    itl: LatencyStats
+    e2el: LatencyStats
+    errors: tuple[str, ...] = ()  # the first error of each failed request
+    server: ServerView | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What was measured: enough to compare runs across configurations of one host."""
+
+    profile: str = ""
+    host: str = ""
+    base_url: str = ""
+    model: str = ""
+    engine: str = "vllm"
+    engine_version: str = ""
+    gpus: str = ""
+    tp: int = 1
+    ep: bool = False
+    config_hash: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    """A whole run: its context, the workload, and one LevelResult per level."""
+
+    run_id: str
+    started_at: str  # ISO 8601, local time with offset
+    preset: str
+    endpoint: str
+    input_tokens: int
+    output_tokens: int
+    temperature: float
+    ignore_eos: bool
+    context: RunContext
+    levels: tuple[LevelResult, ...]
+    partial: bool = False
+    client: dict[str, Any] = field(default_factory=dict)  # transport, processes, prompt method
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def best_output_throughput(self) -> float:
+        return max((level.output_throughput for level in self.levels), default=0.0)
+
+    @property
+    def single_stream_tok_s(self) -> float | None:
+        """Decode tok/s of one stream, from the concurrency-1 level when there is one."""
+        for level in self.levels:
+            if level.concurrency == 1 and level.request_rate is None:
+                return level.decode_tok_s_per_stream
+        return None
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    known = {f.name for f in fields(cls)}
+    return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def level_from_dict(data: dict[str, Any]) -> LevelResult:
+    values = dict(data)
+    for name in ("ttft", "tpot", "itl", "e2el"):
+        values[name] = _build(LatencyStats, values.get(name) or {})
+    server = values.get("server")
+    values["server"] = _build(ServerView, server) if server else None
+    values["errors"] = tuple(values.get("errors") or ())
+    return _build(LevelResult, values)
+
+
+def result_from_dict(data: dict[str, Any]) -> BenchResult:
+    """Rebuild a BenchResult from `to_dict()` output (history lines, runner events)."""
+    values = dict(data)
+    values["context"] = _build(RunContext, values.get("context") or {})
+    values["levels"] = tuple(level_from_dict(level) for level in values.get("levels") or ())
+    values["client"] = dict(values.get("client") or {})
+    return _build(BenchResult, values)
+
+
+@dataclass(slots=True)
+class RequestOutcome:
+    """One request as the client saw it (times from time.perf_counter, in seconds).
+
+    Mutable while the stream is read; sent between processes as a dict.
+    """
+
+    success: bool = False
+    start_s: float = 0.0
+    ttft_s: float = 0.0
+    latency_s: float = 0.0  # E2EL: last `choices` chunk minus send time
+    itl_s: list[float] = field(default_factory=list)
+    output_tokens: int = 0  # from the final usage chunk; see `usage_seen`
+    chunks: int = 0  # chunks with non-empty `choices`
+    prompt_tokens: int = 0  # from usage, else the workload's target
+    usage_seen: bool = False
+    end_s: float = 0.0  # completion time (last byte or failure)
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RequestOutcome:
+        return _build(cls, data)

@@ -1,0 +1,390 @@
+"""The benchmark process: `python -m tui.bench.runner` reads a BenchSpec (JSON) on stdin
+and writes JSON-line events on stdout.
+
+It runs apart from the console so UI rendering can never inflate TTFT or ITL.
+Events, one JSON object per line, each with an "event" key:
+  start     {model, engine_version, levels, prompt_method, transport, processes}
+  progress  {level, concurrency, request_rate, done, failed, total, tokens, tok_s, elapsed_s}
+  level     {level: LevelResult as a dict}
+  result    {result: BenchResult as a dict}  (always last on success; `partial` when cancelled)
+  error     {message}                        (then exit status 1)
+SIGINT or SIGTERM cancels: in-flight streams end, finished requests are kept
+and the result is marked partial. With `--worker` it runs one shard of one
+level for a parent runner (several processes when one core is not enough)
+and emits `outcome` events instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from tui.bench.client import make_client
+from tui.bench.loadgen import LevelRun, run_level
+from tui.bench.metrics import Slos, summarize_level
+from tui.bench.model import BenchResult, LevelResult, RequestOutcome
+from tui.bench.server_view import scrape, server_delta
+from tui.bench.workload import (
+    BenchSpec,
+    api_url,
+    endpoint_path,
+    make_prompts,
+    words_for_tokens,
+)
+
+STREAMS_PER_PROCESS = 256
+
+
+def emit(event: str, **fields: Any) -> None:
+    """One event line on stdout, flushed at once."""
+    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+def api_key_for(spec: BenchSpec) -> str | None:
+    return os.environ.get(spec.api_key_env) if spec.api_key_env else None
+
+
+def processes_for(spec: BenchSpec, concurrency: int) -> int:
+    if spec.processes > 0:
+        return min(spec.processes, max(1, concurrency))
+    spare = max(1, (os.cpu_count() or 2) - 1)
+    return max(1, min(spare, math.ceil(concurrency / STREAMS_PER_PROCESS)))
+
+
+def _install_cancel(cancel: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, cancel.set)
+
+
+async def _discover(control: httpx.AsyncClient, spec: BenchSpec) -> tuple[str, str]:
+    """The model to ask for (first of /v1/models unless given) and the server version."""
+    model = spec.model
+    if not model:
+        response = await control.get(api_url(spec.base_url, "/v1/models"))
+        response.raise_for_status()
+        model = response.json()["data"][0]["id"]
+    version = ""
+    with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
+        response = await control.get(api_url(spec.base_url, "/version"))
+        if response.status_code == 200:
+            version = str(response.json().get("version", ""))
+    return model, version
+
+
+async def _sharded_level(
+    spec: BenchSpec,
+    words: int,
+    *,
+    processes: int,
+    concurrency: int,
+    rate: float | None,
+    num_requests: int,
+    seed: int,
+    cancel: asyncio.Event,
+    run: LevelRun,
+    worker_tokens: dict[int, int],
+) -> None:
+    """Split a level over worker processes; their outcomes land in `run`."""
+    shares = [concurrency // processes + (i < concurrency % processes) for i in range(processes)]
+    counts = [num_requests // processes + (i < num_requests % processes) for i in range(processes)]
+    workers = []
+    for index in range(processes):
+        job = {
+            "spec": spec.to_dict(),
+            "concurrency": shares[index],
+            "num_requests": counts[index],
+            "rate": rate / processes if rate else None,
+            "words": words,
+            "seed": seed * 1000 + index,
+        }
+        worker = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tui.bench.runner",
+            "--worker",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert worker.stdin is not None
+        worker.stdin.write(json.dumps(job).encode() + b"\n")
+        await worker.stdin.drain()
+        worker.stdin.close()
+        workers.append(worker)
+
+    async def read(index: int, worker: asyncio.subprocess.Process) -> None:
+        assert worker.stdout is not None
+        async for raw in worker.stdout:
+            message = json.loads(raw)
+            if message["event"] == "outcome":
+                run.outcomes.append(RequestOutcome.from_dict(message["outcome"]))
+            elif message["event"] == "live":
+                worker_tokens[index] = message["tokens"]
+            elif message["event"] == "end":
+                run.cancelled += message["cancelled"]
+                run.partial = run.partial or message["partial"]
+        await worker.wait()
+
+    async def forward_cancel() -> None:
+        await cancel.wait()
+        for worker in workers:
+            with contextlib.suppress(ProcessLookupError):
+                worker.send_signal(signal.SIGTERM)
+
+    forwarder = asyncio.create_task(forward_cancel())
+    try:
+        await asyncio.gather(*(read(i, w) for i, w in enumerate(workers)))
+    finally:
+        forwarder.cancel()
+    worker_tokens.clear()
+
+
+async def _progress_loop(
+    index: int,
+    concurrency: int,
+    rate: float | None,
+    total: int,
+    run: LevelRun,
+    worker_tokens: dict[int, int],
+    interval_s: float,
+) -> None:
+    started = time.perf_counter()
+    last_tokens, last_at = 0, started
+    while True:
+        await asyncio.sleep(interval_s)
+        now = time.perf_counter()
+        tokens = run.tokens_so_far() + sum(worker_tokens.values())
+        tok_s = (tokens - last_tokens) / (now - last_at) if now > last_at else 0.0
+        last_tokens, last_at = tokens, now
+        emit(
+            "progress",
+            level=index,
+            concurrency=concurrency,
+            request_rate=rate,
+            done=len(run.outcomes),
+            failed=run.failed,
+            total=total,
+            tokens=tokens,
+            tok_s=max(tok_s, 0.0),
+            elapsed_s=now - started,
+        )
+
+
+async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
+    """The whole run: discovery, prompts, warm-up, every level, server view."""
+    api_key = api_key_for(spec)
+    control = make_client(
+        max_connections=4,
+        read_timeout_s=30.0,
+        connect_timeout_s=spec.connect_timeout_s,
+        transport="httpx",
+        api_key=api_key,
+    )
+    started_at = datetime.now().astimezone().isoformat(timespec="seconds")
+    async with control:
+        model, version = await _discover(control, spec)
+        spec = replace(spec, model=model)
+        context = replace(spec.context, model=model, base_url=spec.base_url)
+        if version:
+            context = replace(context, engine_version=version)
+        words, prompt_method = await words_for_tokens(control, spec)
+        levels = spec.levels()
+        emit(
+            "start",
+            model=model,
+            engine_version=version,
+            levels=[{"concurrency": c, "request_rate": r} for c, r in levels],
+            prompt_method=prompt_method,
+            transport=spec.transport,
+        )
+        url = api_url(spec.base_url, endpoint_path(spec.endpoint))
+        metrics_url = api_url(spec.base_url, "/metrics")
+        top = max(c for c, _ in levels) if levels else 1
+        results: list[LevelResult] = []
+        used_processes = 1
+        async with make_client(
+            max_connections=top,
+            read_timeout_s=spec.read_timeout_s,
+            connect_timeout_s=spec.connect_timeout_s,
+            transport=spec.transport,
+            api_key=api_key,
+        ) as client:
+            warm = make_prompts(words, spec.warmup_requests, spec.seed + 7919)
+            for prompt in warm:
+                if cancel.is_set():
+                    break
+                # Warm-up is sent and awaited, never measured.
+                warm_run = LevelRun()
+                await run_level(
+                    client, url, spec, [prompt], concurrency=1, rate=None, seed=0,
+                    cancel=cancel, run=warm_run,
+                )  # fmt: skip
+            for index, (concurrency, rate) in enumerate(levels):
+                if cancel.is_set():
+                    break
+                total = spec.requests_for(concurrency) if rate is None else spec.requests_for(1)
+                if rate is not None and spec.num_requests <= 0:
+                    total = max(8, math.ceil(rate * 30))
+                processes = processes_for(spec, concurrency)
+                used_processes = max(used_processes, processes)
+                seed = spec.seed + 1000 * (index + 1)
+                before = await scrape(control, metrics_url) if spec.scrape_metrics else None
+                run = LevelRun()
+                worker_tokens: dict[int, int] = {}
+                progress = asyncio.create_task(
+                    _progress_loop(
+                        index, concurrency, rate, total, run, worker_tokens,
+                        spec.progress_interval_s,
+                    )
+                )  # fmt: skip
+                try:
+                    if processes == 1:
+                        prompts = make_prompts(words, total, seed)
+                        await run_level(
+                            client, url, spec, prompts, concurrency=concurrency, rate=rate,
+                            seed=seed, cancel=cancel, run=run,
+                        )  # fmt: skip
+                    else:
+                        await _sharded_level(
+                            spec, words, processes=processes, concurrency=concurrency,
+                            rate=rate, num_requests=total, seed=seed, cancel=cancel,
+                            run=run, worker_tokens=worker_tokens,
+                        )  # fmt: skip
+                finally:
+                    progress.cancel()
+                after = await scrape(control, metrics_url) if spec.scrape_metrics else None
+                level = summarize_level(
+                    run.outcomes,
+                    concurrency=concurrency,
+                    request_rate=rate,
+                    burstiness=spec.burstiness,
+                    num_requests=total,
+                    duration_s=_duration_s(run.outcomes),
+                    partial=run.partial,
+                    cancelled=run.cancelled,
+                    slos=Slos(spec.slos.ttft_ms, spec.slos.tpot_ms, spec.slos.e2el_ms),
+                    server=server_delta(before, after),
+                )
+                results.append(level)
+                emit("level", level=level_to_dict(level))
+    partial = cancel.is_set() or any(level.partial for level in results)
+    partial = partial or len(results) < len(spec.levels())
+    return BenchResult(
+        run_id=uuid.uuid4().hex[:12],
+        started_at=started_at,
+        preset=spec.preset,
+        endpoint=spec.endpoint,
+        input_tokens=spec.input_tokens,
+        output_tokens=spec.output_tokens,
+        temperature=spec.temperature,
+        ignore_eos=spec.ignore_eos,
+        context=context,
+        levels=tuple(results),
+        partial=partial,
+        client={
+            "transport": spec.transport,
+            "processes": used_processes,
+            "prompt_method": prompt_method,
+            "warmup_requests": spec.warmup_requests,
+            "read_timeout_s": spec.read_timeout_s,
+        },
+    )
+
+
+def level_to_dict(level: LevelResult) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(level)
+
+
+def _duration_s(outcomes: list[RequestOutcome]) -> float:
+    """First dispatch to last completion."""
+    if not outcomes:
+        return 0.0
+    return max(o.end_s for o in outcomes) - min(o.start_s for o in outcomes)
+
+
+async def _worker(job: dict[str, Any], cancel: asyncio.Event) -> None:
+    spec = BenchSpec.from_dict(job["spec"])
+    url = api_url(spec.base_url, endpoint_path(spec.endpoint))
+    prompts = make_prompts(job["words"], job["num_requests"], job["seed"])
+    run = LevelRun()
+
+    async def live() -> None:
+        while True:
+            await asyncio.sleep(spec.progress_interval_s)
+            emit("live", tokens=sum(o.chunks for o in run.live.values()))
+
+    def send(outcome: RequestOutcome) -> None:
+        emit("outcome", outcome=outcome.to_dict())
+
+    async with make_client(
+        max_connections=max(1, job["concurrency"]),
+        read_timeout_s=spec.read_timeout_s,
+        connect_timeout_s=spec.connect_timeout_s,
+        transport=spec.transport,
+        api_key=api_key_for(spec),
+    ) as client:
+        ticker = asyncio.create_task(live())
+        try:
+            await run_level(
+                client, url, spec, prompts, concurrency=job["concurrency"], rate=job["rate"],
+                seed=job["seed"], cancel=cancel, run=run, on_outcome=send,
+            )  # fmt: skip
+        finally:
+            ticker.cancel()
+    emit("live", tokens=0)
+    emit("end", cancelled=run.cancelled, partial=run.partial)
+
+
+async def _main(argv: list[str], read_stdin: Callable[[], str]) -> int:
+    cancel = asyncio.Event()
+    _install_cancel(cancel)
+    try:
+        job = json.loads(read_stdin())
+    except ValueError as error:
+        emit("error", message=f"bad spec on stdin: {error}")
+        return 1
+    if "--worker" in argv:
+        await _worker(job, cancel)
+        return 0
+    try:
+        result = await run_spec(BenchSpec.from_dict(job), cancel)
+    except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as error:
+        emit("error", message=_describe(error))
+        return 1
+    emit("result", result=result.to_dict())
+    return 0
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, httpx.HTTPStatusError):
+        return f"{error.request.url}: HTTP {error.response.status_code}"
+    if isinstance(error, httpx.HTTPError):
+        where = ""
+        with contextlib.suppress(RuntimeError):
+            where = f"{error.request.url}: "
+        return f"{where}{type(error).__name__}: {error or 'no answer'}"
+    return f"{type(error).__name__}: {error}"
+
+
+def main() -> int:
+    return asyncio.run(_main(sys.argv[1:], sys.stdin.read))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""What a run sends: the spec, synthetic prompts of a token length, arrival times.
+
+Prompt length: when the server has vLLM's /tokenize, the number of words is
+calibrated so the prompt tokenizes to the target length; otherwise one token
+per word is assumed (common English words with a leading space are single
+tokens in the usual BPE vocabularies). Every prompt is a different random
+word sequence, so prefix caching cannot shortcut the prefill. The server's
+usage.prompt_tokens is what the results count.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import httpx
+
+from tui.bench.model import RunContext
+from tui.config import BenchmarkPreset
+
+_WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "it",
+    "at",
+    "by",
+    "from",
+    "this",
+    "be",
+    "are",
+    "was",
+    "or",
+    "an",
+    "which",
+    "have",
+    "not",
+    "had",
+    "but",
+    "all",
+    "were",
+    "can",
+    "one",
+    "there",
+    "their",
+    "has",
+    "more",
+    "when",
+    "will",
+    "other",
+    "would",
+    "time",
+    "about",
+    "many",
+    "some",
+    "these",
+    "may",
+    "like",
+    "into",
+    "than",
+    "first",
+    "been",
+    "who",
+    "over",
+    "new",
+    "only",
+    "most",
+    "also",
+    "after",
+    "made",
+    "such",
+    "where",
+    "could",
+    "through",
+    "back",
+    "very",
+    "long",
+    "just",
+    "great",
+    "well",
+    "because",
+    "system",
+    "number",
+    "water",
+    "people",
+    "state",
+    "world",
+    "day",
+    "part",
+    "place",
+    "work",
+    "year",
+    "house",
+    "point",
+    "small",
+    "large",
+    "every",
+    "under",
+    "light",
+    "night",
+    "early",
+    "city",
+    "river",
+    "market",
+    "power",
+    "field",
+    "music",
+    "order",
+    "story",
+]
+
+PROMPT_BY_TOKENIZE = "/tokenize calibration"
+PROMPT_BY_APPROXIMATION = "approximation: one token per common word (server has no /tokenize)"
+
+
+@dataclass(frozen=True, slots=True)
+class SloSpec:
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BenchSpec:
+    """Everything the runner process needs; travels as JSON on its stdin."""
+
+    base_url: str
+    model: str = ""  # empty: the first id from /v1/models
+    preset: str = "custom"
+    endpoint: str = "completions"
+    input_tokens: int = 1024
+    output_tokens: int = 256
+    concurrency: tuple[int, ...] = (1,)
+    request_rates: tuple[float, ...] = ()  # empty: closed loop at each concurrency
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    num_requests: int = 0  # 0: per level, max(8, 4 x concurrency)
+    temperature: float = 0.0
+    ignore_eos: bool = True
+    warmup_requests: int = 1
+    api_key_env: str | None = None  # the NAME of the variable; the key never travels
+    read_timeout_s: float = 600.0
+    connect_timeout_s: float = 10.0
+    transport: str = "httpx-aiohttp"
+    processes: int = 0  # 0: one per 256 concurrent streams, at most cpu_count - 1
+    seed: int = 0
+    progress_interval_s: float = 0.5
+    scrape_metrics: bool = True
+    slos: SloSpec = field(default_factory=SloSpec)
+    context: RunContext = field(default_factory=RunContext)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchSpec:
+        values = dict(data)
+        values["slos"] = SloSpec(**(values.get("slos") or {}))
+        values["context"] = RunContext(**(values.get("context") or {}))
+        values["concurrency"] = tuple(int(c) for c in values.get("concurrency") or (1,))
+        values["request_rates"] = tuple(float(r) for r in values.get("request_rates") or ())
+        return cls(**values)
+
+    def levels(self) -> list[tuple[int, float | None]]:
+        """(max concurrency, request rate or None) for each level, in order."""
+        if self.request_rates:
+            cap = max(self.concurrency) if self.concurrency else 256
+            return [(cap, rate) for rate in self.request_rates]
+        return [(concurrency, None) for concurrency in self.concurrency]
+
+    def requests_for(self, concurrency: int) -> int:
+        return self.num_requests if self.num_requests > 0 else max(8, 4 * concurrency)
+
+
+def spec_from_preset(preset: BenchmarkPreset, base_url: str, **overrides: Any) -> BenchSpec:
+    """A spec from a profile's preset; keyword overrides win (CLI flags)."""
+    spec = BenchSpec(
+        base_url=base_url,
+        preset=preset.name,
+        endpoint=preset.endpoint,
+        input_tokens=preset.input_tokens,
+        output_tokens=preset.output_tokens,
+        concurrency=tuple(preset.concurrency),
+        request_rates=tuple(preset.request_rate),
+        arrival=preset.arrival,
+        burstiness=preset.burstiness,
+        num_requests=preset.num_requests,
+        temperature=preset.temperature,
+        ignore_eos=preset.ignore_eos,
+        warmup_requests=preset.warmup_requests,
+    )
+    return replace(spec, **{key: value for key, value in overrides.items() if value is not None})
+
+
+def api_url(base_url: str, path: str) -> str:
+    """`path` under the server root, whether base_url ends in /v1 or not."""
+    root = base_url.rstrip("/")
+    if root.endswith("/v1"):
+        root = root[:-3]
+    return root + path
+
+
+def endpoint_path(endpoint: str) -> str:
+    return "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
+
+
+def random_words(count: int, rng: random.Random) -> str:
+    return "".join(" " + rng.choice(_WORDS) for _ in range(max(count, 1)))
+
+
+async def count_tokens(client: httpx.AsyncClient, spec: BenchSpec, text: str) -> int | None:
+    """Tokens in `text` by the server's /tokenize, or None when it has none."""
+    try:
+        response = await client.post(
+            api_url(spec.base_url, "/tokenize"), json={"model": spec.model, "prompt": text}
+        )
+    except httpx.HTTPError:
+        return None
+    if response.status_code != 200:
+        return None
+    try:
+        count = response.json().get("count")
+    except ValueError:
+        return None
+    return int(count) if isinstance(count, int) and count > 0 else None
+
+
+async def words_for_tokens(client: httpx.AsyncClient, spec: BenchSpec) -> tuple[int, str]:
+    """How many words make `input_tokens` tokens, and how that was decided."""
+    target = spec.input_tokens
+    words = target
+    rng = random.Random(spec.seed ^ 0x5EED)
+    for _ in range(4):
+        counted = await count_tokens(client, spec, random_words(words, rng))
+        if counted is None:
+            return target, PROMPT_BY_APPROXIMATION
+        if counted == target:
+            break
+        words = max(1, round(words * target / counted))
+    return words, PROMPT_BY_TOKENIZE
+
+
+def make_prompts(words: int, count: int, seed: int) -> list[str]:
+    """`count` distinct prompts of `words` random words each (no shared prefix)."""
+    rng = random.Random(seed)
+    return [random_words(words, rng) for _ in range(count)]
+
+
+def request_payload(spec: BenchSpec, prompt: str) -> dict[str, Any]:
+    """The OpenAI request body, with temperature and ignore_eos always explicit."""
+    payload: dict[str, Any] = {
+        "model": spec.model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": spec.temperature,
+        "ignore_eos": spec.ignore_eos,
+    }
+    if spec.endpoint == "chat":
+        payload["messages"] = [{"role": "user", "content": prompt}]
+        payload["max_completion_tokens"] = spec.output_tokens
+    else:
+        payload["prompt"] = prompt
+        payload["max_tokens"] = spec.output_tokens
+    return payload
+
+
+def arrival_gaps_s(rate: float, burstiness: float, seed: int) -> Iterator[float]:
+    """Gaps between request starts: gamma(shape=burstiness, mean 1/rate); 1.0 is Poisson."""
+    if rate <= 0 or math.isinf(rate):
+        while True:
+            yield 0.0
+    rng = random.Random(seed)
+    theta = 1.0 / (rate * burstiness)
+    while True:
+        yield rng.gammavariate(burstiness, theta)

@@ -1,0 +1,185 @@
+"""`servedeck bench`: run a benchmark preset against a profile's server, a URL or the demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import signal
+import sys
+from dataclasses import replace
+
+from tui.bench.context import context_for_profile
+from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
+from tui.bench.export import result_to_json
+from tui.bench.history import append_result
+from tui.bench.model import BenchResult, LevelResult, RunContext
+from tui.bench.workload import BenchSpec, spec_from_preset
+from tui.config import BenchmarkPreset, default_presets
+from tui.errors import UsageError
+from tui.profile_store import load_profile
+
+
+def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        parents=[common],
+        help="benchmark the server (vLLM `bench serve` metrics) and optionally save the result",
+    )
+    parser.add_argument("--url", help="server base URL (instead of a profile)")
+    parser.add_argument("--model", help="model name to request (default: first of /v1/models)")
+    parser.add_argument("--preset", help="preset name (quick, sweep, prefill, rate or a profile's)")
+    parser.add_argument("--concurrency", type=int, nargs="+", metavar="N", help="levels")
+    parser.add_argument("--num-requests", type=int, metavar="N", help="requests per level")
+    parser.add_argument("--input-tokens", type=int, metavar="N")
+    parser.add_argument("--output-tokens", type=int, metavar="N")
+    parser.add_argument("--timeout", type=float, metavar="S", help="read timeout per request")
+    parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
+    parser.add_argument("--save", action="store_true", help="append the result to the history")
+    parser.set_defaults(func=_bench)
+
+
+def _positive(name: str, value: int | float | None) -> None:
+    if value is not None and value <= 0:
+        raise UsageError(f"--{name} must be positive, got {value}")
+
+
+def _demo_base_url() -> str:
+    """The simulator's URL; a one-line error when this build has no simulator."""
+    try:
+        sim = importlib.import_module("tui.sim")
+    except ImportError:
+        raise UsageError("--demo needs the simulator (tui.sim), which is not available") from None
+    start = getattr(sim, "inference_base_url", None)
+    if start is None:
+        raise UsageError("the simulator (tui.sim) has no inference server to benchmark")
+    return str(start())
+
+
+def build_spec(args: argparse.Namespace) -> BenchSpec:
+    """Turn the command line (and the profile it names) into a BenchSpec."""
+    for name in ("num_requests", "input_tokens", "output_tokens", "timeout"):
+        _positive(name.replace("_", "-"), getattr(args, name))
+    for level in args.concurrency or ():
+        _positive("concurrency", level)
+    if args.url:
+        presets: dict[str, BenchmarkPreset] = default_presets()
+        default_name = "quick"
+        base_url = args.url
+        context = RunContext(profile="(url)", host=args.url, base_url=args.url)
+        api_key_env = None
+    else:
+        profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
+        presets = dict(profile.benchmark.presets)
+        default_name = profile.benchmark.default_preset
+        base_url = _demo_base_url() if profile.is_demo else profile.service.base_url
+        context = context_for_profile(profile)
+        api_key_env = profile.service.api_key_env
+    name = args.preset or default_name
+    if name not in presets:
+        known = ", ".join(sorted(presets))
+        raise UsageError(f"unknown preset {name!r}; known presets: {known}")
+    return spec_from_preset(
+        presets[name],
+        base_url,
+        model=args.model or "",
+        concurrency=tuple(args.concurrency) if args.concurrency else None,
+        num_requests=args.num_requests,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        read_timeout_s=args.timeout,
+        api_key_env=api_key_env,
+        context=replace(context, base_url=base_url),
+    )
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def format_level(level: LevelResult) -> str:
+    load = f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
+    flag = " partial" if level.partial else ""
+    return (
+        f"{load:>8} {level.completed:>5}/{level.num_requests:<5} {level.failed:>5} "
+        f"{_ms(level.ttft.median_ms):>9} {_ms(level.ttft.p99_ms):>9} "
+        f"{_ms(level.tpot.median_ms):>9} {_ms(level.itl.p99_ms):>9} "
+        f"{level.output_throughput:>10,.1f} {level.request_throughput:>7.2f}{flag}"
+    )
+
+
+def format_result(result: BenchResult) -> str:
+    context = result.context
+    lines = [
+        f"servedeck bench: {result.preset} on {context.host or context.base_url}"
+        f"  model {context.model}  {context.engine} {context.engine_version}".rstrip(),
+        f"  input {result.input_tokens} tok, output {result.output_tokens} tok, "
+        f"{result.endpoint}, temperature {result.temperature:g}, ignore_eos {result.ignore_eos}",
+        f"{'load':>8} {'ok/sent':>11} {'fail':>5} {'TTFT p50':>9} {'TTFT p99':>9} "
+        f"{'TPOT p50':>9} {'ITL p99':>9} {'out tok/s':>10} {'req/s':>7}",
+    ]
+    lines += [format_level(level) for level in result.levels]
+    for level in result.levels:
+        if level.errors:
+            lines.append(f"  c={level.concurrency}: first error: {level.errors[0]}")
+        server = level.server
+        if server and server.requests:
+            parts = [
+                f"{label} {value:,.1f} ms"
+                for label, value in (
+                    ("queue", server.mean_queue_ms),
+                    ("prefill", server.mean_prefill_ms),
+                    ("decode", server.mean_decode_ms),
+                )
+                if value is not None
+            ]
+            lines.append(f"  c={level.concurrency}: server mean " + ", ".join(parts))
+    single = result.single_stream_tok_s
+    if single:
+        lines.append(f"decode {single:,.1f} tok/s per stream (1 / mean TPOT at concurrency 1)")
+    prefill = [lv.prefill_tok_s_per_request for lv in result.levels if lv.concurrency == 1]
+    if prefill and prefill[0]:
+        lines.append(f"prefill {prefill[0]:,.0f} prompt tok/s per request (prompt / TTFT)")
+    if result.levels and result.levels[0].output_tokens_source != "usage":
+        lines.append(f"output tokens: {result.levels[0].output_tokens_source}")
+    if result.partial:
+        lines.append("PARTIAL: the run was cancelled or did not finish every level")
+    return "\n".join(lines)
+
+
+async def _drive(spec: BenchSpec, show_progress: bool) -> BenchResult:
+    process = BenchProcess(spec)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, process.cancel)
+    try:
+        async for event in process.events():
+            if not show_progress:
+                continue
+            if isinstance(event, BenchStarted):
+                print(f"model {event.model}, prompts by {event.prompt_method}", file=sys.stderr)
+            elif isinstance(event, BenchProgress):
+                load = f"c={event.concurrency}"
+                print(
+                    f"\r{load}: {event.done}/{event.total} done, {event.failed} failed, "
+                    f"{event.tok_s:,.0f} tok/s   ",
+                    end="",
+                    file=sys.stderr,
+                )
+            elif isinstance(event, LevelResult):
+                print("", file=sys.stderr)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+    assert process.result is not None
+    return process.result
+
+
+def _bench(args: argparse.Namespace) -> int:
+    spec = build_spec(args)
+    result = asyncio.run(_drive(spec, show_progress=sys.stderr.isatty() and not args.json))
+    if args.save:
+        append_result(result)
+    print(result_to_json(result) if args.json else format_result(result))
+    if not args.json and args.save:
+        print("saved to the benchmark history")
+    failed_everything = all(level.completed == 0 for level in result.levels)
+    return 1 if failed_everything else 0

@@ -1,0 +1,164 @@
+"""The Benchmark pane: live progress, a table per level, a chart, and past runs compared.
+
+A pure view: it is handed frozen events and results from tui.bench and draws
+them; it never measures or computes a metric itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Static
+
+from tui.bench.driver import BenchProgress, BenchStarted
+from tui.bench.model import BenchResult, LevelResult
+
+FORMULAS = (
+    "TTFT = first token chunk - send time;  E2EL = last token chunk - send time;\n"
+    "TPOT = (E2EL - TTFT) / (output tokens - 1);  ITL = every chunk-to-chunk gap (pooled);\n"
+    "output tok/s = output tokens / (first dispatch .. last completion)  (vLLM bench serve)"
+)
+_BAR_WIDTH = 28
+_LEVEL_COLUMNS = (
+    "load", "ok", "fail", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "ITL p99 ms",
+    "out tok/s", "req/s",
+)  # fmt: skip
+_HISTORY_COLUMNS = (
+    "when", "preset", "model", "GPUs", "TP/EP", "config", "1-stream tok/s", "best tok/s", "at",
+)  # fmt: skip
+
+
+def _load_label(level: LevelResult) -> str:
+    return f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
+
+
+def _bar(value: float, top: float, style: str) -> Text:
+    filled = 0 if top <= 0 else round(_BAR_WIDTH * value / top)
+    return Text("█" * filled + "·" * (_BAR_WIDTH - filled), style=style)
+
+
+class BenchView(VerticalScroll):
+    """Live progress, per-level results, a throughput/TTFT chart and past runs."""
+
+    DEFAULT_CSS = """
+    BenchView { padding: 0 1; }
+    BenchView > Static { height: auto; margin: 0 0 1 0; }
+    BenchView > DataTable { height: auto; max-height: 14; margin: 0 0 1 0; }
+    BenchView #bench-formulas { color: $text-muted; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("No benchmark yet: press b to run the default preset.", style="dim"),
+                     id="bench-progress")  # fmt: skip
+        levels = DataTable(id="bench-levels", cursor_type="row", zebra_stripes=True)
+        levels.add_columns(*_LEVEL_COLUMNS)
+        yield levels
+        yield Static("", id="bench-chart")
+        history = DataTable(id="bench-history", cursor_type="row")
+        history.add_columns(*_HISTORY_COLUMNS)
+        yield history
+        yield Static(FORMULAS, id="bench-formulas")
+
+    def show_started(self, started: BenchStarted) -> None:
+        version = f" {started.engine_version}" if started.engine_version else ""
+        self.query_one("#bench-progress", Static).update(
+            Text(f"Running against {started.model}{version} ({started.prompt_method})")
+        )
+        self.query_one("#bench-levels", DataTable).clear()
+        self.query_one("#bench-chart", Static).update("")
+
+    def show_progress(self, progress: BenchProgress) -> None:
+        load = (
+            f"c={progress.concurrency}"
+            if progress.request_rate is None
+            else f"{progress.request_rate:g} req/s"
+        )
+        line = Text.assemble(
+            (f"{load}  ", "bold"),
+            f"{progress.done}/{progress.total} requests  ",
+            (f"{progress.tok_s:,.0f} tok/s now  ", "bold cyan"),
+            (f"{progress.failed} errors", "bold red" if progress.failed else "dim"),
+            f"  {progress.elapsed_s:.0f} s",
+        )
+        self.query_one("#bench-progress", Static).update(line)
+
+    def show_error(self, message: str) -> None:
+        self.query_one("#bench-progress", Static).update(Text(message, style="bold red"))
+
+    def show_level(self, level: LevelResult) -> None:
+        table = self.query_one("#bench-levels", DataTable)
+        fail = Text(str(level.failed), style="bold red" if level.failed else "")
+        key = f"{_load_label(level)}"
+        if key in table.rows:
+            table.remove_row(key)
+        table.add_row(
+            _load_label(level) + (" *" if level.partial else ""),
+            f"{level.completed}/{level.num_requests}",
+            fail,
+            f"{level.ttft.median_ms:,.1f}",
+            f"{level.ttft.p99_ms:,.1f}",
+            f"{level.tpot.median_ms:,.2f}",
+            f"{level.itl.p99_ms:,.2f}",
+            f"{level.output_throughput:,.1f}",
+            f"{level.request_throughput:,.2f}",
+            key=key,
+        )
+
+    def show_result(self, result: BenchResult) -> None:
+        self.query_one("#bench-levels", DataTable).clear()
+        for level in result.levels:
+            self.show_level(level)
+        self.query_one("#bench-chart", Static).update(self._chart(result.levels))
+        context = result.context
+        state = "partial result (cancelled)" if result.partial else "done"
+        self.query_one("#bench-progress", Static).update(
+            Text.assemble(
+                (f"{result.preset} {state}: ", "bold"),
+                f"{context.model} on {context.host or context.base_url}, "
+                f"input {result.input_tokens} / output {result.output_tokens} tokens",
+            )
+        )
+
+    @staticmethod
+    def _chart(levels: Sequence[LevelResult]) -> Table:
+        chart = Table.grid(padding=(0, 1))
+        for _ in range(5):
+            chart.add_column(no_wrap=True)
+        chart.add_row(Text("load", style="bold"), Text("output tok/s", style="bold"), "",
+                      Text("TTFT p50", style="bold"), "")  # fmt: skip
+        top_tok = max((level.output_throughput for level in levels), default=0.0)
+        top_ttft = max((level.ttft.median_ms for level in levels), default=0.0)
+        for level in levels:
+            chart.add_row(
+                _load_label(level),
+                _bar(level.output_throughput, top_tok, "green"),
+                f"{level.output_throughput:>9,.0f}",
+                _bar(level.ttft.median_ms, top_ttft, "yellow"),
+                f"{level.ttft.median_ms:>8,.1f} ms",
+            )
+        return chart
+
+    def show_history(self, runs: Sequence[BenchResult]) -> None:
+        """Past runs of this host, newest first: one row per run."""
+        table = self.query_one("#bench-history", DataTable)
+        table.clear()
+        for run in runs:
+            context = run.context
+            best = max(run.levels, key=lambda level: level.output_throughput, default=None)
+            single = run.single_stream_tok_s
+            table.add_row(
+                run.started_at[:16].replace("T", " "),
+                run.preset + (" *" if run.partial else ""),
+                context.model,
+                context.gpus or "?",
+                f"TP{context.tp}" + ("+EP" if context.ep else ""),
+                context.config_hash[:8],
+                f"{single:,.1f}" if single else "-",
+                f"{best.output_throughput:,.0f}" if best else "-",
+                _load_label(best) if best else "-",
+                key=run.run_id,
+            )
