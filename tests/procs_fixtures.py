@@ -96,10 +96,6 @@ class HintGpuSource:
         return None
 
 
-def gpu_source_for(profile: object, host: object) -> HintGpuSource:
-    return HintGpuSource()
-
-
 @dataclass
 class Orphan:
     pid: int

@@ -22,7 +22,12 @@ GIB = 1024**3
 
 @pytest.fixture(autouse=True)
 def hint_gpu_source(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tui.procs.gpu_hints.GPU_FACTORY_MODULE", procs_fixtures.__name__)
+    """No GPU here: the deck's GPU source is replaced by one that names the test's processes."""
+
+    async def hint_source(deck: object) -> procs_fixtures.HintGpuSource:
+        return procs_fixtures.HintGpuSource()
+
+    monkeypatch.setattr("tui.deck.Deck.gpu_source", hint_source)
 
 
 def test_procs_json_lists_an_adopted_worker_as_leftover(spawn_orphan, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -10,15 +10,13 @@ import argparse
 import asyncio
 import sys
 
+from tui.commands._target import deck_from_args
 from tui.commands.procs_cmd import current_listing
-from tui.console import host_for
 from tui.errors import UsageError
-from tui.procs.gpu_hints import rereader
+from tui.procs.gpu_hints import deck_context, rereader
 from tui.procs.kill import DEFAULT_TIMEOUT_S, check_targets, kill_processes, leftovers
-from tui.procs.listing import context_for
 from tui.procs.model import GpuProcess, KillReport
 from tui.procs.text import report_lines, target_lines
-from tui.profile_store import load_profile
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -86,14 +84,14 @@ def confirm(targets: list[GpuProcess], args: argparse.Namespace) -> set[int] | N
 
 
 def _kill(args: argparse.Namespace) -> int:
-    profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
     if args.timeout <= 0:
         raise UsageError("kill: --timeout must be a positive number of seconds")
+    deck = deck_from_args(args)
+    profile, host = deck.profile, deck.host
 
     async def _run() -> KillReport | None:
-        host = host_for(profile)
         try:
-            listing = await current_listing(profile, host)
+            listing = await current_listing(deck)
             targets = choose_targets(listing.processes, args)
             if not targets:
                 print(f"{host.label}: no leftover GPU processes")
@@ -114,15 +112,15 @@ def _kill(args: argparse.Namespace) -> int:
             return await kill_processes(
                 host,
                 targets,
-                context_for(profile, host),
+                await deck_context(deck),
                 read_only=profile.read_only,
                 timeout_s=args.timeout,
                 confirmed_foreign=confirmed,
-                reread=rereader(profile, host),
+                reread=rereader(deck),
                 action="kill --leftovers" if args.leftovers else "kill",
             )
         finally:
-            await host.close()
+            await deck.close()
 
     report = asyncio.run(_run())
     if report is None:

@@ -6,14 +6,12 @@ import argparse
 import asyncio
 import json
 
-from tui.config import Profile
-from tui.console import host_for
-from tui.hosts.base import Host
-from tui.procs.gpu_hints import gpu_snapshot
-from tui.procs.listing import context_for, list_gpu_processes
+from tui.commands._target import deck_from_args
+from tui.deck import Deck
+from tui.procs.gpu_hints import deck_context, gpu_snapshot
+from tui.procs.listing import list_gpu_processes
 from tui.procs.model import ProcListing
 from tui.procs.text import listing_json, listing_lines
-from tui.profile_store import load_profile
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -26,21 +24,21 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.set_defaults(func=_procs)
 
 
-async def current_listing(profile: Profile, host: Host) -> ProcListing:
-    """One listing of the profile's host, hinted by its GPU source when there is one."""
-    snapshot = await gpu_snapshot(profile, host)
-    return await list_gpu_processes(host, snapshot, context_for(profile, host))
+async def current_listing(deck: Deck) -> ProcListing:
+    """One listing of the deck's host, hinted by its GPU source when there is one."""
+    snapshot = await gpu_snapshot(deck)
+    return await list_gpu_processes(deck.host, snapshot, await deck_context(deck))
 
 
 def _procs(args: argparse.Namespace) -> int:
-    profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
+    deck = deck_from_args(args)
+    profile = deck.profile
 
     async def _run() -> ProcListing:
-        host = host_for(profile)
         try:
-            return await current_listing(profile, host)
+            return await current_listing(deck)
         finally:
-            await host.close()
+            await deck.close()
 
     listing = asyncio.run(_run())
     if args.json:

@@ -1,41 +1,50 @@
-"""Where the process killer gets its GPU pid hints: whatever GPU source the profile has.
+"""Where the process killer gets its GPU pid hints: the deck's GPU source.
 
-The GPU sources live in tui.gpu; this module only asks them for one snapshot.
-Without a source (no driver, or none built in), the listing falls back to the
-processes holding /dev/nvidia* open, with GPU memory unknown.
+Without a usable source (no driver), the listing falls back to the processes
+holding /dev/nvidia* open, with GPU memory unknown.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 
-from tui.config import Profile
+from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot
-from tui.hosts.base import Host
-
-# A module exposing `gpu_source_for(profile, host) -> GpuSource`.
-GPU_FACTORY_MODULE = "tui.gpu.factory"
+from tui.procs.listing import ClassifyContext, context_for
 
 
-async def gpu_snapshot(profile: Profile, host: Host) -> GpuBoxSnapshot | None:
-    """One snapshot from the profile's GPU source, or None when there is none."""
-    try:
-        factory = importlib.import_module(GPU_FACTORY_MODULE)
-    except ImportError:
-        return None
-    source = factory.gpu_source_for(profile, host)
-    try:
-        snapshot: GpuBoxSnapshot = await source.sample()
-    finally:
-        await source.aclose()
+async def gpu_snapshot(deck: Deck) -> GpuBoxSnapshot | None:
+    """One snapshot from the deck's GPU source, or None when it has no GPUs."""
+    source = await deck.gpu_source()
+    snapshot = await source.sample()
     return snapshot if snapshot.available else None
 
 
-def rereader(profile: Profile, host: Host) -> Callable[[], Awaitable[GpuBoxSnapshot | None]]:
+def rereader(deck: Deck) -> Callable[[], Awaitable[GpuBoxSnapshot | None]]:
     """The re-read callback a kill uses to see what memory was released."""
 
     async def reread() -> GpuBoxSnapshot | None:
-        return await gpu_snapshot(profile, host)
+        return await gpu_snapshot(deck)
 
     return reread
+
+
+async def deck_context(deck: Deck) -> ClassifyContext:
+    """Classification context with the unit's state and MainPID from the deck's service."""
+    unit_active = None
+    main_pid = None
+    service = deck.service()
+    if service is not None:
+        try:
+            state = await service.state()
+        except Exception:  # the listing still works without the unit's word
+            state = None
+        if state is not None and state.exists:
+            unit_active = state.active_state in (
+                "active",
+                "activating",
+                "reloading",
+                "deactivating",
+            )
+            main_pid = state.main_pid or None
+    return context_for(deck.profile, deck.host, unit_active=unit_active, main_pid=main_pid)

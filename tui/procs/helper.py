@@ -208,12 +208,31 @@ def is_subreaper(parent, subreaper_pids):
     return parent["comm"] in KNOWN_SUBREAPERS[1:]
 
 
-def classify(info, parent, unit, unit_active, patterns, subreaper_pids=()):
+def descends_from(info, ancestor_pid, proc=PROC, limit=64):
+    """Whether ancestor_pid is the process itself or one of its ancestors."""
+    if not ancestor_pid or ancestor_pid <= 1:
+        return False
+    pid = info["pid"]
+    for _ in range(limit):
+        if pid == ancestor_pid:
+            return True
+        if pid <= 1:
+            return False
+        current = read_process(pid, proc)
+        if current is None:
+            return False
+        pid = current["ppid"]
+    return False
+
+
+def classify(info, parent, unit, unit_active, patterns, subreaper_pids=(), under_main_pid=False):
     """(class, reason): service, leftover, defunct or foreign."""
     if info["state"] == "Z":
         return "defunct", f"zombie: parent {info['ppid']} must reap it"
     if info["kthread"]:
         return "foreign", "kernel thread"
+    if under_main_pid and unit_active is not False:
+        return "service", f"in the process tree of {unit or 'the service'}'s main process"
     if in_unit_cgroup(info["cgroup"], unit):
         if unit_active is False:
             return "leftover", f"in {unit}'s cgroup, unit not running"
@@ -233,6 +252,7 @@ def list_processes(request, proc=PROC):
     hints = request.get("hints", [])
     unit = request.get("unit")
     unit_active = request.get("unit_active")
+    main_pid = request.get("main_pid")
     patterns = request.get("patterns", [])
     subreapers = set(request.get("subreaper_pids", []))
     holders, complete = nvidia_device_holders(proc, request.get("device_prefix", "/dev/nvidia"))
@@ -287,7 +307,8 @@ def list_processes(request, proc=PROC):
     result = []
     for info in by_pid.values():
         parent = read_process(info["ppid"], proc) if info["ppid"] > 0 else None
-        klass, reason = classify(info, parent, unit, unit_active, patterns, subreapers)
+        under_main = descends_from(info, main_pid, proc)
+        klass, reason = classify(info, parent, unit, unit_active, patterns, subreapers, under_main)
         if info["pid_source"] == "unverified" and klass != "defunct":
             klass, reason = "foreign", "the GPU's pid does not hold /dev/nvidia* here"
         info.update(

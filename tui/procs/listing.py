@@ -39,6 +39,8 @@ class ClassifyContext:
 
     unit: str | None = None
     unit_active: bool | None = None
+    # The unit's MainPID: its whole process tree belongs to the running service.
+    main_pid: int | None = None
     patterns: tuple[str, ...] = ENGINE_PATTERNS
     # Processes that adopt orphans (PR_SET_CHILD_SUBREAPER) besides PID 1 and known inits.
     subreaper_pids: tuple[int, ...] = ()
@@ -51,6 +53,7 @@ class ClassifyContext:
         return {
             "unit": self.unit,
             "unit_active": self.unit_active,
+            "main_pid": self.main_pid,
             "patterns": list(self.patterns),
             "subreaper_pids": list(self.subreaper_pids),
             "console_pid": self.console_pid,
@@ -77,6 +80,7 @@ def context_for(
     host: Host,
     unit_active: bool | None = None,
     subreaper_pids: Sequence[int] = (),
+    main_pid: int | None = None,
 ) -> ClassifyContext:
     """The classification context for a profile's host; a local subreaper console counts."""
     patterns = tuple(dict.fromkeys((*profile.service.process_patterns, *ENGINE_PATTERNS)))
@@ -86,6 +90,7 @@ def context_for(
     return ClassifyContext(
         unit=profile.service.unit,
         unit_active=unit_active,
+        main_pid=main_pid,
         patterns=patterns,
         subreaper_pids=subreapers,
         console_pid=os.getpid() if host.is_local else None,
