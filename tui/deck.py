@@ -10,6 +10,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit, urlunsplit
 
 from tui.config import Profile
 from tui.gpu.factory import gpu_source_for
@@ -49,6 +50,16 @@ class Deck:
     @property
     def host_label(self) -> str:
         return "simulator" if self.box is not None else self.profile.host.route
+
+    async def reachable_base_url(self) -> str:
+        """The service URL as this machine can reach it: a remote loopback goes through SSH."""
+        url = self.base_url
+        parts = urlsplit(url)
+        forward = getattr(self.host, "forward_local_port", None)
+        if forward is None or parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+            return url
+        local_port = await forward(parts.hostname, parts.port or 80)
+        return urlunsplit(parts._replace(netloc=f"127.0.0.1:{local_port}"))
 
     async def gpu_source(self) -> GpuSource:
         if self._gpu_source is None:

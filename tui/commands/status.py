@@ -48,12 +48,17 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
             report["errors"].append(str(error))
         progress = tracker.snapshot()
         report["load"] = dataclasses.asdict(progress) if lines else None
-        readiness = await ReadinessProbe(service.base_url).check(progress if lines else None)
+        base_url = service.base_url
+        try:
+            base_url = await deck.reachable_base_url()
+        except ServedeckError as error:
+            report["errors"].append(str(error))
+        readiness = await ReadinessProbe(base_url).check(progress if lines else None)
         report["readiness"] = dataclasses.asdict(readiness)
         metrics = None
         if readiness.health_ok:
             try:
-                metrics = await MetricsPoller(service.base_url).poll()
+                metrics = await MetricsPoller(base_url).poll()
             except ServedeckError as error:
                 report["errors"].append(str(error))
         if metrics is None and progress.engine_stats is not None:

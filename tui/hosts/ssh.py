@@ -77,6 +77,7 @@ class SSHHost:
         self._failures = 0
         self._next_attempt_at = 0.0
         self._last_failure = ""
+        self._forwards: dict[tuple[str, int], tuple[Connection, asyncssh.SSHListener]] = {}
 
     # -- the connection ---------------------------------------------------------------
 
@@ -294,7 +295,31 @@ class SSHHost:
             raise HostError(self._route, f"cannot read {path}: {reason}")
         return bytes(stdout or b"")
 
+    async def forward_local_port(self, remote_host: str, remote_port: int) -> int:
+        """A port on this machine's loopback tunnelled to remote_host:remote_port on the box.
+
+        vLLM usually listens on the box's loopback only; HTTP sources (metrics, readiness,
+        benchmarks) reach it through this forward, re-created after a reconnect.
+        """
+        connection = await self._connection()
+        known = self._forwards.get((remote_host, remote_port))
+        if known is not None and known[0] is connection:
+            return known[1].get_port()
+        try:
+            listener = await connection.forward_local_port("127.0.0.1", 0, remote_host, remote_port)
+        except (OSError, asyncssh.Error) as error:
+            raise HostError(
+                self._route, f"cannot forward a port to {remote_host}:{remote_port}: {error}"
+            ) from None
+        if known is not None:
+            known[1].close()
+        self._forwards[(remote_host, remote_port)] = (connection, listener)
+        return listener.get_port()
+
     async def close(self) -> None:
+        for _, listener in self._forwards.values():
+            listener.close()
+        self._forwards.clear()
         for remote in list(self._streams):
             await self._end(remote)
         self._streams.clear()
