@@ -38,7 +38,7 @@ def test_bench_table_output(sse_server: str, capsys: pytest.CaptureFixture[str])
     [
         (["--url", "http://127.0.0.1:9", "--preset", "nope"], "unknown preset 'nope'"),
         (["--url", "http://127.0.0.1:9", "--concurrency", "0"], "--concurrency must be positive"),
-        (["--demo"], "simulator"),
+        (["--demo", "--preset", "nope"], "unknown preset 'nope'"),
     ],
 )
 def test_bench_usage_errors_are_one_line(
@@ -53,3 +53,16 @@ def test_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["bench", "--url", "http://127.0.0.1:9", "--num-requests", "1"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("servedeck: error: benchmark:") and "\n" not in err
+
+
+def test_bench_quick_on_the_demo_saves_to_history(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--demo` loads a simulated box, benchmarks it through the same client, keeps the result."""
+    code = main(
+        ["bench", "--demo", "--num-requests", "3", "--output-tokens", "16", "--save", "--json"]
+    )
+    assert code == 0
+    (level,) = json.loads(capsys.readouterr().out)
+    assert level["completed"] == 3 and level["failed"] == 0
+    (saved,) = read_history()
+    assert saved.context.profile == "demo" and saved.context.host == "simulator"
+    assert saved.context.gpus.startswith("8 x NVIDIA RTX PRO 6000")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import signal
 import sys
 from dataclasses import replace
@@ -15,9 +14,10 @@ from tui.bench.export import result_to_json
 from tui.bench.history import append_result
 from tui.bench.model import BenchResult, LevelResult, RunContext
 from tui.bench.workload import BenchSpec, spec_from_preset
+from tui.commands._target import deck_from_args
 from tui.config import BenchmarkPreset, default_presets
-from tui.errors import UsageError
-from tui.profile_store import load_profile
+from tui.deck import Deck
+from tui.errors import ServedeckError, UsageError
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -44,20 +44,10 @@ def _positive(name: str, value: int | float | None) -> None:
         raise UsageError(f"--{name} must be positive, got {value}")
 
 
-def _demo_base_url() -> str:
-    """The simulator's URL; a one-line error when this build has no simulator."""
-    try:
-        sim = importlib.import_module("tui.sim")
-    except ImportError:
-        raise UsageError("--demo needs the simulator (tui.sim), which is not available") from None
-    start = getattr(sim, "inference_base_url", None)
-    if start is None:
-        raise UsageError("the simulator (tui.sim) has no inference server to benchmark")
-    return str(start())
-
-
-def build_spec(args: argparse.Namespace) -> BenchSpec:
-    """Turn the command line (and the profile it names) into a BenchSpec."""
+def build_spec(
+    args: argparse.Namespace, deck: Deck | None = None, base_url: str = "", gpus: str = ""
+) -> BenchSpec:
+    """Turn the command line (and the deck of the profile it names) into a BenchSpec."""
     for name in ("num_requests", "input_tokens", "output_tokens", "timeout"):
         _positive(name.replace("_", "-"), getattr(args, name))
     for level in args.concurrency or ():
@@ -69,11 +59,12 @@ def build_spec(args: argparse.Namespace) -> BenchSpec:
         context = RunContext(profile="(url)", host=args.url, base_url=args.url)
         api_key_env = None
     else:
-        profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
+        assert deck is not None, "a profile run needs its deck"
+        profile = deck.profile
         presets = dict(profile.benchmark.presets)
         default_name = profile.benchmark.default_preset
-        base_url = _demo_base_url() if profile.is_demo else profile.service.base_url
-        context = context_for_profile(profile)
+        base_url = base_url or profile.service.base_url
+        context = replace(context_for_profile(profile, gpus), host=deck.host_label)
         api_key_env = profile.service.api_key_env
     name = args.preset or default_name
     if name not in presets:
@@ -173,9 +164,31 @@ async def _drive(spec: BenchSpec, show_progress: bool) -> BenchResult:
     return process.result
 
 
+async def gpu_set(deck: Deck) -> str:
+    """ "8 x NVIDIA H200" style description of the deck's GPUs ("" when unknown)."""
+    try:
+        snapshot = await (await deck.gpu_source()).sample()
+    except ServedeckError:
+        return ""
+    names = [static.name for static in snapshot.statics]
+    return f"{len(names)} x {names[0]}" if names and snapshot.available else ""
+
+
+async def _bench_profile(args: argparse.Namespace, show_progress: bool) -> BenchResult:
+    deck = deck_from_args(args)
+    try:
+        spec = build_spec(args, deck, await deck.reachable_base_url(), await gpu_set(deck))
+        return await _drive(spec, show_progress)
+    finally:
+        await deck.close()
+
+
 def _bench(args: argparse.Namespace) -> int:
-    spec = build_spec(args)
-    result = asyncio.run(_drive(spec, show_progress=sys.stderr.isatty() and not args.json))
+    show_progress = sys.stderr.isatty() and not args.json
+    if args.url:
+        result = asyncio.run(_drive(build_spec(args), show_progress))
+    else:
+        result = asyncio.run(_bench_profile(args, show_progress))
     if args.save:
         append_result(result)
     print(result_to_json(result) if args.json else format_result(result))
