@@ -146,6 +146,8 @@ class ServedeckApp(App[int]):
         self.bench_process: BenchProcess | None = None
         self._incoming_lines: list[LogLine] = []
         self._last_probe_s = 0.0
+        self._strip_shown: object = None
+        self._strip_at_s = 0.0
 
     # --- layout -------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -308,7 +310,13 @@ class ServedeckApp(App[int]):
 
     def _update_load(self) -> None:
         self.progress = self.tracker.snapshot()
-        if self._tab_visible("deck"):
+        now_s = time.monotonic()
+        shown = (self.progress.phase, self.progress.shards_done, self.metrics)
+        # Redraw on a visible change at once, otherwise once a second for the clocks.
+        if self._tab_visible("deck") and (
+            shown != self._strip_shown or now_s - self._strip_at_s >= 1.0
+        ):
+            self._strip_shown, self._strip_at_s = shown, now_s
             self.query_one(LoadStrip).show(self.progress, self.metrics)
         now_s = time.monotonic()
         if (
