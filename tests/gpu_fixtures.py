@@ -20,14 +20,14 @@ echo "$*" >> "$FAKE_SMI_DIR/calls.log"
 case "$*" in
   *--query-gpu*)
     if [ -n "$FAKE_SMI_STREAM_ONCE" ]; then
-      cat "$FAKE_SMI_DIR/h200_query_gpu.csv" | head -n 8
+      cat "$FAKE_SMI_DIR/handmade_8x_h200_query_gpu.csv" | head -n 8
       exit 0
     fi
-    while true; do head -n 8 "$FAKE_SMI_DIR/h200_query_gpu.csv"; sleep 0.2; done ;;
-  *--query-compute-apps*) cat "$FAKE_SMI_DIR/h200_compute_apps.csv" ;;
-  "topo -m") cat "$FAKE_SMI_DIR/h200_topo_m.txt" ;;
+    while true; do head -n 8 "$FAKE_SMI_DIR/handmade_8x_h200_query_gpu.csv"; sleep 0.2; done ;;
+  *--query-compute-apps*) cat "$FAKE_SMI_DIR/handmade_8x_h200_compute_apps.csv" ;;
+  "topo -m") cat "$FAKE_SMI_DIR/handmade_8x_h200_topo_m.txt" ;;
   -L) echo "GPU 0: NVIDIA H200 (UUID: GPU-3c8a1f52-9d1e-7b2a-51c4-0e6f8d2a9b11)" ;;
-  --version) cat "$FAKE_SMI_DIR/h200_version.txt" ;;
+  --version) cat "$FAKE_SMI_DIR/handmade_8x_h200_version.txt" ;;
   *) echo "unexpected arguments: $*" >&2; exit 2 ;;
 esac
 """
@@ -40,7 +40,7 @@ def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     script = bin_dir / "nvidia-smi"
     script.write_text(FAKE_SMI)
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    for fixture in NVIDIA_SMI_FIXTURES.glob("h200_*"):
+    for fixture in NVIDIA_SMI_FIXTURES.glob("handmade_8x_h200_*"):
         (tmp_path / fixture.name).write_bytes(fixture.read_bytes())
     monkeypatch.setenv("FAKE_SMI_DIR", str(tmp_path))
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")

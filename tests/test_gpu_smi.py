@@ -28,7 +28,7 @@ from tui.gpu.smi_parse import (
 from tui.hosts.local import LocalHost
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvidia_smi"
-QUERY_LINES = (FIXTURES / "h200_query_gpu.csv").read_text().splitlines()
+QUERY_LINES = (FIXTURES / "handmade_8x_h200_query_gpu.csv").read_text().splitlines()
 
 
 def test_query_line_loaded_h200() -> None:
@@ -88,7 +88,7 @@ def test_query_line_lost_gpu_and_garbage() -> None:
 
 
 def test_compute_apps() -> None:
-    text = (FIXTURES / "h200_compute_apps.csv").read_text()
+    text = (FIXTURES / "handmade_8x_h200_compute_apps.csv").read_text()
     unmapped = parse_compute_apps(text)
     assert len(unmapped) == 5 and {p.gpu_index for p in unmapped} == {-1}
     index_by_uuid = {
@@ -108,7 +108,7 @@ def test_compute_apps() -> None:
 
 
 def test_topo_h200() -> None:
-    topo = parse_topo((FIXTURES / "h200_topo_m.txt").read_text())
+    topo = parse_topo((FIXTURES / "handmade_8x_h200_topo_m.txt").read_text())
     assert len(topo.matrix) == 8 and all(len(row) == 8 for row in topo.matrix)
     assert topo.matrix[0][0] == "X" and topo.matrix[0][7] == "NV18"
     assert topo.numa_affinity == (0, 0, 0, 0, 1, 1, 1, 1)
@@ -128,7 +128,10 @@ def test_topo_pcie_box_without_numa() -> None:
 
 
 def test_versions() -> None:
-    assert parse_versions((FIXTURES / "h200_version.txt").read_text()) == ("570.124.06", "12.8")
+    assert parse_versions((FIXTURES / "handmade_8x_h200_version.txt").read_text()) == (
+        "570.124.06",
+        "12.8",
+    )
     header = "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4     |"
     assert parse_versions(header) == ("550.54.15", "12.4")
     assert parse_versions("garbage") == (None, None)
@@ -214,3 +217,30 @@ async def test_no_nvidia_smi_means_no_driver(
         assert snapshot.error == "no NVIDIA driver (nvidia-smi not found)"
     finally:
         await source.aclose()
+
+
+# --- output captured on a real 2x H200 machine (driver 580.159.04, CUDA 13.0) ------------
+
+
+def test_real_h200_capture_parses_every_line() -> None:
+    """`nvidia-smi --query-gpu ... -lms` lines captured while a 4 GiB CUDA process ran on GPU 0."""
+    lines = (FIXTURES / "h200_query_gpu.csv").read_text().splitlines()
+    samples = [parse_query_gpu_line(line) for line in lines]
+    assert all(sample is not None for sample in samples) and len(samples) >= 4
+    first = samples[0]
+    assert first is not None
+    assert first.index == 0 and first.memory_total_bytes == 143771 * 1024**2
+    assert first.memory_used_bytes == 4623 * 1024**2
+    assert first.power_limit_w == 700.0 and first.pcie_gen == 5 and first.pcie_width == 16
+    static = parse_query_gpu_static(lines[0], QUERY_GPU_FIELDS)
+    assert (
+        static is not None and static.name == "NVIDIA H200" and static.compute_capability == "9.0"
+    )
+
+
+def test_real_h200_compute_apps_topology_and_versions() -> None:
+    apps = parse_compute_apps((FIXTURES / "h200_compute_apps.csv").read_text())
+    assert [(app.pid, app.used_memory_bytes) for app in apps] == [(575, 4614 * 1024**2)]
+    topo = parse_topo((FIXTURES / "h200_topo_m.txt").read_text())
+    assert topo.matrix == (("X", "NV18"), ("NV18", "X"))
+    assert parse_versions((FIXTURES / "h200_version.txt").read_text()) == ("580.159.04", "13.0")
