@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 # Fixture plugins, one module per area (keeps this file free of merge fights).
-pytest_plugins: list[str] = []
+pytest_plugins: list[str] = ["tests.vllm_harness"]
 
 
 @pytest.fixture(autouse=True)
