@@ -93,6 +93,29 @@ def test_models_lists_the_served_model(real_vllm_server: VllmServer) -> None:
     assert body["data"][0]["max_model_len"] == 512
 
 
+def test_chat_completion_uses_the_chat_template(real_vllm_server: VllmServer) -> None:
+    body = {
+        "model": real_vllm_server.model,
+        "messages": [{"role": "user", "content": "how fast is decode?"}],
+        "max_tokens": 4,
+        "ignore_eos": True,
+    }
+    response = httpx.post(
+        f"{real_vllm_server.base_url}/v1/chat/completions", json=body, timeout=60.0
+    )
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert reply["choices"][0]["message"]["role"] == "assistant"
+    assert reply["usage"]["completion_tokens"] == 4
+    # The template wraps the message ("user: ...\nassistant: "): more tokens than the text.
+    plain = httpx.post(
+        f"{real_vllm_server.base_url}/tokenize",
+        json={"model": real_vllm_server.model, "prompt": "how fast is decode?"},
+        timeout=30.0,
+    ).json()
+    assert reply["usage"]["prompt_tokens"] > plain["count"]
+
+
 def test_stream_sends_one_token_per_chunk_then_usage_then_done(
     real_vllm_server: VllmServer,
 ) -> None:
@@ -146,8 +169,9 @@ def test_sigkill_of_api_server_orphans_engine_and_worker(
     vllm_server_factory: VllmServerFactory,
 ) -> None:
     server = vllm_server_factory()
-    engine = named(server.tree_at_start, "VLLM::EngineCore")
-    assert engine, server.tree_at_start
+    tree = server.tree_at_start
+    assert named(tree, "VLLM::EngineCore"), tree
+    assert [p for p in tree if "resource_tracker" in p.cmdline], tree
     os.kill(server.pid, signal.SIGKILL)
     server.process.wait(timeout=30)
 
@@ -161,6 +185,7 @@ def test_sigkill_of_api_server_orphans_engine_and_worker(
     orphans = processes_with_marker(server.run_id)
     assert len(named(orphans, "VLLM::EngineCore")) == 1, orphans
     assert len(named(orphans, "VLLM::Worker")) == 1, orphans
+    assert [p for p in orphans if "resource_tracker" in p.cmdline], orphans
     core = named(orphans, "VLLM::EngineCore")[0]
     assert core.ppid != server.pid
     assert read_proc(server.pid) is None
