@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.vllm_harness import VllmServer, VllmServerFactory, stop_vllm_server
-from tests.vllm_procs import ProcInfo, kill_run, processes_with_marker, read_proc
+from tests.vllm_procs import ProcInfo, kill_run, processes_with_marker
 
 pytestmark = pytest.mark.real_vllm
 
@@ -188,7 +188,7 @@ def test_sigkill_of_api_server_orphans_engine_and_worker(
     assert [p for p in orphans if "resource_tracker" in p.cmdline], orphans
     core = named(orphans, "VLLM::EngineCore")[0]
     assert core.ppid != server.pid
-    assert read_proc(server.pid) is None
+    assert server.process.returncode == -signal.SIGKILL
 
     # The marker finds them all and a SIGTERM to each clears them.
     needed_sigkill = kill_run(server.run_id, grace_s=60.0)

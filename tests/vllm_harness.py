@@ -77,10 +77,20 @@ class VllmServer:
         """Drop the sockets and vllm_dist_* files each start leaves in TMPDIR."""
         shutil.rmtree(self.tmpdir, ignore_errors=True)
 
+    def unreaped_pid(self) -> int | None:
+        """The API server's pid while it is still ours (running or an unreaped zombie).
+
+        Once reaped the pid may be reused by an unrelated process, so tree walks
+        from it stop and only the env marker is trusted.
+        """
+        return self.pid if self.process.returncode is None else None
+
     def leftovers(self) -> list[ProcInfo]:
         """Live processes of this server: its tree and anything carrying its marker."""
         found = {info.pid: info for info in processes_with_marker(self.run_id)}
-        found.update({info.pid: info for info in descendants(self.pid)})
+        root = self.unreaped_pid()
+        if root is not None:
+            found.update({info.pid: info for info in descendants(root)})
         return list(found.values())
 
 
@@ -240,7 +250,7 @@ def start_vllm_server(
     try:
         wait_healthy(server)
     except BaseException:
-        kill_run(run_id, root=process.pid, grace_s=10.0)
+        kill_run(run_id, root=server.unreaped_pid(), grace_s=10.0)
         process.wait(timeout=30)
         server.remove_tmpdir()
         raise
@@ -263,7 +273,8 @@ def stop_vllm_server(server: VllmServer, timeout_s: float = STOP_TIMEOUT_S) -> S
     deadline = time.monotonic() + timeout_s
     while server.leftovers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    killed = kill_run(server.run_id, root=server.pid, grace_s=5.0) if server.leftovers() else []
+    leftovers = server.leftovers()
+    killed = kill_run(server.run_id, root=server.unreaped_pid(), grace_s=5.0) if leftovers else []
     if server.process.poll() is None:
         server.process.kill()
     server.process.wait(timeout=30)
@@ -333,7 +344,7 @@ def vllm_server_factory(
     yield start
     survivors: list[ProcInfo] = []
     for server in started:
-        kill_run(server.run_id, root=server.pid, grace_s=30.0)
+        kill_run(server.run_id, root=server.unreaped_pid(), grace_s=30.0)
         if server.process.poll() is None:
             server.process.kill()
         server.process.wait(timeout=30)

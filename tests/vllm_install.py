@@ -13,6 +13,7 @@ Run ``python -m tests.vllm_install`` to build both ahead of a test run.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -27,7 +28,8 @@ from pathlib import Path
 
 VLLM_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
-# Bump when the model recipe in vllm_tiny_model.py changes: the cache is keyed by it.
+# The model's cache folder is named by this version; its marker also records a
+# hash of vllm_tiny_model.py, so an edited recipe is rebuilt even without a bump.
 TINY_MODEL_VERSION = "tiny-llama-v1"
 # PyPI's vision/audio wheels break `transformers` imports next to CPU torch
 # ("operator torchvision::nms does not exist"). triton must stay although the
@@ -219,7 +221,8 @@ def ensure_tiny_model(python: Path, cache: Path | None = None) -> TinyModel:
     """Return the cached tiny model directory, building it with the venv's libraries."""
     folder = cache or cache_root()
     target = folder / "models" / TINY_MODEL_VERSION
-    expected = {"kind": "model", "version": TINY_MODEL_VERSION}
+    recipe = hashlib.sha256(MODEL_SCRIPT.read_bytes()).hexdigest()[:16]
+    expected = {"kind": "model", "version": TINY_MODEL_VERSION, "recipe": recipe}
     started = time.monotonic()
     with build_lock(folder) as lock_fd:
         if _read_marker(target, expected) is not None:

@@ -22,12 +22,17 @@ PROC = Path("/proc")
 
 @dataclass(frozen=True)
 class ProcInfo:
-    """One live process as read from /proc."""
+    """One live process as read from /proc.
+
+    start_ticks (boot-relative start time) tells a process from a later one
+    that got the same pid, so a signal never reaches a stranger.
+    """
 
     pid: int
     ppid: int
     state: str
     cmdline: str
+    start_ticks: int
 
 
 def read_proc(pid: int) -> ProcInfo | None:
@@ -39,11 +44,17 @@ def read_proc(pid: int) -> ProcInfo | None:
         return None
     # The comm field may hold spaces and parentheses: split after the last ')'.
     fields = stat[stat.rindex(")") + 2 :].split()
-    state, ppid = fields[0], int(fields[1])
+    state, ppid, start_ticks = fields[0], int(fields[1]), int(fields[19])
     if state in ("Z", "X"):
         return None
     cmdline = raw_cmd.replace(b"\0", b" ").decode(errors="replace").strip()
-    return ProcInfo(pid=pid, ppid=ppid, state=state, cmdline=cmdline)
+    return ProcInfo(pid=pid, ppid=ppid, state=state, cmdline=cmdline, start_ticks=start_ticks)
+
+
+def still_running(info: ProcInfo) -> bool:
+    """The very process info describes is alive (not a zombie, pid not reused)."""
+    now = read_proc(info.pid)
+    return now is not None and now.start_ticks == info.start_ticks
 
 
 def live_pids() -> list[int]:
@@ -84,20 +95,23 @@ def processes_with_marker(run_id: str) -> list[ProcInfo]:
     return found
 
 
-def wait_until_gone(pids: list[int], timeout_s: float) -> list[int]:
-    """Poll until none of pids is alive; return those still alive at the deadline."""
+def wait_until_gone(procs: list[ProcInfo], timeout_s: float) -> list[ProcInfo]:
+    """Poll until none of procs is alive; return those still alive at the deadline."""
     deadline = time.monotonic() + timeout_s
-    alive = [pid for pid in pids if read_proc(pid) is not None]
+    alive = [info for info in procs if still_running(info)]
     while alive and time.monotonic() < deadline:
         time.sleep(0.2)
-        alive = [pid for pid in alive if read_proc(pid) is not None]
+        alive = [info for info in alive if still_running(info)]
     return alive
 
 
-def signal_pids(pids: list[int], sig: signal.Signals) -> None:
-    for pid in pids:
+def signal_procs(procs: list[ProcInfo], sig: signal.Signals) -> None:
+    """Signal each process that is still the one recorded (a pid reuse is skipped)."""
+    for info in procs:
+        if not still_running(info):
+            continue
         try:
-            os.kill(pid, sig)
+            os.kill(info.pid, sig)
         except ProcessLookupError:
             pass
 
@@ -114,12 +128,11 @@ def kill_run(run_id: str, root: int | None = None, grace_s: float = 30.0) -> lis
         root_info = read_proc(root)
         if root_info is not None:
             targets[root] = root_info
-    signal_pids(list(targets), signal.SIGTERM)
-    stubborn = wait_until_gone(list(targets), grace_s)
+    signal_procs(list(targets.values()), signal.SIGTERM)
+    stubborn = {info.pid: info for info in wait_until_gone(list(targets.values()), grace_s)}
     # Children may have been forked while we waited: sweep the marker again.
-    late = [info.pid for info in processes_with_marker(run_id)]
-    stubborn = sorted(set(stubborn) | set(late))
-    killed = [targets[pid] if pid in targets else read_proc(pid) for pid in stubborn]
-    signal_pids(stubborn, signal.SIGKILL)
-    wait_until_gone(stubborn, 10.0)
-    return [info for info in killed if info is not None]
+    stubborn.update({info.pid: info for info in processes_with_marker(run_id)})
+    killed = list(stubborn.values())
+    signal_procs(killed, signal.SIGKILL)
+    wait_until_gone(killed, 10.0)
+    return killed
