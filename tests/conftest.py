@@ -15,6 +15,7 @@ pytest_plugins: list[str] = [
     "tests.sshd_fixtures",
     "tests.procs_fixtures",
     "tests.bench_fixtures",
+    "tests.vllm_harness",
 ]
 
 
