@@ -227,7 +227,9 @@ def window(samples: list[tuple[float, float, int]], skip: int, total: int) -> tu
     return tokens / (end[0] - start[0]), (end[1] - start[1]) / tokens * 1000
 
 
-def ceiling_servedeck(url: str, streams: int, output_len: int, waves: int) -> tuple[float, float]:
+def ceiling_servedeck(
+    url: str, streams: int, output_len: int, waves: int
+) -> tuple[float, float, float]:
     spec = BenchSpec(
         base_url=url, model=FAST_MODEL, input_tokens=16, output_tokens=output_len,
         concurrency=(streams,), num_requests=streams * waves, warmup_requests=0,
@@ -256,7 +258,8 @@ def ceiling_servedeck(url: str, streams: int, output_len: int, waves: int) -> tu
         raise SystemExit(
             f"servedeck at {streams}: {level['completed']} done, errors {level['errors'][:1]}"
         )
-    return window(samples, base, base + expected)
+    tok_s, cpu = window(samples, base, base + expected)
+    return tok_s, cpu, level["output_throughput"]
 
 
 def ceiling_vllm(
