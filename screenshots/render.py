@@ -18,6 +18,8 @@ sys.path.insert(0, str(REPO))
 
 from textual.app import App  # noqa: E402
 
+from screenshots.render_bench import BenchScreenshotApp  # noqa: E402
+from screenshots.render_bench import prepare as run_bench_sweep  # noqa: E402
 from tests.canned_host import canned_deck  # noqa: E402
 from tui.app import ServedeckApp  # noqa: E402
 from tui.config import load_profile_file  # noqa: E402
@@ -43,6 +45,8 @@ def _shell() -> App:
 
 SCENES: dict[str, Scene] = {
     "shell": Scene("shell", _shell),
+    # A real sweep against a simulated box (about 20 s).
+    "bench-sweep": Scene("bench-sweep", BenchScreenshotApp, prepare=run_bench_sweep),
 }
 
 

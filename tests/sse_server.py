@@ -11,8 +11,9 @@ Behaviour is chosen per request by the model name's query string, e.g.
   no_usage=1          no usage chunk
   batch=N             N tokens per write (fast mode for the client's ceiling)
 Also /v1/models, /version, /tokenize (one token per word plus BOS, when started
-with --tokenize), /metrics (vLLM names) and /_seen (the last Authorization
-header, so tests can check the key arrived as Bearer).
+with --tokenize), /metrics (vLLM names), /_seen (the last Authorization
+header, so tests can check the key arrived as Bearer) and /_tokens (tokens
+written so far, live).
 
 Run: python tests/sse_server.py [--tokenize]  (prints the port on stdout)
 """
@@ -54,6 +55,7 @@ class State:
         self.requests = 0
         self.prompt_tokens = 0
         self.generation_tokens = 0
+        self.tokens_written = 0  # live, for the client-ceiling script's sampler
 
 
 def _options(model: str) -> dict[str, float]:
@@ -101,6 +103,7 @@ async def completions(request: web.Request) -> web.StreamResponse:
         pending.append(b"data: " + (frame % (name, "tok", finish)).encode() + b"\n\n")
         if len(pending) >= batch or index == max_tokens - 1:
             await response.write(b"".join(pending))
+            state.tokens_written += len(pending)
             pending.clear()
     tail = b""
     if not opts.get("no_usage"):
@@ -157,6 +160,9 @@ def build_app(with_tokenize: bool) -> web.Application:
         "/v1/models", lambda r: web.json_response({"data": [{"id": "test-model?itl_ms=1"}]})
     )
     app.router.add_get("/version", lambda r: web.json_response({"version": "0.32.0"}))
+    app.router.add_get(
+        "/_tokens", lambda r: web.json_response({"tokens": r.app["state"].tokens_written})
+    )
     app.router.add_get("/_seen", lambda r: web.json_response({"auth": r.app["state"].last_auth}))
     if with_tokenize:
         app.router.add_post("/tokenize", tokenize)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import random
 import time
@@ -254,7 +255,10 @@ class SimEngine:
                 await self._wake.wait()
             pause = self.stall_until_s - loop.time()
             if pause > 0:
-                await asyncio.sleep(pause)
+                # Wait on the wake-up event, so a shorter or cleared stall takes effect at once.
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), pause)
                 continue
             step_start = loop.time()
             admitted = self._admit()

@@ -206,7 +206,10 @@ class SimServer:
         self.engine = SimEngine(self.s)
         self.engine.start()
         api = SimApi(self.s, self.engine, self.faults)
-        runner = web.AppRunner(api.app(), access_log=None, handle_signals=False)
+        # Like vLLM, abort a request as soon as its client goes away (even while it waits).
+        runner = web.AppRunner(
+            api.app(), access_log=None, handle_signals=False, handler_cancellation=True
+        )
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", self.s.port, backlog=1024)
         await site.start()
