@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+import httpx
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -31,7 +32,7 @@ from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.hostinfo import HostOverview
 from tui.keymap import COMMANDS
-from tui.loadwatch import LoadProgress, LoadTracker
+from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
 from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
 from tui.plan.for_deck import plan_for_profile, profile_layout
@@ -148,6 +149,10 @@ class ServedeckApp(App[int]):
         self._last_probe_s = 0.0
         self._strip_shown: object = None
         self._strip_at_s = 0.0
+        self._drain_scheduled = False
+        self._clock_scheduled = False
+        self._http: httpx.AsyncClient | None = None
+        self._metrics_poller: MetricsPoller | None = None
 
     # --- layout -------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -182,7 +187,6 @@ class ServedeckApp(App[int]):
             f"Connecting to {self.profile.host.route} ..."
         )
         self.query_one(LoadStrip).show(None)
-        self.set_interval(LOG_DRAIN_S, self._drain_log_lines, name="log-drain")
         self._collect_overview()
         self._poll_gpus()
         self._poll_service()
@@ -276,6 +280,7 @@ class ServedeckApp(App[int]):
             self.tracker.observe_exit(None, time.time())
             self._refresh_procs()
         self._render_service_line(message.error)
+        self._update_load()
         if message.state is not None or message.error != "no systemd unit in this profile":
             self.set_timer(SERVICE_POLL_S, self._poll_service, name="service-poll")
 
@@ -295,21 +300,32 @@ class ServedeckApp(App[int]):
         try:
             async for line in source:
                 self._incoming_lines.append(line)
+                if not self._drain_scheduled:
+                    self._drain_scheduled = True
+                    self.set_timer(LOG_DRAIN_S, self._drain_log_lines, name="log-drain")
         except ServedeckError as error:
             self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))
             self.set_timer(RETRY_S, self._follow_log, name="log-retry")
 
     def _drain_log_lines(self) -> None:
-        if not self._incoming_lines:
-            self._update_load()
-            return
+        self._drain_scheduled = False
         batch, self._incoming_lines = self._incoming_lines, []
         self.tracker.feed_many(batch)
         self.query_one(LogPane).add_lines(batch)
         self._update_load()
 
+    def _tick_load_clock(self) -> None:
+        """While a load runs, its clocks (elapsed, ETA) move: redraw once a second."""
+        self._clock_scheduled = False
+        self._update_load()
+
     def _update_load(self) -> None:
         self.progress = self.tracker.snapshot()
+        waiting_for_http = not self.ready and ReadinessProbe.should_poll(self.progress)
+        loading = self.progress.phase in LOADING_PHASES
+        if (loading or waiting_for_http) and not self._clock_scheduled:
+            self._clock_scheduled = True
+            self.set_timer(1.0, self._tick_load_clock, name="load-clock")
         now_s = time.monotonic()
         shown = (self.progress.phase, self.progress.shards_done, self.metrics)
         # Redraw on a visible change at once, otherwise once a second for the clocks.
@@ -330,7 +346,8 @@ class ServedeckApp(App[int]):
     @work(exclusive=True, group="readiness")
     async def _probe_readiness(self) -> None:
         url = await self.deck.reachable_base_url()
-        readiness = await ReadinessProbe(url, api_key=self.deck.api_key).check(self.progress)
+        probe = ReadinessProbe(url, api_key=self.deck.api_key)
+        readiness = await probe.check(self.progress, client=self._http_client())
         self.post_message(self.ReadinessUpdate(readiness))
 
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
@@ -350,7 +367,12 @@ class ServedeckApp(App[int]):
             return
         try:
             url = await self.deck.reachable_base_url()
-            metrics = await MetricsPoller(url, api_key=self.deck.api_key).poll()
+            if (
+                self._metrics_poller is None
+                or self._metrics_poller.url != url.rstrip("/") + "/metrics"
+            ):
+                self._metrics_poller = MetricsPoller(url, api_key=self.deck.api_key)
+            metrics = await self._metrics_poller.poll(client=self._http_client())
         except ServedeckError:
             metrics = None
         self.post_message(self.MetricsUpdate(metrics))
@@ -358,8 +380,15 @@ class ServedeckApp(App[int]):
     def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
         if message.metrics is not None:
             self.metrics = message.metrics
+            self._update_load()
         if self.ready:
             self.set_timer(METRICS_POLL_S, self._poll_metrics, name="metrics-poll")
+
+    def _http_client(self) -> httpx.AsyncClient:
+        """One client for every poll: a new one per request costs ~25 ms of TLS setup."""
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(3.0, connect=2.0))
+        return self._http
 
     # --- service actions ------------------------------------------------------------
     def action_service(self, verb: str) -> None:
@@ -615,6 +644,8 @@ class ServedeckApp(App[int]):
             )
 
     async def on_unmount(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
         if self.bench_process is not None:
             await self.bench_process.kill()
         await self.deck.close()

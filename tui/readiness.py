@@ -45,21 +45,32 @@ class ReadinessProbe:
             return True
         return progress.http_starting or progress.phase == Phase.SERVING
 
-    async def check(self, progress: LoadProgress | None = None) -> Readiness:
+    async def check(
+        self, progress: LoadProgress | None = None, client: httpx.AsyncClient | None = None
+    ) -> Readiness:
+        """Poll /health and /v1/models; pass a long-lived client to avoid a new one per poll."""
         now = time.time()
         if not self.should_poll(progress):
             return Readiness(False, False, (), None, None, now)
         started = time.monotonic()
+        own_client = client is None
+        http = client or httpx.AsyncClient(timeout=self._timeout)
         try:
-            async with httpx.AsyncClient(timeout=self._timeout, headers=self._headers) as client:
-                health = await client.get(f"{self.base_url}/health")
-                latency = time.monotonic() - started
-                models: tuple[str, ...] = ()
-                if health.status_code == 200:
-                    listing = await client.get(f"{self.base_url}/v1/models")
-                    if listing.status_code == 200:
-                        data = listing.json().get("data", [])
-                        models = tuple(str(m.get("id", "?")) for m in data if isinstance(m, dict))
+            health = await http.get(
+                f"{self.base_url}/health", headers=self._headers, timeout=self._timeout
+            )
+            latency = time.monotonic() - started
+            models: tuple[str, ...] = ()
+            if health.status_code == 200:
+                listing = await http.get(
+                    f"{self.base_url}/v1/models", headers=self._headers, timeout=self._timeout
+                )
+                if listing.status_code == 200:
+                    data = listing.json().get("data", [])
+                    models = tuple(str(m.get("id", "?")) for m in data if isinstance(m, dict))
         except (httpx.HTTPError, ValueError) as error:
             return Readiness(True, False, (), None, f"{type(error).__name__}: {error}", now)
+        finally:
+            if own_client:
+                await http.aclose()
         return Readiness(True, health.status_code == 200, models, latency, None, now)

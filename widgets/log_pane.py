@@ -87,6 +87,7 @@ class LogPane(Vertical):
         self.max_lines = max_lines
         self.flush_interval_s = flush_interval_s
         self.buffer: deque[LogLine] = deque(maxlen=max_lines)
+        self._flush_scheduled = False
         self._pending: list[LogLine] = []
         self._highlighter = LogHighlighter()
         self._matches: list[int] = []
@@ -105,13 +106,15 @@ class LogPane(Vertical):
         return self.query_one(Log)
 
     def on_mount(self) -> None:
-        self.set_interval(self.flush_interval_s, self.flush)
         self.watch(self.log_view, "scroll_y", self._scrolled, init=False)
 
     # ---- feeding --------------------------------------------------------
     def add_lines(self, lines: Iterable[LogLine]) -> None:
-        """Queue a batch; it is drawn at the next flush tick."""
+        """Queue a batch; it is drawn at the next flush tick (no timer runs while idle)."""
         self._pending.extend(lines)
+        if self._pending and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.set_timer(self.flush_interval_s, self._scheduled_flush)
         if len(self._pending) > self.max_lines:
             del self._pending[: len(self._pending) - self.max_lines]
 
@@ -132,6 +135,10 @@ class LogPane(Vertical):
             else:
                 out.extend(text.split("\n"))
         return out
+
+    def _scheduled_flush(self) -> None:
+        self._flush_scheduled = False
+        self.flush()
 
     def flush(self) -> None:
         """Draw queued lines in chunks, yielding to the event loop between chunks.
