@@ -103,5 +103,67 @@ def normalised(inputs: SummaryInputs) -> SummaryInputs:
         service=service,
         load=load,
         load_source="service log",
+        incidents=tuple(replace(i, time="2026-01-01T00:00:00+0000") for i in inputs.incidents),
         files=tuple((what, "<path>") for what, _ in inputs.files),
+    )
+
+
+def bench_run(run_id: str, profile: Profile, *, tp: int, ep: bool, speed: float, when: str):  # type: ignore[no-untyped-def]
+    """A finished sweep as the engine records it (levels summarised by the real code)."""
+    from tui.bench.context import context_for_profile
+    from tui.bench.metrics import summarize_level
+    from tui.bench.model import BenchResult, RequestOutcome
+
+    def level(concurrency: int, ttft_s: float, tpot_s: float):  # type: ignore[no-untyped-def]
+        tokens = 256
+        outcomes = [
+            RequestOutcome(
+                success=True,
+                ttft_s=ttft_s,
+                latency_s=ttft_s + tpot_s * (tokens - 1),
+                itl_s=[tpot_s] * (tokens - 1),
+                output_tokens=tokens,
+                chunks=tokens,
+                prompt_tokens=1024,
+                usage_seen=True,
+            )
+            for _ in range(4 * concurrency)
+        ]
+        duration = (ttft_s + tpot_s * (tokens - 1)) * 4
+        return summarize_level(
+            outcomes,
+            concurrency=concurrency,
+            request_rate=None,
+            burstiness=1.0,
+            num_requests=len(outcomes),
+            duration_s=duration,
+        )
+
+    context = context_for_profile(replace(profile, model=replace(profile.model, tp=tp, ep=ep)))
+    return BenchResult(
+        run_id=run_id, started_at=when, preset="sweep", endpoint="completions",
+        input_tokens=1024, output_tokens=256, temperature=0.0, ignore_eos=True,
+        context=replace(context, gpus="0-7", engine_version="0.33.0"),
+        levels=tuple(level(c, 0.25 * (1 + c / 16), (1 / speed) * (1 + c / 40)) for c in (1, 8, 32)),
+    )  # fmt: skip
+
+
+def seed_history(profile: Profile) -> None:
+    """Two benchmark runs and one leftover kill, as the console would have recorded them."""
+    from tui.audit import append_audit
+    from tui.bench.history import append_result
+
+    append_result(
+        bench_run("r1", profile, tp=8, ep=True, speed=70.0, when="2026-01-01T09:00:00+00:00")
+    )
+    append_result(
+        bench_run("r2", profile, tp=8, ep=False, speed=82.0, when="2026-01-01T10:00:00+00:00")
+    )
+    target = {"pid": 4321, "class": "leftover", "gpu_memory_bytes": 80 * 1024**3,
+              "command": "VLLM::Worker_TP3"}  # fmt: skip
+    append_audit("kill-request", "simulator", {"action": "kill", "targets": [target]})
+    append_audit(
+        "kill-outcome",
+        "simulator",
+        {"action": "kill", "summary": "simulator: 1 ended; 80.00 GiB GPU memory freed"},
     )

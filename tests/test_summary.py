@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.summary_helpers import demo_deck, normalised, table_lines_outside_tables, table_shapes
+from tests.summary_helpers import (
+    demo_deck,
+    normalised,
+    seed_history,
+    table_lines_outside_tables,
+    table_shapes,
+)
+from tui.config import demo_profile
 from tui.sim.box import SimBox, SimServerOptions
 from tui.summary import CollectTimeouts, collect_summary, render_json, render_markdown
 
@@ -32,6 +39,7 @@ async def _serving_summary(sim_box_factory: Factory) -> tuple[str, object]:
     box = sim_box_factory(DEMO_OPTIONS, load_seconds=2.0)
     box.start()
     assert box.wait_until_active(timeout_s=90) == "active", box.log_path.read_text()[-2000:]
+    seed_history(demo_profile())
     deck = demo_deck(box)
     try:
         inputs = await collect_summary(deck)
@@ -78,6 +86,8 @@ async def test_every_table_is_well_formed_and_sections_are_present(
         assert fact in text
     assert "| 61 |" in text and "384 routed, top-8" in text and "MLA" in text
     assert "| serving |" in text and "**TP=8** (chosen)" in text
+    assert "| 2026-01-01 10:00 | moonshotai/Kimi-K2.5 | TP=8 |" in text  # newest run first
+    assert "kill-request" in text and "VLLM::Worker_TP3" in text
 
 
 async def test_a_collector_that_times_out_leaves_a_line_and_the_rest_renders(

@@ -130,7 +130,12 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
         first = _first_level(run)
         ttft = first.ttft.median_ms / 1000 if first is not None and first.ttft.count else None  # type: ignore[attr-defined]
         prefill = first.prefill_tok_s_per_request if first is not None else None  # type: ignore[attr-defined]
-        same = c.config_hash == inputs.bench_config_hash
+        m = inputs.profile.model
+        same = c.config_hash == inputs.bench_config_hash or (c.model, c.tp, c.ep) == (
+            m.name,
+            m.tp,
+            m.ep,
+        )
         rows.append(
             (
                 run.started_at[:16].replace("T", " "),
@@ -169,7 +174,8 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
         "Decode and prefill are reported apart: single-stream tok/s is 1 / mean TPOT at "
         "concurrency 1; prefill tok/s is prompt tokens / TTFT per request at the lowest "
         "concurrency; best tok/s is total output tokens / run duration at the best level. "
-        "Startup is the current load's start-to-serving time, shown for runs of the current config.",
+        "Startup is the current load's start-to-serving time, shown for runs of the current "
+        "model and layout.",
         "",
     ]
     return out
