@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
@@ -17,11 +18,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from tui.config import Profile
+from tui.deck import Deck
 from tui.errors import ServedeckError
 from tui.hostinfo import HostOverview, collect_overview
 from tui.hosts.base import Host
 from tui.keymap import COMMANDS
+from tui.loadwatch import LoadProgress
 from tui.screens.help import HelpScreen
+from tui.screens.summary import SummaryScreen
 from widgets.header_bar import HeaderBar
 from widgets.host_overview import HostOverviewView
 
@@ -56,10 +60,20 @@ class ServedeckApp(App[int]):
     class HostFailed(Message):
         message: str
 
-    def __init__(self, profile: Profile, host: Host, overview_interval_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        host: Host,
+        overview_interval_s: float = 30.0,
+        deck: Deck | None = None,
+    ) -> None:
         super().__init__()
         self.profile = profile
         self.host = host
+        # The deck the summary collects from; the host is closed on unmount, not by it.
+        self.deck = deck or Deck(profile, host)
+        # Set by the log pane's tracker when it follows a load; the summary prefers it.
+        self.load_progress: LoadProgress | None = None
         self.overview_interval_s = overview_interval_s
         self.sub_title = profile.name
 
@@ -126,6 +140,23 @@ class ServedeckApp(App[int]):
     def action_refresh(self) -> None:
         self.query_one(HeaderBar).connection_state = "connecting"
         self._collect_overview()
+
+    def action_summary(self) -> None:
+        self.push_screen(SummaryScreen(self._summary_markdown, self._export_summary))
+
+    async def _summary_markdown(self) -> str:
+        from tui.summary import collect_summary, render_markdown, summary_secrets
+
+        inputs = await collect_summary(self.deck, load=self.load_progress)
+        return render_markdown(inputs, summary_secrets(self.deck))
+
+    def _export_summary(self, markdown: str) -> Path:
+        from tui import paths
+        from tui.summary import export_summary
+
+        folder = paths.data_dir() / "summaries"
+        folder.mkdir(parents=True, exist_ok=True)
+        return export_summary(markdown, self.profile.name, folder=folder)
 
     def action_show_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id

@@ -36,6 +36,13 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand("quit", "q", "quit", "Quit", "Leave servedeck (the service keeps running)"),
     ConsoleCommand("refresh", "r", "refresh", "Refresh", "Re-read the host overview now"),
     ConsoleCommand(
+        "summary",
+        "s",
+        "summary",
+        "Summary",
+        "Preview the Markdown state summary (e exports it to the data dir)",
+    ),
+    ConsoleCommand(
         "tab-overview",
         "1",
         "show_tab('overview')",
