@@ -18,7 +18,7 @@ sys.path.insert(0, str(REPO))
 
 from textual.app import App  # noqa: E402
 
-from tests.canned_host import CannedHost  # noqa: E402
+from tests.canned_host import canned_deck  # noqa: E402
 from tui.app import ServedeckApp  # noqa: E402
 from tui.config import load_profile_file  # noqa: E402
 
@@ -38,7 +38,7 @@ class Scene:
 
 def _shell() -> App:
     profile = load_profile_file(REPO / "profiles" / "kimi-k25-int4-lxc.toml")
-    return ServedeckApp(profile, CannedHost())
+    return ServedeckApp(profile, canned_deck(profile))
 
 
 SCENES: dict[str, Scene] = {

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 
+from tui.config import Profile
+from tui.deck import Deck
+from tui.gpu.factory import NoGpuSource
+from tui.gpu.model import GpuSource
 from tui.hosts.base import CommandResult
+from tui.logs.line import LogLine
+from tui.service import ServiceController
 
 SEED_BOX_OVERVIEW = (
     """\
@@ -62,3 +68,24 @@ class CannedHost:
 
     async def close(self) -> None:
         return None
+
+
+class CannedDeck(Deck):
+    """A Deck over a CannedHost with no GPU, service or log: the shell alone, byte-stable."""
+
+    async def gpu_source(self) -> GpuSource:
+        if self._gpu_source is None:
+            self._gpu_source = NoGpuSource("no NVIDIA driver (canned host)")
+        return self._gpu_source
+
+    def service(self) -> ServiceController | None:
+        return None
+
+    def log_lines(
+        self, initial_lines: int = 200, follow: bool = True
+    ) -> AsyncIterator[LogLine] | None:
+        return None
+
+
+def canned_deck(profile: Profile, host: CannedHost | None = None) -> CannedDeck:
+    return CannedDeck(profile, host or CannedHost())

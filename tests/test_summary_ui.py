@@ -22,7 +22,7 @@ async def test_s_previews_the_summary_and_e_exports_it(sim_box_factory: Factory)
     box.start()
     assert box.wait_until_active(timeout_s=90) == "active"
     deck = demo_deck(box)
-    app = ServedeckApp(deck.profile, deck.host, deck=deck)
+    app = ServedeckApp(deck.profile, deck)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("s")
         deadline = time.monotonic() + 60

@@ -1,33 +1,68 @@
-"""The servedeck console: wires sources to widgets through workers and messages.
+"""The servedeck console: wires a Deck's sources to widgets through workers and messages.
 
-Workers run the sources and post Messages; message handlers own the UI
-(Textual's thread-safety rule). A poll is re-armed only after it finished.
+Workers run the sources and post Messages; message handlers own the UI (Textual's
+thread-safety rule). Every poll is re-armed only after the previous one finished,
+and panes nobody is looking at are not redrawn.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import Footer, Static, TabbedContent, TabPane
 
+from tui.bench.context import context_for_profile
+from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
+from tui.bench.history import append_result, runs_for_host
+from tui.bench.model import BenchResult, LevelResult
+from tui.bench.workload import spec_from_preset
 from tui.config import Profile
 from tui.deck import Deck
 from tui.errors import ServedeckError
-from tui.hostinfo import HostOverview, collect_overview
-from tui.hosts.base import Host
+from tui.gpu.history import GpuHistory
+from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
+from tui.hostinfo import HostOverview
 from tui.keymap import COMMANDS
-from tui.loadwatch import LoadProgress
+from tui.loadwatch import LoadProgress, LoadTracker
+from tui.logs.line import LogLine
+from tui.metrics import MetricsPoller, ServerMetrics
+from tui.plan.for_deck import plan_for_profile, profile_layout
+from tui.plan.layout import Plan
+from tui.procs import KillReport, ProcListing, kill_processes, list_gpu_processes
+from tui.procs.gpu_hints import deck_context
+from tui.procs.kill import leftovers
+from tui.readiness import Readiness, ReadinessProbe
+from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
+from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
+from tui.screens.preset_picker import PresetPickerScreen
 from tui.screens.summary import SummaryScreen
+from tui.service import ActionOutcome, UnitState
+from widgets.bench_view import BenchView
+from widgets.gpu_pane import GpuPane
 from widgets.header_bar import HeaderBar
 from widgets.host_overview import HostOverviewView
+from widgets.load_strip import LoadStrip
+from widgets.log_pane import LogPane
+from widgets.plan_view import PlanView
+from widgets.procs_pane import ProcsPane
+from widgets.service_line import ServiceLine
+
+SERVICE_POLL_S = 2.0
+METRICS_POLL_S = 2.0
+PROCS_POLL_S = 3.0
+LOG_DRAIN_S = 0.1
+READINESS_POLL_S = 1.0
+RETRY_S = 5.0
 
 
 def _bindings() -> list[Binding]:
@@ -46,7 +81,7 @@ def _bindings() -> list[Binding]:
 
 
 class ServedeckApp(App[int]):
-    """One console for one profile's host."""
+    """One console for one profile's Deck."""
 
     CSS_PATH = "app.tcss"
     TITLE = "servedeck"
@@ -60,23 +95,63 @@ class ServedeckApp(App[int]):
     class HostFailed(Message):
         message: str
 
-    def __init__(
-        self,
-        profile: Profile,
-        host: Host,
-        overview_interval_s: float = 30.0,
-        deck: Deck | None = None,
-    ) -> None:
+    @dataclass
+    class GpuUpdate(Message):
+        snapshot: GpuBoxSnapshot
+
+    @dataclass
+    class ServiceUpdate(Message):
+        state: UnitState | None
+        error: str | None = None
+
+    @dataclass
+    class ReadinessUpdate(Message):
+        readiness: Readiness
+
+    @dataclass
+    class MetricsUpdate(Message):
+        metrics: ServerMetrics | None
+
+    @dataclass
+    class ProcsUpdate(Message):
+        listing: ProcListing
+
+    @dataclass
+    class ActionDone(Message):
+        verb: str
+        outcome: ActionOutcome | None
+        error: str | None = None
+
+    @dataclass
+    class KillDone(Message):
+        report: KillReport | None
+        error: str | None = None
+
+    @dataclass
+    class BenchEvent(Message):
+        event: object
+
+    def __init__(self, profile: Profile, deck: Deck, overview_interval_s: float = 30.0) -> None:
         super().__init__()
         self.profile = profile
-        self.host = host
-        # The deck the summary collects from; the host is closed on unmount, not by it.
-        self.deck = deck or Deck(profile, host)
-        # Set by the log pane's tracker when it follows a load; the summary prefers it.
-        self.load_progress: LoadProgress | None = None
+        self.deck = deck
         self.overview_interval_s = overview_interval_s
         self.sub_title = profile.name
+        self.gpu_history = GpuHistory(target_fraction=0.9)
+        self.tracker = LoadTracker()
+        self.progress: LoadProgress | None = None
+        self.metrics: ServerMetrics | None = None
+        self.ready = False
+        self.unit_state: UnitState | None = None
+        self.listing: ProcListing | None = None
+        self.last_gpu: GpuBoxSnapshot | None = None
+        self.bench_process: BenchProcess | None = None
+        self._incoming_lines: list[LogLine] = []
+        self._last_probe_s = 0.0
+        self._strip_shown: object = None
+        self._strip_at_s = 0.0
 
+    # --- layout -------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         header = HeaderBar(id="header")
         header.profile_name = self.profile.name
@@ -84,9 +159,22 @@ class ServedeckApp(App[int]):
         header.simulated = self.profile.is_demo
         header.read_only = self.profile.read_only
         yield header
-        with TabbedContent(id="panes", initial="overview"):
-            with TabPane("Overview", id="overview"):
+        with TabbedContent(id="panes", initial="deck"):
+            with TabPane("1 Deck", id="deck"), Vertical(id="deck-body"):
+                yield ServiceLine(id="service-line")
+                yield LoadStrip(id="load-strip")
+                yield GpuPane(id="gpu-pane")
+                yield LogPane(id="log-pane")
+            with TabPane("2 Overview", id="overview"):
                 yield HostOverviewView(id="host-overview")
+            with TabPane("3 Processes", id="procs"), Vertical():
+                yield Static("", id="procs-status", classes="pane-note")
+                yield ProcsPane(id="procs-pane")
+            with TabPane("4 Bench", id="bench"):
+                yield BenchView(id="bench-view")
+            with TabPane("5 Plan", id="plan"), Vertical():
+                yield Static("", id="plan-status", classes="pane-note")
+                yield PlanView(id="plan-view")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -95,13 +183,33 @@ class ServedeckApp(App[int]):
         self.query_one(HostOverviewView).show_waiting(
             f"Connecting to {self.profile.host.route} ..."
         )
+        self.query_one(LoadStrip).show(None)
+        self.set_interval(LOG_DRAIN_S, self._drain_log_lines, name="log-drain")
         self._collect_overview()
+        self._poll_gpus()
+        self._poll_service()
+        self._follow_log()
+        self.query_one(BenchView).show_history(runs_for_host(self.deck.host_label))
+
+    def _tab_visible(self, tab_id: str) -> bool:
+        return self.query_one(TabbedContent).active == tab_id and not isinstance(
+            self.screen, (HelpScreen, KillConfirmScreen)
+        )
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane_id = event.pane.id
+        if pane_id == "deck" and self.last_gpu is not None:
+            self.query_one(GpuPane).update_view(self.last_gpu, self.gpu_history.trends())
+        elif pane_id == "procs":
+            self._refresh_procs()
+        elif pane_id == "plan":
+            self._show_plan()
 
     # --- overview -----------------------------------------------------------------
     @work(exclusive=True, group="overview")
     async def _collect_overview(self) -> None:
         try:
-            overview = await collect_overview(self.host)
+            overview = await self.deck.overview()
         except ServedeckError as error:
             self.post_message(self.HostFailed(str(error)))
         else:
@@ -112,7 +220,7 @@ class ServedeckApp(App[int]):
         header.connection_state = "connected"
         header.connection_detail = message.overview.hostname
         self.query_one(HostOverviewView).show_overview(message.overview)
-        self._schedule_overview()
+        self.set_timer(self.overview_interval_s, self._collect_overview, name="overview-poll")
 
     def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
         header = self.query_one(HeaderBar)
@@ -120,13 +228,372 @@ class ServedeckApp(App[int]):
         header.connection_detail = ""
         self.query_one(HostOverviewView).show_error(message.message)
         self.notify(message.message, title="Host unreachable", severity="error", timeout=8)
-        self._schedule_overview()
+        self.set_timer(RETRY_S, self._collect_overview, name="overview-poll")
 
-    def _schedule_overview(self) -> None:
-        # Re-armed only after the previous collection finished: polls never overlap.
-        self.set_timer(self.overview_interval_s, self._collect_overview, name="overview-poll")
+    # --- GPUs ---------------------------------------------------------------------
+    @work(exclusive=True, group="gpu")
+    async def _poll_gpus(self) -> None:
+        try:
+            source = await self.deck.gpu_source()
+            snapshot = await source.sample()
+        except ServedeckError as error:
+            snapshot = GpuBoxSnapshot("none", time.time(), available=False, error=str(error))
+        self.post_message(self.GpuUpdate(snapshot))
 
-    # --- actions ------------------------------------------------------------------
+    def on_servedeck_app_gpu_update(self, message: GpuUpdate) -> None:
+        snapshot = message.snapshot
+        self.last_gpu = snapshot
+        self.gpu_history.add(snapshot)
+        if snapshot.available:
+            used_bytes, _ = total_memory_bytes(snapshot.samples)
+            self.tracker.observe_memory(used_bytes, snapshot.taken_at_s)
+        if self._tab_visible("deck"):
+            self.query_one(GpuPane).update_view(snapshot, self.gpu_history.trends())
+        self.set_timer(self.profile.gpu.refresh_s, self._poll_gpus, name="gpu-poll")
+
+    # --- service, log, load, readiness, metrics ---------------------------------------
+    @work(exclusive=True, group="service")
+    async def _poll_service(self) -> None:
+        controller = self.deck.service()
+        if controller is None:
+            self.post_message(self.ServiceUpdate(None, "no systemd unit in this profile"))
+            return
+        try:
+            self.post_message(self.ServiceUpdate(await controller.state()))
+        except ServedeckError as error:
+            self.post_message(self.ServiceUpdate(None, str(error)))
+
+    def on_servedeck_app_service_update(self, message: ServiceUpdate) -> None:
+        previous = self.unit_state
+        self.unit_state = message.state
+        state = message.state
+        if (
+            state is not None
+            and previous is not None
+            and previous.is_active
+            and not state.is_active
+        ):
+            self.ready = False
+            self.metrics = None
+            self.tracker.observe_exit(None, time.time())
+            self._refresh_procs()
+        self._render_service_line(message.error)
+        if message.state is not None or message.error != "no systemd unit in this profile":
+            self.set_timer(SERVICE_POLL_S, self._poll_service, name="service-poll")
+
+    def _render_service_line(self, error: str | None = None) -> None:
+        self.query_one(ServiceLine).show(
+            self.unit_state, self.deck.host_label, self.ready, error=error
+        )
+
+    @work(exclusive=True, group="log")
+    async def _follow_log(self) -> None:
+        source = self.deck.log_lines(initial_lines=2000, follow=True)
+        if source is None:
+            self.query_one(LogPane).add_lines(
+                [LogLine("no log source: set service.unit or service.log_file")]
+            )
+            return
+        try:
+            async for line in source:
+                self._incoming_lines.append(line)
+        except ServedeckError as error:
+            self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))
+            self.set_timer(RETRY_S, self._follow_log, name="log-retry")
+
+    def _drain_log_lines(self) -> None:
+        if not self._incoming_lines:
+            self._update_load()
+            return
+        batch, self._incoming_lines = self._incoming_lines, []
+        self.tracker.feed_many(batch)
+        self.query_one(LogPane).add_lines(batch)
+        self._update_load()
+
+    def _update_load(self) -> None:
+        self.progress = self.tracker.snapshot()
+        now_s = time.monotonic()
+        shown = (self.progress.phase, self.progress.shards_done, self.metrics)
+        # Redraw on a visible change at once, otherwise once a second for the clocks.
+        if self._tab_visible("deck") and (
+            shown != self._strip_shown or now_s - self._strip_at_s >= 1.0
+        ):
+            self._strip_shown, self._strip_at_s = shown, now_s
+            self.query_one(LoadStrip).show(self.progress, self.metrics)
+        now_s = time.monotonic()
+        if (
+            not self.ready
+            and ReadinessProbe.should_poll(self.progress)
+            and now_s - self._last_probe_s >= READINESS_POLL_S
+        ):
+            self._last_probe_s = now_s
+            self._probe_readiness()
+
+    @work(exclusive=True, group="readiness")
+    async def _probe_readiness(self) -> None:
+        url = await self.deck.reachable_base_url()
+        readiness = await ReadinessProbe(url, api_key=self.deck.api_key).check(self.progress)
+        self.post_message(self.ReadinessUpdate(readiness))
+
+    def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
+        if message.readiness.ready and not self.ready:
+            self.ready = True
+            models = ", ".join(message.readiness.models)
+            self.notify(
+                f"{self.profile.service.unit or 'service'} is ready: {models}", title="Ready"
+            )
+            self.bell()
+            self._render_service_line()
+            self._poll_metrics()
+
+    @work(exclusive=True, group="metrics")
+    async def _poll_metrics(self) -> None:
+        if not self.ready:
+            return
+        try:
+            url = await self.deck.reachable_base_url()
+            metrics = await MetricsPoller(url, api_key=self.deck.api_key).poll()
+        except ServedeckError:
+            metrics = None
+        self.post_message(self.MetricsUpdate(metrics))
+
+    def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
+        if message.metrics is not None:
+            self.metrics = message.metrics
+        if self.ready:
+            self.set_timer(METRICS_POLL_S, self._poll_metrics, name="metrics-poll")
+
+    # --- service actions ------------------------------------------------------------
+    def action_service(self, verb: str) -> None:
+        controller = self.deck.service()
+        if controller is None:
+            self.notify("This profile names no systemd unit.", severity="warning")
+            return
+        if self.profile.read_only:
+            self.notify(f"Read-only: {verb} is disabled.", severity="warning")
+            return
+        note = ""
+        if verb in ("stop", "restart") and self.profile.service.engine == "vllm":
+            note = "vLLM workers may survive the stop and hold GPU memory: check Processes (3)."
+        action = controller.describe(verb)  # type: ignore[attr-defined]
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self._run_service_action(verb)
+
+        self.push_screen(ConfirmActionScreen(action, note), confirmed)
+
+    @work(exclusive=True, group="service-action")
+    async def _run_service_action(self, verb: str) -> None:
+        controller = self.deck.service()
+        assert controller is not None
+        try:
+            outcome = await getattr(controller, verb)(confirmed=True)
+        except ServedeckError as error:
+            self.post_message(self.ActionDone(verb, None, str(error)))
+        else:
+            self.post_message(self.ActionDone(verb, outcome))
+
+    def on_servedeck_app_action_done(self, message: ActionDone) -> None:
+        if message.error or message.outcome is None or not message.outcome.ok:
+            detail = message.error or (message.outcome.message if message.outcome else "")
+            self.notify(f"{message.verb} failed: {detail}", severity="error", timeout=10)
+        else:
+            self.notify(f"{message.verb}: {message.outcome.message}", title="Service")
+        if message.verb in ("start", "restart"):
+            self.ready = False
+            self.metrics = None
+        self._poll_service()
+
+    # --- processes ------------------------------------------------------------------
+    def action_refresh(self) -> None:
+        self.query_one(HeaderBar).connection_state = "connecting"
+        self._collect_overview()
+        self._refresh_procs()
+
+    @work(exclusive=True, group="procs")
+    async def _refresh_procs(self) -> None:
+        try:
+            snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
+            listing = await list_gpu_processes(
+                self.deck.host, snapshot, await deck_context(self.deck)
+            )
+        except ServedeckError as error:
+            self.notify(f"processes: {error}", severity="error")
+            return
+        self.post_message(self.ProcsUpdate(listing))
+
+    def on_servedeck_app_procs_update(self, message: ProcsUpdate) -> None:
+        self.listing = message.listing
+        count = len(leftovers(message.listing.processes))
+        status = f"{len(message.listing.processes)} GPU process(es) on {message.listing.host_label}"
+        if count:
+            status += f"; {count} leftover(s): press K to clean up"
+        self.query_one("#procs-status", Static).update(status)
+        self.query_one(ProcsPane).show_listing(message.listing, time.time())
+        if self.query_one(TabbedContent).active == "procs":
+            self.set_timer(PROCS_POLL_S, self._refresh_procs, name="procs-poll")
+
+    def _confirm_kill(self, targets: list) -> None:  # type: ignore[type-arg]
+        if self.profile.read_only:
+            self.notify("Read-only: killing is disabled.", severity="warning")
+            return
+        if not targets:
+            self.notify("No leftover GPU processes.", title="Processes")
+            return
+
+        def confirmed(confirmation: KillConfirmation | None) -> None:
+            if confirmation is not None:
+                self._kill(confirmation)
+
+        self.push_screen(
+            KillConfirmScreen(self.deck.host_label, targets, timeout_s=15.0), confirmed
+        )
+
+    def action_kill_leftovers(self) -> None:
+        self._kill_leftovers_after_refresh()
+
+    @work(exclusive=True, group="procs")
+    async def _kill_leftovers_after_refresh(self) -> None:
+        """Re-list first: the modal must show what is there now, not a stale listing."""
+        snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
+        listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
+        self.post_message(self.ProcsUpdate(listing))
+        self.call_later(self._confirm_kill, leftovers(listing.processes))
+
+    def action_kill_selected(self) -> None:
+        selected = self.query_one(ProcsPane).selected() if self._tab_visible("procs") else None
+        if selected is None:
+            self.notify("Select a process in Processes (3) first.", severity="warning")
+            return
+        self._confirm_kill([selected])
+
+    @work(exclusive=True, group="kill")
+    async def _kill(self, confirmation: KillConfirmation) -> None:
+        async def reread() -> GpuBoxSnapshot | None:
+            source = await self.deck.gpu_source()
+            snapshot = await source.sample()
+            return snapshot if snapshot.available else None
+
+        try:
+            report = await kill_processes(
+                self.deck.host,
+                confirmation.targets,
+                await deck_context(self.deck),
+                read_only=self.profile.read_only,
+                confirmed_foreign=confirmation.confirmed_foreign,
+                reread=reread,
+                action="console kill",
+            )
+        except ServedeckError as error:
+            self.post_message(self.KillDone(None, str(error)))
+        else:
+            self.post_message(self.KillDone(report))
+
+    def on_servedeck_app_kill_done(self, message: KillDone) -> None:
+        if message.report is None:
+            self.notify(f"kill failed: {message.error}", severity="error", timeout=10)
+        else:
+            severity = "information" if message.report.all_ended else "warning"
+            self.notify(
+                message.report.summary_line(), title="Processes", severity=severity, timeout=10
+            )
+        self._refresh_procs()
+
+    # --- benchmarks -----------------------------------------------------------------
+    def action_bench(self, preset_name: str | None = None) -> None:
+        if self.bench_process is not None:
+            self.notify("A benchmark is already running (c cancels it).", severity="warning")
+            return
+        name = preset_name or self.profile.benchmark.default_preset
+        self.action_show_tab("bench")
+        self._run_bench(name)
+
+    def action_bench_pick(self) -> None:
+        presets = self.profile.benchmark.presets
+
+        def picked(name: str | None) -> None:
+            if name:
+                self.action_bench(name)
+
+        self.push_screen(PresetPickerScreen(presets, self.profile.benchmark.default_preset), picked)
+
+    def action_bench_cancel(self) -> None:
+        if self.bench_process is not None:
+            self.bench_process.cancel()
+            self.notify("Cancelling the benchmark; partial results are kept.")
+
+    @work(exclusive=True, group="bench")
+    async def _run_bench(self, preset_name: str) -> None:
+        preset = self.profile.benchmark.presets[preset_name]
+        try:
+            url = await self.deck.reachable_base_url()
+            gpus = ""
+            if self.last_gpu is not None and self.last_gpu.statics:
+                gpus = f"{len(self.last_gpu.statics)} x {self.last_gpu.statics[0].name}"
+            context = replace(context_for_profile(self.profile, gpus), host=self.deck.host_label)
+            spec = spec_from_preset(
+                preset,
+                url,
+                api_key_env=self.profile.service.api_key_env,
+                context=replace(context, base_url=url),
+            )
+            self.bench_process = BenchProcess(spec)
+            async for event in self.bench_process.events():
+                self.post_message(self.BenchEvent(event))
+        except ServedeckError as error:
+            self.post_message(self.BenchEvent(error))
+        finally:
+            self.bench_process = None
+
+    def on_servedeck_app_bench_event(self, message: BenchEvent) -> None:
+        view = self.query_one(BenchView)
+        event = message.event
+        if isinstance(event, BenchStarted):
+            view.show_started(event)
+        elif isinstance(event, BenchProgress):
+            view.show_progress(event)
+        elif isinstance(event, LevelResult):
+            view.show_level(event)
+        elif isinstance(event, BenchResult):
+            append_result(event)
+            view.show_result(event)
+            view.show_history(runs_for_host(self.deck.host_label))
+            single = event.single_stream_tok_s
+            detail = f"{single:,.1f} tok/s per stream" if single else "done"
+            self.notify(f"{event.preset}: {detail}", title="Benchmark")
+        elif isinstance(event, Exception):
+            view.show_error(str(event))
+            self.notify(f"benchmark: {event}", severity="error", timeout=10)
+
+    # --- plan -----------------------------------------------------------------------
+    @dataclass
+    class PlanReady(Message):
+        plan: Plan | None
+        error: str | None = None
+
+    @work(exclusive=True, group="plan")
+    async def _show_plan(self) -> None:
+        self.query_one("#plan-status", Static).update("Reading the model and planning layouts ...")
+        try:
+            plan = await plan_for_profile(self.profile, self.deck.host, self.last_gpu)
+        except ServedeckError as error:
+            self.post_message(self.PlanReady(None, str(error)))
+        else:
+            self.post_message(self.PlanReady(plan))
+
+    def on_servedeck_app_plan_ready(self, message: PlanReady) -> None:
+        status = self.query_one("#plan-status", Static)
+        if message.plan is None:
+            status.update(f"No plan: {message.error}")
+            return
+        layout = profile_layout(self.profile)
+        chosen = message.plan.find(layout.tp, layout.ep, layout.pp, layout.dp)
+        verdict = chosen.verdict if chosen is not None else "not a candidate"
+        status.update(f"Profile layout {layout.label}: {verdict}")
+        self.query_one(PlanView).show_plan(message.plan, layout)
+
+    # --- general --------------------------------------------------------------------
     def action_help(self) -> None:
         self.push_screen(HelpScreen(COMMANDS, self._effective_keys()))
 
@@ -137,9 +604,8 @@ class ServedeckApp(App[int]):
             for command in COMMANDS
         }
 
-    def action_refresh(self) -> None:
-        self.query_one(HeaderBar).connection_state = "connecting"
-        self._collect_overview()
+    def action_show_tab(self, tab_id: str) -> None:
+        self.query_one(TabbedContent).active = tab_id
 
     def action_summary(self) -> None:
         self.push_screen(SummaryScreen(self._summary_markdown, self._export_summary))
@@ -147,7 +613,9 @@ class ServedeckApp(App[int]):
     async def _summary_markdown(self) -> str:
         from tui.summary import collect_summary, render_markdown, summary_secrets
 
-        inputs = await collect_summary(self.deck, load=self.load_progress)
+        # The live tracker's load (when it saw one); otherwise the summary replays the log.
+        live = self.progress if self.progress is not None and self.progress.timeline else None
+        inputs = await collect_summary(self.deck, load=live)
         return render_markdown(inputs, summary_secrets(self.deck))
 
     def _export_summary(self, markdown: str) -> Path:
@@ -158,17 +626,16 @@ class ServedeckApp(App[int]):
         folder.mkdir(parents=True, exist_ok=True)
         return export_summary(markdown, self.profile.name, folder=folder)
 
-    def action_show_tab(self, tab_id: str) -> None:
-        self.query_one(TabbedContent).active = tab_id
-
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for command in COMMANDS:
-            if command.action in ("command_palette",):
+            if command.action == "command_palette":
                 continue
             yield SystemCommand(
                 command.label, command.help, lambda action=command.action: self.run_action(action)
             )
 
     async def on_unmount(self) -> None:
-        await self.host.close()
+        if self.bench_process is not None:
+            await self.bench_process.kill()
+        await self.deck.close()

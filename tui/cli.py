@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.doctor_cmd",
     "tui.commands.plan_cmd",
     "tui.commands.sim_cmd",
+    "tui.commands.demo_cmd",
     "tui.commands.gpus_cmd",
     "tui.commands.logs",
     "tui.commands.status",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from tui.config import Profile
-from tui.errors import ServedeckError
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
 from tui.profile_store import load_profile
@@ -15,18 +14,21 @@ def host_for(profile: Profile) -> Host:
     """The Host a profile names: this machine, an SSH route, or the simulator's box."""
     if profile.host.kind == "local" or profile.is_demo:
         return LocalHost()
-    try:
-        from tui.hosts.factory import host_for_profile
-    except ImportError:
-        raise ServedeckError(
-            f"{profile.host.route}: SSH hosts are not available in this build"
-        ) from None
+    from tui.hosts.factory import host_for_profile
+
     return host_for_profile(profile)
+
+
+def run_console(profile: Profile, *, demo_autostart: bool = False) -> int:
+    """Open the console on a profile; the demo gets its simulated box here."""
+    from tui.app import ServedeckApp
+    from tui.deck import CONSOLE_DEMO_LOAD_S, open_deck
+
+    deck = open_deck(profile, demo_load_s=CONSOLE_DEMO_LOAD_S, demo_autostart=demo_autostart)
+    app = ServedeckApp(deck.profile, deck)
+    return app.run() or 0
 
 
 def open_console(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
-    from tui.app import ServedeckApp
-
-    app = ServedeckApp(profile, host_for(profile))
-    return app.run() or 0
+    return run_console(profile)

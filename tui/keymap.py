@@ -21,6 +21,12 @@ class ConsoleCommand:
     key_display: str | None = None
 
 
+def _tab(number: int, tab_id: str, label: str, help_text: str) -> ConsoleCommand:
+    return ConsoleCommand(
+        f"tab-{tab_id}", str(number), f"show_tab('{tab_id}')", label, help_text, "Panes", False
+    )
+
+
 COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand(
         "help", "question_mark", "help", "Help", "Show every key and what it does", key_display="?"
@@ -32,9 +38,17 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "Commands",
         "Open the command palette (also ctrl+p)",
         key_display=":",
+        show_in_footer=False,
     ),
     ConsoleCommand("quit", "q", "quit", "Quit", "Leave servedeck (the service keeps running)"),
-    ConsoleCommand("refresh", "r", "refresh", "Refresh", "Re-read the host overview now"),
+    ConsoleCommand(
+        "refresh",
+        "r",
+        "refresh",
+        "Refresh",
+        "Re-read the host overview and processes now",
+        show_in_footer=False,
+    ),
     ConsoleCommand(
         "summary",
         "s",
@@ -42,14 +56,81 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "Summary",
         "Preview the Markdown state summary (e exports it to the data dir)",
     ),
+    _tab(1, "deck", "Deck", "GPUs, load progress and the service log"),
+    _tab(2, "overview", "Overview", "The host: OS, kernel, CPU, RAM, GPUs"),
+    _tab(3, "procs", "Processes", "GPU processes: service, leftover, defunct, foreign"),
+    _tab(4, "bench", "Bench", "Benchmark results and the comparison of runs"),
+    _tab(5, "plan", "Plan", "Deployment preflight: which TP/EP layouts fit"),
     ConsoleCommand(
-        "tab-overview",
-        "1",
-        "show_tab('overview')",
-        "Overview",
-        "Show the host overview",
-        group="Panes",
-        show_in_footer=False,
+        "service-start",
+        "S",
+        "service('start')",
+        "Start",
+        "Start the service (asks first)",
+        "Service",
+        key_display="S",
+    ),
+    ConsoleCommand(
+        "service-stop",
+        "X",
+        "service('stop')",
+        "Stop",
+        "Stop the service (asks first)",
+        "Service",
+        key_display="X",
+    ),
+    ConsoleCommand(
+        "service-restart",
+        "R",
+        "service('restart')",
+        "Restart",
+        "Restart the service (asks first)",
+        "Service",
+        False,
+        "R",
+    ),
+    ConsoleCommand(
+        "kill-leftovers",
+        "K",
+        "kill_leftovers",
+        "Clean up",
+        "End the service's leftover GPU processes (asks first)",
+        "Processes",
+        key_display="K",
+    ),
+    ConsoleCommand(
+        "kill-selected",
+        "k",
+        "kill_selected",
+        "Kill",
+        "End the selected GPU process (asks first)",
+        "Processes",
+        False,
+    ),
+    ConsoleCommand(
+        "bench", "b", "bench", "Bench", "Run the profile's default benchmark preset", "Bench"
+    ),
+    ConsoleCommand(
+        "bench-pick",
+        "B",
+        "bench_pick",
+        "Presets",
+        "Pick a benchmark preset to run",
+        "Bench",
+        False,
+        "B",
+    ),
+    ConsoleCommand(
+        "bench-cancel",
+        "ctrl+c",
+        "bench_cancel",
+        "Cancel bench",
+        "Cancel the running benchmark (partial results kept)",
+        "Bench",
+        False,
+    ),
+    ConsoleCommand(
+        "plan", "P", "show_tab('plan')", "Plan", "Show the deployment preflight", "Plan", False, "P"
     ),
 )
 

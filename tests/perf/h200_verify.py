@@ -188,7 +188,7 @@ def main() -> int:
         run_capture(["nvidia-smi", "topo", "-m"], out / "h200_topo_m.txt")
         run_capture(["nvidia-smi", "--version"], out / "h200_version.txt")
         run_capture(["nvidia-smi"], out / "nvidia_smi.txt")
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": f"{ROOT}:{os.environ.get('PYTHONPATH', '')}"}
         gpus = subprocess.run(
             [sys.executable, "-m", "tui", "gpus", "--json"],
             capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,

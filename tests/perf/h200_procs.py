@@ -1,0 +1,162 @@
+"""The leftover killer on a real NVIDIA GPU: an orphaned CUDA process, found and ended.
+
+    python tests/perf/h200_procs.py [OUT_DIR]      (needs torch and a GPU)
+
+1. reads GPU 0's idle used memory (NVML);
+2. starts a CUDA process holding 6 GiB, named like a vLLM worker, and orphans it
+   (setsid, its parent exits) so it is reparented the way a surviving worker is;
+3. runs `servedeck procs --json` and renders the console's Processes pane to
+   OUT_DIR/procs-h200.svg while the leftover is listed;
+4. runs `servedeck kill --leftovers --yes`;
+5. polls NVML until GPU 0's used memory is back at the idle level and prints the figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import pynvml  # noqa: E402
+
+HOLD_GIB = 6
+MIB = 1024**2
+HOLDER = (
+    "import sys, time, torch\n"
+    f"x = torch.empty({HOLD_GIB} << 30, dtype=torch.uint8, device='cuda')\n"
+    "x.fill_(1); torch.cuda.synchronize()\n"
+    "open(sys.argv[1], 'w').write('ready')\n"
+    "time.sleep(1800)\n"
+)
+
+
+def gpu0_used_bytes() -> int:
+    handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+    return int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)
+
+
+def run_cli(
+    args: list[str], profile: Path, timeout_s: float = 180
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run(
+        [sys.executable, "-m", "tui", *args, "--profile", str(profile)],
+        capture_output=True, text=True, timeout=timeout_s, cwd=ROOT, env=env,
+    )  # fmt: skip
+
+
+def spawn_orphan(folder: Path) -> int:
+    """Double fork through `setsid -f`: the holder's parent exits at once."""
+    script = folder / "holder.py"
+    script.write_text(HOLDER)
+    ready = folder / "ready"
+    pid_file = folder / "pid"
+    launcher = (
+        f"setsid -f bash -c 'echo $$ > {pid_file}; "
+        f"exec -a VLLM::Worker_TP0 {sys.executable} {script} {ready}' </dev/null >/dev/null 2>&1"
+    )
+    subprocess.run(["bash", "-c", launcher], check=True)
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit("h200_procs: the CUDA holder did not become ready in 120 s")
+        time.sleep(0.2)
+    return int(pid_file.read_text())
+
+
+async def render_procs_pane(profile: Path, out: Path) -> None:
+    from tui.app import ServedeckApp
+    from tui.deck import open_deck
+    from tui.profile_store import load_profile
+    from widgets.procs_pane import ProcsPane
+
+    loaded = load_profile(str(profile))
+    app = ServedeckApp(loaded, open_deck(loaded))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(3.0)
+        await pilot.press("3")
+        for _ in range(60):
+            await pilot.pause(0.5)
+            if app.query_one(ProcsPane).processes:
+                break
+        await pilot.pause(0.5)
+        app.save_screenshot(filename="procs-h200.svg", path=str(out))
+
+
+def main() -> int:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "h200-out").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    pynvml.nvmlInit()
+    folder = Path(tempfile.mkdtemp(prefix="servedeck-procs-"))
+    profile = folder / "h200-local.toml"
+    profile.write_text(
+        'description = "H200 verification"\n[host]\nkind = "local"\n'
+        '[service]\nprocess_patterns = ["VLLM::*"]\n'
+    )
+    idle = gpu0_used_bytes()
+    pid = spawn_orphan(folder)
+    time.sleep(1.0)
+    held = gpu0_used_bytes()
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+    parent_comm = Path(f"/proc/{ppid}/comm").read_text().strip() if ppid > 0 else "?"
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    print(f"orphan pid {pid}, parent {ppid} ({parent_comm}), cmdline {cmdline}")
+    print(f"GPU 0 used: idle {idle / MIB:,.0f} MiB, with the orphan {held / MIB:,.0f} MiB")
+
+    procs = run_cli(["procs", "--json"], profile)
+    (out / "procs.json").write_text(procs.stdout + procs.stderr)
+    listing = json.loads(procs.stdout) if procs.returncode == 0 else {"processes": []}
+    mine = [p for p in listing["processes"] if p["identity"]["pid"] == pid]
+    klass = mine[0]["klass"] if mine else "missing"
+    print(
+        f"servedeck procs --json: exit {procs.returncode}, the orphan is {klass!r}"
+        + (
+            f", {mine[0]['gpu_memory_bytes'] / MIB:,.0f} MiB"
+            if mine and mine[0]["gpu_memory_bytes"]
+            else ""
+        )
+    )
+    asyncio.run(render_procs_pane(profile, out))
+    print(f"wrote {out / 'procs-h200.svg'}")
+
+    started = time.monotonic()
+    if klass == "leftover":
+        kill = run_cli(["kill", "--leftovers", "--yes", "--timeout", "15"], profile)
+    else:
+        kill = run_cli(["kill", str(pid), "--yes", "--confirm-foreign", str(pid)], profile)
+    (out / "kill.txt").write_text(kill.stdout + kill.stderr)
+    print(f"servedeck kill: exit {kill.returncode}\n{kill.stdout}{kill.stderr}")
+    after = gpu0_used_bytes()
+    deadline = time.monotonic() + 30
+    while after > idle + 64 * MIB and time.monotonic() < deadline:
+        time.sleep(0.2)
+        after = gpu0_used_bytes()
+    elapsed = time.monotonic() - started
+    alive = Path(f"/proc/{pid}").exists()
+    print(
+        f"GPU 0 used after the kill: {after / MIB:,.0f} MiB (idle {idle / MIB:,.0f} MiB), "
+        f"{elapsed:.1f} s after the kill started; orphan alive: {alive}"
+    )
+    report = {
+        "idle_used_bytes": idle, "with_orphan_used_bytes": held, "after_kill_used_bytes": after,
+        "orphan_pid": pid, "orphan_parent_pid": ppid, "orphan_parent_comm": parent_comm,
+        "classified": klass, "procs_exit": procs.returncode, "kill_exit": kill.returncode,
+        "released_to_idle": after <= idle + 64 * MIB, "orphan_alive_after": alive,
+        "seconds_to_release": round(elapsed, 2),
+    }  # fmt: skip
+    (out / "procs_report.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+    return 0 if report["released_to_idle"] and not alive else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

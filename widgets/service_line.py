@@ -1,0 +1,50 @@
+"""One line about the service: unit state, main pid, since when, restarts, readiness."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.service import UnitState
+
+_STATE_STYLES = {
+    "active": "bold green",
+    "activating": "bold yellow",
+    "deactivating": "bold yellow",
+    "inactive": "dim",
+    "failed": "bold red",
+}
+
+
+class ServiceLine(Static):
+    DEFAULT_CSS = "ServiceLine { height: 1; padding: 0 1; }"
+
+    def show(
+        self, state: UnitState | None, host_label: str, ready: bool, error: str | None = None
+    ) -> None:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if state is None:
+            line.append("service: ", style="bold")
+            line.append(error or "unknown", style="yellow")
+            self.update(line)
+            return
+        line.append(state.unit, style="bold")
+        line.append(" ")
+        line.append(
+            f"{state.active_state} ({state.sub_state})",
+            style=_STATE_STYLES.get(state.active_state, ""),
+        )
+        if state.main_pid:
+            line.append(f"  pid {state.main_pid}")
+        if state.started_at_s and state.is_active:
+            line.append("  since " + time.strftime("%H:%M:%S", time.localtime(state.started_at_s)))
+        if state.n_restarts:
+            line.append(f"  restarts {state.n_restarts}", style="yellow")
+        if state.is_failed and state.result:
+            line.append(f"  result {state.result}", style="red")
+        line.append("  ")
+        line.append("● ready" if ready else "○ not serving", style="bold green" if ready else "dim")
+        line.append(f"  on {host_label}", style="dim")
+        self.update(line)
