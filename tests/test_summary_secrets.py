@@ -140,3 +140,12 @@ async def test_no_planted_secret_reaches_the_summary(
     assert inputs.load is not None and SECRETS["log env"] in (inputs.load.last_error_line or "")
     assert "Last error: `env HF_TOKEN=[REDACTED] key [REDACTED]`" in markdown
     assert any(SECRETS["audit"] in i.text for i in inputs.incidents)
+
+
+def test_colon_form_keeps_short_prose_and_redacts_values() -> None:
+    """`name: value` redaction needs a 6+ character value: plan prose stays readable."""
+    from tui.redact import redact_text
+
+    assert redact_text("KV per token: MLA latent") == "KV per token: MLA latent"
+    assert redact_text("token: abc123xyz") == "token: [REDACTED]"
+    assert redact_text("password: hunter22") == "password: [REDACTED]"
