@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import httpx
 from textual import work
@@ -45,6 +46,7 @@ from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.screens.preset_picker import PresetPickerScreen
+from tui.screens.summary import SummaryScreen
 from tui.service import ActionOutcome, UnitState
 from widgets.bench_view import BenchView
 from widgets.gpu_pane import GpuPane
@@ -633,6 +635,25 @@ class ServedeckApp(App[int]):
 
     def action_show_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id
+
+    def action_summary(self) -> None:
+        self.push_screen(SummaryScreen(self._summary_markdown, self._export_summary))
+
+    async def _summary_markdown(self) -> str:
+        from tui.summary import collect_summary, render_markdown, summary_secrets
+
+        # The live tracker's load (when it saw one); otherwise the summary replays the log.
+        live = self.progress if self.progress is not None and self.progress.timeline else None
+        inputs = await collect_summary(self.deck, load=live)
+        return render_markdown(inputs, summary_secrets(self.deck))
+
+    def _export_summary(self, markdown: str) -> Path:
+        from tui import paths
+        from tui.summary import export_summary
+
+        folder = paths.data_dir() / "summaries"
+        folder.mkdir(parents=True, exist_ok=True)
+        return export_summary(markdown, self.profile.name, folder=folder)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.commands.procs_cmd",
     "tui.commands.kill_cmd",
     "tui.commands.bench_cmd",
+    "tui.commands.summary_cmd",
 )
 
 

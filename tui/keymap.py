@@ -49,6 +49,13 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "Re-read the host overview and processes now",
         show_in_footer=False,
     ),
+    ConsoleCommand(
+        "summary",
+        "s",
+        "summary",
+        "Summary",
+        "Preview the Markdown state summary (e exports it to the data dir)",
+    ),
     _tab(1, "deck", "Deck", "GPUs, load progress and the service log"),
     _tab(2, "overview", "Overview", "The host: OS, kernel, CPU, RAM, GPUs"),
     _tab(3, "procs", "Processes", "GPU processes: service, leftover, defunct, foreign"),

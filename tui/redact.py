@@ -33,7 +33,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         r"\1\2\3" + REDACTED + r"\3",
     ),
     (re.compile(rf"(?i)(\"{_SECRET_NAME}\"\s*:\s*\")[^\"]*(\")"), r"\1" + REDACTED + r"\2"),
-    (re.compile(rf"(?i)\b({_SECRET_NAME})(:\s+)[^\s'\",]+"), r"\1\2" + REDACTED),
+    # `token: value` (YAML, headers): a value of 6+ characters, so prose such as
+    # "KV per token: MLA latent" stays readable
+    (re.compile(rf"(?i)\b({_SECRET_NAME})(:\s+)[^\s'\",]{{6,}}"), r"\1\2" + REDACTED),
     # well-known key shapes
     (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), REDACTED),
     (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), REDACTED),

@@ -1,0 +1,63 @@
+"""`servedeck summary`: the Markdown state summary of a profile's deployment, written to a file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tui.cli import run_async
+from tui.commands._target import deck_from_args
+from tui.summary import (
+    collect_summary,
+    default_summary_name,
+    export_summary,
+    render_json,
+    render_markdown,
+    summary_secrets,
+)
+
+
+def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "summary",
+        parents=[common],
+        help="write a Markdown state summary (hardware, software, model, load, benchmarks)",
+        description=(
+            "Collect everything about the profile's deployment and write it as Markdown. "
+            "Without -o the file gets a timestamped name in the current folder; an existing "
+            "file is never replaced without --force."
+        ),
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write it; '-' prints to stdout"
+    )
+    parser.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    parser.add_argument("--json", action="store_true", help="write the collected facts as JSON")
+    parser.set_defaults(func=run_summary)
+
+
+async def summary_text(args: argparse.Namespace) -> tuple[str, str]:
+    """(profile name, rendered text) for the parsed arguments."""
+    deck = deck_from_args(args)
+    try:
+        inputs = await collect_summary(deck)
+        secrets = summary_secrets(deck)
+    finally:
+        await deck.close()
+    text = render_json(inputs, secrets) if args.json else render_markdown(inputs, secrets)
+    return deck.profile.name, text
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    result = run_async(lambda: summary_text(args))
+    profile_name, text = result  # type: ignore[misc]
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    target = Path(args.output) if args.output else None
+    if target is None and args.json:
+        target = Path.cwd() / default_summary_name(profile_name).replace(".md", ".json")
+    path = export_summary(text, profile_name, target, force=args.force)
+    print(f"wrote {path}")
+    return 0

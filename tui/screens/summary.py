@@ -1,0 +1,96 @@
+"""The summary preview screen: collect in a worker, show the Markdown, export with one key."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import ModalScreen
+
+from tui.errors import ServedeckError
+from widgets.summary_view import SummaryView
+
+Collect = Callable[[], Awaitable[str]]
+Export = Callable[[str], Path]
+
+
+class SummaryScreen(ModalScreen[None]):
+    """`s` opens it; `e` writes the file; `r` collects again; escape closes."""
+
+    DEFAULT_CSS = """
+    SummaryScreen { align: center middle; }
+    SummaryScreen > SummaryView {
+        width: 96%; height: 94%; border: round $accent; background: $surface;
+    }
+    """
+    BINDINGS = [
+        Binding("escape,q", "dismiss", "Close", id="summary-close"),
+        Binding("e", "export", "Export", id="summary-export"),
+        Binding("r", "recollect", "Refresh", id="summary-refresh"),
+    ]
+
+    @dataclass
+    class Collected(Message):
+        markdown: str
+
+    @dataclass
+    class Failed(Message):
+        error: str
+
+    def __init__(self, collect: Collect, export: Export, markdown: str | None = None) -> None:
+        super().__init__()
+        self._collect = collect
+        self._export = export
+        self._markdown = markdown
+
+    def compose(self) -> ComposeResult:
+        yield SummaryView(id="summary-view")
+
+    async def on_mount(self) -> None:
+        if self._markdown is not None:
+            await self.query_one(SummaryView).show_markdown(self._markdown)
+            self.query_one(SummaryView).show_status("e export · r refresh · escape close")
+        else:
+            self.action_recollect()
+
+    def action_recollect(self) -> None:
+        self.query_one(SummaryView).show_status("Collecting the state summary ...")
+        self._run_collect()
+
+    @work(exclusive=True, group="summary")
+    async def _run_collect(self) -> None:
+        try:
+            markdown = await self._collect()
+        except ServedeckError as error:
+            self.post_message(self.Failed(str(error)))
+        else:
+            self.post_message(self.Collected(markdown))
+
+    async def on_summary_screen_collected(self, message: Collected) -> None:
+        self._markdown = message.markdown
+        view = self.query_one(SummaryView)
+        await view.show_markdown(message.markdown)
+        view.show_status("e export · r refresh · escape close")
+
+    def on_summary_screen_failed(self, message: Failed) -> None:
+        self.query_one(SummaryView).show_status(f"Summary failed: {message.error}")
+
+    def action_export(self) -> None:
+        if self._markdown is None:
+            self.notify("Nothing to export yet", severity="warning")
+            return
+        try:
+            path = self._export(self._markdown)
+        except ServedeckError as error:
+            self.notify(str(error), title="Export failed", severity="error", timeout=8)
+            return
+        self.notify(f"Wrote {path}", title="Summary exported")
+        self.query_one(SummaryView).show_status(f"Exported to {path}")
+
+    def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
+        self.dismiss(result)

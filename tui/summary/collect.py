@@ -1,0 +1,276 @@
+"""Gather a SummaryInputs from a Deck: every collector at once, each under its own timeout.
+
+A collector that raises or runs out of time becomes one line in `problems`
+("gpus: timed out after 10 s"), and the rest of the summary still renders.
+The load timeline comes from the console's live tracker when it has one,
+otherwise from replaying the service log through a LoadTracker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import shlex
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tui import paths
+from tui.audit import read_audit
+from tui.bench.context import config_hash, context_for_profile
+from tui.bench.history import history_path, runs_for_host
+from tui.deck import Deck
+from tui.errors import ServedeckError
+from tui.facts import DiskFacts, SoftwareVersions, collect_disk, collect_versions
+from tui.gpu.model import GpuBoxSnapshot
+from tui.loadwatch import LoadProgress, LoadTracker
+from tui.metrics import MetricsPoller
+from tui.plan import build_plan, inventory_from_snapshot, model_from_config, read_model_dir
+from tui.plan.layout import Layout, PlanSettings
+from tui.plan.modelcfg import ModelArch
+from tui.redact import redact_text
+from tui.summary.incidents import incidents_from_audit
+from tui.summary.inputs import ModelSummary, ServiceSummary, SummaryInputs
+
+
+@dataclass(frozen=True, slots=True)
+class CollectTimeouts:
+    """Seconds each collector may take; generous for SSH, short for HTTP."""
+
+    facts_s: float = 20.0
+    gpu_s: float = 10.0
+    service_s: float = 10.0
+    log_s: float = 20.0
+    metrics_s: float = 4.0
+    model_s: float = 30.0
+    local_files_s: float = 10.0
+
+
+LOG_LINES = 5000
+
+
+async def _guarded(
+    name: str, make: Callable[[], Awaitable[Any]], timeout_s: float, problems: list[str]
+) -> tuple[Any, float]:
+    """Run one collector; its failure is a problem line, never an exception."""
+    started = time.perf_counter()
+    try:
+        value = await asyncio.wait_for(make(), timeout_s)
+    except TimeoutError:
+        problems.append(f"{name}: timed out after {timeout_s:g} s")
+        value = None
+    except (ServedeckError, OSError, ValueError) as error:
+        problems.append(f"{name}: {error}")
+        value = None
+    return value, time.perf_counter() - started
+
+
+def summary_secrets(deck: Deck) -> tuple[str, ...]:
+    """Known secret values to scrub besides the patterns: the API key from the profile's env var."""
+    key = deck.api_key
+    return (key,) if key else ()
+
+
+async def _software(deck: Deck) -> SoftwareVersions:
+    if deck.box is not None:
+        from tui.sim.facts import simulated_host_facts
+
+        return simulated_host_facts(None, deck.profile.model.path).software  # type: ignore[arg-type]
+    interpreter = deck.profile.service.python or "python3"
+    versions = await collect_versions(deck.host, interpreter)
+    if versions.error:
+        raise ServedeckError(versions.error)
+    return versions
+
+
+async def _disk(deck: Deck) -> DiskFacts | None:
+    if deck.box is not None:
+        from tui.sim.facts import simulated_host_facts
+
+        return simulated_host_facts(None, deck.profile.model.path).disk  # type: ignore[arg-type]
+    if not deck.profile.model.path:
+        return None
+    return await collect_disk(deck.host, deck.profile.model.path)
+
+
+async def _gpu(deck: Deck) -> GpuBoxSnapshot:
+    source = await deck.gpu_source()
+    return await source.sample()
+
+
+async def _service(deck: Deck) -> ServiceSummary:
+    service = deck.profile.service
+    controller = deck.service()
+    unit = await controller.state() if controller is not None else None
+    cmdline = None
+    if unit is not None and unit.main_pid:
+        try:
+            raw = await deck.host.read_file(f"/proc/{unit.main_pid}/cmdline", max_bytes=65536)
+            argv = [part for part in raw.decode(errors="replace").split("\0") if part]
+            cmdline = redact_text(shlex.join(argv), summary_secrets(deck)) if argv else None
+        except ServedeckError:
+            cmdline = None  # the process ended between the two reads
+    base_url = deck.base_url
+    port = service.port if deck.box is None else deck.box.port  # type: ignore[attr-defined]
+    return ServiceSummary(service.engine, unit, base_url, port, cmdline)
+
+
+async def _load_from_log(deck: Deck) -> tuple[LoadProgress, int] | None:
+    source = deck.log_lines(initial_lines=LOG_LINES, follow=False)
+    if source is None:
+        return None
+    tracker = LoadTracker()
+    # A tailed file stamps lines with the time they were read; the engine's own
+    # prefix is the truth for a replay. Journal entries carry their real time.
+    from_file = deck.box is not None or bool(deck.profile.service.log_file)
+    count = 0
+    async for line in source:
+        tracker.feed(replace(line, timestamp_s=None) if from_file else line)
+        count += 1
+    return (tracker.snapshot(), count) if count else None
+
+
+async def _metrics(deck: Deck) -> Any:
+    url = await deck.reachable_base_url()
+    return await MetricsPoller(url, api_key=deck.api_key, timeout_s=3.0).poll()
+
+
+def _arch_from_text(text: str, source: str) -> ModelArch:
+    return model_from_config(text, source).arch
+
+
+async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
+    """The model's facts: the checkpoint's headers when it is readable, else its config alone."""
+    model = deck.profile.model
+    name = model.name or posixpath.basename((model.path or "").rstrip("/")) or "?"
+    if deck.box is not None:
+        from tui.sim import spec
+        from tui.sim.facts import simulated_config_text
+
+        facts = model_from_config(simulated_config_text(), "Kimi-K2.5.json", model.checkpoint_gib)
+        summary = ModelSummary(
+            name,
+            model.path,
+            facts.arch,
+            spec.MODEL_WEIGHTS_BYTES,
+            spec.MODEL_SHARDS,
+            "packaged config.json (simulated checkpoint)",
+        )
+        return summary, facts
+    if not model.path:
+        raise ServedeckError("the profile names no model.path")
+    try:
+        facts = await read_model_dir(deck.host, model.path)
+        source = f"config.json + {facts.weights.files} shard headers"
+        size, shards = facts.weights.total_bytes, facts.weights.files
+    except ServedeckError as error:
+        config_path = posixpath.join(model.path, "config.json")
+        text = await deck.host.read_file(config_path)
+        facts = model_from_config(text, config_path, model.checkpoint_gib)
+        source = f"config.json only ({error})"
+        size, shards = None, None
+    return ModelSummary(name, model.path, facts.arch, size, shards, source), facts
+
+
+def _local_history(deck: Deck) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    host_key = context_for_profile(deck.profile).host
+    runs = tuple(runs_for_host(host_key, limit=12))
+    incidents = incidents_from_audit(read_audit(), deck.host.label)
+    return runs, incidents
+
+
+def _files(deck: Deck, service: ServiceSummary | None) -> tuple[tuple[str, str], ...]:
+    profile = deck.profile
+    found: list[tuple[str, str]] = []
+    if profile.path is not None:
+        found.append(("profile", str(profile.path)))
+    if service is not None and service.unit is not None and service.unit.fragment_path:
+        found.append(("unit file", service.unit.fragment_path))
+    if profile.model.path:
+        found.append(("model directory", profile.model.path))
+    python = profile.service.python
+    if python:
+        venv = posixpath.dirname(posixpath.dirname(python))
+        found.append(
+            ("serving venv", venv if python.endswith(("/bin/python", "/bin/python3")) else python)
+        )
+    if deck.box is not None:
+        found.append(("service log", "(simulator) server.log"))
+    elif profile.service.log_file:
+        found.append(("service log", profile.service.log_file))
+    elif profile.service.unit:
+        found.append(("service log", f"journalctl -u {profile.service.unit}"))
+    found.append(("servedeck data", str(paths.data_dir())))
+    found.append(("benchmark history", str(history_path())))
+    found.append(("audit log", str(paths.audit_log_path())))
+    return tuple(found)
+
+
+async def collect_summary(
+    deck: Deck,
+    *,
+    load: LoadProgress | None = None,
+    timeouts: CollectTimeouts | None = None,
+) -> SummaryInputs:
+    """Everything the summary says, collected concurrently; the deck stays open (caller closes)."""
+    t = timeouts or CollectTimeouts()
+    problems: list[str] = []
+    jobs: dict[str, tuple[Callable[[], Awaitable[Any]], float]] = {
+        "host overview": (deck.overview, t.facts_s),
+        "software versions": (lambda: _software(deck), t.facts_s),
+        "disk": (lambda: _disk(deck), t.facts_s),
+        "gpus": (lambda: _gpu(deck), t.gpu_s),
+        "service": (lambda: _service(deck), t.service_s),
+        "serving metrics": (lambda: _metrics(deck), t.metrics_s),
+        "model": (lambda: _model(deck), t.model_s),
+        "history": (lambda: asyncio.to_thread(_local_history, deck), t.local_files_s),
+    }
+    if load is None:
+        jobs["load timeline"] = (lambda: _load_from_log(deck), t.log_s)
+    names = list(jobs)
+    results = await asyncio.gather(
+        *(_guarded(name, jobs[name][0], jobs[name][1], problems) for name in names)
+    )
+    got = {name: value for name, (value, _) in zip(names, results, strict=True)}
+    timings = {name: seconds for name, (_, seconds) in zip(names, results, strict=True)}
+    problems.sort()  # completion order varies; the summary must not
+
+    load_source = "console (live)" if load is not None else ""
+    if load is None and got.get("load timeline"):
+        load, count = got["load timeline"]
+        load_source = f"service log ({count} lines)"
+    model_summary, model_facts = got.get("model") or (None, None)
+    gpu: GpuBoxSnapshot | None = got.get("gpus")
+    plan = None
+    if model_facts is not None and gpu is not None and gpu.available and gpu.statics:
+        try:
+            settings = PlanSettings(max_model_len=deck.profile.model.max_model_len)
+            plan = build_plan(model_facts, inventory_from_snapshot(gpu), settings)
+        except ServedeckError as error:
+            problems.append(f"plan: {error}")
+    runs, incidents = got.get("history") or ((), ())
+    m = deck.profile.model
+    service: ServiceSummary | None = got.get("service")
+    return SummaryInputs(
+        profile=deck.profile,
+        host_label=deck.host_label,
+        generated_at_s=time.time(),
+        overview=got.get("host overview"),
+        software=got.get("software versions"),
+        disk=got.get("disk"),
+        gpu=gpu,
+        model=model_summary,
+        service=service,
+        load=load,
+        load_source=load_source,
+        metrics=got.get("serving metrics"),
+        benchmarks=runs,
+        bench_config_hash=config_hash(deck.profile),
+        incidents=incidents,
+        plan=plan,
+        chosen_layout=Layout(m.tp, m.pp, m.dp, m.ep) if m.path or m.name else None,
+        files=_files(deck, service),
+        problems=tuple(problems),
+        timings_s=timings,
+    )

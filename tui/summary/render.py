@@ -1,0 +1,252 @@
+"""The state summary as Markdown: an "at a glance" block first, then one section per topic.
+
+The whole document passes through redact_text at the end (with the profile's
+API key value as an extra secret), so a secret in a log line, a command line
+or a profile note never reaches the page.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tui.bench.model import BenchResult
+from tui.plan.render import plan_markdown
+from tui.redact import redact_text
+from tui.summary import sections
+from tui.summary.inputs import SummaryInputs
+from tui.summary.mdtable import NA, clock, duration, gib, ms, num, table
+
+
+def _load_seconds(inputs: SummaryInputs) -> float | None:
+    """Start to serving, from the load timeline (None when the load has not finished)."""
+    load = inputs.load
+    if load is None or not load.timeline:
+        return None
+    serving = [s for s in load.timeline if s.phase == "serving"]
+    if not serving:
+        return None
+    return serving[0].started_at_s - load.timeline[0].started_at_s
+
+
+def glance(inputs: SummaryInputs) -> list[str]:
+    out = ["## At a glance", ""]
+    s, load, gpu, m = inputs.service, inputs.load, inputs.gpu, inputs.model
+    if s is not None and s.unit is not None:
+        out.append(
+            f"- Service: `{s.unit.unit}` {s.unit.active_state} ({s.unit.sub_state}) "
+            f"since {clock(s.unit.started_at_s)}, port {s.port}"
+        )
+    if load is not None:
+        phase = "serving, ready" if load.ready else load.phase
+        took = _load_seconds(inputs)
+        out.append(
+            f"- Load: {phase}" + (f"; startup took {duration(took)}" if took is not None else "")
+        )
+        if load.failure_line:
+            out.append(f"- Load failed: `{load.failure_line}`")
+    if m is not None:
+        p = inputs.profile.model
+        arch = m.arch
+        shape = ""
+        if arch is not None:
+            attention = "MLA" if arch.is_mla else "GQA"
+            experts = (
+                f", {arch.num_experts} experts top-{arch.experts_per_token}" if arch.is_moe else ""
+            )
+            shape = f" ({arch.num_layers} layers, {attention}{experts}, {arch.quant.label})"
+        layout = (
+            f"TP={p.tp}"
+            + (" + EP" if p.ep else "")
+            + (f", DP={p.dp}" if p.dp > 1 else "")
+            + (f", PP={p.pp}" if p.pp > 1 else "")
+        )
+        out.append(f"- Model: {m.name}{shape}, {layout}")
+    if gpu is not None and gpu.statics:
+        first = gpu.statics[0]
+        link = {True: "NVLink", False: "PCIe only, no NVLink", None: "interconnect unknown"}[
+            sections.nvlink(gpu)
+        ]
+        out.append(
+            f"- GPUs: {len(gpu.statics)} x {first.name} ({gib(first.memory_total_bytes, 0)}), {link}"
+        )
+    if inputs.software is not None and inputs.software.packages:
+        pk = inputs.software.packages
+        engine = "vllm" if "vllm" in pk else "sglang" if "sglang" in pk else None
+        if engine:
+            out.append(f"- Engine: {engine} {pk[engine]}, torch {pk.get('torch', NA)}")
+    best = inputs.benchmarks[0] if inputs.benchmarks else None
+    if best is not None:
+        out.append(
+            f"- Last benchmark ({best.started_at[:16]}): single stream "
+            f"{num(best.single_stream_tok_s)} tok/s, best {num(best.best_output_throughput)} tok/s"
+        )
+    kills = [i for i in inputs.incidents if i.event.startswith("kill")]
+    if kills:
+        out.append(f"- Incidents: {len(kills)} kill records in the audit log")
+    if inputs.problems:
+        out.append(f"- Not collected: {len(inputs.problems)} part(s), listed at the end")
+    return [*out, ""]
+
+
+def handoff(inputs: SummaryInputs) -> list[str]:
+    h = inputs.profile.handoff
+    out = ["## Goal and instructions", ""]
+    out += [f"Goal: {h.goal}" if h.goal else "Goal: (none in the profile's [handoff])", ""]
+    if h.instructions:
+        out += [h.instructions.strip(), ""]
+    if inputs.profile.description:
+        out += [f"Profile: {inputs.profile.description}", ""]
+    return out
+
+
+def _best_level(run: BenchResult) -> tuple[float, str]:
+    best = max(run.levels, key=lambda level: level.output_throughput, default=None)
+    if best is None:
+        return 0.0, NA
+    where = f"rate {best.request_rate:g}/s" if best.request_rate else f"c={best.concurrency}"
+    return best.output_throughput, where
+
+
+def _first_level(run: BenchResult) -> object:
+    return next(
+        (level for level in run.levels if level.concurrency == 1),
+        run.levels[0] if run.levels else None,
+    )
+
+
+def benchmarks(inputs: SummaryInputs) -> list[str]:
+    out = ["## Benchmarks", ""]
+    if not inputs.benchmarks:
+        return [
+            *out,
+            "No benchmark runs recorded for this host yet (press `b` in the console).",
+            "",
+        ]
+    startup = _load_seconds(inputs)
+    rows = []
+    for run in inputs.benchmarks:
+        c = run.context
+        best, where = _best_level(run)
+        first = _first_level(run)
+        ttft = first.ttft.median_ms / 1000 if first is not None and first.ttft.count else None  # type: ignore[attr-defined]
+        prefill = first.prefill_tok_s_per_request if first is not None else None  # type: ignore[attr-defined]
+        m = inputs.profile.model
+        same = c.config_hash == inputs.bench_config_hash or (c.model, c.tp, c.ep) == (
+            m.name,
+            m.tp,
+            m.ep,
+        )
+        rows.append(
+            (
+                run.started_at[:16].replace("T", " "),
+                c.model or NA,
+                f"TP={c.tp}" + (" + EP" if c.ep else ""),
+                c.gpus or NA,
+                run.preset,
+                f"{run.input_tokens}/{run.output_tokens}",
+                num(run.single_stream_tok_s),
+                num(best),
+                where,
+                ms(ttft),
+                num(prefill, 0),
+                duration(startup) if same and startup is not None else NA,
+            )
+        )
+    out += table(
+        [
+            "run",
+            "model",
+            "layout",
+            "GPUs",
+            "preset",
+            "in/out tok",
+            "single-stream tok/s",
+            "best tok/s",
+            "at",
+            "TTFT p50",
+            "prefill tok/s",
+            "startup",
+        ],
+        rows,
+        right=(6, 7, 9, 10, 11),
+    )
+    out += [
+        "Decode and prefill are reported apart: single-stream tok/s is 1 / mean TPOT at "
+        "concurrency 1; prefill tok/s is prompt tokens / TTFT per request at the lowest "
+        "concurrency; best tok/s is total output tokens / run duration at the best level. "
+        "Startup is the current load's start-to-serving time, shown for runs of the current "
+        "model and layout.",
+        "",
+    ]
+    return out
+
+
+def incidents(inputs: SummaryInputs) -> list[str]:
+    out = ["## Incidents", ""]
+    if not inputs.incidents:
+        return [*out, "No kills or service actions in the audit log for this host.", ""]
+    out += table(["time", "event", "what"], [(i.time, i.event, i.text) for i in inputs.incidents])
+    return out
+
+
+def plan(inputs: SummaryInputs) -> list[str]:
+    if inputs.plan is None:
+        return ["## Preflight plan", "", "_No plan: the model or the GPUs were not collected._", ""]
+    text = plan_markdown(inputs.plan, inputs.chosen_layout)
+    demoted = [("#" + line) if line.startswith("##") else line for line in text.splitlines()]
+    demoted[0] = "## Preflight plan" + demoted[0].removeprefix("### Deployment plan")
+    return [*demoted, ""]
+
+
+def notes(inputs: SummaryInputs) -> list[str]:
+    h = inputs.profile.handoff
+    out = ["## Lessons", ""]
+    out += [f"- {item}" for item in h.lessons] or ["(none recorded)"]
+    out += ["", "## Next steps", ""]
+    out += [f"- {item}" for item in h.next_steps] or ["(none recorded)"]
+    return [*out, ""]
+
+
+def files(inputs: SummaryInputs) -> list[str]:
+    out = ["## Relevant files", ""]
+    return out + table(["what", "where"], [(what, f"`{where}`") for what, where in inputs.files])
+
+
+def problems(inputs: SummaryInputs) -> list[str]:
+    if not inputs.problems:
+        return []
+    return ["## Collection problems", "", *(f"- {p}" for p in inputs.problems), ""]
+
+
+def render_markdown(inputs: SummaryInputs, extra_secrets: tuple[str, ...] = ()) -> str:
+    """The whole summary; secrets replaced by the redaction marker."""
+    head = [
+        f"# State summary: {inputs.profile.name} on {inputs.host_label}",
+        "",
+        f"Generated {clock(inputs.generated_at_s)} by servedeck.",
+        "",
+    ]
+    parts = [
+        head,
+        glance(inputs),
+        handoff(inputs),
+        sections.hardware(inputs),
+        sections.software(inputs),
+        sections.model(inputs),
+        sections.service(inputs),
+        sections.now(inputs),
+        benchmarks(inputs),
+        incidents(inputs),
+        plan(inputs),
+        notes(inputs),
+        files(inputs),
+        problems(inputs),
+    ]
+    text = "\n".join(line.rstrip() for part in parts for line in part).rstrip() + "\n"
+    return redact_text(text, extra_secrets)
+
+
+def render_json(inputs: SummaryInputs, extra_secrets: tuple[str, ...] = ()) -> str:
+    """Every collected fact as JSON (redacted the same way)."""
+    text = json.dumps(inputs.to_plain(), indent=2, sort_keys=True, default=str)
+    return redact_text(text, extra_secrets)
