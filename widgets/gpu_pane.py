@@ -289,8 +289,8 @@ def processes_text(snapshot: GpuBoxSnapshot, gpu_index: int | None, width: int) 
             else "n/a"
         )
         lines.append(
-            f"{proc.pid:<8} {fmt.clip(proc.user or '?', 10):<10} {memory:>9} {age:>7}  "
-            f"{fmt.clip(proc.process_name or '?', command_width)}"
+            f"{proc.pid:<8} {escape(fmt.clip(proc.user or '?', 10)):<10} {memory:>9} {age:>7}  "
+            f"{escape(fmt.clip(' '.join((proc.process_name or '?').split()), command_width))}"
         )
     return "\n".join(lines)
 

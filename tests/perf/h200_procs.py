@@ -30,7 +30,8 @@ import pynvml  # noqa: E402
 HOLD_GIB = 6
 MIB = 1024**2
 HOLDER = (
-    "import sys, time, torch\n"
+    "import sys, time, setproctitle, torch\n"
+    "setproctitle.setproctitle('VLLM::Worker_TP0')  # what vLLM's workers call themselves\n"
     f"x = torch.empty({HOLD_GIB} << 30, dtype=torch.uint8, device='cuda')\n"
     "x.fill_(1); torch.cuda.synchronize()\n"
     "open(sys.argv[1], 'w').write('ready')\n"
@@ -61,13 +62,14 @@ def spawn_orphan(folder: Path) -> int:
     pid_file = folder / "pid"
     launcher = (
         f"setsid -f bash -c 'echo $$ > {pid_file}; "
-        f"exec -a VLLM::Worker_TP0 {sys.executable} {script} {ready}' </dev/null >/dev/null 2>&1"
+        f"exec {sys.executable} {script} {ready}' </dev/null >{folder}/holder.log 2>&1"
     )
     subprocess.run(["bash", "-c", launcher], check=True)
     deadline = time.monotonic() + 120
     while not ready.exists():
         if time.monotonic() > deadline:
-            raise SystemExit("h200_procs: the CUDA holder did not become ready in 120 s")
+            log = (folder / "holder.log").read_text(errors="replace")[-2000:]
+            raise SystemExit(f"h200_procs: the CUDA holder did not become ready in 120 s:\n{log}")
         time.sleep(0.2)
     return int(pid_file.read_text())
 

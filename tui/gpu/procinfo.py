@@ -47,7 +47,7 @@ def read_process_details(pid: int, proc_root: Path = Path("/proc")) -> LocalProc
         uid = os.stat(folder).st_uid
     except OSError:
         return None
-    command = raw_cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+    command = " ".join(raw_cmdline.replace(b"\0", b" ").decode(errors="replace").split())
     if not command:
         # kernel threads and zombies have no cmdline: fall back to the comm field
         command = stat_text[stat_text.find("(") + 1 : stat_text.rfind(")")]
