@@ -39,6 +39,15 @@ HOLDER = (
 )
 
 
+def process_running(pid: int) -> bool:
+    """True while pid exists and is not a zombie waiting for its (new) parent to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
+
+
 def gpu0_used_bytes() -> int:
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)
     return int(pynvml.nvmlDeviceGetMemoryInfo(handle).used)
@@ -143,7 +152,7 @@ def main() -> int:
         time.sleep(0.2)
         after = gpu0_used_bytes()
     elapsed = time.monotonic() - started
-    alive = Path(f"/proc/{pid}").exists()
+    alive = process_running(pid)
     print(
         f"GPU 0 used after the kill: {after / MIB:,.0f} MiB (idle {idle / MIB:,.0f} MiB), "
         f"{elapsed:.1f} s after the kill started; orphan alive: {alive}"
