@@ -48,7 +48,7 @@ from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.screens.preset_picker import PresetPickerScreen
 from tui.screens.summary import SummaryScreen
 from tui.service import ActionOutcome, UnitState
-from widgets.bench_view import BenchView
+from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
 from widgets.header_bar import HeaderBar
 from widgets.host_overview import HostOverviewView
@@ -624,7 +624,7 @@ class ServedeckApp(App[int]):
 
     # --- general --------------------------------------------------------------------
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(COMMANDS, self._effective_keys()))
+        self.push_screen(HelpScreen(COMMANDS, self._effective_keys(), extra=FORMULAS))
 
     def _effective_keys(self) -> dict[str, str]:
         keymap = dict(self.profile.keys)
