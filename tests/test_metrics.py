@@ -138,3 +138,17 @@ async def test_poller_error_names_the_url() -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     with pytest.raises(ServedeckError, match=url):
         await MetricsPoller(url, timeout_s=1.0).poll()
+
+
+def test_parsing_only_the_used_families_gives_the_same_numbers() -> None:
+    """The poller filters the page before the reference parser; nothing it uses may change."""
+    from tui.metrics import USED_FAMILIES, parse_metrics
+
+    text = (FIXTURES / "metrics.txt").read_text()
+    full = parse_metrics(text, at_s=1.0)
+    filtered = parse_metrics(text, at_s=1.0, families=USED_FAMILIES)
+    wanted_values = {k: v for k, v in full.values.items() if k in USED_FAMILIES}
+    wanted_buckets = {k: v for k, v in full.buckets.items() if k in USED_FAMILIES}
+    assert filtered.values == wanted_values and filtered.buckets == wanted_buckets
+    assert "vllm:generation_tokens" in filtered.values
+    assert "vllm:time_to_first_token_seconds" in filtered.buckets

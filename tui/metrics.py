@@ -76,8 +76,39 @@ class ServerMetrics:
     at_s: float
 
 
-def parse_metrics(text: str, at_s: float | None = None) -> MetricsScrape:
-    """Parse a /metrics page; a page that is not Prometheus text raises ServedeckError."""
+USED_FAMILIES = frozenset(
+    (*RUNNING, *WAITING, *KV_USAGE, *PROMPT_TOKENS, *GENERATION_TOKENS, *PREEMPTIONS, *TTFT, *ITL)
+)
+_SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
+
+
+def _family_of(line: str) -> str:
+    """The family a text-format line belongs to (a sample or a # HELP/# TYPE comment)."""
+    if line.startswith("#"):
+        parts = line.split(" ", 3)
+        name = parts[2] if len(parts) > 2 else ""
+    else:
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+    for suffix in _SAMPLE_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def keep_families(text: str, families: frozenset[str]) -> str:
+    """Only the lines of the wanted families: the reference parser then reads ~1/10 of a page."""
+    return (
+        "\n".join(line for line in text.splitlines() if line and _family_of(line) in families)
+        + "\n"
+    )
+
+
+def parse_metrics(
+    text: str, at_s: float | None = None, families: frozenset[str] | None = None
+) -> MetricsScrape:
+    """Parse a /metrics page (optionally only some families); non-Prometheus text raises."""
+    if families is not None:
+        text = keep_families(text, families)
     values: dict[str, float] = {}
     buckets: dict[str, dict[float, float]] = {}
     try:
@@ -235,7 +266,7 @@ class MetricsPoller:
             response.raise_for_status()
         except httpx.HTTPError as error:
             raise ServedeckError(f"{self.url}: {type(error).__name__}: {error}") from None
-        scrape = parse_metrics(response.text)
+        scrape = parse_metrics(response.text, families=USED_FAMILIES)
         result = compute_metrics(scrape, self._previous)
         self._previous = scrape
         return result
