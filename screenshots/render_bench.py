@@ -18,8 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 from textual.app import App, ComposeResult  # noqa: E402
 
-from tui.bench.driver import BenchProgress, BenchStarted, run_bench  # noqa: E402
-from tui.bench.model import BenchResult, LevelResult, RunContext  # noqa: E402
+from tui.bench.driver import run_bench  # noqa: E402
+from tui.bench.model import BenchResult, RunContext  # noqa: E402
 from tui.bench.workload import BenchSpec  # noqa: E402
 from tui.sim.box import SimBox, SimServerOptions  # noqa: E402
 from widgets.bench_view import BenchView  # noqa: E402
@@ -51,14 +51,7 @@ async def run_sweep(view: BenchView) -> BenchResult:
         )  # fmt: skip
 
         def show(event: object) -> None:
-            if isinstance(event, BenchStarted):
-                view.show_started(event)
-            elif isinstance(event, BenchProgress):
-                view.show_progress(event)
-            elif isinstance(event, LevelResult):
-                view.show_level(event)
-            elif isinstance(event, BenchResult):
-                view.show_result(event)
+            view.show_event(event)
 
         result = await run_bench(spec, on_event=show)
         view.show_history([result])

@@ -22,9 +22,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from tui.bench.context import context_for_profile
-from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
+from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result, runs_for_host
-from tui.bench.model import BenchResult, LevelResult
+from tui.bench.model import BenchResult
 from tui.bench.workload import spec_from_preset
 from tui.config import Profile
 from tui.deck import Deck
@@ -578,22 +578,17 @@ class ServedeckApp(App[int]):
     def on_servedeck_app_bench_event(self, message: BenchEvent) -> None:
         view = self.query_one(BenchView)
         event = message.event
-        if isinstance(event, BenchStarted):
-            view.show_started(event)
-        elif isinstance(event, BenchProgress):
-            view.show_progress(event)
-        elif isinstance(event, LevelResult):
-            view.show_level(event)
-        elif isinstance(event, BenchResult):
+        if isinstance(event, Exception):
+            view.show_error(str(event))
+            self.notify(f"benchmark: {event}", severity="error", timeout=10)
+            return
+        view.show_event(event)
+        if isinstance(event, BenchResult):
             append_result(event)
-            view.show_result(event)
             view.show_history(runs_for_host(self.deck.host_label))
             single = event.single_stream_tok_s
             detail = f"{single:,.1f} tok/s per stream" if single else "done"
             self.notify(f"{event.preset}: {detail}", title="Benchmark")
-        elif isinstance(event, Exception):
-            view.show_error(str(event))
-            self.notify(f"benchmark: {event}", severity="error", timeout=10)
 
     # --- plan -----------------------------------------------------------------------
     @dataclass

@@ -63,6 +63,17 @@ class BenchView(VerticalScroll):
         yield history
         yield Static(FORMULAS, id="bench-formulas")
 
+    def show_event(self, event: object) -> None:
+        """Draw any event the benchmark process streams (started, progress, level, result)."""
+        if isinstance(event, BenchStarted):
+            self.show_started(event)
+        elif isinstance(event, BenchProgress):
+            self.show_progress(event)
+        elif isinstance(event, LevelResult):
+            self.show_level(event)
+        elif isinstance(event, BenchResult):
+            self.show_result(event)
+
     def show_started(self, started: BenchStarted) -> None:
         version = f" {started.engine_version}" if started.engine_version else ""
         self.query_one("#bench-progress", Static).update(

