@@ -67,7 +67,9 @@ class SSHHost:
     def __init__(self, config: HostConfig, profile_ref: str = "PROFILE") -> None:
         """`profile_ref` names the profile in messages (`hosts trust --profile ...`)."""
         self.config = config
-        self.label = config.label
+        # The route, jump chain included: a box behind a jump host is named unambiguously
+        # in listings, kill reports and the audit log (the same text as Deck.host_label).
+        self.label = config.route
         self._route = config.route
         self._profile_ref = profile_ref
         self._chain: list[Connection] = []
