@@ -7,10 +7,12 @@ and panes nobody is looking at are not redrawn.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 from textual import work
@@ -64,6 +66,18 @@ PROCS_POLL_S = 3.0
 LOG_DRAIN_S = 0.1
 READINESS_POLL_S = 1.0
 RETRY_S = 5.0
+
+
+def _while_open(handler: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """Drop a worker's late message once the app is closing: its widgets may be gone."""
+
+    @functools.wraps(handler)
+    def guarded(self: Any, message: Any) -> None:
+        if self._exit:
+            return
+        handler(self, message)
+
+    return guarded
 
 
 def _bindings() -> list[Binding]:
@@ -219,6 +233,7 @@ class ServedeckApp(App[int]):
         else:
             self.post_message(self.OverviewReady(overview))
 
+    @_while_open
     def on_servedeck_app_overview_ready(self, message: OverviewReady) -> None:
         header = self.query_one(HeaderBar)
         header.connection_state = "connected"
@@ -226,6 +241,7 @@ class ServedeckApp(App[int]):
         self.query_one(HostOverviewView).show_overview(message.overview)
         self.set_timer(self.overview_interval_s, self._collect_overview, name="overview-poll")
 
+    @_while_open
     def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
         header = self.query_one(HeaderBar)
         header.connection_state = "unreachable"
@@ -244,6 +260,7 @@ class ServedeckApp(App[int]):
             snapshot = GpuBoxSnapshot("none", time.time(), available=False, error=str(error))
         self.post_message(self.GpuUpdate(snapshot))
 
+    @_while_open
     def on_servedeck_app_gpu_update(self, message: GpuUpdate) -> None:
         snapshot = message.snapshot
         self.last_gpu = snapshot
@@ -267,6 +284,7 @@ class ServedeckApp(App[int]):
         except ServedeckError as error:
             self.post_message(self.ServiceUpdate(None, str(error)))
 
+    @_while_open
     def on_servedeck_app_service_update(self, message: ServiceUpdate) -> None:
         previous = self.unit_state
         self.unit_state = message.state
@@ -352,6 +370,7 @@ class ServedeckApp(App[int]):
         readiness = await probe.check(self.progress, client=self._http_client())
         self.post_message(self.ReadinessUpdate(readiness))
 
+    @_while_open
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
         if message.readiness.ready and not self.ready:
             self.ready = True
@@ -379,6 +398,7 @@ class ServedeckApp(App[int]):
             metrics = None
         self.post_message(self.MetricsUpdate(metrics))
 
+    @_while_open
     def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
         if message.metrics is not None:
             self.metrics = message.metrics
@@ -423,6 +443,7 @@ class ServedeckApp(App[int]):
         else:
             self.post_message(self.ActionDone(verb, outcome))
 
+    @_while_open
     def on_servedeck_app_action_done(self, message: ActionDone) -> None:
         if message.error or message.outcome is None or not message.outcome.ok:
             detail = message.error or (message.outcome.message if message.outcome else "")
@@ -452,6 +473,7 @@ class ServedeckApp(App[int]):
             return
         self.post_message(self.ProcsUpdate(listing))
 
+    @_while_open
     def on_servedeck_app_procs_update(self, message: ProcsUpdate) -> None:
         self.listing = message.listing
         count = len(leftovers(message.listing.processes))
@@ -519,6 +541,7 @@ class ServedeckApp(App[int]):
         else:
             self.post_message(self.KillDone(report))
 
+    @_while_open
     def on_servedeck_app_kill_done(self, message: KillDone) -> None:
         if message.report is None:
             self.notify(f"kill failed: {message.error}", severity="error", timeout=10)
@@ -575,6 +598,7 @@ class ServedeckApp(App[int]):
         finally:
             self.bench_process = None
 
+    @_while_open
     def on_servedeck_app_bench_event(self, message: BenchEvent) -> None:
         view = self.query_one(BenchView)
         event = message.event
@@ -606,6 +630,7 @@ class ServedeckApp(App[int]):
         else:
             self.post_message(self.PlanReady(plan))
 
+    @_while_open
     def on_servedeck_app_plan_ready(self, message: PlanReady) -> None:
         status = self.query_one("#plan-status", Static)
         if message.plan is None:
