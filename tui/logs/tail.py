@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import BinaryIO
 
+from tui.errors import HostError
 from tui.hosts.base import Host
 from tui.logs.line import LevelClassifier, LogLine
 
@@ -136,26 +138,92 @@ class FileFollower:
 
 
 class RemoteFileFollower:
-    """`tail -n N -F FILE` through a Host (any host: the argv is all it needs)."""
+    """`tail -n N -F FILE` through a Host, resumed after a dropped connection.
 
-    def __init__(self, host: Host, path: str, *, initial_lines: int = 200) -> None:
+    After a reconnect it asks for the last RESUME_LINES lines again and skips up to
+    the last lines it already yielded (matched as a sequence), so an outage neither
+    repeats lines nor, unless more than RESUME_LINES arrived meanwhile, loses any.
+    """
+
+    RESUME_LINES = 1000
+    MATCH_LINES = 3
+
+    def __init__(
+        self,
+        host: Host,
+        path: str,
+        *,
+        initial_lines: int = 200,
+        retry_delay_s: float = 1.0,
+        max_retry_delay_s: float = 30.0,
+    ) -> None:
         self.host = host
         self.path = path
         self.initial_lines = initial_lines
+        self.retry_delay_s = retry_delay_s
+        self.max_retry_delay_s = max_retry_delay_s
+        self.reconnects = 0
         self._classifier = LevelClassifier()
+        self._recent: deque[str] = deque(maxlen=self.MATCH_LINES)
         self.source = f"file:{host.label}:{path}"
 
-    def argv(self) -> list[str]:
-        return ["tail", "-n", str(self.initial_lines), "-F", self.path]
+    def argv(self, count: int | None = None) -> list[str]:
+        return ["tail", "-n", str(self.initial_lines if count is None else count), "-F", self.path]
+
+    def _line(self, text: str) -> LogLine:
+        self._recent.append(text)
+        return LogLine(
+            text=text,
+            timestamp_s=time.time(),
+            level=self._classifier.classify(text),
+            source=self.source,
+        )
 
     async def lines(self) -> AsyncIterator[LogLine]:
-        async for text in self.host.stream(self.argv()):
-            yield LogLine(
-                text=text,
-                timestamp_s=time.time(),
-                level=self._classifier.classify(text),
-                source=self.source,
-            )
+        delay_s = self.retry_delay_s
+        resuming = False
+        while True:
+            skip = list(self._recent) if resuming else []
+            backlog: list[str] = []
+            matched = not skip
+            try:
+                count = self.RESUME_LINES if resuming else None
+                first = True
+                async for text in self.host.stream(self.argv(count)):
+                    if first and resuming:
+                        self.reconnects += 1  # counted once a resumed stream delivers
+                    first = False
+                    delay_s = self.retry_delay_s
+                    if not matched:
+                        backlog.append(text)
+                        if backlog[-len(skip) :] == skip:
+                            matched, backlog = True, []
+                        elif len(backlog) > self.RESUME_LINES:
+                            # Our last lines scrolled out of the window: show what is there.
+                            yield self._line(_gap_note(len(backlog)))
+                            for old in backlog:
+                                yield self._line(old)
+                            matched, backlog = True, []
+                        continue
+                    yield self._line(text)
+            except HostError:
+                if not resuming and not self._recent:
+                    raise
+            # The stream ended (connection lost or tail exited): resume after a pause.
+            if not matched and backlog:
+                # Our last lines are gone from the window: say so, then show what is there.
+                yield self._line(
+                    f"servedeck: {len(backlog)}+ lines arrived while disconnected; some may be missing"
+                )
+                for text in backlog:
+                    yield self._line(text)
+            resuming = True
+            await asyncio.sleep(delay_s)
+            delay_s = min(self.max_retry_delay_s, delay_s * 2)
+
+
+def _gap_note(count: int) -> str:
+    return f"servedeck: {count}+ lines arrived while disconnected; some may be missing"
 
 
 def follow_file(
