@@ -19,7 +19,7 @@ from tui.metrics import MetricsPoller, parse_metrics
 pytestmark = pytest.mark.real_vllm
 
 BURST = 6
-MAX_TOKENS = 48
+MAX_TOKENS = 400  # long enough that a scrape catches the burst running (prompt + 400 < 512)
 
 
 async def one_request(client: httpx.AsyncClient, server: VllmServer, index: int) -> dict[str, int]:
