@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tui.procs import ENGINE_PATTERNS, helper
 
 UNIT = "vllm-kimi-k25-int4.service"
@@ -68,3 +70,54 @@ def test_stat_parsing_survives_odd_process_names() -> None:
     text = "123 (a) b (c) S 1 123 123 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0"
     comm, state, ppid, sid, _flags, ticks = helper.parse_stat(text)
     assert (comm, state, ppid, sid, ticks) == ("a) b (c", "S", 1, 123, 98765)
+
+
+def fake_process(proc: Path, pid: int, ppid: int, cmdline: list[str]) -> dict[str, object]:
+    """One /proc/PID entry with just what read_process needs; returns the record it reads."""
+    folder = proc / str(pid)
+    folder.mkdir(parents=True)
+    comm = cmdline[0].rsplit("/", 1)[-1][:15]
+    # field 3 (state) .. field 22 (start time): 20 fields after the comm
+    fields = ["S", str(ppid), str(pid), str(pid), "0", "-1", "0", *["0"] * 12, str(1000 + pid)]
+    (folder / "stat").write_text(f"{pid} ({comm}) {' '.join(fields)}\n")
+    (folder / "cmdline").write_bytes(b"\0".join(part.encode() for part in cmdline) + b"\0")
+    record = helper.read_process(pid, str(proc))
+    assert record is not None
+    return record
+
+
+def test_workers_under_an_orphaned_engine_core_are_leftovers(tmp_path: Path) -> None:
+    """vLLM's workers are children of VLLM::EngineCore: when the API server dies only the
+    EngineCore is reparented, and its workers (which hold the GPU memory) must follow it."""
+    proc = tmp_path / "proc"
+    fake_process(proc, 1, 0, ["/sbin/init"])
+    core = fake_process(proc, 40, 1, ["VLLM::EngineCore"])
+    worker = fake_process(proc, 41, 40, ["VLLM::Worker_TP0"])
+    above = helper.orphaned_ancestor(core, ENGINE_PATTERNS, proc=str(proc))
+    assert above is not None and above["pid"] == 40
+    kind, reason = helper.classify(worker, core, None, None, ENGINE_PATTERNS, orphan_above=above)
+    assert kind == "leftover" and "child of orphan 40" in reason
+    # A process that does not match the patterns stays foreign under the same orphan.
+    stranger = fake_process(proc, 42, 40, ["python3", "train.py"])
+    assert helper.classify(stranger, core, None, None, ENGINE_PATTERNS, orphan_above=above)[0] == (
+        "foreign"
+    )
+    # Through a parent that does not match, the chain is broken.
+    shell = fake_process(proc, 50, 1, ["bash"])
+    assert helper.orphaned_ancestor(shell, ENGINE_PATTERNS, proc=str(proc)) is None
+
+
+def test_workers_of_a_live_api_server_are_not_leftovers_even_if_it_was_nohupped(
+    tmp_path: Path,
+) -> None:
+    proc = tmp_path / "proc"
+    fake_process(proc, 1, 0, ["/sbin/init"])
+    api = fake_process(proc, 30, 1, ["/opt/venv/bin/python", "/opt/venv/bin/vllm", "serve", "m"])
+    core = fake_process(proc, 31, 30, ["VLLM::EngineCore"])
+    worker = fake_process(proc, 32, 31, ["VLLM::Worker_TP0"])
+    assert helper.orphaned_ancestor(core, ENGINE_PATTERNS, proc=str(proc)) is None
+    assert helper.orphaned_ancestor(api, ENGINE_PATTERNS, proc=str(proc)) is None
+    above = helper.orphaned_ancestor(core, ENGINE_PATTERNS, proc=str(proc))
+    assert helper.classify(worker, core, None, None, ENGINE_PATTERNS, orphan_above=above)[0] == (
+        "foreign"
+    )

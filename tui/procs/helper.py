@@ -23,6 +23,8 @@ import time
 PROC = "/proc"
 KNOWN_SUBREAPERS = ("systemd", "tini", "docker-init", "dumb-init", "catatonit", "s6-svscan")
 KTHREAD_FLAG = 0x00200000  # PF_KTHREAD in /proc/PID/stat field 9
+# An engine's API server: while one lives above a process, that tree is a running service.
+ENTRY_POINTS = ("*vllm serve*", "*vllm.entrypoints*", "*sglang.launch_server*", "*sglang serve*")
 
 
 # ----------------------------------------------------------------- /proc reading
@@ -225,8 +227,37 @@ def descends_from(info, ancestor_pid, proc=PROC, limit=64):
     return False
 
 
-def classify(info, parent, unit, unit_active, patterns, subreaper_pids=(), under_main_pid=False):
-    """(class, reason): service, leftover, defunct or foreign."""
+def orphaned_ancestor(parent, patterns, subreaper_pids=(), proc=PROC, limit=16):
+    """The nearest ancestor that is an orphan of the service, reached through parents that
+    match the patterns, or None. vLLM's workers are children of VLLM::EngineCore, so when
+    the API server dies only the EngineCore is reparented; its workers are leftovers too.
+    A live API server (entry point) above means a running service: None."""
+    current = parent
+    for _ in range(limit):
+        if current is None or not matches_patterns(current, patterns):
+            return None
+        if matches_patterns(current, ENTRY_POINTS):
+            return None
+        grand = read_process(current["ppid"], proc) if current["ppid"] > 0 else None
+        if current["ppid"] == 1 or is_subreaper(grand, subreaper_pids):
+            return current
+        current = grand
+    return None
+
+
+def classify(
+    info,
+    parent,
+    unit,
+    unit_active,
+    patterns,
+    subreaper_pids=(),
+    under_main_pid=False,
+    orphan_above=None,
+):
+    """(class, reason): service, leftover, defunct or foreign.
+
+    orphan_above is what orphaned_ancestor() found for the process's parent."""
     if info["state"] == "Z":
         return "defunct", f"zombie: parent {info['ppid']} must reap it"
     if info["kthread"]:
@@ -241,6 +272,11 @@ def classify(info, parent, unit, unit_active, patterns, subreaper_pids=(), under
     orphaned = info["ppid"] == 1 or is_subreaper(parent, subreaper_pids)
     if orphaned and matches_patterns(info, patterns):
         return "leftover", f"orphan (parent {info['ppid']}) matching the service's patterns"
+    if orphan_above is not None and matches_patterns(info, patterns):
+        return "leftover", (
+            f"child of orphan {orphan_above['pid']} ({command_text(orphan_above)}), "
+            "both matching the service's patterns"
+        )
     return "foreign", "not the service's"
 
 
@@ -308,7 +344,10 @@ def list_processes(request, proc=PROC):
     for info in by_pid.values():
         parent = read_process(info["ppid"], proc) if info["ppid"] > 0 else None
         under_main = descends_from(info, main_pid, proc)
-        klass, reason = classify(info, parent, unit, unit_active, patterns, subreapers, under_main)
+        above = orphaned_ancestor(parent, patterns, subreapers, proc)
+        klass, reason = classify(
+            info, parent, unit, unit_active, patterns, subreapers, under_main, above
+        )
         if info["pid_source"] == "unverified" and klass != "defunct":
             klass, reason = "foreign", "the GPU's pid does not hold /dev/nvidia* here"
         info.update(
