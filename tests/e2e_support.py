@@ -43,10 +43,11 @@ class DayLog:
     steps: list[Step] = field(default_factory=list)
 
     @contextmanager
-    def step(self, name: str) -> Iterator[Step]:
+    def step(self, name: str, started_s: float | None = None) -> Iterator[Step]:
+        """Time a step from now (or from started_s, a time.monotonic() reading)."""
         step = Step(name)
         self.steps.append(step)
-        started = time.monotonic()
+        started = time.monotonic() if started_s is None else started_s
         try:
             yield step
         finally:
