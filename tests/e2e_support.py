@@ -159,17 +159,33 @@ class Tmux:
         )
 
     def start(self, command: str, env: dict[str, str]) -> int:
-        """Start the command in a new session; returns the pane's process id (the console)."""
+        """Run the command in a new session; returns the pane's process id (the console).
+
+        The session starts on a placeholder and the command is respawned into it once the
+        window has its size: a program started with the session itself can read the
+        default 80x24 before tmux applies -x/-y, and then never hears of the change.
+        COLUMNS and LINES (pytest's own, inherited by the tmux server) would override
+        the pane's real size, so they are removed.
+        """
         exports = " ".join(f"{key}={value}" for key, value in env.items())
-        result = self._run(
-            "new-session", "-d", "-x", str(self.width), "-y", str(self.height),
-            "-P", "-F", "#{pane_pid}", f"exec env {exports} {command}",
+        created = self._run(
+            "-f", "/dev/null", "new-session", "-d", "-x", str(self.width), "-y", str(self.height),
+            "sleep 600",
             # Keep the pane after the console exits, so the exit is observable.
             ";", "set-option", "-g", "remain-on-exit", "on",
         )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        self.pane_pid = int(result.stdout.strip())
+        assert created.returncode == 0, created.stderr
+        size = f"{self.width}x{self.height}"
+        wait_for(lambda: self._display("#{window_width}x#{window_height}") == size, 10, size)
+        respawned = self._run(
+            "respawn-pane", "-k", "-t", "0", f"exec env -u COLUMNS -u LINES {exports} {command}"
+        )
+        assert respawned.returncode == 0, respawned.stderr
+        self.pane_pid = int(self._display("#{pane_pid}"))
         return self.pane_pid
+
+    def _display(self, fmt: str) -> str:
+        return self._run("display-message", "-p", "-t", "0", fmt).stdout.strip()
 
     def send(self, *keys: str) -> None:
         """tmux key names: 'S', 'BTab' (shift+tab), 'Enter', 'q'."""
