@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +25,9 @@ from screenshots.render_bench import BenchScreenshotApp  # noqa: E402
 from screenshots.render_bench import prepare as run_bench_sweep  # noqa: E402
 from tests.canned_host import canned_deck  # noqa: E402
 from tui.app import ServedeckApp  # noqa: E402
-from tui.config import load_profile_file  # noqa: E402
+from tui.config import demo_profile, load_profile_file  # noqa: E402
+from tui.deck import open_deck  # noqa: E402
+from tui.loadwatch import Phase  # noqa: E402
 
 OUT = REPO / "screenshots"
 
@@ -43,8 +48,71 @@ def _shell() -> App:
     return ServedeckApp(profile, canned_deck(profile))
 
 
+def _demo(load_s: float) -> Callable[[], App]:
+    """The `servedeck demo` console over a fresh SimBox; history and audit go to a temp dir."""
+
+    def make() -> App:
+        scratch = Path(tempfile.mkdtemp(prefix="servedeck-screens-"))
+        for name in ("CONFIG", "DATA", "LOG"):
+            os.environ[f"SERVEDECK_{name}_DIR"] = str(scratch / name.lower())
+        profile = demo_profile()
+        deck = open_deck(profile, demo_load_s=load_s, demo_autostart=True)
+        return ServedeckApp(deck.profile, deck)
+
+    return make
+
+
+async def _until(app: App, done: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"screenshot: timed out waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+async def _mid_load(app: App) -> None:
+    """Weights about 40% in: the shard bar, its ETA and GPU memory rising."""
+
+    def loading() -> bool:
+        progress = app.progress  # type: ignore[attr-defined]
+        return (
+            progress is not None
+            and progress.phase == Phase.WEIGHTS
+            and progress.shards_total is not None
+            and (progress.shards_done or 0) >= progress.shards_total * 0.4
+        )
+
+    await _until(app, loading, "the weights phase")
+    await asyncio.sleep(1.2)  # one load-clock tick: ETA and the GPU pane catch up
+
+
+async def _serving_under_bench(app: App) -> None:
+    """Ready, and the Deck's live metrics while the one-key benchmark drives traffic."""
+    await _until(app, lambda: app.ready, "ready")  # type: ignore[attr-defined]
+    app.action_bench()  # type: ignore[attr-defined]
+    app.action_show_tab("deck")  # type: ignore[attr-defined]
+
+    def generating() -> bool:
+        metrics = app.metrics  # type: ignore[attr-defined]
+        return bool(metrics and metrics.generation_tokens_per_s and metrics.running_reqs)
+
+    await _until(app, generating, "live serving metrics")
+    await asyncio.sleep(0.5)
+
+
+async def _bench_done(app: App) -> None:
+    await _serving_under_bench(app)
+    app.action_show_tab("bench")  # type: ignore[attr-defined]
+    await _until(app, lambda: app.bench_process is None, "the benchmark")  # type: ignore[attr-defined]
+    await asyncio.sleep(0.5)
+
+
 SCENES: dict[str, Scene] = {
     "shell": Scene("shell", _shell),
+    # `servedeck demo` (a real simulated box, about 15 s): loading, then serving.
+    "demo-loading": Scene("demo-loading", _demo(20.0), prepare=_mid_load),
+    "demo-serving": Scene("demo-serving", _demo(6.0), prepare=_serving_under_bench),
+    "demo-bench": Scene("demo-bench", _demo(6.0), prepare=_bench_done),
     # A real sweep against a simulated box (about 20 s).
     "bench-sweep": Scene("bench-sweep", BenchScreenshotApp, prepare=run_bench_sweep),
 }

@@ -108,6 +108,10 @@ def normalised(inputs: SummaryInputs) -> SummaryInputs:
     )
 
 
+def _deck_host_label(profile: Profile) -> str:
+    return "simulator" if profile.is_demo else profile.host.route
+
+
 def bench_run(run_id: str, profile: Profile, *, tp: int, ep: bool, speed: float, when: str):  # type: ignore[no-untyped-def]
     """A finished sweep as the engine records it (levels summarised by the real code)."""
     from tui.bench.context import context_for_profile
@@ -143,7 +147,8 @@ def bench_run(run_id: str, profile: Profile, *, tp: int, ep: bool, speed: float,
     return BenchResult(
         run_id=run_id, started_at=when, preset="sweep", endpoint="completions",
         input_tokens=1024, output_tokens=256, temperature=0.0, ignore_eos=True,
-        context=replace(context, gpus="0-7", engine_version="0.33.0"),
+        # The deck's host label, as the console and `servedeck bench` record it.
+        context=replace(context, host=_deck_host_label(profile), gpus="0-7", engine_version="0.33.0"),
         levels=tuple(level(c, 0.25 * (1 + c / 16), (1 / speed) * (1 + c / 40)) for c in (1, 8, 32)),
     )  # fmt: skip
 

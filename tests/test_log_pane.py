@@ -43,6 +43,24 @@ async def test_follow_pauses_on_scroll_up_and_resumes_on_end() -> None:
         assert pane.follow and log.scroll_y == log.max_scroll_y
 
 
+async def test_follow_survives_the_pane_shrinking() -> None:
+    """On the Deck the GPU table appears after the first log lines and squeezes the log;
+    Textual's Log only scrolls when already at the end, so without a catch-up on resize
+    the view stayed behind for good."""
+    app = LogPaneApp("loading")
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(LogPane)
+        pane.add_lines(_lines(200))
+        await pilot.pause(0.3)
+        log = pane.log_view
+        assert log.scroll_y == log.max_scroll_y
+        pane.styles.height = 8
+        await pilot.pause(0.3)
+        pane.add_lines(_lines(50, 200))
+        await pilot.pause(0.3)
+        assert pane.follow and log.scroll_y == log.max_scroll_y > 0
+
+
 async def test_search_filter_and_bounded_buffer(tmp_path: Path) -> None:
     app = LogPaneApp("loading", max_lines=1000)
     async with app.run_test(size=(100, 30)) as pilot:

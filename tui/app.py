@@ -659,6 +659,20 @@ class ServedeckApp(App[int]):
     def action_summary(self) -> None:
         self.push_screen(SummaryScreen(self._summary_markdown, self._export_summary))
 
+    def action_export_summary(self) -> None:
+        self.notify("Collecting the state summary ...", title="Summary")
+        self._export_summary_now()
+
+    @work(exclusive=True, group="summary-export")
+    async def _export_summary_now(self) -> None:
+        """One key: collect and write the summary without the preview (collection is async)."""
+        try:
+            path = self._export_summary(await self._summary_markdown())
+        except ServedeckError as error:
+            self.notify(str(error), title="Export failed", severity="error", timeout=8)
+        else:
+            self.notify(f"Wrote {path}", title="Summary exported", timeout=10)
+
     async def _summary_markdown(self) -> str:
         from tui.summary import collect_summary, render_markdown, summary_secrets
 

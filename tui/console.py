@@ -19,12 +19,15 @@ def host_for(profile: Profile) -> Host:
     return host_for_profile(profile)
 
 
-def run_console(profile: Profile, *, demo_autostart: bool = False) -> int:
+def run_console(
+    profile: Profile, *, demo_autostart: bool = False, demo_load_s: float | None = None
+) -> int:
     """Open the console on a profile; the demo gets its simulated box here."""
     from tui.app import ServedeckApp
     from tui.deck import CONSOLE_DEMO_LOAD_S, open_deck
 
-    deck = open_deck(profile, demo_load_s=CONSOLE_DEMO_LOAD_S, demo_autostart=demo_autostart)
+    load_s = CONSOLE_DEMO_LOAD_S if demo_load_s is None else demo_load_s
+    deck = open_deck(profile, demo_load_s=load_s, demo_autostart=demo_autostart)
     app = ServedeckApp(deck.profile, deck)
     return app.run() or 0
 

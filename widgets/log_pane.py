@@ -180,6 +180,12 @@ class LogPane(Vertical):
         elif at_end and not self.follow and log.max_scroll_y > 0:
             self.follow = True
 
+    def on_resize(self) -> None:
+        """A shrinking pane leaves the view short of the end, and Textual's Log then stops
+        following for good (it only scrolls when already at the end): catch up here."""
+        if self.follow:
+            self.call_after_refresh(self.log_view.scroll_end, animate=False)
+
     def watch_follow(self, follow: bool) -> None:
         if self.is_mounted:
             self.log_view.auto_scroll = follow

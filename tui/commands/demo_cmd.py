@@ -6,6 +6,9 @@ import argparse
 
 from tui.config import demo_profile
 
+# tui.deck.CONSOLE_DEMO_LOAD_S (not imported here: parsing stays fast)
+DEFAULT_LOAD_S = 45.0
+
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
@@ -18,11 +21,36 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument(
         "--stopped", action="store_true", help="start with the service stopped (press S to start)"
     )
+    parser.add_argument(
+        "--load-seconds",
+        type=_positive_seconds,
+        default=DEFAULT_LOAD_S,
+        metavar="S",
+        help=f"how long the simulated model load takes (default {DEFAULT_LOAD_S:g})",
+    )
     parser.set_defaults(func=_demo)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.5 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0.5 and 3600, got {text!r}")
+    return value
 
 
 def _demo(args: argparse.Namespace) -> int:
     from tui.console import run_console
+    from tui.profile_store import load_profile
 
-    profile = demo_profile(read_only=getattr(args, "read_only", False))
-    return run_console(profile, demo_autostart=not args.stopped)
+    read_only = getattr(args, "read_only", False)
+    # A demo-kind profile file (its own handoff notes, api_key_env, keys) or the built-in one.
+    name = getattr(args, "profile", None)
+    profile = load_profile(name, demo=True, read_only=read_only) if name else None
+    return run_console(
+        profile or demo_profile(read_only=read_only),
+        demo_autostart=not args.stopped,
+        demo_load_s=args.load_seconds,
+    )

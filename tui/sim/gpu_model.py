@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
+from tui.gpu.procinfo import LocalProcessCache
 from tui.sim import spec
 from tui.sim.procs import is_alive, read_json
 
@@ -62,6 +63,8 @@ class SimGpuModel:
         self._last_s: float | None = None
         self._last_tokens: tuple[float, int] | None = None
         self._orphan_pids: set[int] = set()
+        # The workers are real local processes: their user and age come from /proc, like NVML's.
+        self._details = LocalProcessCache()
 
     # -- inputs ---------------------------------------------------------------
     def live_processes(self) -> list[GpuProcessUsage]:
@@ -80,9 +83,20 @@ class SimGpuModel:
                 continue
             if 0 <= index < self.gpu_count and is_alive(pid, ticks):
                 name = str(data.get("process_name", "python3"))
-                found.append(GpuProcessUsage(pid, index, used, name))
+                details = self._details.get(pid)
+                found.append(
+                    GpuProcessUsage(
+                        pid,
+                        index,
+                        used,
+                        name,
+                        user=details.user if details else None,
+                        started_at_s=details.started_at_s if details else None,
+                    )
+                )
                 if data.get("orphaned"):
                     self._orphan_pids.add(pid)
+        self._details.keep_only({usage.pid for usage in found})
         return found
 
     def activity(self) -> dict[str, object]:

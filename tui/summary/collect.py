@@ -18,7 +18,7 @@ from typing import Any
 
 from tui import paths
 from tui.audit import read_audit
-from tui.bench.context import config_hash, context_for_profile
+from tui.bench.context import config_hash
 from tui.bench.history import history_path, runs_for_host
 from tui.deck import Deck
 from tui.errors import ServedeckError
@@ -174,8 +174,8 @@ async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
 
 
 def _local_history(deck: Deck) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    host_key = context_for_profile(deck.profile).host
-    runs = tuple(runs_for_host(host_key, limit=12))
+    # The console and `servedeck bench` record runs under the deck's host label.
+    runs = tuple(runs_for_host(deck.host_label, limit=12))
     incidents = incidents_from_audit(read_audit(), deck.host.label)
     return runs, incidents
 
