@@ -9,7 +9,7 @@ What "truth" is for each metric:
   it also holds the request's and the first chunk's trip over loopback and
   through both event loops (1-2 ms measured here). Truth is the server's
   `first_token_s - arrival_s`. The simulator is set so TTFT is well over 50 ms
-  (a 512-token prompt at 2,000 prompt tok/s is 256 ms at concurrency 1), so
+  (a 512-token prompt at 1,000 prompt tok/s is 512 ms at concurrency 1), so
   the loopback share stays under 2% even on a loaded two-core machine; with
   the default fast settings TTFT would be ~1 ms and 2% would be noise.
 - TPOT: truth is `decode_s / (output_tokens - 1)` per request (the server's
@@ -50,9 +50,9 @@ from tui.bench.workload import BenchSpec
 from tui.sim.box import SimBox, SimServerOptions
 
 TOLERANCE = 0.02
-PREFILL_TOK_S = 2000.0
+PREFILL_TOK_S = 1000.0
 DECODE_STEP_S = 0.015
-# 512 prompt tokens -> 256 ms prefill alone; 64 tokens -> 32 ms per admission at 32 streams.
+# 512 prompt tokens -> 512 ms prefill alone; 64 tokens -> 64 ms per admission at 32 streams.
 LEVELS = {1: (512, 6), 32: (64, 64)}  # concurrency: (input tokens, requests)
 OUTPUT_TOKENS = 32
 FIDELITY_OPTIONS = SimServerOptions(
