@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from textual import work
@@ -23,11 +23,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from tui.bench.context import context_for_profile
 from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
-from tui.bench.workload import spec_from_preset
 from tui.config import Profile
 from tui.deck import Deck
 from tui.errors import ServedeckError
@@ -38,8 +36,6 @@ from tui.keymap import COMMANDS
 from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
 from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
-from tui.plan.for_deck import plan_for_profile, profile_layout
-from tui.plan.layout import Plan
 from tui.procs import KillReport, ProcListing, kill_processes, list_gpu_processes
 from tui.procs.gpu_hints import deck_context
 from tui.procs.kill import leftovers
@@ -48,7 +44,6 @@ from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.screens.preset_picker import PresetPickerScreen
-from tui.screens.summary import SummaryScreen
 from tui.service import ActionOutcome, UnitState
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
@@ -59,6 +54,9 @@ from widgets.log_pane import LogPane
 from widgets.plan_view import PlanView
 from widgets.procs_pane import ProcsPane
 from widgets.service_line import ServiceLine
+
+if TYPE_CHECKING:
+    from tui.plan.layout import Plan
 
 SERVICE_POLL_S = 2.0
 METRICS_POLL_S = 2.0
@@ -577,6 +575,9 @@ class ServedeckApp(App[int]):
 
     @work(exclusive=True, group="bench")
     async def _run_bench(self, preset_name: str) -> None:
+        from tui.bench.context import context_for_profile
+        from tui.bench.workload import spec_from_preset
+
         preset = self.profile.benchmark.presets[preset_name]
         try:
             url = await self.deck.reachable_base_url()
@@ -622,6 +623,8 @@ class ServedeckApp(App[int]):
 
     @work(exclusive=True, group="plan")
     async def _show_plan(self) -> None:
+        from tui.plan.for_deck import plan_for_profile
+
         self.query_one("#plan-status", Static).update("Reading the model and planning layouts ...")
         try:
             plan = await plan_for_profile(self.profile, self.deck.host, self.last_gpu)
@@ -636,6 +639,8 @@ class ServedeckApp(App[int]):
         if message.plan is None:
             status.update(f"No plan: {message.error}")
             return
+        from tui.plan.for_deck import profile_layout
+
         layout = profile_layout(self.profile)
         chosen = message.plan.find(layout.tp, layout.ep, layout.pp, layout.dp)
         verdict = chosen.verdict if chosen is not None else "not a candidate"
@@ -657,6 +662,8 @@ class ServedeckApp(App[int]):
         self.query_one(TabbedContent).active = tab_id
 
     def action_summary(self) -> None:
+        from tui.screens.summary import SummaryScreen  # markdown-it loads on first use
+
         self.push_screen(SummaryScreen(self._summary_markdown, self._export_summary))
 
     def action_export_summary(self) -> None:

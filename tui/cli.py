@@ -2,6 +2,8 @@
 
 Each subcommand lives in its own module under tui/commands/ and registers itself
 through `add_parser(subparsers, common)`; adding one is a line in COMMAND_MODULES.
+Only the module of the command being run is imported (all of them for --help), so
+`servedeck --version` and the console do not pay for every subcommand's imports.
 """
 
 from __future__ import annotations
@@ -9,27 +11,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 from tui import __version__
 from tui.errors import ServedeckError
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "tui.commands.profiles_cmd",
-    "tui.commands.doctor_cmd",
-    "tui.commands.plan_cmd",
-    "tui.commands.sim_cmd",
-    "tui.commands.demo_cmd",
-    "tui.commands.gpus_cmd",
-    "tui.commands.logs",
-    "tui.commands.status",
-    "tui.commands.hosts_cmd",
-    "tui.commands.procs_cmd",
-    "tui.commands.kill_cmd",
-    "tui.commands.bench_cmd",
-    "tui.commands.summary_cmd",
-)
+COMMAND_MODULES: dict[str, str] = {
+    "profiles": "tui.commands.profiles_cmd",
+    "doctor": "tui.commands.doctor_cmd",
+    "plan": "tui.commands.plan_cmd",
+    "sim": "tui.commands.sim_cmd",
+    "demo": "tui.commands.demo_cmd",
+    "gpus": "tui.commands.gpus_cmd",
+    "logs": "tui.commands.logs",
+    "status": "tui.commands.status",
+    "hosts": "tui.commands.hosts_cmd",
+    "procs": "tui.commands.procs_cmd",
+    "kill": "tui.commands.kill_cmd",
+    "bench": "tui.commands.bench_cmd",
+    "summary": "tui.commands.summary_cmd",
+}
 
 
 def common_options(suppress_defaults: bool = False) -> argparse.ArgumentParser:
@@ -61,7 +64,27 @@ def common_options(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand argv names (stage one: names only, so nothing heavy is imported)."""
+    probe = argparse.ArgumentParser(prog="servedeck", add_help=False, parents=[common_options()])
+    probe.add_argument("--version", action="store_true")
+    commands = probe.add_subparsers(dest="command")
+    for name in COMMAND_MODULES:
+        commands.add_parser(name, add_help=False)
+    known, _ = probe.parse_known_args(argv)
+    return known.command
+
+
+def _wanted_modules(argv: Sequence[str] | None) -> list[str]:
+    """The command modules this command line needs: its own, or all of them for help."""
+    if argv is None or any(word in ("-h", "--help") for word in argv):
+        return list(COMMAND_MODULES.values())
+    command = _chosen_command(argv)
+    return [COMMAND_MODULES[command]] if command else []
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with argv, only the subcommands that argv can name are registered."""
     parser = argparse.ArgumentParser(
         prog="servedeck",
         description="Terminal console for LLM serving on multi-GPU servers.",
@@ -70,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = common_options(suppress_defaults=True)
     parser.add_argument("--version", action="version", version=f"servedeck {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
+    for module_name in _wanted_modules(argv):
         importlib.import_module(module_name).add_parser(subparsers, common)
     parser.set_defaults(func=_open_console)
     return parser
@@ -88,8 +111,9 @@ def run_async(coroutine_factory: Callable[[], object]) -> object:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words)
+    args = parser.parse_args(words)
     try:
         result = args.func(args)
     except ServedeckError as error:
@@ -98,4 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("servedeck: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`servedeck gpus --json | head`): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return int(result or 0)

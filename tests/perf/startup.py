@@ -21,10 +21,11 @@ import asyncio, sys, time
 started = float(sys.argv[1])
 from tui.app import ServedeckApp
 from tui.config import Profile
-from tui.hosts import LocalHost
+from tui.deck import open_deck
 
 async def main():
-    app = ServedeckApp(Profile(name="local"), LocalHost())
+    profile = Profile(name="local")
+    app = ServedeckApp(profile, open_deck(profile))
     painted = asyncio.get_running_loop().create_future()
     def on_paint():
         if not painted.done():
