@@ -23,6 +23,13 @@ case "$*" in
       cat "$FAKE_SMI_DIR/handmade_8x_h200_query_gpu.csv" | head -n 8
       exit 0
     fi
+    if [ -n "$FAKE_SMI_LINE_DELAY" ]; then  # one GPU line at a time, as a slow driver prints
+      while true; do
+        head -n 8 "$FAKE_SMI_DIR/handmade_8x_h200_query_gpu.csv" | while read -r line; do
+          echo "$line"; sleep "$FAKE_SMI_LINE_DELAY"
+        done
+      done
+    fi
     while true; do head -n 8 "$FAKE_SMI_DIR/handmade_8x_h200_query_gpu.csv"; sleep 0.2; done ;;
   *--query-compute-apps*) cat "$FAKE_SMI_DIR/handmade_8x_h200_compute_apps.csv" ;;
   "topo -m") cat "$FAKE_SMI_DIR/handmade_8x_h200_topo_m.txt" ;;

@@ -244,3 +244,16 @@ def test_real_h200_compute_apps_topology_and_versions() -> None:
     topo = parse_topo((FIXTURES / "h200_topo_m.txt").read_text())
     assert topo.matrix == (("X", "NV18"), ("NV18", "X"))
     assert parse_versions((FIXTURES / "h200_version.txt").read_text()) == ("580.159.04", "13.0")
+
+
+async def test_first_sample_waits_for_a_whole_tick(
+    fake_smi: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream prints GPUs one line at a time: the first snapshot must hold all eight."""
+    monkeypatch.setenv("FAKE_SMI_LINE_DELAY", "0.05")
+    source = SmiGpuSource(LocalHost(), interval_s=0.25)
+    try:
+        snapshot = await source.sample()
+    finally:
+        await source.aclose()
+    assert snapshot.available and snapshot.gpu_count == 8

@@ -104,6 +104,7 @@ class SmiGpuSource:
         failures = 0
         while True:
             got_lines = False
+            seen_this_tick: set[int] = set()
             self.stream_starts += 1
             try:
                 async for line in self.host.stream(query_gpu_argv(self.interval_s)):
@@ -117,13 +118,18 @@ class SmiGpuSource:
                     got_lines = True
                     failures = 0
                     self._error = None
-                    self._first_batch.set()
+                    # A tick lists every GPU once: an index seen again starts the next tick,
+                    # so the first snapshot waits for a whole tick, never shows half a box.
+                    if sample.index in seen_this_tick:
+                        self._first_batch.set()
+                        seen_this_tick.clear()
+                    seen_this_tick.add(sample.index)
             except HostError as error:
                 self._error = NO_DRIVER if "not found" in str(error) else str(error)
             if not got_lines and self._error is None:
                 self._error = await self._why_no_lines()
-            if not got_lines:
-                self._first_batch.set()  # let a waiting sample() report the error now
+            # The stream ended: a waiting sample() reports what there is (or the error) now.
+            self._first_batch.set()
             delay = self.restart_backoff_s[min(failures, len(self.restart_backoff_s) - 1)]
             failures += 1
             await asyncio.sleep(delay)
