@@ -216,7 +216,13 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
                 modal = app.screen
                 assert isinstance(modal, KillConfirmScreen)
                 assert {proc.pid for proc in modal.targets} == set(orphans)
-                assert modal.focused is not None and modal.focused.id == "kill-cancel"
+                # The safe button takes the focus once the dialog has mounted.
+                await until(
+                    pilot,
+                    lambda: modal.focused is not None and modal.focused.id == "kill-cancel",
+                    10,
+                    "the focus on Cancel",
+                )
                 await keys.press("shift+tab")
                 assert modal.focused is not None and modal.focused.id == "kill-confirm"
                 await keys.press("enter")
@@ -225,6 +231,13 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
                 )
                 await until(pilot, lambda: gpu_used_bytes(app) == 0, 15, "GPU memory released")
                 assert held > 100 * GIB
+                # The outcome is written once the kill has re-read GPU memory.
+                await until(
+                    pilot,
+                    lambda: any(r["event"] == "kill-outcome" for r in read_audit()),
+                    30,
+                    "the kill outcome in the audit log",
+                )
                 records = list(read_audit())
                 events = [record["event"] for record in records]
                 assert "kill-request" in events and "kill-outcome" in events, events

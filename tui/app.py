@@ -7,12 +7,10 @@ and panes nobody is looking at are not redrawn.
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpx
 from textual import work
@@ -24,8 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from tui.bench.driver import BenchProcess
-from tui.bench.history import append_result, runs_for_host
-from tui.bench.model import BenchResult
+from tui.bench.history import runs_for_host
 from tui.config import Profile
 from tui.deck import Deck
 from tui.errors import ServedeckError
@@ -36,14 +33,15 @@ from tui.keymap import COMMANDS
 from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
 from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
-from tui.procs import KillReport, ProcListing, kill_processes, list_gpu_processes
-from tui.procs.gpu_hints import deck_context
-from tui.procs.kill import leftovers
+from tui.procs import KillReport, ProcListing
 from tui.readiness import Readiness, ReadinessProbe
 from tui.screens.confirm_action import ConfirmActionScreen
+from tui.screens.console_bench import BenchMixin
+from tui.screens.console_guard import while_open
+from tui.screens.console_handoff import HandoffMixin
+from tui.screens.console_processes import ProcessesMixin
 from tui.screens.help import HelpScreen
-from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
-from tui.screens.preset_picker import PresetPickerScreen
+from tui.screens.kill_confirm import KillConfirmScreen
 from tui.service import ActionOutcome, UnitState
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
@@ -56,7 +54,7 @@ from widgets.procs_pane import ProcsPane
 from widgets.service_line import ServiceLine
 
 if TYPE_CHECKING:
-    from tui.plan.layout import Plan
+    pass
 
 SERVICE_POLL_S = 2.0
 METRICS_POLL_S = 2.0
@@ -64,18 +62,6 @@ PROCS_POLL_S = 3.0
 LOG_DRAIN_S = 0.1
 READINESS_POLL_S = 1.0
 RETRY_S = 5.0
-
-
-def _while_open(handler: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
-    """Drop a worker's late message once the app is closing: its widgets may be gone."""
-
-    @functools.wraps(handler)
-    def guarded(self: Any, message: Any) -> None:
-        if self._exit:
-            return
-        handler(self, message)
-
-    return guarded
 
 
 def _bindings() -> list[Binding]:
@@ -93,7 +79,7 @@ def _bindings() -> list[Binding]:
     ]
 
 
-class ServedeckApp(App[int]):
+class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     """One console for one profile's Deck."""
 
     CSS_PATH = "app.tcss"
@@ -231,7 +217,7 @@ class ServedeckApp(App[int]):
         else:
             self.post_message(self.OverviewReady(overview))
 
-    @_while_open
+    @while_open
     def on_servedeck_app_overview_ready(self, message: OverviewReady) -> None:
         header = self.query_one(HeaderBar)
         header.connection_state = "connected"
@@ -239,7 +225,7 @@ class ServedeckApp(App[int]):
         self.query_one(HostOverviewView).show_overview(message.overview)
         self.set_timer(self.overview_interval_s, self._collect_overview, name="overview-poll")
 
-    @_while_open
+    @while_open
     def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
         header = self.query_one(HeaderBar)
         header.connection_state = "unreachable"
@@ -258,7 +244,7 @@ class ServedeckApp(App[int]):
             snapshot = GpuBoxSnapshot("none", time.time(), available=False, error=str(error))
         self.post_message(self.GpuUpdate(snapshot))
 
-    @_while_open
+    @while_open
     def on_servedeck_app_gpu_update(self, message: GpuUpdate) -> None:
         snapshot = message.snapshot
         self.last_gpu = snapshot
@@ -282,7 +268,7 @@ class ServedeckApp(App[int]):
         except ServedeckError as error:
             self.post_message(self.ServiceUpdate(None, str(error)))
 
-    @_while_open
+    @while_open
     def on_servedeck_app_service_update(self, message: ServiceUpdate) -> None:
         previous = self.unit_state
         self.unit_state = message.state
@@ -368,7 +354,7 @@ class ServedeckApp(App[int]):
         readiness = await probe.check(self.progress, client=self._http_client())
         self.post_message(self.ReadinessUpdate(readiness))
 
-    @_while_open
+    @while_open
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
         if message.readiness.ready and not self.ready:
             self.ready = True
@@ -396,7 +382,7 @@ class ServedeckApp(App[int]):
             metrics = None
         self.post_message(self.MetricsUpdate(metrics))
 
-    @_while_open
+    @while_open
     def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
         if message.metrics is not None:
             self.metrics = message.metrics
@@ -441,7 +427,7 @@ class ServedeckApp(App[int]):
         else:
             self.post_message(self.ActionDone(verb, outcome))
 
-    @_while_open
+    @while_open
     def on_servedeck_app_action_done(self, message: ActionDone) -> None:
         if message.error or message.outcome is None or not message.outcome.ok:
             detail = message.error or (message.outcome.message if message.outcome else "")
@@ -453,199 +439,10 @@ class ServedeckApp(App[int]):
             self.metrics = None
         self._poll_service()
 
-    # --- processes ------------------------------------------------------------------
     def action_refresh(self) -> None:
         self.query_one(HeaderBar).connection_state = "connecting"
         self._collect_overview()
         self._refresh_procs()
-
-    @work(exclusive=True, group="procs")
-    async def _refresh_procs(self) -> None:
-        try:
-            snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
-            listing = await list_gpu_processes(
-                self.deck.host, snapshot, await deck_context(self.deck)
-            )
-        except ServedeckError as error:
-            self.notify(f"processes: {error}", severity="error")
-            return
-        self.post_message(self.ProcsUpdate(listing))
-
-    @_while_open
-    def on_servedeck_app_procs_update(self, message: ProcsUpdate) -> None:
-        self.listing = message.listing
-        count = len(leftovers(message.listing.processes))
-        status = f"{len(message.listing.processes)} GPU process(es) on {message.listing.host_label}"
-        if count:
-            status += f"; {count} leftover(s): press K to clean up"
-        self.query_one("#procs-status", Static).update(status)
-        self.query_one(ProcsPane).show_listing(message.listing, time.time())
-        if self.query_one(TabbedContent).active == "procs":
-            self.set_timer(PROCS_POLL_S, self._refresh_procs, name="procs-poll")
-
-    def _confirm_kill(self, targets: list) -> None:  # type: ignore[type-arg]
-        if self.profile.read_only:
-            self.notify("Read-only: killing is disabled.", severity="warning")
-            return
-        if not targets:
-            self.notify("No leftover GPU processes.", title="Processes")
-            return
-
-        def confirmed(confirmation: KillConfirmation | None) -> None:
-            if confirmation is not None:
-                self._kill(confirmation)
-
-        self.push_screen(
-            KillConfirmScreen(self.deck.host_label, targets, timeout_s=15.0), confirmed
-        )
-
-    def action_kill_leftovers(self) -> None:
-        self._kill_leftovers_after_refresh()
-
-    @work(exclusive=True, group="procs")
-    async def _kill_leftovers_after_refresh(self) -> None:
-        """Re-list first: the modal must show what is there now, not a stale listing."""
-        snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
-        listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
-        self.post_message(self.ProcsUpdate(listing))
-        self.call_later(self._confirm_kill, leftovers(listing.processes))
-
-    def action_kill_selected(self) -> None:
-        selected = self.query_one(ProcsPane).selected() if self._tab_visible("procs") else None
-        if selected is None:
-            self.notify("Select a process in Processes (3) first.", severity="warning")
-            return
-        self._confirm_kill([selected])
-
-    @work(exclusive=True, group="kill")
-    async def _kill(self, confirmation: KillConfirmation) -> None:
-        async def reread() -> GpuBoxSnapshot | None:
-            source = await self.deck.gpu_source()
-            snapshot = await source.sample()
-            return snapshot if snapshot.available else None
-
-        try:
-            report = await kill_processes(
-                self.deck.host,
-                confirmation.targets,
-                await deck_context(self.deck),
-                read_only=self.profile.read_only,
-                confirmed_foreign=confirmation.confirmed_foreign,
-                reread=reread,
-                action="console kill",
-            )
-        except ServedeckError as error:
-            self.post_message(self.KillDone(None, str(error)))
-        else:
-            self.post_message(self.KillDone(report))
-
-    @_while_open
-    def on_servedeck_app_kill_done(self, message: KillDone) -> None:
-        if message.report is None:
-            self.notify(f"kill failed: {message.error}", severity="error", timeout=10)
-        else:
-            severity = "information" if message.report.all_ended else "warning"
-            self.notify(
-                message.report.summary_line(), title="Processes", severity=severity, timeout=10
-            )
-        self._refresh_procs()
-
-    # --- benchmarks -----------------------------------------------------------------
-    def action_bench(self, preset_name: str | None = None) -> None:
-        if self.bench_process is not None:
-            self.notify("A benchmark is already running (c cancels it).", severity="warning")
-            return
-        name = preset_name or self.profile.benchmark.default_preset
-        self.action_show_tab("bench")
-        self._run_bench(name)
-
-    def action_bench_pick(self) -> None:
-        presets = self.profile.benchmark.presets
-
-        def picked(name: str | None) -> None:
-            if name:
-                self.action_bench(name)
-
-        self.push_screen(PresetPickerScreen(presets, self.profile.benchmark.default_preset), picked)
-
-    def action_bench_cancel(self) -> None:
-        if self.bench_process is not None:
-            self.bench_process.cancel()
-            self.notify("Cancelling the benchmark; partial results are kept.")
-
-    @work(exclusive=True, group="bench")
-    async def _run_bench(self, preset_name: str) -> None:
-        from tui.bench.context import context_for_profile
-        from tui.bench.workload import spec_from_preset
-
-        preset = self.profile.benchmark.presets[preset_name]
-        try:
-            url = await self.deck.reachable_base_url()
-            gpus = ""
-            if self.last_gpu is not None and self.last_gpu.statics:
-                gpus = f"{len(self.last_gpu.statics)} x {self.last_gpu.statics[0].name}"
-            context = replace(context_for_profile(self.profile, gpus), host=self.deck.host_label)
-            spec = spec_from_preset(
-                preset,
-                url,
-                api_key_env=self.profile.service.api_key_env,
-                context=replace(context, base_url=url),
-            )
-            self.bench_process = BenchProcess(spec)
-            async for event in self.bench_process.events():
-                self.post_message(self.BenchEvent(event))
-        except ServedeckError as error:
-            self.post_message(self.BenchEvent(error))
-        finally:
-            self.bench_process = None
-
-    @_while_open
-    def on_servedeck_app_bench_event(self, message: BenchEvent) -> None:
-        view = self.query_one(BenchView)
-        event = message.event
-        if isinstance(event, Exception):
-            view.show_error(str(event))
-            self.notify(f"benchmark: {event}", severity="error", timeout=10)
-            return
-        view.show_event(event)
-        if isinstance(event, BenchResult):
-            append_result(event)
-            view.show_history(runs_for_host(self.deck.host_label))
-            single = event.single_stream_tok_s
-            detail = f"{single:,.1f} tok/s per stream" if single else "done"
-            self.notify(f"{event.preset}: {detail}", title="Benchmark")
-
-    # --- plan -----------------------------------------------------------------------
-    @dataclass
-    class PlanReady(Message):
-        plan: Plan | None
-        error: str | None = None
-
-    @work(exclusive=True, group="plan")
-    async def _show_plan(self) -> None:
-        from tui.plan.for_deck import plan_for_profile
-
-        self.query_one("#plan-status", Static).update("Reading the model and planning layouts ...")
-        try:
-            plan = await plan_for_profile(self.profile, self.deck.host, self.last_gpu)
-        except ServedeckError as error:
-            self.post_message(self.PlanReady(None, str(error)))
-        else:
-            self.post_message(self.PlanReady(plan))
-
-    @_while_open
-    def on_servedeck_app_plan_ready(self, message: PlanReady) -> None:
-        status = self.query_one("#plan-status", Static)
-        if message.plan is None:
-            status.update(f"No plan: {message.error}")
-            return
-        from tui.plan.for_deck import profile_layout
-
-        layout = profile_layout(self.profile)
-        chosen = message.plan.find(layout.tp, layout.ep, layout.pp, layout.dp)
-        verdict = chosen.verdict if chosen is not None else "not a candidate"
-        status.update(f"Profile layout {layout.label}: {verdict}")
-        self.query_one(PlanView).show_plan(message.plan, layout)
 
     # --- general --------------------------------------------------------------------
     def action_help(self) -> None:
@@ -660,41 +457,6 @@ class ServedeckApp(App[int]):
 
     def action_show_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id
-
-    def action_summary(self) -> None:
-        from tui.screens.summary import SummaryScreen  # markdown-it loads on first use
-
-        self.push_screen(SummaryScreen(self._summary_markdown, self._export_summary))
-
-    def action_export_summary(self) -> None:
-        self.notify("Collecting the state summary ...", title="Summary")
-        self._export_summary_now()
-
-    @work(exclusive=True, group="summary-export")
-    async def _export_summary_now(self) -> None:
-        """One key: collect and write the summary without the preview (collection is async)."""
-        try:
-            path = self._export_summary(await self._summary_markdown())
-        except ServedeckError as error:
-            self.notify(str(error), title="Export failed", severity="error", timeout=8)
-        else:
-            self.notify(f"Wrote {path}", title="Summary exported", timeout=10)
-
-    async def _summary_markdown(self) -> str:
-        from tui.summary import collect_summary, render_markdown, summary_secrets
-
-        # The live tracker's load (when it saw one); otherwise the summary replays the log.
-        live = self.progress if self.progress is not None and self.progress.timeline else None
-        inputs = await collect_summary(self.deck, load=live)
-        return render_markdown(inputs, summary_secrets(self.deck))
-
-    def _export_summary(self, markdown: str) -> Path:
-        from tui import paths
-        from tui.summary import export_summary
-
-        folder = paths.data_dir() / "summaries"
-        folder.mkdir(parents=True, exist_ok=True)
-        return export_summary(markdown, self.profile.name, folder=folder)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -22,6 +22,9 @@ class ConfirmActionScreen(ModalScreen[bool]):
     ConfirmActionScreen Horizontal { height: auto; margin-top: 1; }
     ConfirmActionScreen Button { margin-right: 2; }
     """
+    # The safe button has the focus from the first frame (not after on_mount: keys typed
+    # quickly after the dialog opens must not land on the destructive one).
+    AUTO_FOCUS = "#confirm-no"
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="confirm-cancel")]
 
     def __init__(self, action: ServiceAction, note: str = "") -> None:

@@ -74,6 +74,9 @@ class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
         margin-right: 2;
     }
     """
+    # The safe button has the focus from the first frame (not after on_mount: keys typed
+    # quickly after the dialog opens must not land on the destructive one).
+    AUTO_FOCUS = "#kill-cancel"
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="kill-cancel")]
 
     def __init__(self, host_label: str, targets: Sequence[GpuProcess], timeout_s: float) -> None:

@@ -1,0 +1,87 @@
+"""The console's Bench pane: run a preset in its own process, draw its events, keep the history."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from textual import work
+
+from tui.bench.driver import BenchProcess
+from tui.bench.history import append_result, runs_for_host
+from tui.bench.model import BenchResult
+from tui.errors import ServedeckError
+from tui.screens.console_guard import while_open
+from tui.screens.preset_picker import PresetPickerScreen
+from widgets.bench_view import BenchView
+
+if TYPE_CHECKING:
+    from tui.app import ServedeckApp
+
+
+class BenchMixin:
+    """Mixed into ServedeckApp (whose messages and state it uses)."""
+
+    def action_bench(self, preset_name: str | None = None) -> None:
+        if self.bench_process is not None:
+            self.notify("A benchmark is already running (c cancels it).", severity="warning")
+            return
+        name = preset_name or self.profile.benchmark.default_preset
+        self.action_show_tab("bench")
+        self._run_bench(name)
+
+    def action_bench_pick(self) -> None:
+        presets = self.profile.benchmark.presets
+
+        def picked(name: str | None) -> None:
+            if name:
+                self.action_bench(name)
+
+        self.push_screen(PresetPickerScreen(presets, self.profile.benchmark.default_preset), picked)
+
+    def action_bench_cancel(self) -> None:
+        if self.bench_process is not None:
+            self.bench_process.cancel()
+            self.notify("Cancelling the benchmark; partial results are kept.")
+
+    @work(exclusive=True, group="bench")
+    async def _run_bench(self, preset_name: str) -> None:
+        from tui.bench.context import context_for_profile
+        from tui.bench.workload import spec_from_preset
+
+        preset = self.profile.benchmark.presets[preset_name]
+        try:
+            url = await self.deck.reachable_base_url()
+            gpus = ""
+            if self.last_gpu is not None and self.last_gpu.statics:
+                gpus = f"{len(self.last_gpu.statics)} x {self.last_gpu.statics[0].name}"
+            context = replace(context_for_profile(self.profile, gpus), host=self.deck.host_label)
+            spec = spec_from_preset(
+                preset,
+                url,
+                api_key_env=self.profile.service.api_key_env,
+                context=replace(context, base_url=url),
+            )
+            self.bench_process = BenchProcess(spec)
+            async for event in self.bench_process.events():
+                self.post_message(self.BenchEvent(event))
+        except ServedeckError as error:
+            self.post_message(self.BenchEvent(error))
+        finally:
+            self.bench_process = None
+
+    @while_open
+    def on_servedeck_app_bench_event(self, message: ServedeckApp.BenchEvent) -> None:
+        view = self.query_one(BenchView)
+        event = message.event
+        if isinstance(event, Exception):
+            view.show_error(str(event))
+            self.notify(f"benchmark: {event}", severity="error", timeout=10)
+            return
+        view.show_event(event)
+        if isinstance(event, BenchResult):
+            append_result(event)
+            view.show_history(runs_for_host(self.deck.host_label))
+            single = event.single_stream_tok_s
+            detail = f"{single:,.1f} tok/s per stream" if single else "done"
+            self.notify(f"{event.preset}: {detail}", title="Benchmark")

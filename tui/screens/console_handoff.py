@@ -1,0 +1,88 @@
+"""The console's Plan pane and state summary (preview, one-key export)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.message import Message
+from textual.widgets import Static
+
+from tui.errors import ServedeckError
+from tui.screens.console_guard import while_open
+from widgets.plan_view import PlanView
+
+if TYPE_CHECKING:
+    from tui.plan.layout import Plan
+
+
+class HandoffMixin:
+    """Mixed into ServedeckApp (whose messages and state it uses)."""
+
+    @dataclass
+    class PlanReady(Message):
+        plan: Plan | None
+        error: str | None = None
+
+    @work(exclusive=True, group="plan")
+    async def _show_plan(self) -> None:
+        from tui.plan.for_deck import plan_for_profile
+
+        self.query_one("#plan-status", Static).update("Reading the model and planning layouts ...")
+        try:
+            plan = await plan_for_profile(self.profile, self.deck.host, self.last_gpu)
+        except ServedeckError as error:
+            self.post_message(self.PlanReady(None, str(error)))
+        else:
+            self.post_message(self.PlanReady(plan))
+
+    @while_open
+    def on_handoff_mixin_plan_ready(self, message: HandoffMixin.PlanReady) -> None:
+        status = self.query_one("#plan-status", Static)
+        if message.plan is None:
+            status.update(f"No plan: {message.error}")
+            return
+        from tui.plan.for_deck import profile_layout
+
+        layout = profile_layout(self.profile)
+        chosen = message.plan.find(layout.tp, layout.ep, layout.pp, layout.dp)
+        verdict = chosen.verdict if chosen is not None else "not a candidate"
+        status.update(f"Profile layout {layout.label}: {verdict}")
+        self.query_one(PlanView).show_plan(message.plan, layout)
+
+    def action_summary(self) -> None:
+        from tui.screens.summary import SummaryScreen  # markdown-it loads on first use
+
+        self.push_screen(SummaryScreen(self._summary_markdown, self._export_summary))
+
+    def action_export_summary(self) -> None:
+        self.notify("Collecting the state summary ...", title="Summary")
+        self._export_summary_now()
+
+    @work(exclusive=True, group="summary-export")
+    async def _export_summary_now(self) -> None:
+        """One key: collect and write the summary without the preview (collection is async)."""
+        try:
+            path = self._export_summary(await self._summary_markdown())
+        except ServedeckError as error:
+            self.notify(str(error), title="Export failed", severity="error", timeout=8)
+        else:
+            self.notify(f"Wrote {path}", title="Summary exported", timeout=10)
+
+    async def _summary_markdown(self) -> str:
+        from tui.summary import collect_summary, render_markdown, summary_secrets
+
+        # The live tracker's load (when it saw one); otherwise the summary replays the log.
+        live = self.progress if self.progress is not None and self.progress.timeline else None
+        inputs = await collect_summary(self.deck, load=live)
+        return render_markdown(inputs, summary_secrets(self.deck))
+
+    def _export_summary(self, markdown: str) -> Path:
+        from tui import paths
+        from tui.summary import export_summary
+
+        folder = paths.data_dir() / "summaries"
+        folder.mkdir(parents=True, exist_ok=True)
+        return export_summary(markdown, self.profile.name, folder=folder)
