@@ -43,7 +43,10 @@ def check_level(level: LevelResult, requests: int, output_tokens: int) -> None:
         level.total_output_tokens / level.duration_s, rel=1e-9
     )
     assert 0 < level.ttft.median_ms <= level.e2el.median_ms
-    assert level.tpot.count == requests and level.tpot.mean_ms > 0
+    # TPOT is measured for every request; its value is checked against ground truth in
+    # test_bench_fidelity. Here it may be 0: on a starved 2-core machine the client can
+    # read a whole short stream in one go, and then every chunk carries one timestamp.
+    assert level.tpot.count == requests and level.tpot.mean_ms >= 0
     # One gap per chunk: one token per chunk for a lone stream; under load vLLM may put
     # several tokens in one chunk (its output processor merges what the client has not read).
     if level.concurrency == 1:
