@@ -167,3 +167,42 @@ async def test_sim_gpu_source_statics_and_determinism(tmp_path: Path) -> None:
 
 def _fields(options: SimServerOptions) -> dict[str, object]:
     return {name: getattr(options, name) for name in options.__slots__}  # type: ignore[attr-defined]
+
+
+def test_server_stops_its_whole_tree_when_its_box_process_dies(tmp_path: Path) -> None:
+    """A console killed with SIGKILL cannot stop its box: the server notices and stops itself."""
+    import signal as _signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import sys, time\n"
+        "from tui.sim.box import SimBox, SimServerOptions\n"
+        f"box = SimBox({str(tmp_path / 'box')!r}, load_seconds=1.0, "
+        "options=SimServerOptions(shards=4, orphans_on_stop=2))\n"
+        "box.start()\n"
+        "assert box.wait_until_active(60) == 'active'\n"
+        "print('active', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    console = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[1],
+    )
+    try:
+        assert console.stdout is not None and console.stdout.readline().strip() == "active"
+        started = SimBox(tmp_path / "box").started_processes()
+        assert any(role == "APIServer" for _, _, role in started)
+        console.send_signal(_signal.SIGKILL)
+        console.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        viewer = SimBox(tmp_path / "box")
+        while viewer.live_processes() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert viewer.live_processes() == []  # no orphans either: nobody is left to clean up
+    finally:
+        console.kill()
+        SimBox(tmp_path / "box").close()

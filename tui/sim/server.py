@@ -41,6 +41,10 @@ LOADING_UTILIZATION_PCT = {
 }
 
 
+# How often the server checks that the process that started it is still there.
+PARENT_POLL_S = 1.0
+
+
 class SimServer:
     """One simulated vLLM API server and its process tree."""
 
@@ -55,6 +59,7 @@ class SimServer:
         self.worker_pids: list[int] = []
         self.engine: SimEngine | None = None
         self.stop_event = asyncio.Event()
+        self.parent_gone = False
         self._busy_mark = (time.monotonic(), 0.0)
         self._utilization = 0.0
 
@@ -91,6 +96,8 @@ class SimServer:
         self.worker_pids = [int(pid) for pid in line.decode().split()[1:]]
 
     def orphan_count(self) -> int:
+        if self.parent_gone:
+            return 0
         override = self.state_dir / "orphans-on-stop"
         if override.exists():
             with contextlib.suppress(ValueError, OSError):
@@ -182,10 +189,20 @@ class SimServer:
             was_busy = busy
 
     # -- lifecycle ------------------------------------------------------------
+    async def watch_parent(self) -> None:
+        """The box that started us died without stopping us (a crashed or killed console):
+        stop the whole tree, leaving no orphans, so no simulated server outlives its box."""
+        parent = os.getppid()
+        while os.getppid() == parent:
+            await asyncio.sleep(PARENT_POLL_S)
+        self.parent_gone = True
+        self.stop_event.set()
+
     async def serve(self) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop_event.set)
+        self.parent_watch = asyncio.create_task(self.watch_parent())
         register_pid(self.state_dir, "APIServer")
         await self.spawn_engine()
         assert self.engine_proc is not None
