@@ -83,3 +83,16 @@ def test_lost_gpus_unavailable_boxes_and_repeated_ticks_are_skipped() -> None:
     history.add(GpuBoxSnapshot(source="test", taken_at_s=2.0, available=False, error="x"))
     assert len(history.trend(0).memory_used_pct) == 1
     assert len(history.trend(1).memory_used_pct) == 1
+
+
+def test_a_fresh_plateau_stops_rising_before_the_regression_window_drains() -> None:
+    """Seconds after the load stops, the 15 s regression still slopes up; the pane must not."""
+    history = GpuHistory()
+    for t in range(20):
+        history.add(_snapshot(float(t), [t * 4 * GIB]))
+    assert history.trend(0).memory_rising
+    for t in range(20, 25):
+        history.add(_snapshot(float(t), [76 * GIB]))
+    trend = history.trend(0)
+    assert trend.memory_fill_bytes_per_s is not None and trend.memory_fill_bytes_per_s > 0
+    assert not trend.memory_rising and trend.eta_to_target_s is None

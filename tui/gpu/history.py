@@ -18,6 +18,10 @@ from tui.gpu.model import GpuBoxSnapshot
 MIB = 1024**2
 
 
+# Memory that has not grown over this long is on its plateau, whatever the regression says.
+PLATEAU_WINDOW_S = 3.0
+
+
 @dataclass(frozen=True, slots=True)
 class GpuTrend:
     """What the history says about one GPU: sparkline series (oldest first) and fill rate."""
@@ -110,7 +114,11 @@ class GpuHistory:
         rate = None
         if len(recent) >= 3 and recent[-1][0] - recent[0][0] >= self.rate_window_s / 3:
             rate = least_squares_slope(recent)
-        rising = rate is not None and rate > self.rising_threshold_bytes_per_s
+        rising = (
+            rate is not None
+            and rate > self.rising_threshold_bytes_per_s
+            and self._still_rising(recent)
+        )
         target = None
         if self.target_fraction is not None and last.total_bytes:
             target = int(last.total_bytes * self.target_fraction)
@@ -127,6 +135,15 @@ class GpuHistory:
             memory_target_bytes=target,
             eta_to_target_s=eta,
         )
+
+    def _still_rising(self, recent: list[tuple[float, float]]) -> bool:
+        """The regression window lags a plateau by seconds: also require growth just now."""
+        last_t, last_used = recent[-1]
+        earlier = [(t, used) for t, used in recent if last_t - t >= PLATEAU_WINDOW_S]
+        if not earlier:
+            return True
+        t, used = earlier[-1]
+        return (last_used - used) / (last_t - t) > self.rising_threshold_bytes_per_s
 
     def trends(self) -> Mapping[int, GpuTrend]:
         return {index: self.trend(index) for index in sorted(self._points)}
