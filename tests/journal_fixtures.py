@@ -6,6 +6,7 @@ appended during a test land in the file while `journalctl --file F -f` follows i
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
@@ -107,3 +108,18 @@ def journal_writer(tmp_path: Path) -> Iterator[JournalWriter]:
     writer = JournalWriter(tmp_path / "service.journal")
     yield writer
     writer.close()
+
+
+def journalctl_pids(journal_path: Path) -> list[int]:
+    """Processes running `journalctl ... --file PATH` (found in /proc, not by name)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"journalctl") and str(journal_path).encode() in argv:
+            found.append(int(entry))
+    return found

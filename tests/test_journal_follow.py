@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from pathlib import Path
 
-from tests.journal_fixtures import JournalWriter
+from tests.journal_fixtures import JournalWriter, journalctl_pids
 from tui.hosts.local import LocalHost
 from tui.logs.journal import JournalFollower, decode_message, read_journal
 from tui.logs.line import Level
@@ -62,21 +61,6 @@ async def test_resume_after_cursor(journal_writer: JournalWriter) -> None:
     assert rest == ["line 3", "line 4", "line 5"]
 
 
-def _journalctl_pids(journal_path: Path) -> list[int]:
-    """Processes running `journalctl ... --file PATH` (found in /proc, not by name)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"journalctl") and str(journal_path).encode() in argv:
-            found.append(int(entry))
-    return found
-
-
 async def test_no_line_lost_or_repeated_across_ten_kills(journal_writer: JournalWriter) -> None:
     """Append while the follower's journalctl is SIGKILLed ten times; every line arrives once."""
     total = 400
@@ -104,7 +88,7 @@ async def test_no_line_lost_or_repeated_across_ten_kills(journal_writer: Journal
             if kills < 10:
                 pids: list[int] = []
                 for _ in range(3000):  # poll until a journalctl not yet killed is up
-                    pids = [p for p in _journalctl_pids(journal_writer.path) if p not in killed]
+                    pids = [p for p in journalctl_pids(journal_writer.path) if p not in killed]
                     if pids:
                         break
                     await asyncio.sleep(0.01)

@@ -10,14 +10,13 @@ journalctl again after its last cursor over a fresh connection, so the caller
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.journal_fixtures import JournalWriter
+from tests.journal_fixtures import JournalWriter, journalctl_pids
 from tests.sshd_fixtures import SshdPair, SshdServer
 from tui.config import HostConfig
 from tui.hosts.ssh import SSHHost
@@ -169,25 +168,10 @@ async def test_a_cut_follow_leaves_no_journalctl_running(
         journal_writer.write("second")
         await _until(lambda: received == ["first", "second"], "the line after the cut")
         journal_writer.write("third")  # the cut session's journalctl writes, gets EPIPE, exits
-        await _until(lambda: len(_journalctl_pids(journal_writer.path)) == 1, "one journalctl")
+        await _until(lambda: len(journalctl_pids(journal_writer.path)) == 1, "one journalctl")
     finally:
         consumer.cancel()
         with pytest.raises(asyncio.CancelledError):
             await consumer
         await host.close()
-    await _until(lambda: not _journalctl_pids(journal_writer.path), "no journalctl")
-
-
-def _journalctl_pids(journal_path: Path) -> list[int]:
-    """Processes running `journalctl ... --file PATH` (found in /proc, not by name)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"journalctl") and str(journal_path).encode() in argv:
-            found.append(int(entry))
-    return found
+    await _until(lambda: not journalctl_pids(journal_writer.path), "no journalctl")
