@@ -102,5 +102,3 @@ async def test_small_sweep_at_concurrency_1_and_4(real_vllm_server: VllmServer) 
         assert level.total_input_tokens / 8 == pytest.approx(48, rel=0.25)
     # No claim that 4 streams beat 1 here: on a shared 2-core CPU the engine is compute
     # bound and 8 short requests are too few to separate them (seen both ways in CI).
-    single, four = result.levels
-    assert single.concurrency == 1 and four.concurrency == 4
