@@ -7,19 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pynvml
 import pytest
 
+from tui.gpu.nvml import nvml_driver_present
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _driver_present() -> bool:
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return False
-    pynvml.nvmlShutdown()
-    return True
 
 
 def test_gpu_sources_do_not_import_textual() -> None:
@@ -42,7 +34,7 @@ def test_gpu_tick_runs_on_the_fake_shim() -> None:
     assert "fake NVML shim" in result.stdout and "loop-thread CPU per sample()" in result.stdout
 
 
-@pytest.mark.skipif(_driver_present(), reason="an NVIDIA driver is present")
+@pytest.mark.skipif(nvml_driver_present(), reason="an NVIDIA driver is present")
 def test_h200_verify_without_driver_is_one_clear_line(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "tests/perf/h200_verify.py", str(tmp_path / "out")],

@@ -25,22 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import pynvml
 
 from tui.gpu import nvml as nvml_module
 from tui.gpu.model import GpuSource
-from tui.gpu.nvml import NvmlGpuSource
+from tui.gpu.nvml import NvmlGpuSource, nvml_driver_present
 from tui.gpu.smi import SmiGpuSource
 from tui.hosts.local import LocalHost
-
-
-def real_nvml_present() -> bool:
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return False
-    pynvml.nvmlShutdown()
-    return True
 
 
 def install_fake(gpus: int) -> None:
@@ -125,7 +115,7 @@ async def measure_app_cpu(source: GpuSource, seconds: float, interval_s: float) 
 
 async def main_async(args: argparse.Namespace) -> int:
     if args.source == "nvml":
-        if args.fake or not real_nvml_present():
+        if args.fake or not nvml_driver_present():
             install_fake(args.gpus)
             print(
                 f"NOTE: fake NVML shim ({args.gpus} GPUs, modelled per-call latencies; "

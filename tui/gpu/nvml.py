@@ -63,6 +63,16 @@ class _GpuLost(Exception):
     """Raised inside a sampling pass when one GPU answers GPU_IS_LOST."""
 
 
+def nvml_driver_present() -> bool:
+    """Whether NVML initialises here (a driver and at least its library); blocks briefly."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return False
+    pynvml.nvmlShutdown()
+    return True
+
+
 def _error_code(error: Exception) -> int | None:
     return getattr(error, "value", None)
 
