@@ -9,20 +9,27 @@ from textual.app import App, ComposeResult
 from tui.gpu.history import GpuTrend
 from tui.gpu.model import GpuBoxSnapshot
 from widgets.gpu_pane import GpuPane
+from widgets.gpu_table import GpuTable
 
 
 class GpuPaneApp(App[None]):
     """Mounts a GpuPane and feeds it the snapshot it was built with."""
 
-    def __init__(self, snapshot: GpuBoxSnapshot, trends: Mapping[int, GpuTrend] | None = None):
+    def __init__(
+        self,
+        snapshot: GpuBoxSnapshot,
+        trends: Mapping[int, GpuTrend] | None = None,
+        table_class: type[GpuTable] = GpuTable,
+    ) -> None:
         super().__init__()
         self.snapshot = snapshot
         self.trends = trends or {}
+        self.table_class = table_class
 
     def compose(self) -> ComposeResult:
-        yield GpuPane(id="gpus")
+        yield GpuPane(id="gpus", table_class=self.table_class)
 
     def on_mount(self) -> None:
         pane = self.query_one(GpuPane)
         pane.update_view(self.snapshot, self.trends)
-        pane.query_one("DataTable").focus()
+        pane.query_one("#gpu-table").focus()

@@ -7,6 +7,7 @@ and panes nobody is looking at are not redrawn.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.driver import Driver
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
@@ -95,10 +97,6 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         message: str
 
     @dataclass
-    class GpuUpdate(Message):
-        snapshot: GpuBoxSnapshot
-
-    @dataclass
     class ServiceUpdate(Message):
         state: UnitState | None
         error: str | None = None
@@ -154,6 +152,17 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._http: httpx.AsyncClient | None = None
         self._metrics_poller: MetricsPoller | None = None
 
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver, but one whose input thread does not poll while idle."""
+        driver_class = super().get_driver_class()
+        if driver_class.__name__ == "LinuxDriver" and driver_class.__module__.startswith(
+            "textual."
+        ):
+            from tui.screens.terminal_driver import QuietLinuxDriver
+
+            return QuietLinuxDriver
+        return driver_class
+
     # --- layout -------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         header = HeaderBar(id="header")
@@ -181,6 +190,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._tabs = self.query_one(TabbedContent)  # asked every tick: look it up once
+        self._gpu_pane = self.query_one(GpuPane)
         if self.profile.keys:
             self.set_keymap(dict(self.profile.keys))
         self.query_one(HostOverviewView).show_waiting(
@@ -194,7 +205,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self.query_one(BenchView).show_history(runs_for_host(self.deck.host_label))
 
     def _tab_visible(self, tab_id: str) -> bool:
-        return self.query_one(TabbedContent).active == tab_id and not isinstance(
+        return self._tabs.active == tab_id and not isinstance(
             self.screen, (HelpScreen, KillConfirmScreen)
         )
 
@@ -237,24 +248,27 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     # --- GPUs ---------------------------------------------------------------------
     @work(exclusive=True, group="gpu")
     async def _poll_gpus(self) -> None:
-        try:
-            source = await self.deck.gpu_source()
-            snapshot = await source.sample()
-        except ServedeckError as error:
-            snapshot = GpuBoxSnapshot("none", time.time(), available=False, error=str(error))
-        self.post_message(self.GpuUpdate(snapshot))
+        # One long-lived loop: a timer, a worker and a message per tick would cost
+        # more main-thread time than drawing the tick.
+        while not self._exit:
+            try:
+                source = await self.deck.gpu_source()
+                snapshot = await source.sample()
+            except ServedeckError as error:
+                snapshot = GpuBoxSnapshot("none", time.time(), available=False, error=str(error))
+            self._show_gpus(snapshot)
+            await asyncio.sleep(self.profile.gpu.refresh_s)
 
-    @while_open
-    def on_servedeck_app_gpu_update(self, message: GpuUpdate) -> None:
-        snapshot = message.snapshot
+    def _show_gpus(self, snapshot: GpuBoxSnapshot) -> None:
+        if self._exit:
+            return
         self.last_gpu = snapshot
         self.gpu_history.add(snapshot)
         if snapshot.available:
             used_bytes, _ = total_memory_bytes(snapshot.samples)
             self.tracker.observe_memory(used_bytes, snapshot.taken_at_s)
         if self._tab_visible("deck"):
-            self.query_one(GpuPane).update_view(snapshot, self.gpu_history.trends())
-        self.set_timer(self.profile.gpu.refresh_s, self._poll_gpus, name="gpu-poll")
+            self._gpu_pane.update_view(snapshot, self.gpu_history.trends())
 
     # --- service, log, load, readiness, metrics ---------------------------------------
     @work(exclusive=True, group="service")

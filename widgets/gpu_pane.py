@@ -1,60 +1,52 @@
 """GpuPane: one row per GPU, grouped by NUMA node, with the selected GPU's processes.
 
 A pure view: `update_view(snapshot, trends)` draws what it is given. Rows are
-keyed (`gpu-3`, `numa-1`, `total`) and only cells whose text changed are
-updated, so a tick costs a few `update_cell` calls, not a re-render. The table
-is rebuilt only when its shape changes (GPU count, NUMA layout, compact/full).
+keyed (`gpu-3`, `numa-1`, `total`) and drawn by GpuTable, which repaints only the
+rows whose text changed: an idle box costs a line or two per tick, not a redraw.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from tui.gpu.history import GpuTrend
 from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_bytes
 from widgets import gpu_format as fmt
+from widgets.gpu_table import GpuTable, TableColumn, TableRow
 
 FULL_LAYOUT_MIN_WIDTH = 150  # narrower terminals get the compact columns
 
 
-@dataclass(frozen=True, slots=True)
-class _Column:
-    key: str
-    label: str
-    width: int
-
-
 _FULL_COLUMNS = (
-    _Column("gpu", "GPU", 3),
-    _Column("name", "Name", 18),
-    _Column("memory", "Memory", 22),
-    _Column("util", "Util", 15),
-    _Column("temp", "Temp", 4),
-    _Column("power", "Power", 10),
-    _Column("pcie", "PCIe", 4),
-    _Column("pcie_io", "TX/RX", 11),
-    _Column("procs", "Procs", 5),
-    _Column("mem_hist", "Memory 5m", 12),
-    _Column("util_hist", "Util 5m", 12),
-    _Column("fill", "Filling", 14),
+    TableColumn("gpu", "GPU", 3),
+    TableColumn("name", "Name", 18),
+    TableColumn("memory", "Memory", 22),
+    TableColumn("util", "Util", 15),
+    TableColumn("temp", "Temp", 4),
+    TableColumn("power", "Power", 10),
+    TableColumn("pcie", "PCIe", 4),
+    TableColumn("pcie_io", "TX/RX", 11),
+    TableColumn("procs", "Procs", 5),
+    TableColumn("mem_hist", "Memory 5m", 12),
+    TableColumn("util_hist", "Util 5m", 12),
+    TableColumn("fill", "Filling", 14),
 )
 _COMPACT_COLUMNS = (
-    _Column("gpu", "GPU", 3),
-    _Column("name", "Name", 10),
-    _Column("memory", "Memory", 15),
-    _Column("util", "Util", 9),
-    _Column("temp", "Temp", 4),
-    _Column("power", "Power", 8),
-    _Column("procs", "Pr", 2),
-    _Column("fill", "Filling", 12),
+    TableColumn("gpu", "GPU", 3),
+    TableColumn("name", "Name", 10),
+    TableColumn("memory", "Memory", 15),
+    TableColumn("util", "Util", 9),
+    TableColumn("temp", "Temp", 4),
+    TableColumn("power", "Power", 8),
+    TableColumn("procs", "Pr", 2),
+    TableColumn("fill", "Filling", 12),
 )
 
 
@@ -118,33 +110,39 @@ class GpuPane(Widget):
     DEFAULT_CSS = """
     GpuPane { height: 1fr; layout: vertical; }
     GpuPane > #gpu-message { height: 1fr; content-align: center middle; color: $warning; }
-    GpuPane > DataTable { height: auto; max-height: 70%; }
+    GpuPane > GpuTable { height: auto; max-height: 70%; }
     GpuPane > #gpu-detail { height: 1fr; padding: 0 1; }
     """
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("t", "toggle_topology", "Topology", id="gpu.topology", tooltip="GPU topology"),
     ]
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        id: str | None = None,
+        classes: str | None = None,
+        table_class: type[GpuTable] = GpuTable,
+    ) -> None:
         super().__init__(id=id, classes=classes)
+        self._table_class = table_class
         self._snapshot: GpuBoxSnapshot | None = None
         self._trends: Mapping[int, GpuTrend] = {}
         self._compact: bool | None = None
-        self._shape: tuple[object, ...] = ()
-        self._cells: dict[str, dict[str, str]] = {}
         self._selected_gpu: int | None = None
+        self._detail_text: str | None = None
         self.show_topology = False
-        self.cell_updates = 0  # how many cells the last update_view changed (for tests)
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="gpu-message")
-        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=False)
-        table.can_focus = True
-        yield table
-        yield Static("", id="gpu-detail")
+        self._message = Static("", id="gpu-message")
+        self._table = self._table_class(id="gpu-table")
+        self._detail = Static("", id="gpu-detail")
+        yield self._message
+        yield self._table
+        yield self._detail
 
     def on_mount(self) -> None:
-        self.query_one("#gpu-message").display = False
+        self._message.display = False
 
     # -- public API ---------------------------------------------------------------
 
@@ -165,11 +163,11 @@ class GpuPane(Widget):
             if self._snapshot is not None:
                 self._render_snapshot()
 
-    def _rows(self, snapshot: GpuBoxSnapshot, compact: bool) -> list[tuple[str, dict[str, str]]]:
+    def _rows(self, snapshot: GpuBoxSnapshot, compact: bool) -> list[TableRow]:
         statics = {static.index: static for static in snapshot.statics}
         nodes = {statics[i].numa_node for i in statics}
         group_by_numa = len(nodes - {None}) >= 1 and len(snapshot.samples) > 1
-        rows: list[tuple[str, dict[str, str]]] = []
+        rows: list[TableRow] = []
         ordered = sorted(
             snapshot.samples,
             key=lambda s: (_numa_sort_key(statics.get(s.index)) if group_by_numa else 0, s.index),
@@ -184,81 +182,46 @@ class GpuPane(Widget):
                 cells = {"name": f"[dim]── {label} ──[/]"}
                 if not compact and static and static.cpu_affinity:
                     cells["memory"] = f"[dim]cpus {fmt.clip(static.cpu_affinity, 17)}[/]"
-                rows.append((f"numa-{node}", cells))
-            rows.append(
-                (
-                    f"gpu-{sample.index}",
-                    _gpu_cells(static, sample, self._trends.get(sample.index), compact),
-                )
-            )
-        rows.append(("total", _total_cells(snapshot, compact)))
+                rows.append(TableRow(f"numa-{node}", cells, selectable=False))
+            trend = self._trends.get(sample.index)
+            rows.append(TableRow(f"gpu-{sample.index}", _gpu_cells(static, sample, trend, compact)))
+        rows.append(TableRow("total", _total_cells(snapshot, compact), selectable=False))
         return rows
 
     def _render_snapshot(self) -> None:
         snapshot = self._snapshot
         if snapshot is None or not self.is_mounted:
             return
-        message = self.query_one("#gpu-message", Static)
-        table = self.query_one(DataTable)
-        detail = self.query_one("#gpu-detail", Static)
+        message, table, detail = self._message, self._table, self._detail
         if not snapshot.available:
             message.update(escape(snapshot.error or "no GPUs"))
             message.display, table.display, detail.display = True, False, False
-            self._shape = ()
             return
         message.display, table.display, detail.display = False, True, True
         compact = self._compact if self._compact is not None else True
-        columns = _COMPACT_COLUMNS if compact else _FULL_COLUMNS
-        rows = self._rows(snapshot, compact)
-        shape = (compact, tuple(key for key, _ in rows))
-        updates = 0
-        with self.app.batch_update():
-            if shape != self._shape:
-                table.clear(columns=True)
-                for column in columns:
-                    table.add_column(column.label, key=column.key, width=column.width)
-                for key, cells in rows:
-                    table.add_row(*(cells.get(c.key, "") for c in columns), key=key)
-                self._shape, self._cells = shape, {key: cells for key, cells in rows}
-                updates = len(rows) * len(columns)
-                self._restore_cursor(table)
-            else:
-                for key, cells in rows:
-                    old = self._cells.get(key, {})
-                    for column in columns:
-                        value = cells.get(column.key, "")
-                        if old.get(column.key, "") != value:
-                            table.update_cell(key, column.key, value)
-                            updates += 1
-                    self._cells[key] = cells
-            self.cell_updates = updates
-            self._render_detail()
+        table.set_rows(
+            _COMPACT_COLUMNS if compact else _FULL_COLUMNS, self._rows(snapshot, compact)
+        )
+        if self._selected_gpu is not None and f"gpu-{self._selected_gpu}" in table.row_keys:
+            table.move_cursor(f"gpu-{self._selected_gpu}")
+        elif table.cursor_key is not None:
+            self._selected_gpu = int(table.cursor_key.removeprefix("gpu-"))
+        self._render_detail()
 
-    def _restore_cursor(self, table: DataTable[str]) -> None:
-        """Keep the selection on the same GPU across rebuilds (identity, not position)."""
-        key = f"gpu-{self._selected_gpu}" if self._selected_gpu is not None else None
-        if key is None or key not in self._cells:
-            key = next((k for k in self._cells if k.startswith("gpu-")), None)
-        if key is not None:
-            table.move_cursor(row=table.get_row_index(key), scroll=False)
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        key = event.row_key.value or ""
-        if key.startswith("gpu-"):
-            self._selected_gpu = int(key.removeprefix("gpu-"))
-            self._render_detail()
+    def on_gpu_table_row_highlighted(self, event: GpuTable.RowHighlighted) -> None:
+        self._selected_gpu = int(event.key.removeprefix("gpu-"))
+        self._render_detail()
 
     def _render_detail(self) -> None:
         if self._snapshot is None or not self.is_mounted or not self._snapshot.available:
             return
-        detail = self.query_one("#gpu-detail", Static)
         if self.show_topology:
             text = topology_text(self._snapshot)
         else:
             text = processes_text(self._snapshot, self._selected_gpu, self.size.width)
-        if text != getattr(detail, "_servedeck_text", None):
-            detail._servedeck_text = text  # type: ignore[attr-defined]
-            detail.update(text)
+        if text != self._detail_text:
+            self._detail_text = text
+            self._detail.update(text)
 
 
 def _numa_sort_key(static: GpuStatic | None) -> int:

@@ -1,0 +1,252 @@
+"""GpuTable: a keyed table whose rows are cached lines.
+
+A refresh of a GPU box changes a few numbers on a few rows. Textual's DataTable
+re-renders every cell of every visible row whenever one cell changes; this table
+keeps each row as a rendered line and repaints only the rows whose text changed,
+which is most of what the GPU pane costs per tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+CELL_PADDING = 1  # blank cells on each side of a cell, as DataTable draws them
+_CELL_CACHE_SIZE = 4096  # parsed cells kept; a tick changes a few, most repeat
+
+
+@dataclass(frozen=True, slots=True)
+class TableColumn:
+    key: str
+    label: str
+    width: int
+
+
+@dataclass(frozen=True, slots=True)
+class TableRow:
+    """One row: its key, the markup of each cell by column key, and whether the cursor may rest on it."""
+
+    key: str
+    cells: dict[str, str]
+    selectable: bool = True
+
+
+class GpuTable(Widget, can_focus=True):
+    """Rows keyed by name; `set_rows` repaints only changed rows; the cursor skips headings."""
+
+    DEFAULT_CSS = """
+    GpuTable {
+        background: $surface;
+        color: $foreground;
+        height: auto;
+        &:focus { background-tint: $foreground 5%; }
+        & > .gpu-table--header { text-style: bold; background: $panel; color: $foreground; }
+        & > .gpu-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus > .gpu-table--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
+    }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"gpu-table--header", "gpu-table--cursor"}
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("home", "cursor_first", "First", show=False),
+        Binding("end", "cursor_last", "Last", show=False),
+    ]
+
+    class RowHighlighted(Message):
+        """The cursor moved onto a row (posted on moves, not on data updates)."""
+
+        def __init__(self, table: GpuTable, key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._columns: tuple[TableColumn, ...] = ()
+        self._rows: list[TableRow] = []
+        self._lines: list[Text] = []  # one per row, without the cursor style
+        self._header_line = Text()
+        self._cursor_key: str | None = None
+        self._first_row = 0  # rows above this scrolled out when the table is cut short
+        self._cell_texts: dict[tuple[str, int], Text] = {}
+        self.rows_repainted = 0  # rows the last set_rows re-rendered (for tests)
+
+    # -- data -----------------------------------------------------------------------
+
+    def set_rows(self, columns: Sequence[TableColumn], rows: Sequence[TableRow]) -> int:
+        """Show rows; repaint only those whose cells changed. Returns how many were repainted."""
+        columns = tuple(columns)
+        shape_changed = columns != self._columns or [r.key for r in rows] != self.row_keys
+        if shape_changed:
+            self._columns, self._rows = columns, list(rows)
+            self._header_line = self._line({c.key: c.label for c in columns})
+            self._lines = [self._line(row.cells) for row in rows]
+            if self._cursor_key not in self.row_keys or not self._row(self._cursor_key).selectable:
+                self._cursor_key = next((r.key for r in rows if r.selectable), None)
+            self._keep_cursor_visible()
+            self.refresh(layout=True)
+            self.rows_repainted = len(rows)
+            return self.rows_repainted
+        changed = [index for index, row in enumerate(rows) if row.cells != self._rows[index].cells]
+        for index in changed:
+            self._rows[index] = rows[index]
+            self._lines[index] = self._line(rows[index].cells)
+        self._refresh_rows(changed)
+        self.rows_repainted = len(changed)
+        return self.rows_repainted
+
+    @property
+    def row_keys(self) -> list[str]:
+        return [row.key for row in self._rows]
+
+    @property
+    def column_keys(self) -> list[str]:
+        return [column.key for column in self._columns]
+
+    def cell(self, row_key: str, column_key: str) -> str:
+        """The markup shown in one cell ("" when the row has nothing in that column)."""
+        return self._row(row_key).cells.get(column_key, "")
+
+    @property
+    def cursor_key(self) -> str | None:
+        return self._cursor_key
+
+    def move_cursor(self, key: str) -> None:
+        """Put the cursor on a selectable row and tell the parent."""
+        if key == self._cursor_key or key not in self.row_keys or not self._row(key).selectable:
+            return
+        old_index = self.row_keys.index(self._cursor_key) if self._cursor_key else None
+        self._cursor_key = key
+        if self._keep_cursor_visible():
+            self.refresh()
+        else:
+            changed = [self.row_keys.index(key)]
+            self._refresh_rows(changed if old_index is None else [old_index, *changed])
+        self.post_message(self.RowHighlighted(self, key))
+
+    # -- keys and mouse ---------------------------------------------------------------
+
+    def _step(self, direction: int) -> None:
+        keys = [row.key for row in self._rows if row.selectable]
+        if not keys:
+            return
+        if self._cursor_key not in keys:
+            self.move_cursor(keys[0])
+            return
+        position = keys.index(self._cursor_key) + direction
+        self.move_cursor(keys[max(0, min(len(keys) - 1, position))])
+
+    def action_cursor_up(self) -> None:
+        self._step(-1)
+
+    def action_cursor_down(self) -> None:
+        self._step(1)
+
+    def action_cursor_first(self) -> None:
+        self._step(-len(self._rows))
+
+    def action_cursor_last(self) -> None:
+        self._step(len(self._rows))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:
+            return
+        index = self._first_row + offset.y - 1
+        if index < len(self._rows):
+            self.move_cursor(self._rows[index].key)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._keep_cursor_visible()
+
+    # -- drawing ----------------------------------------------------------------------
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return sum(column.width + 2 * CELL_PADDING for column in self._columns)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return 1 + len(self._rows) if self._columns else 0
+
+    def render_line(self, y: int) -> Strip:
+        width, base = self.size.width, self.rich_style
+        if y == 0 and self._columns:
+            text = self._header_line.copy()
+            text.stylize_before(self.get_component_rich_style("gpu-table--header"))
+        else:
+            index = self._first_row + y - 1
+            if not 0 <= index < len(self._lines):
+                return Strip.blank(width, base)
+            text = self._lines[index]
+            if self._rows[index].key == self._cursor_key:
+                text = text.copy()
+                text.stylize_before(self.get_component_rich_style("gpu-table--cursor"))
+        strip = Strip(text.render(self.app.console), text.cell_len)
+        return strip.crop_extend(0, width, base).apply_style(base)
+
+    def _line(self, cells: dict[str, str]) -> Text:
+        line = Text(no_wrap=True, end="")
+        for column in self._columns:
+            line.append_text(self._cell_text(cells.get(column.key, ""), column.width))
+        return line
+
+    def _cell_text(self, markup: str, width: int) -> Text:
+        """One padded cell, parsed once: markup parsing is most of what building a row costs."""
+        key = (markup, width)
+        text = self._cell_texts.get(key)
+        if text is None:
+            if len(self._cell_texts) >= _CELL_CACHE_SIZE:
+                self._cell_texts.clear()
+            cell = Text.from_markup(markup, end="")
+            cell.truncate(width, overflow="crop", pad=True)  # cells come clipped
+            pad = " " * CELL_PADDING
+            text = self._cell_texts[key] = Text.assemble(pad, cell, pad, end="")
+        return text
+
+    def _row(self, key: str | None) -> TableRow:
+        return next(row for row in self._rows if row.key == key)
+
+    def _refresh_rows(self, indices: Sequence[int]) -> None:
+        """One refresh for all changed rows: Textual's cost is per refresh, not per line."""
+        width, height = self.size
+        lines = [index - self._first_row + 1 for index in indices]
+        regions = [Region(0, y, width, 1) for y in lines if 1 <= y < height]
+        if regions:
+            self.refresh(*regions)
+
+    def _keep_cursor_visible(self) -> bool:
+        """Scroll the rows (the header stays) so the cursor shows; True when they moved."""
+        visible_rows = self.size.height - 1
+        if visible_rows < 1 or self._cursor_key is None:
+            return False
+        index = self.row_keys.index(self._cursor_key)
+        first = min(self._first_row, index)
+        first = max(first, index - visible_rows + 1)
+        first = max(0, min(first, max(0, len(self._rows) - visible_rows)))
+        if first == self._first_row:
+            return False
+        self._first_row = first
+        return True
