@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 
 SERVICE_POLL_S = 2.0
 METRICS_POLL_S = 2.0
-PROCS_POLL_S = 3.0
 LOG_DRAIN_S = 0.1
 READINESS_POLL_S = 1.0
 RETRY_S = 5.0
@@ -151,6 +150,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._clock_scheduled = False
         self._http: httpx.AsyncClient | None = None
         self._metrics_poller: MetricsPoller | None = None
+        self._overview: HostOverview | None = None
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, but one whose input thread does not poll while idle."""
@@ -221,11 +221,17 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     # --- overview -----------------------------------------------------------------
     @work(exclusive=True, group="overview")
     async def _collect_overview(self) -> None:
+        # The whole overview once per connection, then only its changing numbers.
         try:
-            overview = await self.deck.overview()
+            if self._overview is None:
+                overview = await self.deck.overview()
+            else:
+                overview = await self.deck.refresh_overview(self._overview)
         except ServedeckError as error:
+            self._overview = None  # after a failure the host may be another boot: ask again
             self.post_message(self.HostFailed(str(error)))
         else:
+            self._overview = overview
             self.post_message(self.OverviewReady(overview))
 
     @while_open

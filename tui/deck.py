@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 from tui.config import Profile
 from tui.gpu.factory import gpu_source_for
 from tui.gpu.model import GpuSource
-from tui.hostinfo import HostOverview, collect_overview
+from tui.hostinfo import HostOverview, collect_overview, refresh_vitals
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
 from tui.logs.journal import JournalFollower
@@ -112,6 +112,12 @@ class Deck:
             snapshot = await asyncio.to_thread(self.box.snapshot)  # type: ignore[attr-defined]
             return simulated_overview(snapshot)
         return await collect_overview(self.host)
+
+    async def refresh_overview(self, overview: HostOverview) -> HostOverview:
+        """Fresh memory, uptime and load on top of what overview() learnt once."""
+        if self.box is not None:
+            return await self.overview()  # simulated: in-process and cheap
+        return await refresh_vitals(self.host, overview)
 
     async def close(self) -> None:
         if self._gpu_source is not None:

@@ -1,12 +1,13 @@
 """The Host overview: who this machine is, collected by one fixed script sent on stdin.
 
 The script runs under `/bin/sh -s` on the target (local or SSH), so no quoting
-reaches a login shell and no Python is needed there.
+reaches a login shell and no Python is needed there. It runs once per connection;
+after that only memory, uptime and load are re-read (refresh_vitals).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tui.hosts.base import Host
 
@@ -59,6 +60,13 @@ def _int_or_none(text: str | None) -> int | None:
         return None
 
 
+def _float_or_none(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
 def parse_overview(output: str) -> HostOverview:
     """key=value lines from OVERVIEW_SCRIPT; missing keys become empty or None."""
     values: dict[str, str] = {}
@@ -76,10 +84,7 @@ def parse_overview(output: str) -> HostOverview:
             values[key] = value.strip()
     mem_total_kib = _int_or_none(values.get("mem_total_kib"))
     mem_available_kib = _int_or_none(values.get("mem_available_kib"))
-    try:
-        uptime_s: float | None = float(values.get("uptime_s", ""))
-    except ValueError:
-        uptime_s = None
+    uptime_s = _float_or_none(values.get("uptime_s"))
     gpu_error = values.get("gpu_error")
     if not gpus and not gpu_error:
         gpu_error = "no NVIDIA GPU found"
@@ -105,6 +110,37 @@ async def collect_overview(host: Host, timeout_s: float = 15.0) -> HostOverview:
     """Run the overview script on the host and parse what it printed."""
     result = await host.run(["/bin/sh", "-s"], timeout_s=timeout_s, stdin_text=OVERVIEW_SCRIPT)
     return parse_overview(result.stdout)
+
+
+VITALS_FILES = ("/proc/meminfo", "/proc/uptime", "/proc/loadavg")
+
+
+async def refresh_vitals(
+    host: Host, overview: HostOverview, timeout_s: float = 15.0
+) -> HostOverview:
+    """The overview with fresh memory, uptime and load: one `cat`, not the whole script.
+
+    The full script starts nvidia-smi twice, which costs more CPU than a minute of
+    GPU refreshes; what it learns (OS, CPU, GPUs, driver) does not change while connected.
+    """
+    result = await host.run(["cat", *VITALS_FILES], timeout_s=timeout_s)
+    mem_available_bytes, uptime_s, loadavg = overview.mem_available_bytes, None, ""
+    for line in result.stdout.splitlines():
+        fields = line.split()
+        if line.startswith("MemAvailable:") and len(fields) >= 2:
+            mem_available_kib = _int_or_none(fields[1])
+            if mem_available_kib is not None:
+                mem_available_bytes = mem_available_kib * 1024
+        elif ":" not in line and len(fields) == 2:  # /proc/uptime: up and idle seconds
+            uptime_s = _float_or_none(fields[0])
+        elif ":" not in line and len(fields) == 5:  # /proc/loadavg
+            loadavg = " ".join(fields[:3])
+    return replace(
+        overview,
+        mem_available_bytes=mem_available_bytes,
+        uptime_s=uptime_s if uptime_s is not None else overview.uptime_s,
+        loadavg=loadavg or overview.loadavg,
+    )
 
 
 def format_uptime(uptime_s: float | None) -> str:

@@ -1,10 +1,11 @@
 """Whole-app CPU of the servedeck console against nvitop, side by side, same interval.
 
-    python tests/perf/app_vs_nvitop.py [--seconds 60] [--interval 1]
+    python tests/perf/app_vs_nvitop.py [--seconds 60] [--interval 1] [--rounds 3]
 
 Both run at once in real terminals (tmux, 160x50) on the same GPUs; the CPU time
 of each process tree (utime + stime of every process, plus reaped children) is read
-from /proc over the same window after a warm-up. Prints both and the ratio.
+from /proc over the same windows after a warm-up. Prints both and the ratio for
+each window, then the median ratio (CPU time of small loads varies run to run).
 Needs tmux and nvitop (python -m nvitop); GPUs make the comparison meaningful.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,6 +69,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--warmup", type=float, default=8.0)
+    parser.add_argument("--rounds", type=int, default=1, help="back-to-back windows")
+    parser.add_argument(
+        "--previous", type=Path, help="another servedeck checkout to run alongside (before/after)"
+    )
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("app_vs_nvitop: tmux is not installed", file=sys.stderr)
@@ -79,7 +85,14 @@ def main() -> int:
         "servedeck": f"{env_prefix} {sys.executable} -m tui -p {profile}",
         "nvitop": f"{env_prefix} {sys.executable} -m nvitop --interval {args.interval}",
     }
+    if args.previous is not None:
+        previous = args.previous.resolve()
+        sessions["previous"] = (
+            f"cd {previous} && PYTHONPATH={os.environ.get('PYTHONPATH', '')}:{previous} "
+            f"TERM=xterm-256color {sys.executable} -m tui -p {profile}"
+        )
     pids = {}
+    ratios: list[float] = []
     try:
         for name, command in sessions.items():
             pids[name] = start(f"cpu-{name}", command)
@@ -93,19 +106,28 @@ def main() -> int:
                 f"--- {name} screen after warm-up (first lines)\n"
                 + "\n".join(screen.splitlines()[:6])
             )
-        before = {name: tree_cpu_s(pid) for name, pid in pids.items()}
-        time.sleep(args.seconds)
-        after = {name: tree_cpu_s(pid) for name, pid in pids.items()}
+        for round_number in range(1, args.rounds + 1):
+            before = {name: tree_cpu_s(pid) for name, pid in pids.items()}
+            time.sleep(args.seconds)
+            after = {name: tree_cpu_s(pid) for name, pid in pids.items()}
+            used = {name: after[name] - before[name] for name in sessions}
+            print(
+                f"\nround {round_number}: CPU seconds over {args.seconds:g} s "
+                f"at {args.interval:g} s refresh (process tree):"
+            )
+            for name, seconds in used.items():
+                share = 100 * seconds / args.seconds
+                print(f"  {name:<10} {seconds:7.2f} s  ({share:5.1f}% of one core)")
+            if used["nvitop"] > 0:
+                ratios.append(used["servedeck"] / used["nvitop"])
+                print(f"  ratio servedeck / nvitop = {ratios[-1]:.2f}")
     finally:
         for name in sessions:
             subprocess.run(["tmux", "kill-session", "-t", f"cpu-{name}"], capture_output=True)
-    used = {name: after[name] - before[name] for name in sessions}
-    print(f"\nCPU seconds over {args.seconds:g} s at {args.interval:g} s refresh (process tree):")
-    for name, seconds in used.items():
-        print(f"  {name:<10} {seconds:7.2f} s  ({100 * seconds / args.seconds:5.1f}% of one core)")
-    if used["nvitop"] > 0:
+    if ratios:
         print(
-            f"  ratio servedeck / nvitop = {used['servedeck'] / used['nvitop']:.2f} (target <= 0.5)"
+            f"\nratio servedeck / nvitop: median {statistics.median(ratios):.2f} over "
+            f"{len(ratios)} round(s) ({', '.join(f'{r:.2f}' for r in ratios)}); target <= 0.5"
         )
     return 0
 
