@@ -58,7 +58,7 @@ class RecordingLocalHost(LocalHost):
         return await super().run(argv, timeout_s=timeout_s, stdin_text=stdin_text)
 
 
-async def test_console_runs_the_script_once_then_only_cat() -> None:
+async def test_console_runs_the_script_once_then_only_cat_and_again_on_r() -> None:
     profile = load_profile_file(REPO / "profiles" / "local-vllm.toml")
     host = RecordingLocalHost()
     app = ServedeckApp(profile, Deck(profile, host), overview_interval_s=0.2)
@@ -69,9 +69,16 @@ async def test_console_runs_the_script_once_then_only_cat() -> None:
             if len(cats) >= 3:
                 break
         assert app.query_one(HeaderBar).connection_state == "connected"
+        assert host.commands.count(["/bin/sh", "-s"]) == 1
+        await pilot.press("r")  # the operator asks: the whole overview again
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if host.commands.count(["/bin/sh", "-s"]) == 2:
+                break
+        assert host.commands.count(["/bin/sh", "-s"]) == 2
     script_runs = [i for i, c in enumerate(host.commands) if c == ["/bin/sh", "-s"]]
     vitals_runs = [i for i, c in enumerate(host.commands) if c == ["cat", *VITALS_FILES]]
-    assert len(script_runs) == 1 and len(vitals_runs) >= 3
+    assert len(script_runs) == 2 and len(vitals_runs) >= 3
     assert script_runs[0] < vitals_runs[0]
 
 

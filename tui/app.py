@@ -11,7 +11,6 @@ import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import httpx
 from textual import work
@@ -39,7 +38,7 @@ from tui.procs import KillReport, ProcListing
 from tui.readiness import Readiness, ReadinessProbe
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.console_bench import BenchMixin
-from tui.screens.console_guard import while_open
+from tui.screens.console_guard import console_closing, while_open
 from tui.screens.console_handoff import HandoffMixin
 from tui.screens.console_processes import ProcessesMixin
 from tui.screens.help import HelpScreen
@@ -54,9 +53,6 @@ from widgets.log_pane import LogPane
 from widgets.plan_view import PlanView
 from widgets.procs_pane import ProcsPane
 from widgets.service_line import ServiceLine
-
-if TYPE_CHECKING:
-    pass
 
 SERVICE_POLL_S = 2.0
 METRICS_POLL_S = 2.0
@@ -256,7 +252,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     async def _poll_gpus(self) -> None:
         # One long-lived loop: a timer, a worker and a message per tick would cost
         # more main-thread time than drawing the tick.
-        while not self._exit:
+        while not console_closing(self):
             try:
                 source = await self.deck.gpu_source()
                 snapshot = await source.sample()
@@ -266,7 +262,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             await asyncio.sleep(self.profile.gpu.refresh_s)
 
     def _show_gpus(self, snapshot: GpuBoxSnapshot) -> None:
-        if self._exit:
+        if console_closing(self):
             return
         self.last_gpu = snapshot
         self.gpu_history.add(snapshot)
@@ -333,6 +329,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     def _drain_log_lines(self) -> None:
         self._drain_scheduled = False
+        if console_closing(self):  # a timer may fire while the app shuts down
+            return
         batch, self._incoming_lines = self._incoming_lines, []
         self.tracker.feed_many(batch)
         self.query_one(LogPane).add_lines(batch)
@@ -341,7 +339,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def _tick_load_clock(self) -> None:
         """While a load runs, its clocks (elapsed, ETA) move: redraw once a second."""
         self._clock_scheduled = False
-        self._update_load()
+        if not console_closing(self):
+            self._update_load()
 
     def _update_load(self) -> None:
         self.progress = self.tracker.snapshot()
@@ -461,6 +460,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     def action_refresh(self) -> None:
         self.query_one(HeaderBar).connection_state = "connecting"
+        self._overview = None  # asked for: the whole overview again, not only its numbers
         self._collect_overview()
         self._refresh_procs()
 

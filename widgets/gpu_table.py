@@ -1,9 +1,9 @@
-"""GpuTable: a keyed table whose rows are cached lines.
+"""GpuTable: a keyed table that repaints only the rows whose text changed.
 
 A refresh of a GPU box changes a few numbers on a few rows. Textual's DataTable
-re-renders every cell of every visible row whenever one cell changes; this table
-keeps each row as a rendered line and repaints only the rows whose text changed,
-which is most of what the GPU pane costs per tick.
+re-renders every cell of every visible row whenever one cell changes, which was
+most of what the console cost per tick; this table keeps each row's text (cells
+parsed once and cached) and asks Textual to redraw only the changed lines.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ class GpuTable(Widget, can_focus=True):
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {"gpu-table--header", "gpu-table--cursor"}
     BINDINGS: ClassVar[list[Binding]] = [
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
         Binding("home", "cursor_first", "First", show=False),
         Binding("end", "cursor_last", "Last", show=False),
     ]

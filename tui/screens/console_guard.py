@@ -7,12 +7,17 @@ from collections.abc import Callable
 from typing import Any
 
 
+def console_closing(app: Any) -> bool:
+    """True once the app exits or shuts down: its widgets may already be gone."""
+    return bool(app._exit) or not app.is_running
+
+
 def while_open(handler: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
     """Drop a worker's late message once the app is closing: its widgets may be gone."""
 
     @functools.wraps(handler)
     def guarded(self: Any, message: Any) -> None:
-        if self._exit:
+        if console_closing(self):
             return
         handler(self, message)
 
