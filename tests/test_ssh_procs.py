@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.procs_fixtures import wait_until
 from tests.sim_fixtures import FAST_OPTIONS
 from tests.sshd_fixtures import SshdPair
 from tui.audit import read_audit
@@ -48,15 +49,6 @@ def _ppid(pid: int) -> int:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
-def _wait_until(predicate: Callable[[], bool], timeout_s: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
 @pytest.fixture
 def orphaned_box(sim_box_factory: Callable[..., SimBox]) -> Iterator[SimBox]:
     """A simulator that was serving and then stopped, leaving two workers holding GPU memory."""
@@ -65,7 +57,7 @@ def orphaned_box(sim_box_factory: Callable[..., SimBox]) -> Iterator[SimBox]:
     assert box.wait_until_active(timeout_s=120) == "active", box.log_path.read_text()[-2000:]
     box.stop()
     assert box.unit.wait_for_state("inactive", 30) == "inactive"
-    assert _wait_until(lambda: len(box.live_processes()) == ORPHANS)
+    assert wait_until(lambda: len(box.live_processes()) == ORPHANS, 60.0)
     yield box
 
 
@@ -116,7 +108,7 @@ async def test_root_lists_orphans_as_leftovers_and_ends_them(
     assert {o.outcome for o in report.outcomes} == {"terminated"}, report.outcomes
     assert all(o.method == "pidfd" for o in report.outcomes)
     assert report.freed_bytes == held_bytes
-    assert _wait_until(lambda: not any(is_alive(pid) for pid in orphans))
+    assert wait_until(lambda: not any(is_alive(pid) for pid in orphans), 60.0)
     assert all(s.memory_used_bytes == 0 for s in orphaned_box.snapshot().samples)
 
     records = list(read_audit())
