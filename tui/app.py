@@ -8,9 +8,11 @@ and panes nobody is looking at are not redrawn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from textual import work
@@ -21,6 +23,7 @@ from textual.driver import Driver
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.worker import Worker
 
 from tui.bench.driver import BenchProcess
 from tui.bench.history import runs_for_host
@@ -59,6 +62,8 @@ METRICS_POLL_S = 2.0
 LOG_DRAIN_S = 0.1
 READINESS_POLL_S = 1.0
 RETRY_S = 5.0
+# How long quitting waits for cancelled workers to finish their cleanup.
+_WORKERS_EXIT_WAIT_S = 5.0
 
 
 def _bindings() -> list[Binding]:
@@ -147,6 +152,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._http: httpx.AsyncClient | None = None
         self._metrics_poller: MetricsPoller | None = None
         self._overview: HostOverview | None = None
+        self._quitting = False
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, but one whose input thread does not poll while idle."""
@@ -468,6 +474,36 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(COMMANDS, self._effective_keys(), extra=FORMULAS))
 
+    @property
+    def quitting(self) -> bool:
+        """True from the moment the console starts closing: no new work begins."""
+        return self._quitting
+
+    def run_worker(self, *args: Any, **kwargs: Any) -> Worker[Any]:
+        """Work asked for once quitting has begun (a timer's late tick) never starts."""
+        worker: Worker[Any] = super().run_worker(*args, **kwargs)
+        if self._quitting:
+            worker.cancel()
+        return worker
+
+    async def _let_workers_finish(self) -> None:
+        """Give cancelled workers time to finish before the event loop closes.
+
+        A worker cancelled while asyncio is still connecting a new subprocess's pipes
+        must finish before the loop is torn down: the teardown cancels asyncio's own
+        pipe task too, and then CPython (gh-125502, unfixed in 3.11) waits for that
+        process forever, so the console would never exit.
+        """
+        self._quitting = True
+        self.workers.cancel_all()
+        workers = list(self.workers)
+        if workers:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.gather(*(worker.wait() for worker in workers), return_exceptions=True),
+                    _WORKERS_EXIT_WAIT_S,
+                )
+
     def _effective_keys(self) -> dict[str, str]:
         keymap = dict(self.profile.keys)
         return {
@@ -488,6 +524,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             )
 
     async def on_unmount(self) -> None:
+        await self._let_workers_finish()
         if self._http is not None:
             await self._http.aclose()
         if self.bench_process is not None:
