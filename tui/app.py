@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from textual.containers import Vertical
 from textual.driver import Driver
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
@@ -153,6 +154,9 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._metrics_poller: MetricsPoller | None = None
         self._overview: HostOverview | None = None
         self._quitting = False
+        self._full_overview_due = False
+        self._overview_wake = asyncio.Event()
+        self._poll_timers: dict[str, Timer] = {}
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, but one whose input thread does not poll while idle."""
@@ -200,7 +204,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             f"Connecting to {self.profile.host.route} ..."
         )
         self.query_one(LoadStrip).show(None)
-        self._collect_overview()
+        self._poll_overview()
         self._poll_gpus()
         self._poll_service()
         self._follow_log()
@@ -222,19 +226,29 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     # --- overview -----------------------------------------------------------------
     @work(exclusive=True, group="overview")
-    async def _collect_overview(self) -> None:
-        # The whole overview once per connection, then only its changing numbers.
-        try:
-            if self._overview is None:
-                overview = await self.deck.overview()
+    async def _poll_overview(self) -> None:
+        # One loop for the console's life: the whole overview once per connection (and
+        # when asked with `r`, which wakes it), then only its changing numbers. A worker
+        # per poll, re-armed by a timer, raced with `r`: a read cancelled just as it
+        # finished (asyncio.wait_for in 3.11 then returns the result) overwrote the request.
+        while not console_closing(self):
+            self._overview_wake.clear()
+            full_due, self._full_overview_due = self._full_overview_due, False
+            try:
+                if full_due or self._overview is None:
+                    overview = await self.deck.overview()
+                else:
+                    overview = await self.deck.refresh_overview(self._overview)
+            except ServedeckError as error:
+                self._overview = None  # after a failure the host may be another boot: ask again
+                self.post_message(self.HostFailed(str(error)))
+                wait_s = RETRY_S
             else:
-                overview = await self.deck.refresh_overview(self._overview)
-        except ServedeckError as error:
-            self._overview = None  # after a failure the host may be another boot: ask again
-            self.post_message(self.HostFailed(str(error)))
-        else:
-            self._overview = overview
-            self.post_message(self.OverviewReady(overview))
+                self._overview = overview
+                self.post_message(self.OverviewReady(overview))
+                wait_s = self.overview_interval_s
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._overview_wake.wait(), wait_s)
 
     @while_open
     def on_servedeck_app_overview_ready(self, message: OverviewReady) -> None:
@@ -242,7 +256,6 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         header.connection_state = "connected"
         header.connection_detail = message.overview.hostname
         self.query_one(HostOverviewView).show_overview(message.overview)
-        self.set_timer(self.overview_interval_s, self._collect_overview, name="overview-poll")
 
     @while_open
     def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
@@ -251,7 +264,17 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         header.connection_detail = ""
         self.query_one(HostOverviewView).show_error(message.message)
         self.notify(message.message, title="Host unreachable", severity="error", timeout=8)
-        self.set_timer(RETRY_S, self._collect_overview, name="overview-poll")
+
+    def poll_later(self, delay_s: float, poll: Callable[[], object], name: str) -> None:
+        """Arm the next run of a poll, replacing a pending one of the same name.
+
+        Polls also run on demand (after a service action, on a tab switch); without the
+        replacement each such run would start a second timer chain that polls forever.
+        """
+        pending = self._poll_timers.pop(name, None)
+        if pending is not None:
+            pending.stop()
+        self._poll_timers[name] = self.set_timer(delay_s, poll, name=name)
 
     # --- GPUs ---------------------------------------------------------------------
     @work(exclusive=True, group="gpu")
@@ -308,7 +331,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._render_service_line(message.error)
         self._update_load()
         if message.state is not None or message.error != "no systemd unit in this profile":
-            self.set_timer(SERVICE_POLL_S, self._poll_service, name="service-poll")
+            self.poll_later(SERVICE_POLL_S, self._poll_service, "service-poll")
 
     def _render_service_line(self, error: str | None = None) -> None:
         self.query_one(ServiceLine).show(
@@ -331,7 +354,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
                     self.set_timer(LOG_DRAIN_S, self._drain_log_lines, name="log-drain")
         except ServedeckError as error:
             self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))
-            self.set_timer(RETRY_S, self._follow_log, name="log-retry")
+            self.poll_later(RETRY_S, self._follow_log, "log-retry")
 
     def _drain_log_lines(self) -> None:
         self._drain_scheduled = False
@@ -413,7 +436,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self.metrics = message.metrics
             self._update_load()
         if self.ready:
-            self.set_timer(METRICS_POLL_S, self._poll_metrics, name="metrics-poll")
+            self.poll_later(METRICS_POLL_S, self._poll_metrics, "metrics-poll")
 
     def _http_client(self) -> httpx.AsyncClient:
         """One client for every poll: a new one per request costs ~25 ms of TLS setup."""
@@ -466,8 +489,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     def action_refresh(self) -> None:
         self.query_one(HeaderBar).connection_state = "connecting"
-        self._overview = None  # asked for: the whole overview again, not only its numbers
-        self._collect_overview()
+        self._full_overview_due = True  # asked for: the whole overview again, not only its numbers
+        self._overview_wake.set()
         self._refresh_procs()
 
     # --- general --------------------------------------------------------------------

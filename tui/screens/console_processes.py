@@ -48,7 +48,7 @@ class ProcessesMixin:
         self.query_one("#procs-status", Static).update(status)
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
         if self.query_one(TabbedContent).active == "procs":
-            self.set_timer(PROCS_POLL_S, self._refresh_procs, name="procs-poll")
+            self.poll_later(PROCS_POLL_S, self._refresh_procs, "procs-poll")
 
     def _confirm_kill(self, targets: list) -> None:  # type: ignore[type-arg]
         if self.profile.read_only:
