@@ -13,49 +13,12 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
-from pathlib import Path
 
-from tui.app import SERVICE_POLL_S, ServedeckApp
-from tui.config import load_profile_file
-from tui.deck import Deck
+from tests.console_support import local_console
+from tui.app import SERVICE_POLL_S
 from tui.hostinfo import VITALS_FILES
-from tui.hosts.base import CommandResult
-from tui.hosts.local import LocalHost
 
-REPO = Path(__file__).resolve().parents[1]
 ROUNDS = 12
-
-
-class WatchingHost(LocalHost):
-    """This machine, noting when each command starts and which start after quitting began."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.app: ServedeckApp | None = None
-        self.started: list[tuple[float, tuple[str, ...]]] = []
-        self.started_while_quitting: list[list[str]] = []
-
-    async def run(
-        self, argv: Sequence[str], timeout_s: float = 30.0, stdin_text: str | None = None
-    ) -> CommandResult:
-        self.started.append((time.monotonic(), tuple(argv[:2])))
-        if self.app is not None and self.app.quitting:
-            self.started_while_quitting.append(list(argv))
-        return await super().run(argv, timeout_s=timeout_s, stdin_text=stdin_text)
-
-    def count(self, head: tuple[str, ...], since_s: float = 0.0) -> int:
-        return sum(
-            1 for at_s, argv in self.started if argv[: len(head)] == head and at_s >= since_s
-        )
-
-
-def _console(overview_interval_s: float) -> tuple[ServedeckApp, WatchingHost]:
-    profile = load_profile_file(REPO / "profiles" / "local-vllm.toml")
-    host = WatchingHost()
-    app = ServedeckApp(profile, Deck(profile, host), overview_interval_s=overview_interval_s)
-    host.app = app
-    return app, host
 
 
 OVERVIEW_SCRIPT = ("/bin/sh", "-s")
@@ -65,7 +28,7 @@ SERVICE_STATE = ("systemctl", "show")
 
 async def test_r_pressed_again_and_again_gives_a_full_overview_and_one_poll_chain() -> None:
     interval_s = 0.2
-    app, host = _console(interval_s)
+    app, host = local_console(interval_s)
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(60):
             await pilot.pause(0.1)
@@ -78,17 +41,17 @@ async def test_r_pressed_again_and_again_gives_a_full_overview_and_one_poll_chai
             await pilot.pause(0.1)
             if host.count(OVERVIEW_SCRIPT) >= 2:
                 break
-        assert host.count(OVERVIEW_SCRIPT) >= 2, host.started
+        assert host.count(OVERVIEW_SCRIPT) >= 2, host.commands
         window_start_s, window_s = time.monotonic(), 2.0
         await pilot.pause(window_s)
         reads = host.count(OVERVIEW_SCRIPT, window_start_s) + host.count(VITALS, window_start_s)
     # One chain reads once per interval (slower when the machine is busy); a chain per
     # press of `r` would read seven times as often.
-    assert 2 <= reads <= window_s / interval_s + 3, host.started
+    assert 2 <= reads <= window_s / interval_s + 3, host.commands
 
 
 async def test_service_polled_on_demand_keeps_one_chain() -> None:
-    app, host = _console(30.0)
+    app, host = local_console(30.0)
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(50):
             await pilot.pause(0.1)
@@ -101,11 +64,11 @@ async def test_service_polled_on_demand_keeps_one_chain() -> None:
         await pilot.pause(window_s)
         polls = host.count(SERVICE_STATE, window_start_s)
     # One chain polls twice in the window (three times at most); five chains ten times.
-    assert 1 <= polls <= 3, host.started
+    assert 1 <= polls <= 3, host.commands
 
 
 async def test_poll_later_replaces_a_pending_run() -> None:
-    app, _ = _console(30.0)
+    app, _ = local_console(30.0)
     runs: list[float] = []
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(5):
@@ -128,11 +91,11 @@ async def test_quit_leaves_no_worker_running_even_mid_command() -> None:
     rng = random.Random(7)
     total_started = 0
     for round_index in range(ROUNDS):
-        app, host = _console(0.01)
+        app, host = local_console(0.01)
         async with app.run_test(size=(80, 24)) as pilot:
             for _ in range(50):
                 await pilot.pause(0.02)
-                if len(host.started) >= 3:
+                if len(host.commands) >= 3:
                     break
             await asyncio.sleep(rng.uniform(0.0, 0.02))  # quit at a different instant each round
         await asyncio.sleep(0)  # work asked for while quitting was cancelled before its first step
@@ -142,5 +105,5 @@ async def test_quit_leaves_no_worker_running_even_mid_command() -> None:
             f"round {round_index}: commands started after quitting began: "
             f"{host.started_while_quitting}"
         )
-        total_started += len(host.started)
+        total_started += len(host.commands)
     assert total_started >= 3 * ROUNDS  # the overview really was polling when each quit came

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.console_support import local_console
 from tests.sshd_fixtures import SshdPair
-from tui.app import ServedeckApp
-from tui.config import Profile, load_profile_file
-from tui.deck import Deck
+from tui.config import Profile
 from tui.hostinfo import VITALS_FILES, collect_overview, refresh_vitals
-from tui.hosts.base import CommandResult
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
 from widgets.header_bar import HeaderBar
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _proc_values() -> tuple[int, float, str]:
@@ -44,24 +39,8 @@ async def test_vitals_refresh_keeps_facts_and_reads_fresh_numbers() -> None:
     assert fresh.loadavg != "9.99 9.99 9.99" and len(fresh.loadavg.split()) == 3
 
 
-class RecordingLocalHost(LocalHost):
-    """This machine, with a note of each command the console runs on it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.commands: list[list[str]] = []
-
-    async def run(
-        self, argv: Sequence[str], timeout_s: float = 30.0, stdin_text: str | None = None
-    ) -> CommandResult:
-        self.commands.append(list(argv))
-        return await super().run(argv, timeout_s=timeout_s, stdin_text=stdin_text)
-
-
 async def test_console_runs_the_script_once_then_only_cat_and_again_on_r() -> None:
-    profile = load_profile_file(REPO / "profiles" / "local-vllm.toml")
-    host = RecordingLocalHost()
-    app = ServedeckApp(profile, Deck(profile, host), overview_interval_s=0.2)
+    app, host = local_console(0.2)
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(60):
             await pilot.pause(0.1)
