@@ -28,6 +28,11 @@ CLI_DEMO_LOAD_S = 4.0
 CONSOLE_DEMO_LOAD_S = 45.0
 
 
+async def _without_read_time(lines: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
+    async for line in lines:
+        yield replace(line, timestamp_s=None)
+
+
 @dataclass
 class Deck:
     profile: Profile
@@ -104,6 +109,19 @@ class Deck:
                 self.host, service.unit, initial_lines=initial_lines, follow=follow
             ).lines()
         return None
+
+    def replay_log_lines(self, initial_lines: int = 2000) -> AsyncIterator[LogLine] | None:
+        """The log's last lines, once, each stamped with the time it was logged.
+
+        A tailed file stamps lines with the moment they were read, which squeezes a
+        30-minute load into milliseconds; the engine's own `MM-DD HH:MM:SS` prefix is
+        the truth for a replay. Journal entries keep their real time.
+        """
+        source = self.log_lines(initial_lines=initial_lines, follow=False)
+        from_file = self.box is not None or bool(self.profile.service.log_file)
+        if source is None or not from_file:
+            return source
+        return _without_read_time(source)
 
     async def overview(self) -> HostOverview:
         if self.box is not None:

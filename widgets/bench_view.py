@@ -20,7 +20,8 @@ from tui.bench.model import BenchResult, LevelResult
 FORMULAS = (
     "TTFT = first token chunk - send time;  E2EL = last token chunk - send time;\n"
     "TPOT = (E2EL - TTFT) / (output tokens - 1);  ITL = every chunk-to-chunk gap (pooled);\n"
-    "output tok/s = output tokens / (first dispatch .. last completion)  (vLLM bench serve)"
+    "output tok/s = output tokens / (first dispatch .. last completion)  (vLLM bench serve)\n"
+    "1-stream tok/s = output tok/s at c=1 (the c=1 row);  decode tok/s per stream = 1 / TPOT"
 )
 _BAR_WIDTH = 28
 _LEVEL_COLUMNS = (

@@ -109,12 +109,32 @@ class BenchResult:
         return max((level.output_throughput for level in self.levels), default=0.0)
 
     @property
+    def input_tokens_sent(self) -> int | None:
+        """Prompt tokens per request as the server counted them (usage), over every level."""
+        completed = sum(level.completed for level in self.levels)
+        total = sum(level.total_input_tokens for level in self.levels)
+        return round(total / completed) if completed and total else None
+
+    def _single_level(self) -> LevelResult | None:
+        return next(
+            (lv for lv in self.levels if lv.concurrency == 1 and lv.request_rate is None), None
+        )
+
+    @property
     def single_stream_tok_s(self) -> float | None:
-        """Decode tok/s of one stream, from the concurrency-1 level when there is one."""
-        for level in self.levels:
-            if level.concurrency == 1 and level.request_rate is None:
-                return level.decode_tok_s_per_stream
-        return None
+        """Single-stream speed: output tok/s at concurrency 1 (vLLM's output_throughput).
+
+        The one definition used everywhere (Bench pane, history, CLI, summary), so two
+        screens never show two "single-stream" numbers for one run.
+        """
+        level = self._single_level()
+        return level.output_throughput if level is not None and level.completed else None
+
+    @property
+    def decode_tok_s_per_stream(self) -> float | None:
+        """Decode speed of one stream at concurrency 1: 1 / mean TPOT (excludes prefill)."""
+        level = self._single_level()
+        return level.decode_tok_s_per_stream if level is not None else None
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:

@@ -14,7 +14,8 @@ from tui.bench.export import result_to_json
 from tui.bench.history import append_result
 from tui.bench.model import BenchResult, LevelResult, RunContext
 from tui.bench.workload import BenchSpec, spec_from_preset
-from tui.commands._target import deck_from_args
+from tui.commands._target import deck_from_args, profile_from_args
+from tui.commands._width import hanging
 from tui.config import BenchmarkPreset, default_presets
 from tui.deck import Deck
 from tui.errors import ServedeckError, UsageError
@@ -44,14 +45,24 @@ def _positive(name: str, value: int | float | None) -> None:
         raise UsageError(f"--{name} must be positive, got {value}")
 
 
-def build_spec(
-    args: argparse.Namespace, deck: Deck | None = None, base_url: str = "", gpus: str = ""
-) -> BenchSpec:
-    """Turn the command line (and the deck of the profile it names) into a BenchSpec."""
+def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | None) -> None:
+    """Refuse bad numbers and unknown presets before anything (a simulator) is started."""
     for name in ("num_requests", "input_tokens", "output_tokens", "timeout"):
         _positive(name.replace("_", "-"), getattr(args, name))
     for level in args.concurrency or ():
         _positive("concurrency", level)
+    known = default_presets() if presets is None else presets
+    if args.preset is not None and args.preset not in known:
+        raise UsageError(
+            f"unknown preset {args.preset!r}; known presets: {', '.join(sorted(known))}"
+        )
+
+
+def build_spec(
+    args: argparse.Namespace, deck: Deck | None = None, base_url: str = "", gpus: str = ""
+) -> BenchSpec:
+    """Turn the command line (and the deck of the profile it names) into a BenchSpec."""
+    check_args(args, None if deck is None else deck.profile.benchmark.presets)
     if args.url:
         presets: dict[str, BenchmarkPreset] = default_presets()
         default_name = "quick"
@@ -89,25 +100,40 @@ def _ms(value: float) -> str:
 
 
 def format_level(level: LevelResult) -> str:
+    """One level per line, 80 columns at most; `*` after the load marks a partial level."""
     load = f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
-    flag = " partial" if level.partial else ""
+    load += "*" if level.partial else ""
     return (
-        f"{load:>8} {level.completed:>5}/{level.num_requests:<5} {level.failed:>5} "
-        f"{_ms(level.ttft.median_ms):>9} {_ms(level.ttft.p99_ms):>9} "
-        f"{_ms(level.tpot.median_ms):>9} {_ms(level.itl.p99_ms):>9} "
-        f"{level.output_throughput:>10,.1f} {level.request_throughput:>7.2f}{flag}"
+        f"{load:>7} {level.completed:>5}/{level.num_requests:<5} {level.failed:>4} "
+        f"{_ms(level.ttft.median_ms):>8} {_ms(level.ttft.p99_ms):>8} "
+        f"{_ms(level.tpot.median_ms):>8} {_ms(level.itl.p99_ms):>8} "
+        f"{level.output_throughput:>9,.1f} {level.request_throughput:>6.2f}"
     )
+
+
+def _input_words(result: BenchResult) -> str:
+    """The prompt tokens actually sent (the server's count), and the target when it differs."""
+    sent = result.input_tokens_sent
+    if sent is None or sent == result.input_tokens:
+        return f"{result.input_tokens} tok"
+    return f"{sent} tok sent (asked {result.input_tokens})"
 
 
 def format_result(result: BenchResult) -> str:
     context = result.context
     lines = [
-        f"servedeck bench: {result.preset} on {context.host or context.base_url}"
-        f"  model {context.model}  {context.engine} {context.engine_version}".rstrip(),
-        f"  input {result.input_tokens} tok, output {result.output_tokens} tok, "
-        f"{result.endpoint}, temperature {result.temperature:g}, ignore_eos {result.ignore_eos}",
-        f"{'load':>8} {'ok/sent':>11} {'fail':>5} {'TTFT p50':>9} {'TTFT p99':>9} "
-        f"{'TPOT p50':>9} {'ITL p99':>9} {'out tok/s':>10} {'req/s':>7}",
+        hanging(
+            "servedeck bench: ",
+            f"{result.preset} on {context.host or context.base_url}  model {context.model}  "
+            f"{context.engine} {context.engine_version}".rstrip(),
+        ),
+        hanging(
+            "  ",
+            f"input {_input_words(result)}, output {result.output_tokens} tok, "
+            f"{result.endpoint}, temperature {result.temperature:g}, ignore_eos {result.ignore_eos}",
+        ),
+        f"{'load':>7} {'ok/sent':>11} {'fail':>4} {'TTFT p50':>8} {'TTFT p99':>8} "
+        f"{'TPOT p50':>8} {'ITL p99':>8} {'out tok/s':>9} {'req/s':>6}",
     ]
     lines += [format_level(level) for level in result.levels]
     for level in result.levels:
@@ -127,7 +153,10 @@ def format_result(result: BenchResult) -> str:
             lines.append(f"  c={level.concurrency}: server mean " + ", ".join(parts))
     single = result.single_stream_tok_s
     if single:
-        lines.append(f"decode {single:,.1f} tok/s per stream (1 / mean TPOT at concurrency 1)")
+        lines.append(f"single stream {single:,.1f} tok/s (output tok/s at concurrency 1)")
+    decode = result.decode_tok_s_per_stream
+    if decode:
+        lines.append(f"decode {decode:,.1f} tok/s per stream (1 / mean TPOT at concurrency 1)")
     prefill = [lv.prefill_tok_s_per_request for lv in result.levels if lv.concurrency == 1]
     if prefill and prefill[0]:
         lines.append(f"prefill {prefill[0]:,.0f} prompt tok/s per request (prompt / TTFT)")
@@ -175,6 +204,7 @@ async def gpu_set(deck: Deck) -> str:
 
 
 async def _bench_profile(args: argparse.Namespace, show_progress: bool) -> BenchResult:
+    check_args(args, profile_from_args(args).benchmark.presets)
     deck = deck_from_args(args)
     try:
         spec = build_spec(args, deck, await deck.reachable_base_url(), await gpu_set(deck))

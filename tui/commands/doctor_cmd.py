@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from tui.commands._width import hanging
 from tui.console import host_for
 from tui.doctor import FAIL, DoctorCheck, run_doctor
 from tui.profile_store import load_profile
@@ -20,7 +21,8 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
 
 
 def format_check(check: DoctorCheck) -> str:
-    return f"[{_MARKS.get(check.verdict, check.verdict)}] {check.name:<13} {check.detail}"
+    """One check per line; a long detail wraps under the detail column (80 columns)."""
+    return hanging(f"[{_MARKS.get(check.verdict, check.verdict)}] {check.name:<13} ", check.detail)
 
 
 def _doctor(args: argparse.Namespace) -> int:

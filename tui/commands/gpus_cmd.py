@@ -83,24 +83,34 @@ def _num(value: float | None, spec: str) -> str:
 
 
 def print_table(snapshot: GpuBoxSnapshot, out: TextIO) -> None:
-    """A plain table, one line per GPU, for terminals and logs."""
+    """A plain table, one line per GPU, that fits an 80-column terminal.
+
+    When every GPU has the same name (the usual box) the name is said once in the
+    first line instead of taking a column on each row.
+    """
     if not snapshot.available:
         out.write(f"GPUs: {snapshot.error or 'not available'}\n")
         return
+    statics = {static.index: static for static in snapshot.statics}
+    names = {static.name.removeprefix("NVIDIA ") for static in snapshot.statics}
+    one_name = names.pop() if len(names) == 1 else None
     versions = f"driver {snapshot.driver_version or '?'}, CUDA {snapshot.cuda_version or '?'}"
     out.write(f"{snapshot.gpu_count} GPUs via {snapshot.source} ({versions})\n")
+    if one_name:
+        out.write(f"every GPU: {one_name}\n")
+    name_column = "" if one_name else f" {'NAME':<18}"
     header = (
-        f"{'GPU':>3}  {'NAME':<24} {'NUMA':>4} {'MEMORY GiB':>15} {'UTIL':>5} "
-        f"{'TEMP':>5} {'POWER W':>11} {'PCIE':>5} {'PROCS':>5}"
+        f"{'GPU':>3}{name_column} {'NUMA':>4} {'MEMORY GiB':>11} {'UTIL':>5} "
+        f"{'TEMP':>5} {'POWER W':>8} {'PCIE':>5} {'PROCS':>5}"
     )
     out.write(header + "\n")
-    statics = {static.index: static for static in snapshot.statics}
     for sample in snapshot.samples:
         static = statics.get(sample.index)
-        name = (static.name if static else "?").removeprefix("NVIDIA ")[:24]
+        full_name = (static.name if static else "?").removeprefix("NVIDIA ")
+        name = "" if one_name else f" {full_name[:18]:<18}"
         numa = static.numa_node if static and static.numa_node is not None else "-"
         if sample.lost:
-            out.write(f"{sample.index:>3}  {name:<24} {numa:>4} LOST: {sample.error or ''}\n")
+            out.write(f"{sample.index:>3}{name} {numa:>4} LOST: {sample.error or ''}\n")
             continue
         used = _num(sample.memory_used_bytes / GIB if sample.memory_used_bytes is not None
                     else None, ".1f")  # fmt: skip
@@ -111,8 +121,8 @@ def print_table(snapshot: GpuBoxSnapshot, out: TextIO) -> None:
         temp = _num(sample.temperature_c, ".0f")
         processes = len({p.pid for p in sample.processes})
         out.write(
-            f"{sample.index:>3}  {name:<24} {numa:>4} {used + '/' + total:>15} {util + '%':>5} "
-            f"{temp + 'C':>5} {power:>11} {pcie:>5} {processes:>5}\n"
+            f"{sample.index:>3}{name} {numa:>4} {used + '/' + total:>11} {util + '%':>5} "
+            f"{temp + 'C':>5} {power:>8} {pcie:>5} {processes:>5}\n"
         )
     used_bytes, total_bytes = total_memory_bytes(snapshot.samples)
     out.write(

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tui.commands._width import WIDTH, hanging
 from tui.errors import ServedeckError
 from tui.profile_store import check_profiles, init_profile, list_profiles, load_profile
 
@@ -14,8 +15,11 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser = subparsers.add_parser("profiles", help="list, check and create profiles")
     actions = parser.add_subparsers(dest="profiles_action", metavar="ACTION", required=True)
     actions.add_parser("list", help="list the profiles servedeck can find").set_defaults(func=_list)
-    check = actions.add_parser("check", help="validate profile files (exit 2 on any problem)")
-    check.add_argument("targets", nargs="+", metavar="PATH|NAME")
+    check = actions.add_parser(
+        "check",
+        help="validate profile files, every one found without arguments (exit 2 on any problem)",
+    )
+    check.add_argument("targets", nargs="*", metavar="PATH|NAME")
     check.set_defaults(func=_check)
     init = actions.add_parser("init", help="write a commented starter profile")
     init.add_argument("name")
@@ -32,25 +36,39 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     width = max(len(entry.name) for entry in entries)
     for entry in entries:
+        head = f"{entry.name:<{width}}  {entry.where:<7}  "
         try:
             profile = load_profile(str(entry.path))
             target = profile.service.unit or profile.service.log_file or "-"
-            summary = f"{profile.host.route:<24} {target}"
         except ServedeckError as error:  # a broken profile is listed, not fatal
-            summary = f"INVALID: {error}"
-        print(f"{entry.name:<{width}}  {entry.where:<7}  {summary}")
+            print(hanging(head, f"INVALID: {error}"))
+            continue
+        route = profile.host.route
+        line = f"{head}{route:<24} {target}"
+        if len(line) <= WIDTH:
+            print(line)
+        else:  # a jump chain is long: the unit goes on its own line, nothing is cut
+            print(hanging(head, route))
+            print(hanging(" " * len(head), target))
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
-    problems = check_profiles(args.targets)
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    if problems:
-        return 2
-    for target in args.targets:
-        print(f"{target}: ok")
-    return 0
+    """Check each target on its own: the valid ones print `ok`, the others their problems."""
+    targets = args.targets or [str(entry.path) for entry in list_profiles()]
+    if not targets:
+        print("no profiles found; create one with: servedeck profiles init NAME")
+        return 0
+    failed = 0
+    for target in targets:
+        problems = check_profiles([target])
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        if problems:
+            failed += 1
+        else:
+            print(f"{target}: ok")
+    return 2 if failed else 0
 
 
 def _init(args: argparse.Namespace) -> int:

@@ -9,7 +9,8 @@ from typing import Any
 
 from tui.cli import run_async
 from tui.commands._target import deck_from_args
-from tui.errors import ServedeckError
+from tui.commands._width import hanging
+from tui.errors import CommandTimeout, HostError, ServedeckError
 from tui.loadwatch import LoadTracker
 from tui.metrics import MetricsPoller, metrics_from_log
 from tui.readiness import ReadinessProbe
@@ -17,7 +18,11 @@ from tui.readiness import ReadinessProbe
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
-        "status", parents=[common], help="unit state, load phase, readiness, metrics"
+        "status",
+        parents=[common],
+        help="unit state, load phase, readiness, metrics",
+        epilog="exit status: 0 the server answers /health; 1 it does not (stopped, "
+        "loading or failing); 3 the host could not be reached.",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("-n", "--lines", type=int, default=2000, help="log lines to read (2000)")
@@ -28,7 +33,18 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
     deck = deck_from_args(args)
     profile = deck.profile
     service = profile.service
-    report: dict[str, Any] = {"profile": profile.name, "host": deck.host_label, "errors": []}
+    report: dict[str, Any] = {
+        "profile": profile.name,
+        "host": deck.host_label,
+        "host_reachable": True,
+        "errors": [],
+    }
+
+    def failed(error: ServedeckError) -> None:
+        report["errors"].append(str(error))
+        if isinstance(error, HostError) and not isinstance(error, CommandTimeout):
+            report["host_reachable"] = False
+
     try:
         controller = deck.service()
         if controller is not None:
@@ -36,23 +52,23 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
                 unit = await controller.state()
                 report["unit"] = dataclasses.asdict(unit)
             except ServedeckError as error:
-                report["errors"].append(str(error))
+                failed(error)
         tracker = LoadTracker()
         lines = []
         try:
-            source = deck.log_lines(initial_lines=args.lines, follow=False)
+            source = deck.replay_log_lines(initial_lines=args.lines)
             if source is not None:
                 lines = [line async for line in source]
             tracker.feed_many(lines)
         except ServedeckError as error:
-            report["errors"].append(str(error))
+            failed(error)
         progress = tracker.snapshot()
         report["load"] = dataclasses.asdict(progress) if lines else None
         base_url = service.base_url
         try:
             base_url = await deck.reachable_base_url()
         except ServedeckError as error:
-            report["errors"].append(str(error))
+            failed(error)
         readiness = await ReadinessProbe(base_url).check(progress if lines else None)
         report["readiness"] = dataclasses.asdict(readiness)
         metrics = None
@@ -66,7 +82,15 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
         report["metrics"] = dataclasses.asdict(metrics) if metrics else None
     finally:
         await deck.close()
+    report["serving"] = bool(readiness.health_ok)
     return report
+
+
+def exit_status(report: dict[str, Any]) -> int:
+    """0 serving, 1 the server does not answer, 3 the host could not be reached."""
+    if not report.get("host_reachable", True):
+        return 3
+    return 0 if report.get("serving") else 1
 
 
 def _text(report: dict[str, Any]) -> str:
@@ -96,11 +120,15 @@ def _text(report: dict[str, Any]) -> str:
             f"KV {metrics['kv_cache_usage_pct']}% ({metrics['source']})"
         )
     out.extend(f"warning {error}" for error in report["errors"])
-    return "\n".join(out)
+    if not report.get("host_reachable", True):
+        out.append("verdict host unreachable")
+    else:
+        out.append("verdict " + ("serving" if report.get("serving") else "not serving"))
+    return "\n".join(hanging(line[:8], line[8:]) for line in out)
 
 
 def run_status(args: argparse.Namespace) -> int:
     report = run_async(lambda: collect_status(args))
     assert isinstance(report, dict)
     print(json.dumps(report, default=str, indent=2) if args.json else _text(report))
-    return 0
+    return exit_status(report)

@@ -83,5 +83,5 @@ class BenchMixin:
             append_result(event)
             view.show_history(runs_for_host(self.deck.host_label))
             single = event.single_stream_tok_s
-            detail = f"{single:,.1f} tok/s per stream" if single else "done"
+            detail = f"1-stream {single:,.1f} tok/s (output tok/s at c=1)" if single else "done"
             self.notify(f"{event.preset}: {detail}", title="Benchmark")

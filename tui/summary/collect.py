@@ -13,7 +13,7 @@ import posixpath
 import shlex
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from tui import paths
@@ -117,16 +117,13 @@ async def _service(deck: Deck) -> ServiceSummary:
 
 
 async def _load_from_log(deck: Deck) -> tuple[LoadProgress, int] | None:
-    source = deck.log_lines(initial_lines=LOG_LINES, follow=False)
+    source = deck.replay_log_lines(initial_lines=LOG_LINES)
     if source is None:
         return None
     tracker = LoadTracker()
-    # A tailed file stamps lines with the time they were read; the engine's own
-    # prefix is the truth for a replay. Journal entries carry their real time.
-    from_file = deck.box is not None or bool(deck.profile.service.log_file)
     count = 0
     async for line in source:
-        tracker.feed(replace(line, timestamp_s=None) if from_file else line)
+        tracker.feed(line)
         count += 1
     return (tracker.snapshot(), count) if count else None
 

@@ -171,8 +171,8 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
         right=(6, 7, 9, 10, 11),
     )
     out += [
-        "Decode and prefill are reported apart: single-stream tok/s is 1 / mean TPOT at "
-        "concurrency 1; prefill tok/s is prompt tokens / TTFT per request at the lowest "
+        "Decode and prefill are reported apart: single-stream tok/s is output tok/s at "
+        "concurrency 1 (vLLM's output_throughput); prefill tok/s is prompt tokens / TTFT per request at the lowest "
         "concurrency; best tok/s is total output tokens / run duration at the best level. "
         "Startup is the current load's start-to-serving time, shown for runs of the current "
         "model and layout.",
