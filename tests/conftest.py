@@ -16,6 +16,7 @@ pytest_plugins: list[str] = [
     "tests.procs_fixtures",
     "tests.bench_fixtures",
     "tests.vllm_harness",
+    "tests.cli_support",
 ]
 
 

@@ -7,66 +7,16 @@ real simulator (a loopback HTTP server and its worker processes).
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-WIDTH = 80
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """servedeck's own folders (and TMPDIR) in tmp_path, so a run leaves nothing behind."""
-    for name in ("config", "data", "log", "tmp"):
-        (tmp_path / name).mkdir()
-    return {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "SERVEDECK_CONFIG_DIR": str(tmp_path / "config"),
-        "SERVEDECK_DATA_DIR": str(tmp_path / "data"),
-        "SERVEDECK_LOG_DIR": str(tmp_path / "log"),
-        "TMPDIR": str(tmp_path / "tmp"),
-    }
-
-
-def run(
-    env: dict[str, str], *args: str, timeout_s: float = 180
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tui", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=env,
-    )
-
-
-def assert_fits(text: str, what: str) -> None:
-    wide = [line for line in text.splitlines() if len(line) > WIDTH]
-    assert not wide, f"{what}: {len(wide)} line(s) wider than {WIDTH}: {wide[0]!r}"
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def write_profile(folder: Path, name: str, body: str) -> Path:
-    path = folder / f"{name}.toml"
-    path.write_text(body)
-    return path
+from tests.cli_support import REPO, assert_fits, closed_port, run, write_profile
 
 
 # -- profiles check ------------------------------------------------------------------------
-def test_profiles_check_without_arguments_checks_every_profile(env: dict[str, str]) -> None:
-    result = run(env, "profiles", "check")
+def test_profiles_check_without_arguments_checks_every_profile(cli_env: dict[str, str]) -> None:
+    result = run(cli_env, "profiles", "check")
     assert result.returncode == 0, result.stderr
     shipped = sorted(path.stem for path in (REPO / "profiles").glob("*.toml"))
     assert len(shipped) >= 3
@@ -75,17 +25,19 @@ def test_profiles_check_without_arguments_checks_every_profile(env: dict[str, st
 
 
 def test_profiles_check_good_and_bad_still_prints_the_good_ones_ok(
-    env: dict[str, str], tmp_path: Path
+    cli_env: dict[str, str], tmp_path: Path
 ) -> None:
     bad = write_profile(tmp_path, "bad", '[host]\nkind = "teleport"\n')
-    result = run(env, "profiles", "check", "demo", str(bad))
+    result = run(cli_env, "profiles", "check", "demo", str(bad))
     assert result.returncode == 2
     assert "demo: ok" in result.stdout
     assert "bad.toml" in result.stderr and "ok" not in result.stdout.replace("demo: ok", "")
 
 
 # -- status exit codes ---------------------------------------------------------------------
-def test_status_exits_3_when_the_host_is_unreachable(env: dict[str, str], tmp_path: Path) -> None:
+def test_status_exits_3_when_the_host_is_unreachable(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
     profile = write_profile(
         tmp_path,
         "down",
@@ -93,64 +45,64 @@ def test_status_exits_3_when_the_host_is_unreachable(env: dict[str, str], tmp_pa
         f'user = "nobody"\nconnect_timeout_s = 3\n'
         f'[service]\nunit = "vllm.service"\nbase_url = "http://127.0.0.1:{closed_port()}"\n',
     )
-    result = run(env, "status", "-p", str(profile))
+    result = run(cli_env, "status", "-p", str(profile))
     assert result.returncode == 3, result.stdout + result.stderr
     assert result.stdout.rstrip().endswith("verdict host unreachable")
     assert "Traceback" not in result.stderr
     assert_fits(result.stdout, "status (unreachable)")
-    as_json = run(env, "status", "-p", str(profile), "--json")
+    as_json = run(cli_env, "status", "-p", str(profile), "--json")
     assert as_json.returncode == 3
     assert json.loads(as_json.stdout)["host_reachable"] is False
 
 
 def test_status_exits_1_when_the_server_does_not_answer(
-    env: dict[str, str], tmp_path: Path
+    cli_env: dict[str, str], tmp_path: Path
 ) -> None:
     profile = write_profile(
         tmp_path,
         "quiet",
         f'[host]\nkind = "local"\n[service]\nbase_url = "http://127.0.0.1:{closed_port()}"\n',
     )
-    result = run(env, "status", "-p", str(profile))
+    result = run(cli_env, "status", "-p", str(profile))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "not answering" in result.stdout
     assert result.stdout.rstrip().endswith("verdict not serving")
 
 
 def test_status_demo_serving_exit_0_fits_80_and_times_phases_from_the_log(
-    env: dict[str, str],
+    cli_env: dict[str, str],
 ) -> None:
     """The CLI demo loads for ~4 s: weights must take seconds by the log, not the read time."""
-    result = run(env, "status", "--demo", "--json")
+    result = run(cli_env, "status", "--demo", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["serving"] is True
     spans = {span["phase"]: span["duration_s"] for span in report["load"]["timeline"]}
     assert spans["weights"] >= 2.0, spans
-    text = run(env, "status", "--demo")
+    text = run(cli_env, "status", "--demo")
     assert text.returncode == 0
     assert text.stdout.rstrip().endswith("verdict serving")
     assert_fits(text.stdout, "status --demo")
 
 
 # -- widths --------------------------------------------------------------------------------
-def test_profiles_list_and_doctor_fit_80_columns(env: dict[str, str]) -> None:
-    listed = run(env, "profiles", "list")
+def test_profiles_list_and_doctor_fit_80_columns(cli_env: dict[str, str]) -> None:
+    listed = run(cli_env, "profiles", "list")
     assert listed.returncode == 0
     assert "root@10.10.0.21 via root@pve.lab.example" in listed.stdout  # nothing cut
     assert "vllm-minimax-m25.service" in listed.stdout
     assert_fits(listed.stdout, "profiles list")
-    doctor = run(env, "doctor")
+    doctor = run(cli_env, "doctor")
     assert "Traceback" not in doctor.stderr
     assert_fits(doctor.stdout, "doctor")
 
 
-def test_gpus_and_bench_on_the_demo_fit_80_columns(env: dict[str, str]) -> None:
-    gpus = run(env, "gpus", "--demo")
+def test_gpus_and_bench_on_the_demo_fit_80_columns(cli_env: dict[str, str]) -> None:
+    gpus = run(cli_env, "gpus", "--demo")
     assert gpus.returncode == 0, gpus.stderr
     assert "every GPU: RTX PRO 6000 Blackwell Server Edition" in gpus.stdout
     assert_fits(gpus.stdout, "gpus --demo")
-    bench = run(env, "bench", "--demo", "--preset", "quick")
+    bench = run(cli_env, "bench", "--demo", "--preset", "quick")
     assert bench.returncode == 0, bench.stderr
     assert_fits(bench.stdout, "bench --demo")
     # The header says what was sent (the server's prompt count), not only the target.
@@ -171,9 +123,9 @@ def test_gpus_and_bench_on_the_demo_fit_80_columns(env: dict[str, str]) -> None:
     ],
 )
 def test_bench_rejects_bad_arguments_before_the_simulator_starts(
-    env: dict[str, str], tmp_path: Path, args: tuple[str, ...], message: str
+    cli_env: dict[str, str], tmp_path: Path, args: tuple[str, ...], message: str
 ) -> None:
-    result = run(env, "bench", "--demo", *args, timeout_s=60)
+    result = run(cli_env, "bench", "--demo", *args, timeout_s=60)
     assert result.returncode == 2
     assert message in result.stderr
     assert not list((tmp_path / "tmp").glob("servedeck-sim-*")), "a simulator was started"

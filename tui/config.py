@@ -554,9 +554,7 @@ def demo_profile(read_only: bool = False) -> Profile:
         read_only=read_only,
         host=HostConfig(kind="demo"),
         service=ServiceConfig(engine="vllm", unit="vllm-kimi-k25-int4.service"),
-        model=ModelConfig(
-            name="moonshotai/Kimi-K2.5", path="/models/Kimi-K2.5-INT4", tp=8, checkpoint_gib=554.3
-        ),
+        model=ModelConfig(name="moonshotai/Kimi-K2.5", path="/models/Kimi-K2.5-INT4", tp=8),
         handoff=HandoffNotes(
             goal="Serve Kimi-K2.5 INT4 on 8 GPUs (TP=8); measure single-stream and batch speed.",
             lessons=("vLLM workers survive a stop and hold GPU memory: check the Processes pane.",),

@@ -124,6 +124,11 @@ async def check_unit(host: Host, profile: Profile) -> DoctorCheck:
         ["systemctl", "show", unit, "-p", "LoadState,ActiveState,SubState"], timeout_s=15
     )
     values = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    if not result.ok and not values:
+        # No answer at all: systemd itself is out of reach (a container without it as PID 1,
+        # no D-Bus), which says nothing about the unit.
+        reason = (result.stderr.strip().splitlines() or [f"exited {result.exit_status}"])[-1]
+        return DoctorCheck("unit", FAIL, f"{unit}: systemctl cannot reach systemd ({reason})")
     if values.get("LoadState") in (None, "", "not-found"):
         return DoctorCheck("unit", FAIL, f"{unit}: not found on the host")
     return DoctorCheck(
@@ -173,3 +178,26 @@ async def run_doctor(host: Host, profile: Profile) -> list[DoctorCheck]:
         except ServedeckError as error:
             checks.append(DoctorCheck("probe", FAIL, str(error)))
     return checks
+
+
+# Checks without which the console shows nothing useful: GPUs (either way to read them)
+# and a server that answers.
+_GPU_CHECKS = ("nvml", "nvidia-smi")
+
+
+def doctor_verdict(checks: list[DoctorCheck]) -> tuple[bool, str]:
+    """(ready, the verdict line): ready only with GPUs readable and the server answering."""
+    failed = [check.name for check in checks if check.verdict == FAIL]
+    if failed:
+        return False, f"not ready: {len(failed)} check(s) failed ({', '.join(failed)})"
+    gaps = []
+    gpu_checks = [check for check in checks if check.name in _GPU_CHECKS]
+    if gpu_checks and not any(check.verdict == OK for check in gpu_checks):
+        gaps.append("no GPU driver answers")
+    port = next((check for check in checks if check.name == "service port"), None)
+    if port is not None and port.verdict != OK:
+        gaps.append("the service does not answer")
+    if gaps:
+        return False, "not ready: " + ", ".join(gaps)
+    warned = [check.name for check in checks if check.verdict == WARN]
+    return True, "ready" + (f" ({len(warned)} warning(s): {', '.join(warned)})" if warned else "")

@@ -7,7 +7,9 @@ import asyncio
 
 from tui.commands._width import hanging
 from tui.console import host_for
-from tui.doctor import FAIL, DoctorCheck, run_doctor
+from tui.deck import open_deck
+from tui.doctor import DoctorCheck, doctor_verdict, run_doctor
+from tui.doctor_demo import run_demo_doctor
 from tui.profile_store import load_profile
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
@@ -29,6 +31,12 @@ def _doctor(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
 
     async def _run() -> list[DoctorCheck]:
+        if profile.is_demo:  # about the simulator, never this machine's driver or systemd
+            deck = open_deck(profile, demo_autostart=True, demo_wait_ready=True)
+            try:
+                return await run_demo_doctor(deck)
+            finally:
+                await deck.close()
         host = host_for(profile)
         try:
             return await run_doctor(host, profile)
@@ -36,9 +44,10 @@ def _doctor(args: argparse.Namespace) -> int:
             await host.close()
 
     checks = asyncio.run(_run())
-    print(f"servedeck doctor: profile {profile.name} ({profile.host.route})")
+    where = "simulator" if profile.is_demo else profile.host.route
+    print(hanging("servedeck doctor: ", f"profile {profile.name} ({where})"))
     for check in checks:
         print(format_check(check))
-    failed = sum(check.verdict == FAIL for check in checks)
-    print("verdict: " + (f"{failed} check(s) failed" if failed else "ready"))
-    return 1 if failed else 0
+    ready, verdict = doctor_verdict(checks)
+    print(hanging("verdict: ", verdict))
+    return 0 if ready else 1

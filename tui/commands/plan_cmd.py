@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 from pathlib import Path
 
 from tui.config import Profile
@@ -19,10 +20,12 @@ from tui.plan import (
     PlanSettings,
     build_plan,
     inventory_from_nvidia_smi,
+    inventory_from_snapshot,
     model_from_config,
     read_model_dir,
     stated_inventory,
 )
+from tui.plan.for_deck import demo_model_facts
 from tui.plan.render import plan_json, plan_markdown
 from tui.profile_store import load_profile
 
@@ -100,8 +103,22 @@ async def _gpus(args: argparse.Namespace, host: Host) -> GpuInventory:
     return stated_inventory(args.gpus, args.vram_gib, args.cc, args.nvlink)
 
 
+def _simulated_gpus() -> GpuInventory:
+    """The simulator's own GPUs (idle), as its GPU model reports them."""
+    from tui.sim.gpu_model import SimGpuModel
+
+    with tempfile.TemporaryDirectory(prefix="servedeck-plan-") as folder:
+        return inventory_from_snapshot(SimGpuModel(Path(folder)).snapshot())
+
+
 async def _plan_text(args: argparse.Namespace) -> str:
     profile = load_profile(args.profile, demo=args.demo) if (args.profile or args.demo) else None
+    if profile is not None and profile.is_demo:
+        # The demo plans the simulated model on the simulated box, never this machine's.
+        use_config = bool(args.config or args.model_dir)
+        model = await _model(args, None, LocalHost()) if use_config else demo_model_facts(profile)
+        gpus = await _gpus(args, LocalHost()) if args.gpus is not None else _simulated_gpus()
+        return _render(args, profile, model, gpus)
     # The model directory and the GPUs live on the profile's host (local or over SSH).
     needs_remote = profile is not None and (not args.config or args.gpus is None)
     host = host_for(profile) if needs_remote else LocalHost()
@@ -110,6 +127,12 @@ async def _plan_text(args: argparse.Namespace) -> str:
         gpus = await _gpus(args, host)
     finally:
         await host.close()
+    return _render(args, profile, model, gpus)
+
+
+def _render(
+    args: argparse.Namespace, profile: Profile | None, model: ModelFacts, gpus: GpuInventory
+) -> str:
     max_len = args.max_model_len or (profile.model.max_model_len if profile else None)
     if max_len is not None and max_len < 1:
         raise UsageError(f"--max-model-len must be at least 1, got {max_len}")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tui.commands._width import WIDTH, hanging
 from tui.errors import ServedeckError
+from tui.hosts.identity import missing_identity_files, missing_identity_message
 from tui.profile_store import check_profiles, init_profile, list_profiles, load_profile
 
 
@@ -66,8 +67,12 @@ def _check(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         if problems:
             failed += 1
-        else:
-            print(f"{target}: ok")
+            continue
+        print(f"{target}: ok")
+        # Valid, but this machine cannot connect with it: say which key file is missing.
+        host = load_profile(target).host
+        for name in missing_identity_files(host):
+            print(f"{target}: warning: {missing_identity_message(name)}", file=sys.stderr)
     return 2 if failed else 0
 
 

@@ -19,6 +19,7 @@ import asyncssh
 from tui import paths
 from tui.config import HostConfig, JumpHost
 from tui.errors import HostError, HostKeyError, ServedeckError
+from tui.hosts.identity import missing_identity_message
 
 Connection = asyncssh.SSHClientConnection
 
@@ -187,6 +188,9 @@ async def connect_hop(
     profile_ref: str,
 ) -> Connection:
     """One authenticated connection, host key checked, errors as one line."""
+    if hop.identity_file and not Path(hop.identity_file).expanduser().is_file():
+        message = missing_identity_message(hop.identity_file)
+        raise HostError(config.route, f"{_hop_prefix(config, hop)}{message}")
     try:
         return await asyncssh.connect(
             hop.hostname,

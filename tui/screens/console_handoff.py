@@ -32,7 +32,8 @@ class HandoffMixin:
 
         self.query_one("#plan-status", Static).update("Reading the model and planning layouts ...")
         try:
-            plan = await plan_for_profile(self.profile, self.deck.host, self.last_gpu)
+            engine = self.progress.facts if self.progress is not None else None
+            plan = await plan_for_profile(self.profile, self.deck.host, self.last_gpu, engine)
         except ServedeckError as error:
             self.post_message(self.PlanReady(None, str(error)))
         else:

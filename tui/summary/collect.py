@@ -27,6 +27,7 @@ from tui.gpu.model import GpuBoxSnapshot
 from tui.loadwatch import LoadProgress, LoadTracker
 from tui.metrics import MetricsPoller
 from tui.plan import build_plan, inventory_from_snapshot, model_from_config, read_model_dir
+from tui.plan.for_deck import profile_layout, with_engine_kv
 from tui.plan.layout import Layout, PlanSettings
 from tui.plan.modelcfg import ModelArch
 from tui.redact import redact_text
@@ -142,10 +143,10 @@ async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
     model = deck.profile.model
     name = model.name or posixpath.basename((model.path or "").rstrip("/")) or "?"
     if deck.box is not None:
+        from tui.plan.for_deck import demo_model_facts
         from tui.sim import spec
-        from tui.sim.facts import simulated_config_text
 
-        facts = model_from_config(simulated_config_text(), "Kimi-K2.5.json", model.checkpoint_gib)
+        facts = demo_model_facts(deck.profile)
         summary = ModelSummary(
             name,
             model.path,
@@ -244,6 +245,7 @@ async def collect_summary(
         try:
             settings = PlanSettings(max_model_len=deck.profile.model.max_model_len)
             plan = build_plan(model_facts, inventory_from_snapshot(gpu), settings)
+            plan = with_engine_kv(plan, profile_layout(deck.profile), load.facts if load else None)
         except ServedeckError as error:
             problems.append(f"plan: {error}")
     runs, incidents = got.get("history") or ((), ())
