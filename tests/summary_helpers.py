@@ -76,7 +76,9 @@ def normalised(inputs: SummaryInputs) -> SummaryInputs:
         gpu = replace(gpu, taken_at_s=FIXED_S, samples=samples)
     service = inputs.service
     if service is not None:
-        unit = service.unit and replace(service.unit, started_at_s=FIXED_S, main_pid=4242)
+        unit = service.unit and replace(
+            service.unit, started_at_s=FIXED_S, state_since_s=FIXED_S, main_pid=4242
+        )
         service = replace(
             service,
             unit=unit,

@@ -6,14 +6,17 @@ the CLI checks run `python -m tui` as a process, like tests/test_cli_scripting.p
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.cli_support import closed_port, run, write_profile
+from tests.summary_helpers import demo_deck
 from tui.config import HostConfig, demo_profile
 from tui.errors import HostError
 from tui.hosts.local import LocalHost
@@ -24,6 +27,8 @@ from tui.plan.for_deck import demo_model_facts, plan_for_profile
 from tui.plan.inventory import GIB
 from tui.sim import spec
 from tui.sim.box import SimBox
+from tui.summary import collect_summary, render_markdown
+from tui.summary.mdtable import clock
 
 
 # -- item 1: the plan and the running demo -------------------------------------------------
@@ -166,3 +171,30 @@ async def test_the_console_host_names_the_missing_identity_file() -> None:
             await host.run(["true"], timeout_s=10)
     finally:
         await host.close()
+
+
+# -- item 3: the handoff document dates a stop by the stop ---------------------------------
+async def test_summary_says_inactive_since_the_stop_not_the_start(
+    sim_box_factory: Callable[..., SimBox],
+) -> None:
+    box = sim_box_factory()
+    box.start()
+    assert box.wait_until_active(timeout_s=90) == "active"
+    started = box.unit.main_start_s
+    assert started is not None
+    while time.time() < started + 1.5:  # the stop must fall in a later second than the start
+        await asyncio.sleep(0.1)
+    before_stop = time.time()
+    box.stop()
+    assert box.unit.wait_for_state(("inactive", "failed"), timeout_s=30) == "inactive"
+    deck = demo_deck(box)
+    try:
+        inputs = await collect_summary(deck)
+    finally:
+        await deck.close()
+    unit = inputs.service.unit  # type: ignore[union-attr]
+    assert unit.active_state == "inactive"
+    assert unit.since_s is not None and unit.since_s >= int(before_stop)
+    text = render_markdown(inputs)
+    assert f"inactive (dead) since {clock(unit.since_s)}" in text
+    assert f"since {clock(started)}" not in text

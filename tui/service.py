@@ -27,6 +27,7 @@ SHOW_PROPERTIES = (
     "Result",
     "MainPID",
     "ExecMainStartTimestamp",
+    "StateChangeTimestamp",
     "ExecMainStatus",
     "ControlGroup",
     "NRestarts",
@@ -51,6 +52,16 @@ class UnitState:
     description: str = ""
     fragment_path: str | None = None
     unit_file_state: str | None = None
+    # When ActiveState last changed (systemd's StateChangeTimestamp): "inactive since" is
+    # the stop, not the last start.
+    state_since_s: float | None = None
+
+    @property
+    def since_s(self) -> float | None:
+        """Since when the unit is in its current state (the start time only while it runs)."""
+        if self.state_since_s is not None:
+            return self.state_since_s
+        return self.started_at_s if self.is_active else None
 
     @property
     def exists(self) -> bool:
@@ -121,6 +132,7 @@ def parse_systemctl_show(unit: str, text: str) -> UnitState:
         description=fields.get("Description", ""),
         fragment_path=fields.get("FragmentPath") or None,
         unit_file_state=fields.get("UnitFileState") or None,
+        state_since_s=_timestamp_s(fields.get("StateChangeTimestamp", "")),
     )
 
 

@@ -74,6 +74,7 @@ class SimUnit:
         self.n_restarts = 0
         self.exec_main_status = 0
         self.main_start_s: float | None = None
+        self.state_change_s: float | None = None
         self.stdout_path = state_dir / "unit-stdout.log"
 
     # -- state ----------------------------------------------------------------
@@ -88,8 +89,7 @@ class SimUnit:
 
     def _set(self, state: str) -> None:
         with self._changed:
-            self._state = state
-            self._changed.notify_all()
+            self._set_locked(state)
 
     def wait_for_state(self, wanted: str | tuple[str, ...], timeout_s: float = 30.0) -> str:
         """Block until the unit is in one of `wanted`; returns the state reached (or the last)."""
@@ -109,6 +109,7 @@ class SimUnit:
             "Result": self._result,
             "MainPID": str(self.main_pid),
             "ExecMainStartTimestamp": _systemd_timestamp(self.main_start_s),
+            "StateChangeTimestamp": _systemd_timestamp(self.state_change_s),
             "ExecMainStatus": str(self.exec_main_status),
             "NRestarts": str(self.n_restarts),
             "Restart": self.restart_policy,
@@ -142,8 +143,7 @@ class SimUnit:
         )
         output.close()
         self.main_start_s = time.time()
-        self._state = "activating"
-        self._changed.notify_all()
+        self._set_locked("activating")
         threading.Thread(target=self._watch, args=(self._proc,), daemon=True).start()
 
     def stop(self, orphans: int | None = None) -> None:
@@ -152,12 +152,10 @@ class SimUnit:
             proc = self._proc
             if proc is None or proc.poll() is not None or self._stopping:
                 if self._state == "failed":
-                    self._state = "inactive"
-                    self._changed.notify_all()
+                    self._set_locked("inactive")
                 return
             self._stopping = True
-            self._state = "deactivating"
-            self._changed.notify_all()
+            self._set_locked("deactivating")
         marker = self.state_dir / "orphans-on-stop"
         if orphans is not None:
             marker.write_text(str(orphans))
@@ -212,5 +210,7 @@ class SimUnit:
                     self._launch_locked()
 
     def _set_locked(self, state: str) -> None:
+        if state != self._state:
+            self.state_change_s = time.time()
         self._state = state
         self._changed.notify_all()

@@ -34,7 +34,7 @@ def glance(inputs: SummaryInputs) -> list[str]:
     if s is not None and s.unit is not None:
         out.append(
             f"- Service: `{s.unit.unit}` {s.unit.active_state} ({s.unit.sub_state}) "
-            f"since {clock(s.unit.started_at_s)}, port {s.port}"
+            f"since {clock(s.unit.since_s)}, port {s.port}"
         )
     if load is not None:
         phase = "serving, ready" if load.ready else load.phase

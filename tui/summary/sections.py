@@ -216,7 +216,7 @@ def service(inputs: SummaryInputs) -> list[str]:
             rows += [
                 ("unit", u.unit),
                 ("state", f"{u.active_state} ({u.sub_state})"),
-                ("since", clock(u.started_at_s)),
+                ("since", clock(u.since_s)),
                 ("main pid", u.main_pid),
                 ("restarts", u.n_restarts),
             ]
