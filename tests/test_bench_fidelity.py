@@ -144,6 +144,20 @@ def _assert_level_matches_truth(level: LevelResult, records: list[dict[str, Any]
     _assert_close(
         "output tok/s", level.output_throughput, _truth_output_throughput(records), TOLERANCE
     )
+    _assert_tpot_and_itl_agree(level)
+
+
+def _assert_tpot_and_itl_agree(level: LevelResult) -> None:
+    """TPOT is each request's mean chunk gap, so the two lists must tell one story.
+
+    With one token per chunk a request's TPOT is exactly the mean of its ITLs, so the
+    pooled ITL mean equals the TPOT mean (equal output lengths), and a median TPOT above
+    the ITL p99 means the gaps were not measured as the TPOTs were.
+    """
+    assert level.tpot.median_ms <= level.itl.p99_ms * (1 + TOLERANCE), (
+        f"TPOT p50 {level.tpot.median_ms:.2f} ms > ITL p99 {level.itl.p99_ms:.2f} ms"
+    )
+    _assert_close("ITL mean vs TPOT mean", level.itl.mean_ms, level.tpot.mean_ms, TOLERANCE)
 
 
 def _assert_server_view_matches_truth(level: LevelResult, records: list[dict[str, Any]]) -> None:

@@ -48,6 +48,7 @@ class SimServerOptions:
     decode_step_s: float | None = None
     decode_alpha: float | None = None
     max_batch: int | None = None
+    max_num_batched_tokens: int | None = None
     log_interval_s: float | None = None
     fail_at_shard: int | None = None
     orphans_on_stop: int = 0
@@ -118,6 +119,7 @@ class SimBox:
             "--decode-step-s": o.decode_step_s,
             "--decode-alpha": o.decode_alpha,
             "--max-batch": o.max_batch,
+            "--max-num-batched-tokens": o.max_num_batched_tokens,
             "--log-interval-s": o.log_interval_s,
             "--fail-at-shard": o.fail_at_shard,
             "--http-5xx-rate": o.http_5xx_rate,

@@ -1,11 +1,17 @@
-"""The simulated engine: continuous batching with a known ground truth.
+"""The simulated engine: continuous batching with chunked prefill, like vLLM V1's scheduler.
 
 One asyncio task runs the scheduler; each iteration is one batch step and one
-timer, however many requests are running. A step lasts
+timer, however many requests are running. Every step has a token budget
+(`max_num_batched_tokens`): each decoding request takes one token of it, and
+what is left goes to prompt chunks, first of running requests still in
+prefill, then of waiting requests, which join the running batch at that step
+(first come, first served). A step lasts
 `decode_step_s * (1 + decode_alpha * (decoding - 1))` when requests are
-decoding, plus `new_prompt_tokens / prefill_tok_s` for requests admitted in it
-(chunked prefill mixed into the step). A request admitted into an idle engine
-therefore gets its first token after exactly `prompt_tokens / prefill_tok_s`;
+decoding, plus `prefill_tokens / prefill_tok_s` for the prompt chunks in it.
+So decoding never stops while prompts are prefilled (no waves of all-prefill
+steps), and a request's TTFT is its queueing behind earlier prompts plus its
+own prefill. A request admitted into an idle engine gets its first token
+after exactly `prompt_tokens / prefill_tok_s` (prompts within the budget);
 one that arrives mid-step waits for the step to end (queue time). At most
 `max_batch` requests run; admission reserves prompt + max_tokens of KV cache,
 so the simulator never preempts (`num_preemptions` stays 0).
@@ -43,6 +49,7 @@ class SimRequest:
     first_token_s: float | None = None
     last_token_s: float | None = None
     emitted: int = 0
+    prefilled: int = 0  # prompt tokens computed so far (chunked prefill)
     finished: bool = False
     aborted: bool = False
     event: asyncio.Event = field(default_factory=asyncio.Event)
@@ -229,23 +236,45 @@ class SimEngine:
         self._wake.set()
 
     def kv_usage(self) -> float:
-        used = sum(r.prompt_tokens + r.emitted for r in self.running)
+        used = sum(r.prefilled + r.emitted for r in self.running)
         return min(used / self.settings.kv_cache_tokens, 1.0)
 
     # -- scheduler ------------------------------------------------------------
-    def _admit(self) -> list[SimRequest]:
+    def _admit(self, budget: int) -> list[SimRequest]:
+        """Waiting requests that join the batch this step (FCFS, KV reserved up front)."""
         capacity = self.settings.kv_cache_tokens
         reserved = sum(r.prompt_tokens + r.max_tokens for r in self.running)
         admitted: list[SimRequest] = []
-        while self.waiting and len(self.running) + len(admitted) < self.settings.max_batch:
+        while (
+            budget > 0
+            and self.waiting
+            and len(self.running) + len(admitted) < self.settings.max_batch
+        ):
             candidate = self.waiting[0]
             need = candidate.prompt_tokens + candidate.max_tokens
             if reserved + need > capacity and (self.running or admitted):
                 break
             self.waiting.popleft()
             reserved += need
+            budget -= min(candidate.prompt_tokens, budget)
             admitted.append(candidate)
         return admitted
+
+    def _plan_step(self) -> tuple[list[SimRequest], dict[SimRequest, int], list[SimRequest]]:
+        """(decoding requests, prompt chunk per prefilling request, newly admitted)."""
+        budget = max(self.settings.max_num_batched_tokens, 1)
+        decoding = [r for r in self.running if r.prefilled >= r.prompt_tokens]
+        budget -= len(decoding)
+        chunks: dict[SimRequest, int] = {}
+        for request in self.running:
+            if request.prefilled < request.prompt_tokens and budget > 0:
+                chunks[request] = min(request.prompt_tokens - request.prefilled, budget)
+                budget -= chunks[request]
+        admitted = self._admit(budget)
+        for request in admitted:
+            chunks[request] = min(request.prompt_tokens, budget)
+            budget -= chunks[request]
+        return decoding, chunks, admitted
 
     async def _run(self) -> None:
         loop = self._loop
@@ -261,26 +290,29 @@ class SimEngine:
                     await asyncio.wait_for(self._wake.wait(), pause)
                 continue
             step_start = loop.time()
-            admitted = self._admit()
-            decoding = len(self.running)
-            prefill_tokens = sum(r.prompt_tokens for r in admitted)
-            duration = self.settings.step_s(decoding) if decoding else 0.0
+            decoding, chunks, admitted = self._plan_step()
+            prefill_tokens = sum(chunks.values())
+            duration = self.settings.step_s(len(decoding)) if decoding else 0.0
             duration += prefill_tokens / self.settings.prefill_tok_s
             for request in admitted:
                 request.scheduled_s = step_start
+            self.running.extend(admitted)
             await asyncio.sleep(max(step_start + duration - loop.time(), 0.0))
             step_end = loop.time()
             self.busy_s += step_end - step_start
-            self._complete_step(admitted, step_end, step_end - step_start, prefill_tokens)
+            self._complete_step(decoding, chunks, step_end, step_end - step_start)
 
     def _complete_step(
-        self, admitted: list[SimRequest], end_s: float, step_s: float, prefill_tokens: int
+        self,
+        decoding: list[SimRequest],
+        chunks: dict[SimRequest, int],
+        end_s: float,
+        step_s: float,
     ) -> None:
-        still_running: list[SimRequest] = []
+        stepped = set(decoding)
         decoded = 0
-        for request in self.running:
+        for request in decoding:
             if request.aborted:
-                self._finish(request, "abort", end_s)
                 continue
             request.emitted += 1
             request.last_token_s = end_s
@@ -288,21 +320,32 @@ class SimEngine:
             request.event.set()
             if request.emitted >= request.max_tokens:
                 self._finish(request, "length", end_s)
-            else:
-                still_running.append(request)
         if decoded:
             self.histograms["inter_token_latency_seconds"].observe(step_s, decoded)
-        for request in admitted:
+        first_tokens = 0
+        for request, chunk in chunks.items():
+            if request.aborted:
+                continue
+            request.prefilled += chunk
+            if request.prefilled < request.prompt_tokens:
+                continue
+            self.prompt_tokens_total += request.prompt_tokens  # vLLM counts a finished prefill
+            # The last prompt chunk also samples the first output token, as in vLLM.
+            stepped.add(request)
             request.emitted = 1
+            first_tokens += 1
             request.first_token_s = request.last_token_s = end_s
             request.event.set()
-            self.prompt_tokens_total += request.prompt_tokens
             if request.max_tokens <= 1:
                 self._finish(request, "length", end_s)
-            else:
+        self.generation_tokens_total += decoded + first_tokens
+        self.histograms["iteration_tokens_total"].observe(sum(chunks.values()) + decoded)
+        still_running: list[SimRequest] = []
+        for request in self.running:
+            if request.aborted and not request.finished:
+                self._finish(request, "abort", end_s)
+            if not request.finished:
                 still_running.append(request)
-        self.generation_tokens_total += decoded + len(admitted)
-        self.histograms["iteration_tokens_total"].observe(prefill_tokens + decoded)
         self.running = still_running
 
     def _finish(self, request: SimRequest, reason: str, end_s: float) -> None:

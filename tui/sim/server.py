@@ -290,6 +290,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--decode-step-s", type=float, default=d.decode_step_s)
     p.add_argument("--decode-alpha", type=float, default=d.decode_alpha)
     p.add_argument("--max-batch", type=int, default=d.max_batch)
+    p.add_argument("--max-num-batched-tokens", type=int, default=d.max_num_batched_tokens)
     p.add_argument("--log-interval-s", type=float, default=d.log_interval_s)
     p.add_argument("--fail-at-shard", type=int, default=None)
     p.add_argument("--orphans-on-stop", type=int, default=0)
@@ -315,6 +316,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
         decode_step_s=a.decode_step_s,
         decode_alpha=a.decode_alpha,
         max_batch=a.max_batch,
+        max_num_batched_tokens=a.max_num_batched_tokens,
         log_interval_s=a.log_interval_s,
         faults=faults,
     )

@@ -101,6 +101,8 @@ class ServerSettings:
     decode_step_s: float = 0.0122
     decode_alpha: float = 0.066
     max_batch: int = 256
+    # vLLM's per-step token budget (its default for the OpenAI server on large GPUs).
+    max_num_batched_tokens: int = 8192
     log_interval_s: float = 10.0
     faults: ServerFaults = field(default_factory=ServerFaults)
 
