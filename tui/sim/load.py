@@ -14,8 +14,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tui.sim.procs import write_json_atomic
-from tui.sim.spec import CUDA_GRAPHS_BYTES, GIB, LOAD_PHASE_SHARES, VLLM_VERSION, ServerSettings
+from tui.sim.procs import is_alive, read_json, write_json_atomic
+from tui.sim.spec import (
+    CUDA_GRAPHS_BYTES,
+    GIB,
+    GPU_COUNT,
+    GPU_MEMORY_TOTAL_BYTES,
+    GPU_MEMORY_UTILIZATION,
+    LOAD_PHASE_SHARES,
+    VLLM_VERSION,
+    ServerSettings,
+)
 from tui.sim.vlog import VllmLog, shard_bar
 
 FP8_ERROR = (
@@ -42,6 +51,33 @@ FP8_TRACEBACK = (
     "    raise ValueError(",
     FP8_ERROR,
 )
+
+
+def memory_held_by_others(state_dir: Path, mine: set[int], gpu_count: int) -> list[int]:
+    """Bytes each GPU holds for live processes that are not this server's (leftovers)."""
+    held = [0] * gpu_count
+    folder = state_dir / "gpu"
+    for path in folder.glob("*.json") if folder.is_dir() else []:
+        data = read_json(path)
+        try:
+            pid, ticks = int(data["pid"]), int(data["start_time_ticks"])  # type: ignore[call-overload]
+            index, used = int(data["gpu_index"]), int(data["used_bytes"])  # type: ignore[call-overload]
+        except (KeyError, TypeError, ValueError):
+            continue
+        if pid not in mine and 0 <= index < gpu_count and is_alive(pid, ticks):
+            held[index] += used
+    return held
+
+
+def free_memory_error(free_bytes: int, total_bytes: int, utilization: float) -> str:
+    """vLLM's startup check (v1/worker/gpu_worker.py), word for word."""
+    wanted = utilization * total_bytes
+    return (
+        f"ValueError: Free memory on device ({free_bytes / GIB:.2f}/{total_bytes / GIB:.2f} GiB) "
+        f"on startup is less than desired GPU memory utilization ({utilization}, "
+        f"{wanted / GIB:.2f} GiB). Decrease GPU memory utilization or reduce GPU memory used "
+        "by other processes."
+    )
 
 
 class LoadFailed(Exception):
@@ -116,6 +152,7 @@ class LoadSequence:
                 f"world_size={s.tp} rank={rank} local_rank={rank} backend=nccl",
             )
         await asyncio.sleep(self._phase_s("starting") / 2)
+        self._check_free_memory()
         await self._weights()
         await self._compile()
         await self._kv_cache()
@@ -152,21 +189,59 @@ class LoadSequence:
             f"{took + self._phase_s('starting') / 2:.6f} seconds",
         )
 
+    def _check_free_memory(self) -> None:
+        """Refuse to start on GPUs that leftovers fill, as vLLM's worker does at init.
+
+        A worker only holds its CUDA context at this point, so a GPU never shows more
+        memory in use than it has: the start fails instead of loading on top.
+        """
+        held = memory_held_by_others(
+            Path(self.s.state_dir), {self.engine_pid, *self.worker_pids}, GPU_COUNT
+        )
+        wanted = GPU_MEMORY_UTILIZATION * GPU_MEMORY_TOTAL_BYTES
+        short = [
+            (rank, GPU_MEMORY_TOTAL_BYTES - held[rank % GPU_COUNT])
+            for rank in range(self.s.tp)
+            if GPU_MEMORY_TOTAL_BYTES - held[rank % GPU_COUNT] < wanted
+        ]
+        if not short:
+            return
+        traceback = (
+            "Traceback (most recent call last):",
+            f'  File "{SITE}/v1/executor/multiproc_executor.py", line 743, in worker_main',
+            "    worker = WorkerProc(*args, **kwargs)",
+            f'  File "{SITE}/v1/worker/gpu_worker.py", line 231, in init_device',
+            "    raise ValueError(",
+        )
+        first_error = ""
+        for rank, free in short:
+            error = free_memory_error(free, GPU_MEMORY_TOTAL_BYTES, GPU_MEMORY_UTILIZATION)
+            first_error = first_error or error
+            self._fail_lines(rank, (*traceback, error))
+        self._fail(first_error)
+
+    def _fail_lines(self, rank: int, lines: tuple[str, ...]) -> None:
+        self.worker(rank, "multiproc_executor.py:772", "WorkerProc failed to start.", "ERROR")
+        for text in lines:
+            self.worker(rank, "multiproc_executor.py:772", text, "ERROR")
+
     def _crash(self) -> None:
-        self.set_phase("failed")
         for rank in range(self.s.tp):
-            self.worker(rank, "multiproc_executor.py:772", "WorkerProc failed to start.", "ERROR")
-            for text in FP8_TRACEBACK:
-                self.worker(rank, "multiproc_executor.py:772", text, "ERROR")
+            self._fail_lines(rank, FP8_TRACEBACK)
+        self._fail(FP8_ERROR)
+
+    def _fail(self, error: str) -> None:
+        """EngineCore gives up after a worker failed: the API server exits 1, the unit fails."""
+        self.set_phase("failed")
         self.core("core.py:843", "EngineCore failed to start.", "ERROR")
-        self.core("core.py:843", FP8_ERROR, "ERROR")
+        self.core("core.py:843", error, "ERROR")
         self.log.raw("Traceback (most recent call last):")
         self.log.raw(f'  File "{SITE}/v1/engine/core_client.py", line 98, in make_async_mp_client')
         self.log.raw(
             "RuntimeError: Engine core initialization failed. See root cause above. "
             "Failed core proc(s): {}"
         )
-        raise LoadFailed(FP8_ERROR)
+        raise LoadFailed(error)
 
     async def _compile(self) -> None:
         self.set_phase("compile")

@@ -92,6 +92,7 @@ class Worker:
         self.name = f"VLLM::Worker_TP{rank}"
         self.gpu_file = self.state_dir / "gpu" / f"{os.getpid()}.json"
         self.orphaned = False
+        self.held_bytes = 0  # an orphan keeps what it held; it follows no load any more
         self.stubborn = False
         self.ticks = start_time_ticks(os.getpid())
 
@@ -119,13 +120,17 @@ class Worker:
         )
 
     def _become_orphan(self, signum: int, _frame: object) -> None:
+        self.held_bytes = self.used_bytes()
         self.orphaned = True
         self.stubborn = signum == signal.SIGUSR2
         with contextlib.suppress(OSError):
             os.setsid()  # out of the service's process group, like a real escapee
         if self.stubborn:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        self.publish(self.used_bytes())
+        self.publish(self.held_bytes)
+
+    def current_bytes(self) -> int:
+        return self.held_bytes if self.orphaned else self.used_bytes()
 
     def run(self) -> None:
         setproctitle(self.name)
@@ -137,7 +142,7 @@ class Worker:
         last = -1
         try:
             while True:
-                used = self.used_bytes()
+                used = self.current_bytes()
                 if used != last:
                     self.publish(used)
                     last = used

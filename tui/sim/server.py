@@ -204,6 +204,11 @@ class SimServer:
             loop.add_signal_handler(signum, self.stop_event.set)
         self.parent_watch = asyncio.create_task(self.watch_parent())
         register_pid(self.state_dir, "APIServer")
+        # A new load starts from nothing: the last load's progress must not size new workers.
+        write_json_atomic(
+            self.state_dir / "progress.json",
+            {"weights_frac": 0.0, "kv_frac": 0.0, "graphs_frac": 0.0},
+        )
         await self.spawn_engine()
         assert self.engine_proc is not None
         sequence = LoadSequence(
