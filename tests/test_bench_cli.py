@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tui import paths
 from tui.bench.history import read_history
 from tui.cli import main
 
@@ -63,6 +64,8 @@ def test_bench_quick_on_the_demo_saves_to_history(capsys: pytest.CaptureFixture[
     assert code == 0
     (level,) = json.loads(capsys.readouterr().out)
     assert level["completed"] == 3 and level["failed"] == 0
-    (saved,) = read_history()
+    assert read_history() == []  # the demo keeps its own history, apart from the real one
+    with paths.demo_records():
+        (saved,) = read_history()
     assert saved.context.profile == "demo" and saved.context.host == "simulator"
     assert saved.context.gpus.startswith("8 x NVIDIA RTX PRO 6000")

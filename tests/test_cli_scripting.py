@@ -129,3 +129,19 @@ def test_bench_rejects_bad_arguments_before_the_simulator_starts(
     assert result.returncode == 2
     assert message in result.stderr
     assert not list((tmp_path / "tmp").glob("servedeck-sim-*")), "a simulator was started"
+
+
+# -- summary exit code -----------------------------------------------------------------------
+def test_summary_exits_1_and_names_the_parts_it_could_not_collect(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    profile = write_profile(
+        tmp_path,
+        "partial",
+        f'[host]\nkind = "local"\n[service]\nbase_url = "http://127.0.0.1:{closed_port()}"\n',
+    )
+    result = run(cli_env, "summary", "-p", str(profile), "-o", "-")
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("# ")  # the partial summary is still printed
+    assert "summary incomplete" in result.stderr
+    assert "  serving metrics: " in result.stderr

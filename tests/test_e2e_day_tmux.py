@@ -156,8 +156,11 @@ def test_operators_day_in_tmux(tmp_path: Path) -> None:
             keys.press("b")
             screen = tmux.wait_screen(lambda s: "quick done" in s, 120, "the benchmark results")
             assert "TTFT" in screen and "out tok/s" in screen
-            wait_for(lambda: len(read_history()) == 1, 10, "the run in the history")
-            assert read_history()[0].preset == "quick"
+            # `servedeck demo` keeps its records in the demo's own folders.
+            with paths.demo_records():
+                wait_for(lambda: len(read_history()) == 1, 10, "the run in the history")
+                assert read_history()[0].preset == "quick"
+            assert read_history() == []  # the real history stays clean
 
         with day.step("stop (X, confirm); leftovers show (3)"):
             keys.press("X")
@@ -184,7 +187,8 @@ def test_operators_day_in_tmux(tmp_path: Path) -> None:
             keys.press("BTab", "Enter")
             tmux.wait_screen(lambda s: "2 terminated" in s, 40, "the kill report")
             assert not any(is_alive(pid) for pid in orphans)  # type: ignore[union-attr]
-            events = [record["event"] for record in read_audit()]
+            with paths.demo_records():
+                events = [record["event"] for record in read_audit()]
             assert "kill-request" in events and "kill-outcome" in events, events
             tmux.wait_screen(lambda s: "0 GPU process(es)" in s, 20, "an empty process list")
 
@@ -193,7 +197,8 @@ def test_operators_day_in_tmux(tmp_path: Path) -> None:
             tmux.wait_screen(lambda s: total_gib(s) == 0, 20, "GPU memory to drop to 0")
 
         with day.step("export the summary (E)"):
-            folder = paths.data_dir() / "summaries"
+            with paths.demo_records():
+                folder = paths.data_dir() / "summaries"
             keys.press("E")
             wait_for(lambda: folder.is_dir() and any(folder.glob("*.md")), 60, "the summary")
             tmux.wait_screen(lambda s: "Summary exported" in s, 20, "the export notice")
@@ -203,7 +208,9 @@ def test_operators_day_in_tmux(tmp_path: Path) -> None:
             assert "quick" in summary and "No benchmark runs" not in summary
             assert "kill-request" in summary and "kill-outcome" in summary
             assert SECRET not in summary
-            assert SECRET not in paths.audit_log_path().read_text()
+            with paths.demo_records():
+                assert SECRET not in paths.audit_log_path().read_text()
+            assert not paths.audit_log_path().exists()  # the real audit log stays clean
 
         tmux.send("q")
         wait_for(tmux.pane_dead, 30, "the console to exit on q")

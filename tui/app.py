@@ -38,6 +38,7 @@ from tui.keymap import COMMANDS
 from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
 from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
+from tui.paths import demo_records_note
 from tui.procs import KillReport, ProcListing
 from tui.readiness import Readiness, ReadinessProbe
 from tui.screens.confirm_action import ConfirmActionScreen
@@ -188,7 +189,9 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             with TabPane("3 Processes", id="procs"), Vertical():
                 yield Static("", id="procs-status", classes="pane-note")
                 yield ProcsPane(id="procs-pane")
-            with TabPane("4 Bench", id="bench"):
+            with TabPane("4 Bench", id="bench"), Vertical():
+                if self.profile.is_demo:  # the operator's real records stay clean
+                    yield Static(demo_records_note(), id="bench-records", classes="pane-note")
                 yield BenchView(id="bench-view")
             with TabPane("5 Plan", id="plan"), Vertical():
                 yield Static("", id="plan-status", classes="pane-note")

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from tui import __version__
+from tui import __version__, paths
 from tui.errors import ServedeckError
 
 COMMAND_MODULES: dict[str, str] = {
@@ -110,12 +110,28 @@ def run_async(coroutine_factory: Callable[[], object]) -> object:
     return asyncio.run(coroutine_factory())  # type: ignore[arg-type]
 
 
+def _runs_the_demo(args: argparse.Namespace) -> bool:
+    """`demo`, `--demo` or a demo-kind profile: its records go to the demo's own folders."""
+    if args.command == "demo" or getattr(args, "demo", False):
+        return True
+    name = getattr(args, "profile", None)
+    if not name:
+        return False
+    from tui.profile_store import load_profile
+
+    try:
+        return load_profile(name).is_demo
+    except ServedeckError:
+        return False  # the command itself reports the bad profile
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(words)
     args = parser.parse_args(words)
     try:
-        result = args.func(args)
+        with paths.demo_records(_runs_the_demo(args)):
+            result = args.func(args)
     except ServedeckError as error:
         print(f"servedeck: error: {error}", file=sys.stderr)
         return error.exit_code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tui import paths
 from tui.config import Profile
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
@@ -29,7 +30,8 @@ def run_console(
     load_s = CONSOLE_DEMO_LOAD_S if demo_load_s is None else demo_load_s
     deck = open_deck(profile, demo_load_s=load_s, demo_autostart=demo_autostart)
     app = ServedeckApp(deck.profile, deck)
-    return app.run() or 0
+    with paths.demo_records(profile.is_demo):  # the demo's records stay out of the real ones
+        return app.run() or 0
 
 
 def open_console(args: argparse.Namespace) -> int:

@@ -219,10 +219,9 @@ def _bench(args: argparse.Namespace) -> int:
         result = asyncio.run(_drive(build_spec(args), show_progress))
     else:
         result = asyncio.run(_bench_profile(args, show_progress))
-    if args.save:
-        append_result(result)
+    saved = append_result(result) if args.save else None
     print(result_to_json(result) if args.json else format_result(result))
-    if not args.json and args.save:
-        print("saved to the benchmark history")
+    if not args.json and saved is not None:
+        print(hanging("saved to ", str(saved)))
     failed_everything = all(level.completed == 0 for level in result.levels)
     return 1 if failed_everything else 0

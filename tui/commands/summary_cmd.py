@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tui.cli import run_async
 from tui.commands._target import deck_from_args
+from tui.redact import redact_text
 from tui.summary import (
     collect_summary,
     default_summary_name,
@@ -37,8 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.set_defaults(func=run_summary)
 
 
-async def summary_text(args: argparse.Namespace) -> tuple[str, str]:
-    """(profile name, rendered text) for the parsed arguments."""
+async def summary_text(args: argparse.Namespace) -> tuple[str, str, tuple[str, ...]]:
+    """(profile name, rendered text, what could not be collected) for the parsed arguments."""
     deck = deck_from_args(args)
     try:
         inputs = await collect_summary(deck)
@@ -46,18 +47,29 @@ async def summary_text(args: argparse.Namespace) -> tuple[str, str]:
     finally:
         await deck.close()
     text = render_json(inputs, secrets) if args.json else render_markdown(inputs, secrets)
-    return deck.profile.name, text
+    missing = tuple(redact_text(problem, secrets) for problem in inputs.problems)
+    return deck.profile.name, text, missing
+
+
+def _report_missing(missing: tuple[str, ...]) -> int:
+    """The summary is written either way; a script learns from the exit status it is partial."""
+    if not missing:
+        return 0
+    print(f"servedeck: summary incomplete, {len(missing)} part(s) not collected:", file=sys.stderr)
+    for problem in missing:
+        print(f"  {problem}", file=sys.stderr)
+    return 1
 
 
 def run_summary(args: argparse.Namespace) -> int:
     result = run_async(lambda: summary_text(args))
-    profile_name, text = result  # type: ignore[misc]
+    profile_name, text, missing = result  # type: ignore[misc]
     if args.output == "-":
         sys.stdout.write(text)
-        return 0
+        return _report_missing(missing)
     target = Path(args.output) if args.output else None
     if target is None and args.json:
         target = Path.cwd() / default_summary_name(profile_name).replace(".md", ".json")
     path = export_summary(text, profile_name, target, force=args.force)
     print(f"wrote {path}")
-    return 0
+    return _report_missing(missing)

@@ -26,6 +26,7 @@ from tui.gpu.model import GpuBoxSnapshot
 from tui.sim import spec
 from tui.sim.gpu_model import SimGpuModel
 from tui.sim.procs import is_alive
+from tui.sim.sweep import PREFIX, claim, sweep_stale
 from tui.sim.unit import SimUnit
 
 
@@ -72,7 +73,11 @@ class SimBox:
         restart: str = "no",
     ) -> None:
         self._own_dir = state_dir is None
-        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="servedeck-sim-"))
+        if self._own_dir:
+            sweep_stale()  # dirs left by a console that was killed (SIGKILL) before closing
+        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix=PREFIX))
+        if self._own_dir:
+            claim(self.state_dir)
         (self.state_dir / "gpu").mkdir(parents=True, exist_ok=True)
         self.seed = seed
         self.load_seconds = load_seconds
