@@ -131,7 +131,8 @@ class BenchView(VerticalScroll):
             Text.assemble(
                 (f"{result.preset} {state}: ", "bold"),
                 f"{context.model} on {context.host or context.base_url}, "
-                f"input {result.input_tokens} / output {result.output_tokens} tokens",
+                f"input {result.input_tokens_sent or result.input_tokens} (sent) / "
+                f"output {result.output_tokens} tokens",
             )
         )
 
