@@ -7,6 +7,9 @@ real simulator (a loopback HTTP server and its worker processes).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -125,10 +128,24 @@ def test_gpus_and_bench_on_the_demo_fit_80_columns(cli_env: dict[str, str]) -> N
 def test_bench_rejects_bad_arguments_before_the_simulator_starts(
     cli_env: dict[str, str], tmp_path: Path, args: tuple[str, ...], message: str
 ) -> None:
-    result = run(cli_env, "bench", "--demo", *args, timeout_s=60)
-    assert result.returncode == 2
-    assert message in result.stderr
-    assert not list((tmp_path / "tmp").glob("servedeck-sim-*")), "a simulator was started"
+    # Watch TMPDIR while the command runs: a started simulator makes its state dir there
+    # (and removes it when it closes, so looking only afterwards would prove nothing).
+    command = subprocess.Popen(
+        [sys.executable, "-m", "tui", "bench", "--demo", *args],
+        cwd=REPO,
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: set[str] = set()
+    while command.poll() is None:
+        seen.update(path.name for path in (tmp_path / "tmp").glob("servedeck-sim-*"))
+        time.sleep(0.02)
+    _, stderr = command.communicate(timeout=60)
+    assert command.returncode == 2
+    assert message in stderr
+    assert not seen, f"a simulator was started: {seen}"
 
 
 # -- summary exit code -----------------------------------------------------------------------
