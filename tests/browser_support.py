@@ -198,6 +198,7 @@ class ServeProcess:
         def drain() -> None:
             assert self.process.stdout is not None
             for line in self.process.stdout:
+                self.printed.append(line.rstrip("\n"))
                 lines.put(line.rstrip("\n"))
             lines.put(None)
 
@@ -210,7 +211,6 @@ class ServeProcess:
                 continue
             if line is None:
                 break
-            self.printed.append(line)
             match = re.search(r"open: (\S+)", line)
             if match:
                 return match.group(1)
