@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,7 @@ def audit_records() -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@contextmanager
 def served(*args: str) -> Iterator[ServeProcess]:
     require_chromium()
     server = ServeProcess(*args)
@@ -63,13 +65,15 @@ def served(*args: str) -> Iterator[ServeProcess]:
 @pytest.fixture
 def demo_server() -> Iterator[ServeProcess]:
     # A slow load: the strip stays on "loading weights" for the whole test.
-    yield from served("--demo", "--load-seconds", "600")
+    with served("--demo", "--load-seconds", "600") as server:
+        yield server
 
 
 @pytest.fixture
 def local_server() -> Iterator[ServeProcess]:
     # The plain local console (no unit, no GPU here): the lightest console for counting visitors.
-    yield from served("--max-visitors", "4")
+    with served("--max-visitors", "4") as server:
+        yield server
 
 
 def test_demo_console_in_chromium_reads_keys_refuses_actions_and_ends_with_the_tab(
@@ -171,3 +175,64 @@ def test_five_visitors_with_a_cap_of_four_the_fifth_gets_a_clear_page(
 
     refused = [r for r in audit_records() if r["event"] == "web.visit.refused"]
     assert len(refused) == 1 and refused[0]["reason"] == "full"
+
+
+@pytest.fixture
+def demo_server_with_actions() -> Iterator[ServeProcess]:
+    with served("--demo", "--load-seconds", "600", "--allow-actions") as server:
+        yield server
+
+
+def test_with_allow_actions_a_stop_from_the_browser_is_confirmed_and_audited(
+    demo_server_with_actions: ServeProcess,
+) -> None:
+    server = demo_server_with_actions
+    with chromium() as browser:
+        page = browser.new_page()
+        page.goto(server.url)
+        wait_screen(page, lambda s: "RTX PRO 6000" in s and "activating" in s, 120, "the demo")
+        assert "browser, actions allowed" in screen_text(page)
+        (console,) = server.consoles()
+        assert "--read-only" not in cmdline(console)
+        tree = descendants(console)  # before the stop: its workers are about to be orphaned
+
+        press(page, "X")
+        wait_screen(page, lambda s: "Stop vllm-kimi-k25-int4.service?" in s, 30, "the confirm")
+        press(page, "Shift+Tab")  # from Cancel (focused first) to Stop
+        press(page, "Enter")
+        wait_screen(page, lambda s: "inactive" in s or "deactivating" in s, 60, "the stop")
+        request = wait_for(
+            lambda: [r for r in audit_records() if r["event"] == "service.request"],
+            30,
+            "the audited stop request",
+        )
+        assert request[0]["action"] == "stop"
+        assert str(request[0]["via"]).startswith("browser 127.0.0.1 visit ")
+
+        page.close()
+        wait_for(lambda: not alive(console), 60, "the console to end when its tab closed")
+        wait_for(lambda: not any(alive(pid) for pid in tree), 30, "its box, orphans included")
+
+
+def test_a_console_that_cannot_start_shows_why_and_frees_its_slot(tmp_path: Path) -> None:
+    profile = tmp_path / "box.toml"
+    profile.write_text('[host]\nkind = "local"\n')
+    with served("-p", str(profile), "--max-visitors", "1") as server:
+        profile.unlink()  # the server checked it at start; each visit's console reads it again
+        with chromium() as browser:
+            page = browser.new_page()
+            page.goto(server.url)
+            page.wait_for_function(
+                "() => document.body.classList.contains('-closed')", timeout=90_000
+            )
+            reason = page.inner_text("#ended-reason")
+            assert reason.startswith("console exit 2: ") and reason.endswith("no such profile file")
+            assert "has ended" in page.inner_text(".ended")
+            wait_for(lambda: not server.consoles(), 30, "nothing left running")
+            end = wait_for(
+                lambda: [r for r in audit_records() if r["event"] == "web.visit.end"], 30, "end"
+            )
+            assert end[0]["exit_code"] == 2 and "no such profile file" in str(end[0]["error"])
+            # Its slot is free again (the cap is one): the next visit gets a page, not "full".
+            response = page.goto(server.url)
+            assert response is not None and response.status == 200

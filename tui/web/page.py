@@ -57,12 +57,25 @@ def console_page(title: str, mode: str, visit_id: str) -> str:
     terminal.dataset.sessionWebsocketUrl =
       scheme + "//" + window.location.host + "/ws/" + {json.dumps(visit_id)};
     if (window.location.search) {{ history.replaceState(null, "", window.location.pathname); }}
+    // Why the session ended (the server's close reason), shown on the ended notice.
+    var NativeWebSocket = window.WebSocket;
+    window.WebSocket = function (url, protocols) {{
+      var socket = new NativeWebSocket(url, protocols);
+      socket.addEventListener("close", function (event) {{
+        document.getElementById("ended-reason").textContent = event.reason || "";
+      }});
+      return socket;
+    }};
+    window.WebSocket.prototype = NativeWebSocket.prototype;
+    ["CONNECTING", "OPEN", "CLOSING", "CLOSED"].forEach(function (name) {{
+      window.WebSocket[name] = NativeWebSocket[name];
+    }});
   }})();
 </script>"""
     body = (
         f'<div class="waiting"><div>servedeck: starting the console ({escape(mode)})…</div></div>\n'
         '<div class="ended"><div>servedeck: this console session has ended.'
-        '<a href="./">Open a new one</a></div></div>\n'
+        '<a href="./">Open a new one</a><p id="ended-reason"></p></div></div>\n'
         '<div id="terminal" class="textual-terminal" data-font-size="14"></div>\n'
         f"{script}"
     )

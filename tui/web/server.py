@@ -73,6 +73,20 @@ def _cells(text: str | None, default: int) -> int:
     return min(max(value, 1), _MAX_TERMINAL_CELLS)
 
 
+def _close_reason(code: int | None, error: str, limit_bytes: int = 123) -> bytes:
+    """What the page shows when its console ended by itself (a close reason: <= 123 bytes)."""
+    if code == 0:
+        return b"the console quit"
+    head = f"console exit {code}: ".encode()
+    error = error.removeprefix("servedeck: error: ")
+    tail = error.encode()
+    room = limit_bytes - len(head)
+    if len(tail) > room:  # keep the end: "...: no such profile file" says more than the path
+        tail = "…".encode() + tail[-(room - 3) :]
+        tail = tail.decode(errors="ignore").encode()
+    return head + tail
+
+
 class ConsoleServer:
     """Start with `start()`, stop with `close()`; `url` holds the token once started."""
 
@@ -165,6 +179,8 @@ class ConsoleServer:
         return response
 
     async def _index(self, request: web.Request) -> web.Response:
+        if request.method == "HEAD":  # a link preview or a probe: no visit reserved for it
+            return web.Response(content_type="text/html")
         visit = self.slots.reserve(request.remote or "?")
         if visit is None:
             _log(f"full: refused {request.remote} ({self.slots.cap} visitors)")
@@ -230,7 +246,8 @@ class ConsoleServer:
             with contextlib.suppress(Exception):
                 await websocket.close()
             ended_s = time.time()
-            _log(f"visit {visit.visit_id[:8]} ended: console pid {visit.pid} exit {code}")
+            error = f": {process.last_error(200)}" if code else ""
+            _log(f"visit {visit.visit_id[:8]} ended: console pid {visit.pid} exit {code}{error}")
             self._audit(
                 "web.visit.end",
                 remote=visit.remote,
@@ -240,6 +257,7 @@ class ConsoleServer:
                 ended=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ended_s)),
                 duration_s=round(ended_s - started_s, 3),
                 exit_code=code,
+                **({"error": process.last_error(200)} if code else {}),
             )
         return websocket
 
@@ -253,7 +271,10 @@ class ConsoleServer:
             except TimeoutError:
                 continue
             break
-        await websocket.close(message=b"console ended")
+        deadline_s = time.monotonic() + TREE_RECORD_S
+        while process.returncode is None and time.monotonic() < deadline_s:
+            await asyncio.sleep(0.05)
+        await websocket.close(message=_close_reason(process.returncode, process.last_error(200)))
 
     @staticmethod
     async def _relay(websocket: web.WebSocketResponse, process: VisitProcess) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
+from tui.redact import redact_text
 from tui.web import proctree
 
 # Quitting the demo stops its simulated service and workers first: a few seconds.
@@ -27,6 +28,21 @@ QUIT_GRACE_S = 20.0
 TERM_GRACE_S = 5.0
 # What the console started ends with it (the simulator's server watches its parent).
 TREE_GRACE_S = 5.0
+
+
+class _StderrTail:
+    """The console's stderr as textual-serve reads it, keeping the last bytes for the page."""
+
+    def __init__(self, reader: asyncio.StreamReader, keep_bytes: int = 4096) -> None:
+        self._reader = reader
+        self._keep_bytes = keep_bytes
+        self.tail = bytearray()
+
+    async def read(self, size: int = -1) -> bytes:
+        data = await self._reader.read(size)
+        self.tail += data
+        del self.tail[: -self._keep_bytes]
+        return data
 
 
 class VisitProcess(AppService):
@@ -76,9 +92,19 @@ class VisitProcess(AppService):
             env=self._build_environment(width, height),
             start_new_session=True,
         )
-        assert process.stdin is not None
+        assert process.stdin is not None and process.stderr is not None
         self._stdin = process.stdin
+        self._stderr_tail = _StderrTail(process.stderr)
+        process.stderr = self._stderr_tail  # type: ignore[assignment]
         return process
+
+    def last_error(self, limit: int = 100) -> str:
+        """The console's last stderr line (secrets redacted), to tell the visitor why it ended."""
+        tail = getattr(self, "_stderr_tail", None)
+        lines = bytes(tail.tail).decode(errors="replace").splitlines() if tail else []
+        last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+        last = redact_text(last)
+        return last if len(last) <= limit else last[: limit - 1] + "…"
 
     async def on_data(self, payload: bytes) -> None:
         """Relay to the page; once it is gone keep reading (and dropping) the output."""
