@@ -321,6 +321,18 @@ def test_a_port_in_use_is_a_one_line_error(local_server: ServeProcess) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_listening_beyond_this_machine_warns() -> None:
+    server = ServeProcess("--host", "0.0.0.0")
+    try:
+        assert server.url.startswith("http://127.0.0.1:")
+        with httpx.Client() as client:
+            assert client.get(server.base).status_code == 401
+    finally:
+        err = server.stop()
+    assert "warning: listening on 0.0.0.0, not only on this machine" in err
+    assert "token crosses the network in clear text" in err
+
+
 # ----------------------------------------------------------------- token and cap logic
 
 

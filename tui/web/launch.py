@@ -88,7 +88,8 @@ def run_server(args: argparse.Namespace) -> int:
         bind_host=args.host,
         port=args.port,
         max_visitors=args.max_visitors,
-        allow_actions=args.allow_actions,
+        # A read-only profile stays read-only: the page must not claim otherwise.
+        allow_actions=args.allow_actions and not profile.read_only,
         ssl_context=tls_context(args.tls_cert, args.tls_key),
     )
     if not is_loopback(args.host):

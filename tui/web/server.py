@@ -121,10 +121,8 @@ class ConsoleServer:
             ssl_context=self.settings.ssl_context,
         )
         await site.start()
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = int(sockets[0].getsockname()[1])
+        if self._runner.addresses:  # the port actually bound (--port 0 picks a free one)
+            self.port = int(self._runner.addresses[0][1])
         self.token = AccessToken(self._token_value, self.port)
         self._audit("web.serve.start", bind=f"{self.settings.bind_host}:{self.port}")
 
@@ -230,9 +228,14 @@ class ConsoleServer:
         started_s = time.time()
         recorder: asyncio.Task[None] | None = None
         try:
-            await process.start(
-                _cells(request.query.get("width"), 80), _cells(request.query.get("height"), 24)
-            )
+            try:
+                await process.start(
+                    _cells(request.query.get("width"), 80), _cells(request.query.get("height"), 24)
+                )
+            except OSError as error:
+                _log(f"visit {visit.visit_id[:8]}: console not started: {error}")
+                await websocket.close(message=f"console not started: {error.strerror}".encode())
+                return websocket
             visit.pid = process.pid
             _log(f"visit {visit.visit_id[:8]} from {visit.remote}: console pid {process.pid}")
             self._audit("web.visit.start", remote=visit.remote, visit=visit.visit_id, pid=visit.pid)
