@@ -5,7 +5,8 @@
 - memory per visitor: RSS and PSS of the visitor's console process alone and of its
   whole tree (the demo's simulated box included), and the server's growth per visitor;
 - CPU of an idle visitor: the console (and its tree, and the server relaying its
-  output) over a 60 s window with the page open and untouched.
+  output) over a 60 s window with the page open and untouched, next to the same
+  console idling in a terminal (tmux, same size) when tmux is installed.
 
 Run: python tests/perf/browser_visit.py [--visits 3] [--idle-s 60] [--local]
 --local serves the plain local console instead of the demo (no simulated box).
@@ -15,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -132,11 +136,55 @@ def main() -> int:
                 f"{console_pct:.1f}% of one core, its tree {tree_pct:.1f}%, "
                 f"server relaying {server_pct:.1f}%"
             )
+            size = page.evaluate(
+                "() => [window.__servedeckTerminals[0].terminal.cols,"
+                " window.__servedeckTerminals[0].terminal.rows]"
+            )
             page.close()
             wait_for(lambda: not server.consoles(), 60, "the console's end")
     finally:
         server.stop()
+    if shutil.which("tmux"):
+        terminal_pct = terminal_idle_cpu(serve_args, size, args.idle_s)
+        print(
+            f"the same console in a terminal (tmux, {size[0]}x{size[1]}) over {args.idle_s:.0f} s: "
+            f"console {terminal_pct:.1f}% of one core"
+        )
     return 0
+
+
+def terminal_idle_cpu(serve_args: list[str], size: list[int], idle_s: float) -> float:
+    """The same console, same size, in tmux: what an idle visitor is compared with."""
+    argv = [sys.executable, "-m", "tui", "--read-only"]
+    if "--demo" in serve_args:
+        argv += ["demo"]
+    socket_name = f"servedeck-perf-{os.getpid()}"
+    tmux = ["tmux", "-L", socket_name]
+    subprocess.run(
+        [
+            *tmux,
+            "new-session",
+            "-d",
+            "-x",
+            str(size[0]),
+            "-y",
+            str(size[1]),
+            "exec " + shlex.join(argv),
+        ],
+        check=True,
+        cwd=REPO,
+    )
+    try:
+        pane = subprocess.run(
+            [*tmux, "list-panes", "-F", "#{pane_pid}"], capture_output=True, text=True, check=True
+        )
+        console = int(pane.stdout.split()[0])
+        time.sleep(10)  # started and settled, as the browser visitor was
+        before = cpu_s(console)
+        time.sleep(idle_s)
+        return 100 * (cpu_s(console) - before) / idle_s
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False)
 
 
 if __name__ == "__main__":
