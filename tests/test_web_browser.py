@@ -165,6 +165,12 @@ def test_five_visitors_with_a_cap_of_four_the_fifth_gets_a_clear_page(
         first_console = set(local_server.consoles())
         pages[0].close()
         wait_for(lambda: len(local_server.consoles()) == 3, 60, "the closed tab's console to end")
+        # The end record is written in the same step that frees the slot.
+        wait_for(
+            lambda: any(r["event"] == "web.visit.end" for r in audit_records()),
+            60,
+            "the visit's end",
+        )
         response = pages[4].goto(local_server.url)
         assert response is not None and response.status == 200
         wait_screen(
