@@ -13,7 +13,7 @@ import json
 import ssl
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -33,6 +33,7 @@ HEARTBEAT_S = 15.0
 # How often a running visit's process tree is recorded, so all of it can be ended.
 TREE_RECORD_S = 5.0
 _MAX_TERMINAL_CELLS = 1000
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
@@ -151,7 +152,7 @@ class ConsoleServer:
 
     # --- requests -----------------------------------------------------------------
     @web.middleware
-    async def _require_token(self, request: web.Request, handler: object) -> web.StreamResponse:
+    async def _require_token(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         assert self.token is not None
         allowed, in_query = self.token.presented(request.query, request.cookies, request.headers)
         if not allowed:
@@ -162,7 +163,7 @@ class ConsoleServer:
                 content_type="text/html",
                 headers={"WWW-Authenticate": 'Bearer realm="servedeck"', **_SECURITY_HEADERS},
             )
-        response: web.StreamResponse = await handler(request)  # type: ignore[operator]
+        response = await handler(request)
         if not response.prepared:
             response.headers.update(_SECURITY_HEADERS)
             if in_query:
