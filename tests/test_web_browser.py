@@ -106,6 +106,11 @@ def test_demo_console_in_chromium_reads_keys_refuses_actions_and_ends_with_the_t
             others = [mark for other, mark in PANE_MARKS.items() if other != key and mark in shown]
             assert not others, f"pane {key} shows another pane's text: {others}"
 
+        press(page, "?")  # the help screen, closed with a lone Escape (the parser's timeout path)
+        wait_screen(page, lambda s: "Show every key and what it does" in s, 30, "the help screen")
+        press(page, "Escape")
+        wait_screen(page, lambda s: "Show every key" not in s, 30, "the help screen to close")
+
         press(page, "X")
         wait_screen(page, lambda s: "Read-only: stop is disabled" in s, 30, "X refused")
         press(page, "K")
