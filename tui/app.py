@@ -177,6 +177,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         header.route = self.profile.host.route
         header.simulated = self.profile.is_demo
         header.read_only = self.profile.read_only
+        header.browser = self.is_web
         yield header
         with TabbedContent(id="panes", initial="deck"):
             with TabPane("1 Deck", id="deck"), Vertical(id="deck-body"):

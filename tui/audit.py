@@ -32,6 +32,9 @@ def append_audit(
         "console_host": socket.gethostname(),
         "console_pid": os.getpid(),
     }
+    via = os.environ.get("SERVEDECK_AUDIT_VIA")  # set by `servedeck serve` for a browser visit
+    if via:
+        record["via"] = via
     for key, value in details.items():
         record[key] = redact_text(value) if isinstance(value, str) else value
     target = path or paths.audit_log_path()

@@ -1,4 +1,4 @@
-"""The top line: profile, host route, connection state, and SIMULATED / READ-ONLY badges."""
+"""The top line: profile, host route, connection state, and SIMULATED / READ-ONLY / browser badges."""
 
 from __future__ import annotations
 
@@ -33,13 +33,18 @@ class HeaderBar(Static):
     connection_detail: reactive[str] = reactive("")
     simulated: reactive[bool] = reactive(False)
     read_only: reactive[bool] = reactive(False)
+    browser: reactive[bool] = reactive(False)  # served by `servedeck serve`
 
     def render(self) -> Text:
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append("servedeck", style="bold")
         if self.simulated:
             line.append(" SIMULATED ", style="bold black on magenta")
-        if self.read_only:
+        if self.browser:  # nobody at a browser may mistake what this page can do
+            mode = "read-only" if self.read_only else "actions allowed"
+            style = "bold black on yellow" if self.read_only else "bold white on red"
+            line.append(f" browser, {mode} ", style=style)
+        elif self.read_only:
             line.append(" READ-ONLY ", style="bold black on yellow")
         narrow = self.size.width < 120
         line.append(" │ " if narrow else " │ profile: ", style="dim")
