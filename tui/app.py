@@ -16,12 +16,13 @@ from typing import Any
 
 import httpx
 from textual import work
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.driver import Driver
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker
@@ -34,10 +35,11 @@ from tui.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.hostinfo import HostOverview
-from tui.keymap import COMMANDS
+from tui.keymap import COMMANDS, commands_in
 from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
 from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
+from tui.offered import action_offered, focus_target, help_scopes
 from tui.procs import KillReport, ProcListing
 from tui.readiness import Readiness, ReadinessProbe
 from tui.screens.confirm_action import ConfirmActionScreen
@@ -78,7 +80,7 @@ def _bindings() -> list[Binding]:
             tooltip=command.help,
             id=command.binding_id,
         )
-        for command in COMMANDS
+        for command in commands_in("app")
     ]
 
 
@@ -204,6 +206,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             f"Connecting to {self.profile.host.route} ..."
         )
         self.query_one(LoadStrip).show(None)
+        self.call_after_refresh(self._focus_pane, "deck")
         self._poll_overview()
         self._poll_gpus()
         self._poll_service()
@@ -217,6 +220,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane_id = event.pane.id
+        self._focus_pane(pane_id or "")
         if pane_id == "deck" and self.last_gpu is not None:
             self.query_one(GpuPane).update_view(self.last_gpu, self.gpu_history.trends())
         elif pane_id == "procs":
@@ -329,6 +333,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self.tracker.observe_exit(None, time.time())
             self._refresh_procs()
         self._render_service_line(message.error)
+        if previous is None or state is None or previous.is_active != state.is_active:
+            self.refresh_bindings()  # Start or Stop: the footer offers what can be done now
         self._update_load()
         if message.state is not None or message.error != "no systemd unit in this profile":
             self.poll_later(SERVICE_POLL_S, self._poll_service, "service-poll")
@@ -495,7 +501,19 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     # --- general --------------------------------------------------------------------
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(COMMANDS, self._effective_keys(), extra=FORMULAS))
+        scopes = help_scopes(self._tabs.active, getattr(self.screen, "KEY_SCOPE", None))
+        self.push_screen(HelpScreen(COMMANDS, self._effective_keys(), extra=FORMULAS, here=scopes))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer only what can be done now: the footer and the keys follow the service state."""
+        state = self.unit_state
+        return action_offered(
+            action,
+            parameters,
+            read_only=self.profile.read_only,
+            has_unit=bool(self.profile.service.unit),
+            active=None if state is None else state.is_active,
+        )
 
     @property
     def quitting(self) -> bool:
@@ -537,13 +555,31 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def action_show_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id
 
+    def _focus_pane(self, tab_id: str) -> None:
+        """Focus follows the pane on screen: its keys work without Tab and show in the footer."""
+        target = focus_target(tab_id)
+        if target is not None and not isinstance(self.screen, ModalScreen):
+            with contextlib.suppress(Exception):  # the pane may still be mounting
+                self.query_one(target).focus()
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        for command in COMMANDS:
-            if command.action == "command_palette":
+        builtin = list(super().get_system_commands(screen))
+        yield from builtin
+        taken = {command.title for command in builtin}  # Textual's own Quit: not a second one
+        for command in commands_in("app"):
+            if command.action == "command_palette" or command.label in taken:
+                continue
+            _namespace, name, parameters = parse_action(command.action)
+            if self.check_action(name, parameters) is False:
                 continue
             yield SystemCommand(
                 command.label, command.help, lambda action=command.action: self.run_action(action)
+            )
+        for name, preset in self.profile.benchmark.presets.items():
+            yield SystemCommand(
+                f"Bench preset {name}",
+                f"Run the {name!r} benchmark preset ({preset.output_tokens} output tokens)",
+                lambda name=name: self.action_bench(name),
             )
 
     async def on_unmount(self) -> None:

@@ -20,6 +20,7 @@ from tui.gpu.history import GpuTrend
 from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_bytes
 from widgets import gpu_format as fmt
 from widgets.gpu_table import GpuTable, TableColumn, TableRow
+from widgets.keys import bindings_for
 
 FULL_LAYOUT_MIN_WIDTH = 150  # narrower terminals get the compact columns
 
@@ -113,9 +114,7 @@ class GpuPane(Widget):
     GpuPane > GpuTable { height: auto; max-height: 70%; }
     GpuPane > #gpu-detail { height: 1fr; padding: 0 1; }
     """
-    BINDINGS: ClassVar[list[Binding]] = [
-        Binding("t", "toggle_topology", "Topology", id="gpu.topology", tooltip="GPU topology"),
-    ]
+    BINDINGS: ClassVar[list[Binding]] = bindings_for("gpu")
 
     def __init__(
         self,

@@ -17,13 +17,14 @@ from typing import ClassVar
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Log
 
 from tui.logs.export import export_lines
 from tui.logs.line import LEVEL_RANK, Level, LogLine, strip_ansi
+from widgets.keys import bindings_for
 
 FILTERS = {"all": Level.DEBUG, "warnings": Level.WARNING, "errors": Level.ERROR}
 _LEVEL_STYLES = (
@@ -61,15 +62,7 @@ class LogPane(Vertical):
     LogPane > Input { dock: bottom; display: none; }
     LogPane > Input.-active { display: block; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "open_search", "Search", id="log.search"),
-        Binding("n", "next_match", "Next match", show=False, id="log.next"),
-        Binding("N", "previous_match", "Previous match", show=False, id="log.previous"),
-        Binding("end", "follow", "Follow", id="log.follow"),
-        Binding("f", "cycle_filter", "Filter", id="log.filter"),
-        Binding("w", "toggle_wrap", "Wrap", id="log.wrap"),
-        Binding("t", "toggle_timestamps", "Times", id="log.times"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(bindings_for("log"))
 
     follow: reactive[bool] = reactive(True)
     level_filter: reactive[str] = reactive("all")
