@@ -34,6 +34,7 @@ from tui.deck import Deck
 from tui.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
+from tui.hints import setup_hint, short_setup_hint
 from tui.hostinfo import HostOverview
 from tui.keymap import COMMANDS, commands_in
 from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
@@ -65,6 +66,7 @@ METRICS_POLL_S = 2.0
 LOG_DRAIN_S = 0.1
 READINESS_POLL_S = 1.0
 RETRY_S = 5.0
+_NO_UNIT = "no systemd unit in this profile"
 # How long quitting waits for cancelled workers to finish their cleanup.
 _WORKERS_EXIT_WAIT_S = 5.0
 
@@ -207,6 +209,10 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         )
         self.query_one(LoadStrip).show(None)
         self.call_after_refresh(self._focus_pane, "deck")
+        if setup_hint(self.profile):
+            self.notify(
+                "\n".join(setup_hint(self.profile)), title="Nothing to watch yet", timeout=30
+            )
         self._poll_overview()
         self._poll_gpus()
         self._poll_service()
@@ -310,7 +316,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     async def _poll_service(self) -> None:
         controller = self.deck.service()
         if controller is None:
-            self.post_message(self.ServiceUpdate(None, "no systemd unit in this profile"))
+            hint = short_setup_hint(self.profile) or _NO_UNIT
+            self.post_message(self.ServiceUpdate(None, hint))
             return
         try:
             self.post_message(self.ServiceUpdate(await controller.state()))
@@ -336,7 +343,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         if previous is None or state is None or previous.is_active != state.is_active:
             self.refresh_bindings()  # Start or Stop: the footer offers what can be done now
         self._update_load()
-        if message.state is not None or message.error != "no systemd unit in this profile":
+        if message.state is not None or self.deck.service() is not None:
             self.poll_later(SERVICE_POLL_S, self._poll_service, "service-poll")
 
     def _render_service_line(self, error: str | None = None) -> None:
@@ -348,9 +355,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     async def _follow_log(self) -> None:
         source = self.deck.log_lines(initial_lines=2000, follow=True)
         if source is None:
-            self.query_one(LogPane).add_lines(
-                [LogLine("no log source: set service.unit or service.log_file")]
-            )
+            hint = setup_hint(self.profile) or ("no log source: set service.unit or service.log_file",)
+            self.query_one(LogPane).add_lines([LogLine(text) for text in hint])
             return
         try:
             async for line in source:
