@@ -128,6 +128,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     class KillDone(Message):
         report: KillReport | None
         error: str | None = None
+        listing: ProcListing | None = None  # from the kill's own final GPU re-check
+        gpu: GpuBoxSnapshot | None = None  # that re-check
 
     @dataclass
     class BenchEvent(Message):
@@ -355,7 +357,9 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     async def _follow_log(self) -> None:
         source = self.deck.log_lines(initial_lines=2000, follow=True)
         if source is None:
-            hint = setup_hint(self.profile) or ("no log source: set service.unit or service.log_file",)
+            hint = setup_hint(self.profile) or (
+                "no log source: set service.unit or service.log_file",
+            )
             self.query_one(LogPane).add_lines([LogLine(text) for text in hint])
             return
         try:
