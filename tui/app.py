@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.driver import Driver
 from textual.message import Message
+from textual.notifications import Notify
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
@@ -510,6 +511,17 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._refresh_procs()
 
     # --- general --------------------------------------------------------------------
+    def on_notify(self, event: Notify) -> None:
+        """Arm a sweep at the toast's deadline: a toast outlives its timeout on no pane."""
+        self.set_timer(event.notification.timeout + 0.5, self._expire_toasts, name="toast-sweep")
+
+    def _expire_toasts(self) -> None:
+        expired = [note for note in self._notifications if note.has_expired]
+        for note in expired:
+            self._unnotify(note, refresh=False)
+        if expired:
+            self._refresh_notifications()
+
     def action_help(self) -> None:
         scopes = help_scopes(self._tabs.active, getattr(self.screen, "KEY_SCOPE", None))
         self.push_screen(HelpScreen(COMMANDS, self._effective_keys(), extra=FORMULAS, here=scopes))
