@@ -38,6 +38,7 @@ from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.hints import setup_hint, short_setup_hint
 from tui.hostinfo import HostOverview
 from tui.keymap import COMMANDS, commands_in
+from tui.load_eta import ready_clock_for
 from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
 from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
@@ -144,6 +145,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self.sub_title = profile.name
         self.gpu_history = GpuHistory(target_fraction=0.9)
         self.tracker = LoadTracker()
+        box_load_s = getattr(deck.box, "load_seconds", None) if deck.box is not None else None
+        self.ready_clock = ready_clock_for(deck.host_label, box_load_s)
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
         self.ready = False
@@ -396,13 +399,15 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._clock_scheduled = True
             self.set_timer(1.0, self._tick_load_clock, name="load-clock")
         now_s = time.monotonic()
+        ready = self.ready_clock.update(self.progress)  # also records a load that reached serving
+        ready = None if self.ready else ready
         shown = (self.progress.phase, self.progress.shards_done, self.metrics)
         # Redraw on a visible change at once, otherwise once a second for the clocks.
         if self._tab_visible("deck") and (
             shown != self._strip_shown or now_s - self._strip_at_s >= 1.0
         ):
             self._strip_shown, self._strip_at_s = shown, now_s
-            self.query_one(LoadStrip).show(self.progress, self.metrics)
+            self.query_one(LoadStrip).show(self.progress, self.metrics, ready)
         now_s = time.monotonic()
         if (
             not self.ready

@@ -77,9 +77,7 @@ def _gpu_cells(
     if trend is not None:
         cells["mem_hist"] = f"[magenta]{fmt.sparkline(trend.memory_used_pct, 12)}[/]"
         cells["util_hist"] = f"[green]{fmt.sparkline(trend.utilization_pct, 12)}[/]"
-        cells["fill"] = fmt.fill_cell(
-            trend.memory_fill_bytes_per_s, trend.memory_rising, trend.eta_to_target_s
-        )
+        cells["fill"] = fmt.fill_cell(trend.memory_fill_bytes_per_s, trend.memory_rising)
     return cells
 
 
