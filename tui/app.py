@@ -203,7 +203,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             with TabPane("5 Plan", id="plan"), Vertical():
                 yield Static("", id="plan-status", classes="pane-note")
                 yield PlanView(id="plan-view")
-        yield Footer()
+        # The palette is on `?`, `:` and ctrl+p: 80 columns of footer go to the keys that work here.
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         self._tabs = self.query_one(TabbedContent)  # asked every tick: look it up once

@@ -74,8 +74,8 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "colon,ctrl+p",
         "command_palette",
         "Commands",
-        "Open the command palette: every command and preset by name",
-        key_display=": ctrl+p",
+        "Command palette (: or ctrl+p): every command and preset by name",
+        key_display=":",
         show_in_footer=False,
     ),
     ConsoleCommand("quit", "q", "quit", "Quit", "Leave servedeck (the service keeps running)"),
@@ -196,7 +196,15 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _area(
         "log", "log.filter", "f", "cycle_filter", "Filter", "Level filter: all, warnings, errors"
     ),
-    _area("log", "log.wrap", "w", "toggle_wrap", "Wrap", "Wrap long lines (follow mode is kept)"),
+    _area(
+        "log",
+        "log.wrap",
+        "w",
+        "toggle_wrap",
+        "Wrap",
+        "Wrap long lines (follow mode is kept)",
+        False,
+    ),
     _area("log", "log.times", "t", "toggle_timestamps", "Times", "Show each line's time", False),
     _area(
         "gpu", "gpu.topology", "t", "toggle_topology", "Topology", "GPU topology (focus on GPUs)"
