@@ -25,6 +25,6 @@ async def test_plain_servedeck_names_the_ways_in() -> None:
         line = app.query_one(ServiceLine).render()
         shown = str(line)
         assert "servedeck demo" in shown or "demo" in shown, shown
-        assert any("servedeck demo" in note.message for note in app._notifications)
+        assert any("servedeck demo" in note.message for note in app._notifications)  # a toast too
         # Everything the service line says fits 80 columns (nothing cut off).
         assert len(shown) <= 78, shown

@@ -216,10 +216,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         )
         self.query_one(LoadStrip).show(None)
         self.call_after_refresh(self._focus_pane, "deck")
-        if setup_hint(self.profile):
-            self.notify(
-                "\n".join(setup_hint(self.profile)), title="Nothing to watch yet", timeout=30
-            )
+        if short_setup_hint(self.profile):  # the whole hint is in the log pane
+            self.notify(f"{short_setup_hint(self.profile)}", title="Nothing to watch", timeout=15)
         self._poll_overview()
         self._poll_gpus()
         self._poll_service()

@@ -44,10 +44,10 @@ def focus_target(tab_id: str) -> str | None:
 
 
 def help_scopes(tab_id: str, screen_scope: str | None = None) -> tuple[str, ...]:
-    """The key areas that work where the operator is (listed first by `?`), "app" included.
+    """The key areas that work where the operator is (listed first by `?`), "app" last.
 
     `screen_scope` names the area of a preview screen on top (e.g. "summary").
     """
     if screen_scope is not None:
-        return ("app", screen_scope)
-    return ("app", *_SCOPES_BY_TAB.get(tab_id, ()))
+        return (screen_scope, "app")
+    return (*_SCOPES_BY_TAB.get(tab_id, ()), "app")  # the area's own keys first
