@@ -157,6 +157,7 @@ async def test_every_screen_of_the_day_at_80x24(tmp_path: Path) -> None:
             "two leftovers",
         )
         await day.panes("leftovers")
+        assert "K Clean up" in screen_text(app)  # offered while there are leftovers
         await pilot.press("3")
         await pilot.press("K")
         await until(pilot, lambda: isinstance(app.screen, KillConfirmScreen), 20, "the dialog")
@@ -172,6 +173,7 @@ async def test_every_screen_of_the_day_at_80x24(tmp_path: Path) -> None:
             "the leftovers gone",
         )
         await day.panes("cleaned")
+        assert "K Clean up" not in screen_text(app)  # nothing left to clean up
         (tmp_path / "screens.txt").write_text(
             "\n\n".join(f"== {name}\n{text}" for name, text in day.screens.items())
         )

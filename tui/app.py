@@ -44,6 +44,7 @@ from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
 from tui.offered import action_offered, focus_target, help_scopes
 from tui.procs import KillReport, ProcListing
+from tui.procs.kill import leftovers
 from tui.readiness import Readiness, ReadinessProbe
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.console_bench import BenchMixin
@@ -539,6 +540,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             read_only=self.profile.read_only,
             has_unit=bool(self.profile.service.unit),
             active=None if state is None else state.is_active,
+            leftovers=None if self.listing is None else len(leftovers(self.listing.processes)),
         )
 
     @property

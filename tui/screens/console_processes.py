@@ -47,6 +47,7 @@ class ProcessesMixin:
         if count:
             status += f"; {count} leftover(s): press K to clean up"
         self.query_one("#procs-status", Static).update(status)
+        self.refresh_bindings()  # K is offered only while there are leftovers
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
         if self.query_one(TabbedContent).active == "procs":
             self.poll_later(PROCS_POLL_S, self._refresh_procs, "procs-poll")
