@@ -15,7 +15,9 @@ from textual.widgets import Log
 from tui.app import ServedeckApp
 from tui.config import demo_profile
 from tui.deck import Deck, open_deck
+from tui.hosts.local import LocalHost
 from tui.keymap import COMMANDS, commands_in
+from tui.profile_store import load_profile
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.summary import SummaryScreen
@@ -141,3 +143,19 @@ def _static_text(widget) -> str:  # type: ignore[no-untyped-def]
     buffer = StringIO()
     Console(file=buffer, width=200, color_system=None).print(widget.content)
     return buffer.getvalue()
+
+
+async def test_help_over_the_summary_preview_lists_its_keys_first() -> None:
+    profile = load_profile(None)
+    app = ServedeckApp(profile, Deck(profile, LocalHost()))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 10, "the preview")
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), 10, "help")
+        here = _static_text(app.screen.query_one("#help-here"))
+        for command in commands_in("summary"):
+            assert command.help in here, (command.help, here)
+        assert "Leave servedeck" not in here  # the preview takes every key: q closes it
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 10, "back in it")

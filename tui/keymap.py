@@ -223,6 +223,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         False,
         "↑ ↓",
     ),
+    _area("summary", "preview.help", "question_mark", "app.help", "Help", "These keys", True, "?"),
     _area(
         "summary",
         "preview.close",

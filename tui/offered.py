@@ -51,8 +51,9 @@ def focus_target(tab_id: str) -> str | None:
 def help_scopes(tab_id: str, screen_scope: str | None = None) -> tuple[str, ...]:
     """The key areas that work where the operator is (listed first by `?`), "app" last.
 
-    `screen_scope` names the area of a preview screen on top (e.g. "summary").
+    `screen_scope` names the area of a preview screen on top (e.g. "summary"): a modal
+    screen takes every key, so only its own work there.
     """
     if screen_scope is not None:
-        return (screen_scope, "app")
+        return (screen_scope,)
     return (*_SCOPES_BY_TAB.get(tab_id, ()), "app")  # the area's own keys first
