@@ -20,6 +20,7 @@ from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.message import Message
 from textual.notifications import Notify
@@ -587,7 +588,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         """Focus follows the pane on screen: its keys work without Tab and show in the footer."""
         target = focus_target(tab_id)
         if target is not None and not isinstance(self.screen, ModalScreen):
-            with contextlib.suppress(Exception):  # the pane may still be mounting
+            with contextlib.suppress(NoMatches):  # the pane may still be mounting
                 self.query_one(target).focus()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
