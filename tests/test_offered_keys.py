@@ -159,3 +159,17 @@ async def test_help_over_the_summary_preview_lists_its_keys_first() -> None:
         assert "Leave servedeck" not in here  # the preview takes every key: q closes it
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, SummaryScreen), 10, "back in it")
+
+
+async def test_k_is_offered_on_the_processes_pane_only() -> None:
+    profile = load_profile(None)
+    app = ServedeckApp(profile, Deck(profile, LocalHost()))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert "k" not in footer_keys(app)
+        await pilot.press("3")
+        await pilot.pause(0.3)
+        assert "k" in footer_keys(app)
+        await pilot.press("1")
+        await pilot.pause(0.3)
+        assert "k" not in footer_keys(app)

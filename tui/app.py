@@ -234,6 +234,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane_id = event.pane.id
         self._focus_pane(pane_id or "")
+        self.refresh_bindings()  # keys of one pane (k on Processes) show only there
         if pane_id == "deck" and self.last_gpu is not None:
             self.query_one(GpuPane).update_view(self.last_gpu, self.gpu_history.trends())
         elif pane_id == "procs":
@@ -542,6 +543,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             has_unit=bool(self.profile.service.unit),
             active=None if state is None else state.is_active,
             leftovers=None if self.listing is None else len(leftovers(self.listing.processes)),
+            tab=self._tabs.active if self.is_mounted and hasattr(self, "_tabs") else None,
         )
 
     @property

@@ -150,9 +150,8 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "k",
         "kill_selected",
         "Kill",
-        "End the selected GPU process (asks first)",
+        "End the selected GPU process (asks first; offered on the Processes pane)",
         "Processes",
-        False,
     ),
     ConsoleCommand(
         "bench", "b", "bench", "Bench", "Run the profile's default benchmark preset", "Bench"
@@ -213,6 +212,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _area("gpu-table", "gpu.down", "down", "cursor_down", "Down", "Select the GPU below", False),
     _area("gpu-table", "gpu.first", "home", "cursor_first", "First", "Select the first GPU", False),
     _area("gpu-table", "gpu.last", "end", "cursor_last", "Last", "Select the last GPU", False),
+    # Listed for `?`; the Processes table binds its arrows itself.
     _area(
         "procs",
         "procs.move",

@@ -22,17 +22,20 @@ def action_offered(
     has_unit: bool,
     active: bool | None,
     leftovers: int | None = None,
+    tab: str | None = None,
 ) -> bool:
     """False when the action cannot be done now (Textual then hides its key and ignores it).
 
     `active` is the unit's state: None while it is unknown (nothing to offer then).
     `leftovers` counts the last listing's leftovers: None while none was taken (the
-    cleanup lists first, so it is offered).
+    cleanup lists first, so it is offered). `tab` is the pane on screen.
     """
     if action in _CHANGING and read_only:
         return False
     if action == "kill_leftovers":
         return leftovers is None or leftovers > 0
+    if action == "kill_selected":  # a selection exists only on the Processes pane
+        return tab in (None, "procs")
     if action != "service":
         return True
     if not has_unit or active is None:
