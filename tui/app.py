@@ -217,7 +217,6 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             f"Connecting to {self.profile.host.route} ..."
         )
         self.query_one(LoadStrip).show(None)
-        self.call_after_refresh(self._focus_pane, "deck")
         if short_setup_hint(self.profile):  # the whole hint is in the log pane
             self.notify(f"{short_setup_hint(self.profile)}", title="Nothing to watch", timeout=15)
         self._poll_overview()
