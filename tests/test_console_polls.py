@@ -71,10 +71,12 @@ async def test_poll_later_replaces_a_pending_run() -> None:
     app, _ = local_console(30.0)
     runs: list[float] = []
     async with app.run_test(size=(80, 24)) as pilot:
+        # A delay well over the five re-arms: a loaded machine (a slow first frame) must not
+        # let the timer fire between two of them.
         for _ in range(5):
-            app.poll_later(0.2, lambda: runs.append(time.monotonic()), "test-poll")
+            app.poll_later(1.0, lambda: runs.append(time.monotonic()), "test-poll")
             await pilot.pause(0.05)
-        await pilot.pause(0.6)
+        await pilot.pause(1.6)
     assert len(runs) == 1
 
 

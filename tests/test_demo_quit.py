@@ -82,7 +82,9 @@ def test_demo_in_a_real_terminal_loads_and_q_quits(tmp_path: Path) -> None:
         console_pid = tmux.start(f"{sys.executable} -m tui demo --load-seconds {E2E_LOAD_S:g}", env)
         screen = tmux.wait_screen(lambda s: "SIMULATED" in s, 60, "the SIMULATED header")
         screen = tmux.wait_screen(
-            lambda s: "shard " in s and "ETA" in s and "loading" in s, 60, "the shard bar"
+            lambda s: "shard " in s and "ready in about" in s and "loading" in s,
+            60,
+            "the shard bar",
         )
         assert "█" in screen or "░" in screen
         tmux.wait_screen(lambda s: "serving" in s and "ready" in s, 90, "serving and ready")

@@ -138,7 +138,7 @@ def test_formatting_helpers() -> None:
     assert len(fmt.sparkline(list(range(300)), 12)) == 12
     assert fmt.sparkline([], 4) == "    "
     assert fmt.rate_bytes(2.4e9) == "2.4G" and fmt.rate_bytes(None) == "n/a"
-    assert fmt.fill_cell(1.5 * GIB, False, 10) == ""
+    assert fmt.fill_cell(1.5 * GIB, False) == ""
 
 
 # -- SVG snapshots (pytest-textual-snapshot) -----------------------------------------

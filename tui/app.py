@@ -16,12 +16,15 @@ from typing import Any
 
 import httpx
 from textual import work
+from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.message import Message
-from textual.screen import Screen
+from textual.notifications import Notify
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker
@@ -33,13 +36,17 @@ from tui.deck import Deck
 from tui.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
+from tui.hints import setup_hint, short_setup_hint
 from tui.hostinfo import HostOverview
-from tui.keymap import COMMANDS
+from tui.keymap import COMMANDS, commands_in
+from tui.load_eta import ready_clock_for
 from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
 from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
+from tui.offered import action_offered, focus_target, help_scopes
 from tui.paths import demo_records_note
 from tui.procs import KillReport, ProcListing
+from tui.procs.kill import leftovers
 from tui.readiness import Readiness, ReadinessProbe
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.console_bench import BenchMixin
@@ -64,6 +71,7 @@ METRICS_POLL_S = 2.0
 LOG_DRAIN_S = 0.1
 READINESS_POLL_S = 1.0
 RETRY_S = 5.0
+_NO_UNIT = "no systemd unit in this profile"
 # How long quitting waits for cancelled workers to finish their cleanup.
 _WORKERS_EXIT_WAIT_S = 5.0
 
@@ -79,7 +87,7 @@ def _bindings() -> list[Binding]:
             tooltip=command.help,
             id=command.binding_id,
         )
-        for command in COMMANDS
+        for command in commands_in("app")
     ]
 
 
@@ -125,6 +133,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     class KillDone(Message):
         report: KillReport | None
         error: str | None = None
+        listing: ProcListing | None = None  # from the kill's own final GPU re-check
+        gpu: GpuBoxSnapshot | None = None  # that re-check
 
     @dataclass
     class BenchEvent(Message):
@@ -138,6 +148,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self.sub_title = profile.name
         self.gpu_history = GpuHistory(target_fraction=0.9)
         self.tracker = LoadTracker()
+        box_load_s = getattr(deck.box, "load_seconds", None) if deck.box is not None else None
+        self.ready_clock = ready_clock_for(deck.host_label, box_load_s)
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
         self.ready = False
@@ -197,7 +209,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             with TabPane("5 Plan", id="plan"), Vertical():
                 yield Static("", id="plan-status", classes="pane-note")
                 yield PlanView(id="plan-view")
-        yield Footer()
+        # The palette is on `?`, `:` and ctrl+p: 80 columns of footer go to the keys that work here.
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         self._tabs = self.query_one(TabbedContent)  # asked every tick: look it up once
@@ -208,6 +221,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             f"Connecting to {self.profile.host.route} ..."
         )
         self.query_one(LoadStrip).show(None)
+        if short_setup_hint(self.profile):  # the whole hint is in the log pane
+            self.notify(f"{short_setup_hint(self.profile)}", title="Nothing to watch", timeout=15)
         self._poll_overview()
         self._poll_gpus()
         self._poll_service()
@@ -221,6 +236,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane_id = event.pane.id
+        self._focus_pane(pane_id or "")
+        self.refresh_bindings()  # keys of one pane (k on Processes) show only there
         if pane_id == "deck" and self.last_gpu is not None:
             self.query_one(GpuPane).update_view(self.last_gpu, self.gpu_history.trends())
         elif pane_id == "procs":
@@ -310,7 +327,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     async def _poll_service(self) -> None:
         controller = self.deck.service()
         if controller is None:
-            self.post_message(self.ServiceUpdate(None, "no systemd unit in this profile"))
+            hint = short_setup_hint(self.profile) or _NO_UNIT
+            self.post_message(self.ServiceUpdate(None, hint))
             return
         try:
             self.post_message(self.ServiceUpdate(await controller.state()))
@@ -333,8 +351,10 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self.tracker.observe_exit(None, time.time())
             self._refresh_procs()
         self._render_service_line(message.error)
+        if previous is None or state is None or previous.is_active != state.is_active:
+            self.refresh_bindings()  # Start or Stop: the footer offers what can be done now
         self._update_load()
-        if message.state is not None or message.error != "no systemd unit in this profile":
+        if message.state is not None or self.deck.service() is not None:
             self.poll_later(SERVICE_POLL_S, self._poll_service, "service-poll")
 
     def _render_service_line(self, error: str | None = None) -> None:
@@ -346,9 +366,10 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     async def _follow_log(self) -> None:
         source = self.deck.log_lines(initial_lines=2000, follow=True)
         if source is None:
-            self.query_one(LogPane).add_lines(
-                [LogLine("no log source: set service.unit or service.log_file")]
+            hint = setup_hint(self.profile) or (
+                "no log source: set service.unit or service.log_file",
             )
+            self.query_one(LogPane).add_lines([LogLine(text) for text in hint])
             return
         try:
             async for line in source:
@@ -383,13 +404,15 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._clock_scheduled = True
             self.set_timer(1.0, self._tick_load_clock, name="load-clock")
         now_s = time.monotonic()
+        ready = self.ready_clock.update(self.progress)  # also records a load that reached serving
+        ready = None if self.ready else ready
         shown = (self.progress.phase, self.progress.shards_done, self.metrics)
         # Redraw on a visible change at once, otherwise once a second for the clocks.
         if self._tab_visible("deck") and (
             shown != self._strip_shown or now_s - self._strip_at_s >= 1.0
         ):
             self._strip_shown, self._strip_at_s = shown, now_s
-            self.query_one(LoadStrip).show(self.progress, self.metrics)
+            self.query_one(LoadStrip).show(self.progress, self.metrics, ready)
         now_s = time.monotonic()
         if (
             not self.ready
@@ -498,8 +521,33 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._refresh_procs()
 
     # --- general --------------------------------------------------------------------
+    def on_notify(self, event: Notify) -> None:
+        """Arm a sweep at the toast's deadline: a toast outlives its timeout on no pane."""
+        self.set_timer(event.notification.timeout + 0.5, self._expire_toasts, name="toast-sweep")
+
+    def _expire_toasts(self) -> None:
+        expired = [note for note in self._notifications if note.has_expired]
+        for note in expired:
+            self._unnotify(note, refresh=False)
+        if expired:
+            self._refresh_notifications()
+
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(COMMANDS, self._effective_keys(), extra=FORMULAS))
+        scopes = help_scopes(self._tabs.active, getattr(self.screen, "KEY_SCOPE", None))
+        self.push_screen(HelpScreen(COMMANDS, self._effective_keys(), extra=FORMULAS, here=scopes))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer only what can be done now: the footer and the keys follow the service state."""
+        state = self.unit_state
+        return action_offered(
+            action,
+            parameters,
+            read_only=self.profile.read_only,
+            has_unit=bool(self.profile.service.unit),
+            active=None if state is None else state.is_active,
+            leftovers=None if self.listing is None else len(leftovers(self.listing.processes)),
+            tab=self._tabs.active if self.is_mounted and hasattr(self, "_tabs") else None,
+        )
 
     @property
     def quitting(self) -> bool:
@@ -541,13 +589,31 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def action_show_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id
 
+    def _focus_pane(self, tab_id: str) -> None:
+        """Focus follows the pane on screen: its keys work without Tab and show in the footer."""
+        target = focus_target(tab_id)
+        if target is not None and not isinstance(self.screen, ModalScreen):
+            with contextlib.suppress(NoMatches):  # the pane may still be mounting
+                self.query_one(target).focus()
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        for command in COMMANDS:
-            if command.action == "command_palette":
+        builtin = list(super().get_system_commands(screen))
+        yield from builtin
+        taken = {command.title for command in builtin}  # Textual's own Quit: not a second one
+        for command in commands_in("app"):
+            if command.action == "command_palette" or command.label in taken:
+                continue
+            _namespace, name, parameters = parse_action(command.action)
+            if self.check_action(name, parameters) is False:
                 continue
             yield SystemCommand(
                 command.label, command.help, lambda action=command.action: self.run_action(action)
+            )
+        for name, preset in self.profile.benchmark.presets.items():
+            yield SystemCommand(
+                f"Bench preset {name}",
+                f"Run the {name!r} benchmark preset ({preset.output_tokens} output tokens)",
+                lambda name=name: self.action_bench(name),
             )
 
     async def on_unmount(self) -> None:

@@ -1,7 +1,8 @@
-"""One command table drives the key bindings, the help screen and the command palette.
+"""One command table drives the key bindings, the help screen, the footer and the palette.
 
-Plain data (no Textual here): the app turns each entry into a Binding with an id,
-so users remap keys from a profile's [keys] table by binding id.
+Plain data (no Textual here): the app and the widgets turn each entry of their scope
+into a Binding with an id, so users remap keys from a profile's [keys] table by
+binding id, and `?` lists every key from this one table.
 """
 
 from __future__ import annotations
@@ -19,11 +20,47 @@ class ConsoleCommand:
     group: str = "General"
     show_in_footer: bool = True
     key_display: str | None = None
+    # Where the key works: "app" everywhere; otherwise the area that binds it (SCOPES).
+    scope: str = "app"
+
+
+# Areas with keys of their own, in the order `?` lists them, with the name it shows.
+SCOPES: dict[str, str] = {
+    "app": "Everywhere",
+    "log": "Deck: service log",
+    "gpu": "Deck: GPU pane",
+    "gpu-table": "Deck: GPU table",
+    "procs": "Processes table",
+    "summary": "Summary preview",
+}
 
 
 def _tab(number: int, tab_id: str, label: str, help_text: str) -> ConsoleCommand:
+    # "Show Bench", not "Bench": the palette must not list two commands of one name.
     return ConsoleCommand(
-        f"tab-{tab_id}", str(number), f"show_tab('{tab_id}')", label, help_text, "Panes", False
+        f"tab-{tab_id}",
+        str(number),
+        f"show_tab('{tab_id}')",
+        f"Show {label}",
+        help_text,
+        "Panes",
+        False,
+    )
+
+
+def _area(
+    scope: str,
+    binding_id: str,
+    key: str,
+    action: str,
+    label: str,
+    help_text: str,
+    show: bool = True,
+    key_display: str | None = None,
+) -> ConsoleCommand:
+    """A key bound by one area (a widget or a screen), not by the app."""
+    return ConsoleCommand(
+        binding_id, key, action, label, help_text, SCOPES[scope], show, key_display, scope
     )
 
 
@@ -33,10 +70,11 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     ConsoleCommand(
         "palette",
-        "colon",
+        # Textual adds its own ctrl+p only when no binding runs the palette: name both.
+        "colon,ctrl+p",
         "command_palette",
         "Commands",
-        "Open the command palette (also ctrl+p)",
+        "Command palette (: or ctrl+p): every command and preset by name",
         key_display=":",
         show_in_footer=False,
     ),
@@ -112,9 +150,8 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "k",
         "kill_selected",
         "Kill",
-        "End the selected GPU process (asks first)",
+        "End the selected GPU process (asks first; offered on the Processes pane)",
         "Processes",
-        False,
     ),
     ConsoleCommand(
         "bench", "b", "bench", "Bench", "Run the profile's default benchmark preset", "Bench"
@@ -141,7 +178,72 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ConsoleCommand(
         "plan", "P", "show_tab('plan')", "Plan", "Show the deployment preflight", "Plan", False, "P"
     ),
+    _area(
+        "log", "log.search", "slash", "open_search", "Search", "Search the log (a regex)", True, "/"
+    ),
+    _area("log", "log.next", "n", "next_match", "Next match", "Jump to the next match", False),
+    _area(
+        "log",
+        "log.previous",
+        "N",
+        "previous_match",
+        "Previous",
+        "Jump to the previous match",
+        False,
+    ),
+    _area("log", "log.follow", "end", "follow", "Follow", "Follow the newest line again"),
+    _area(
+        "log", "log.filter", "f", "cycle_filter", "Filter", "Level filter: all, warnings, errors"
+    ),
+    _area(
+        "log",
+        "log.wrap",
+        "w",
+        "toggle_wrap",
+        "Wrap",
+        "Wrap long lines (follow mode is kept)",
+        False,
+    ),
+    _area("log", "log.times", "t", "toggle_timestamps", "Times", "Show each line's time", False),
+    _area(
+        "gpu", "gpu.topology", "t", "toggle_topology", "Topology", "GPU topology (focus on GPUs)"
+    ),
+    _area("gpu-table", "gpu.up", "up", "cursor_up", "Up", "Select the GPU above", False),
+    _area("gpu-table", "gpu.down", "down", "cursor_down", "Down", "Select the GPU below", False),
+    _area("gpu-table", "gpu.first", "home", "cursor_first", "First", "Select the first GPU", False),
+    _area("gpu-table", "gpu.last", "end", "cursor_last", "Last", "Select the last GPU", False),
+    # Listed for `?`; the Processes table binds its arrows itself.
+    _area(
+        "procs",
+        "procs.move",
+        "up,down",
+        "noop",
+        "Select",
+        "Select a process (then k)",
+        False,
+        "↑ ↓",
+    ),
+    _area("summary", "preview.help", "question_mark", "app.help", "Help", "These keys", True, "?"),
+    _area(
+        "summary",
+        "preview.close",
+        "escape,q",
+        "dismiss",
+        "Close",
+        "Close the preview",
+        True,
+        "esc q",
+    ),
+    _area(
+        "summary", "preview.export", "e", "export", "Export", "Write the summary to the data dir"
+    ),
+    _area("summary", "preview.refresh", "r", "recollect", "Refresh", "Collect the summary again"),
 )
+
+
+def commands_in(scope: str) -> tuple[ConsoleCommand, ...]:
+    """The commands one area binds (the app binds scope "app")."""
+    return tuple(command for command in COMMANDS if command.scope == scope)
 
 
 def command_by_id(binding_id: str) -> ConsoleCommand | None:

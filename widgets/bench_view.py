@@ -139,8 +139,10 @@ class BenchView(VerticalScroll):
     @staticmethod
     def _chart(levels: Sequence[LevelResult]) -> Table:
         chart = Table.grid(padding=(0, 1))
-        for _ in range(5):
-            chart.add_column(no_wrap=True)
+        # Bars shrink (cropped) when the pane is narrow; labels and figures never do.
+        for column in range(5):
+            bar = column in (1, 3)
+            chart.add_column(no_wrap=not bar, overflow="crop" if bar else "ellipsis")
         chart.add_row(Text("load", style="bold"), Text("output tok/s", style="bold"), "",
                       Text("TTFT p50", style="bold"), "")  # fmt: skip
         top_tok = max((level.output_throughput for level in levels), default=0.0)

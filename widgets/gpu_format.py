@@ -110,12 +110,15 @@ def duration(seconds: float | None) -> str:
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
-def fill_cell(rate_bytes_per_s: float | None, rising: bool, eta_s: float | None) -> str:
-    """ "1.5G/s 4m10s" while memory rises; empty once it has plateaued."""
+def fill_cell(rate_bytes_per_s: float | None, rising: bool) -> str:
+    """ "1.5G/s" while memory rises; empty once it is flat.
+
+    No per-GPU ETA: the Deck has one answer ("ready in about X" on the load strip),
+    which also counts the phases after the weights.
+    """
     if not rising or rate_bytes_per_s is None:
         return ""
-    eta = f" {duration(eta_s)}" if eta_s is not None else ""
-    return f"[cyan]{rate_bytes_per_s / GIB:.1f}G/s{eta}[/]"
+    return f"[cyan]{rate_bytes_per_s / GIB:.1f}G/s[/]"
 
 
 def sparkline(values: Sequence[float], width: int, top: float = 100.0) -> str:

@@ -20,6 +20,7 @@ from tui.gpu.history import GpuTrend
 from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_bytes
 from widgets import gpu_format as fmt
 from widgets.gpu_table import GpuTable, TableColumn, TableRow
+from widgets.keys import bindings_for
 
 FULL_LAYOUT_MIN_WIDTH = 150  # narrower terminals get the compact columns
 
@@ -76,9 +77,7 @@ def _gpu_cells(
     if trend is not None:
         cells["mem_hist"] = f"[magenta]{fmt.sparkline(trend.memory_used_pct, 12)}[/]"
         cells["util_hist"] = f"[green]{fmt.sparkline(trend.utilization_pct, 12)}[/]"
-        cells["fill"] = fmt.fill_cell(
-            trend.memory_fill_bytes_per_s, trend.memory_rising, trend.eta_to_target_s
-        )
+        cells["fill"] = fmt.fill_cell(trend.memory_fill_bytes_per_s, trend.memory_rising)
     return cells
 
 
@@ -113,9 +112,7 @@ class GpuPane(Widget):
     GpuPane > GpuTable { height: auto; max-height: 70%; }
     GpuPane > #gpu-detail { height: 1fr; padding: 0 1; }
     """
-    BINDINGS: ClassVar[list[Binding]] = [
-        Binding("t", "toggle_topology", "Topology", id="gpu.topology", tooltip="GPU topology"),
-    ]
+    BINDINGS: ClassVar[list[Binding]] = bindings_for("gpu")
 
     def __init__(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.load_eta import ReadyEstimate
 from tui.loadwatch import LoadProgress
 from tui.metrics import ServerMetrics
 
@@ -35,10 +36,34 @@ def _bar(fraction: float, width: int) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
+def render_ready(estimate: ReadyEstimate | None) -> Text:
+    """The one answer to "when is it ready", with what it is based on."""
+    text = Text()
+    if estimate is None:
+        return text
+    if estimate.remaining_s is None:
+        text.append("  ready time unknown until the shards load", style="dim")
+        return text
+    text.append(f"  ready in about {format_duration(estimate.remaining_s)}", style="bold")
+    if estimate.overdue_phase:
+        label = _PHASE_LABELS.get(estimate.overdue_phase, estimate.overdue_phase)
+        text.append(f" ({label} longer than usual)", style="yellow")
+    else:
+        text.append(f" ({estimate.basis})", style="dim")
+    return text
+
+
 def render_strip(
-    progress: LoadProgress | None, metrics: ServerMetrics | None, bar_width: int = 24
+    progress: LoadProgress | None,
+    metrics: ServerMetrics | None,
+    bar_width: int = 24,
+    ready: ReadyEstimate | None = None,
 ) -> Text:
-    """The strip's text; a pure function so it can be tested without an app."""
+    """The strip's text; a pure function so it can be tested without an app.
+
+    The only ETA is `ready`: the weights' own ETA leaves out compile, KV-cache
+    profiling and CUDA graphs, and a second, shorter number would contradict it.
+    """
     text = Text()
     if progress is None:
         text.append("no load seen in the log yet", style="dim")
@@ -52,10 +77,8 @@ def render_strip(
             text.append(f"  shard {done}/{progress.shards_total} ")
             text.append(_bar(pct / 100, bar_width), style="cyan")
             text.append(f" {pct:3.0f}%")
-        if progress.eta_s is not None:
-            text.append(f"  ETA {format_duration(progress.eta_s)}", style="bold")
-        if progress.load_elapsed_s is not None and progress.is_loading:
-            text.append(f"  total {format_duration(progress.load_elapsed_s)}", style="dim")
+        if progress.is_loading or (phase == "serving" and not progress.ready):
+            text.append_text(render_ready(ready))
         if phase == "failed" and progress.failure_line:
             text.append(f"  {progress.failure_line}", style="red")
         if phase == "serving":
@@ -86,8 +109,17 @@ class LoadStrip(Static):
         super().__init__("", id=id)
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
+        self.ready: ReadyEstimate | None = None
 
-    def show(self, progress: LoadProgress | None, metrics: ServerMetrics | None = None) -> None:
+    def show(
+        self,
+        progress: LoadProgress | None,
+        metrics: ServerMetrics | None = None,
+        ready: ReadyEstimate | None = None,
+    ) -> None:
         self.progress = progress
         self.metrics = metrics
-        self.update(render_strip(progress, metrics))
+        self.ready = ready
+        # 80 columns hold the phase, shard count, a short bar and the ready time on one line.
+        bar_width = max(6, min(24, self.size.width - 70)) if self.size.width else 24
+        self.update(render_strip(progress, metrics, bar_width, ready))

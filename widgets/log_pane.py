@@ -17,15 +17,17 @@ from typing import ClassVar
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widgets import Input, Log
+from textual.widgets import Input, Log, Static
 
 from tui.logs.export import export_lines
 from tui.logs.line import LEVEL_RANK, Level, LogLine, strip_ansi
+from widgets.keys import bindings_for
 
 FILTERS = {"all": Level.DEBUG, "warnings": Level.WARNING, "errors": Level.ERROR}
+_FILTER_NAMES = {"warnings": "warnings and errors", "errors": "errors only"}
 _LEVEL_STYLES = (
     (re.compile(r"\b(ERROR|CRITICAL|Traceback)\b|\w+Error\b"), "bold red"),
     (re.compile(r"\bWARN(?:ING)?\b|\w+Warning\b"), "yellow"),
@@ -60,16 +62,10 @@ class LogPane(Vertical):
     LogPane > Log { height: 1fr; }
     LogPane > Input { dock: bottom; display: none; }
     LogPane > Input.-active { display: block; }
+    LogPane > #log-status { dock: bottom; height: 1; display: none; background: $panel; }
+    LogPane > #log-status.-shown { display: block; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "open_search", "Search", id="log.search"),
-        Binding("n", "next_match", "Next match", show=False, id="log.next"),
-        Binding("N", "previous_match", "Previous match", show=False, id="log.previous"),
-        Binding("end", "follow", "Follow", id="log.follow"),
-        Binding("f", "cycle_filter", "Filter", id="log.filter"),
-        Binding("w", "toggle_wrap", "Wrap", id="log.wrap"),
-        Binding("t", "toggle_timestamps", "Times", id="log.times"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(bindings_for("log"))
 
     follow: reactive[bool] = reactive(True)
     level_filter: reactive[str] = reactive("all")
@@ -93,12 +89,16 @@ class LogPane(Vertical):
         self._matches: list[int] = []
         self._match_index = -1
         self.search_text = ""
+        self.search_error: str | None = None
+        self._shown_entries = 0  # buffer lines the level filter lets through
+        self._holding_follow = False
 
     def compose(self) -> ComposeResult:
         log = Log(max_lines=self.max_lines, highlight=True, auto_scroll=True)
         log.highlighter = self._highlighter
         log.can_focus = True
         yield log
+        yield Static("", id="log-status")
         yield Input(placeholder="search (regex)", id="log-search")
 
     @property
@@ -151,9 +151,14 @@ class LogPane(Vertical):
         batch = self._pending[:FLUSH_CHUNK_LINES]
         del self._pending[:FLUSH_CHUNK_LINES]
         self.buffer.extend(batch)
+        self._shown_entries = min(
+            len(self.buffer), self._shown_entries + sum(1 for line in batch if self._visible(line))
+        )
         texts = self._format(batch)
         if texts:
             self.log_view.write_lines(texts, scroll_end=self.follow)
+        if self.level_filter != "all" or self.search_text:
+            self._show_status()
         if self._pending:
             self.call_later(self.flush)
 
@@ -163,16 +168,36 @@ class LogPane(Vertical):
         self._pending = []
 
     def _rerender(self) -> None:
+        """Redraw the whole buffer (filter, wrap, times changed); follow mode is kept.
+
+        Clearing the Log scrolls it to the top, which would read as the operator
+        scrolling up: hold the follow state until the redraw has settled.
+        """
         self._take_all_pending()
+        following = self.follow
+        self._holding_follow = True
         log = self.log_view
         log.clear()
-        log.write_lines(self._format(list(self.buffer)), scroll_end=self.follow)
+        entries = list(self.buffer)
+        self._shown_entries = sum(1 for line in entries if self._visible(line))
+        log.write_lines(self._format(entries), scroll_end=following)
         if self.search_text:
             self._find(self.search_text)
+        self._show_status()
+
+        def settle() -> None:
+            self._holding_follow = False
+            self.follow = following
+            if following:
+                log.scroll_end(animate=False)
+
+        self.call_after_refresh(settle)
 
     # ---- follow ---------------------------------------------------------
     def _scrolled(self, old_y: float, new_y: float) -> None:
         """Only a move up is the operator's; reaching the end again resumes following."""
+        if self._holding_follow:
+            return
         log = self.log_view
         at_end = new_y >= log.max_scroll_y - 1
         if new_y < old_y - 0.5 and not at_end and self.follow:
@@ -189,6 +214,7 @@ class LogPane(Vertical):
     def watch_follow(self, follow: bool) -> None:
         if self.is_mounted:
             self.log_view.auto_scroll = follow
+            self._show_status()
 
     def action_follow(self) -> None:
         self.follow = True
@@ -224,38 +250,75 @@ class LogPane(Vertical):
         self.search(event.value)
 
     def search(self, text: str) -> int:
-        """Highlight `text` (a regex, or literal if it is not one) and jump to the first match."""
+        """Highlight matches of the regex `text` and jump to the first; 0 on a bad regex."""
         self.search_text = text
         count = self._find(text)
         if count:
             self._match_index = -1
             self.action_next_match()
+        self._show_status()
         return count
 
     def _find(self, text: str) -> int:
-        if not text:
-            self._highlighter.search = None
-            self._matches = []
-        else:
+        self.search_error = None
+        pattern: re.Pattern[str] | None = None
+        if text:
             try:
                 pattern = re.compile(text, re.IGNORECASE)
-            except re.error:
-                pattern = re.compile(re.escape(text), re.IGNORECASE)
-            self._highlighter.search = pattern
-            self._matches = [
-                i for i, line in enumerate(self.log_view.lines) if pattern.search(line)
-            ]
+            except re.error as error:
+                self.search_error = f"bad regex {text!r}: {error}"
+        self._highlighter.search = pattern
+        self._matches = (
+            []
+            if pattern is None
+            else [i for i, line in enumerate(self.log_view.lines) if pattern.search(line)]
+        )
         self.log_view.notify_style_update()
         self.log_view.refresh()
         return len(self._matches)
 
     def _jump(self, step: int) -> None:
         if not self._matches:
+            self._show_status()
             return
         self._match_index = (self._match_index + step) % len(self._matches)
         self.follow = False
         y = self._matches[self._match_index]
         self.log_view.scroll_to(y=max(0, y - 2), animate=False)
+        self._show_status()
+
+    # ---- the status line -----------------------------------------------
+    def status_text(self) -> str:
+        """What the view hides or found, in one line; empty when it shows everything."""
+        parts: list[str] = []
+        total = len(self.buffer)
+        if self.level_filter != "all":
+            shown = self._shown_entries
+            name = _FILTER_NAMES[self.level_filter]
+            if shown == 0 and total:
+                parts.append(f"filter {name}: none of {total:,} lines (f: all)")
+            else:
+                parts.append(f"filter {name}: {shown:,} of {total:,} lines (f: next)")
+        if self.search_error:
+            parts.append(self.search_error)
+        elif self.search_text:
+            count = len(self._matches)
+            if not count:
+                parts.append(f"/{self.search_text}: no match")
+            else:
+                at = f"{self._match_index + 1}/" if self._match_index >= 0 else ""
+                parts.append(f"/{self.search_text}: {at}{count} match{'es' if count > 1 else ''}")
+        if parts and not self.follow:
+            parts.append("paused (End follows)")
+        return "  ·  ".join(parts)
+
+    def _show_status(self) -> None:
+        if not self.is_mounted:
+            return
+        text = self.status_text()
+        status = self.query_one("#log-status", Static)
+        status.set_class(bool(text), "-shown")
+        status.update(text)
 
     def action_next_match(self) -> None:
         self._jump(1)

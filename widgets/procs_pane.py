@@ -74,7 +74,7 @@ class ProcsPane(DataTable[Text]):
                 cells = self.cells(proc, now_s)
                 if key in self._processes:
                     for column, value in cells.items():
-                        self.update_cell(key, column, value)
+                        self.update_cell(key, column, value, update_width=True)
                 else:
                     self.add_row(*(cells[column] for column, _ in COLUMNS), key=key)
         self._processes = fresh

@@ -36,15 +36,23 @@ class ServiceLine(Static):
             f"{state.active_state} ({state.sub_state})",
             style=_STATE_STYLES.get(state.active_state, ""),
         )
-        if state.main_pid:
-            line.append(f"  pid {state.main_pid}")
-        if state.started_at_s and state.is_active:
-            line.append("  since " + time.strftime("%H:%M:%S", time.localtime(state.started_at_s)))
-        if state.n_restarts:
-            line.append(f"  restarts {state.n_restarts}", style="yellow")
-        if state.is_failed and state.result:
-            line.append(f"  result {state.result}", style="red")
+        # Readiness next to the state; the rest only as far as it fits whole (80 columns
+        # hold the unit, its state and readiness, not always its pid and start time).
         line.append("  ")
         line.append("● ready" if ready else "○ not serving", style="bold green" if ready else "dim")
-        line.append(f"  on {host_label}", style="dim")
+        extras: list[tuple[str, str]] = []
+        if state.is_failed and state.result:
+            extras.append((f"  result {state.result}", "red"))
+        if state.n_restarts:
+            extras.append((f"  restarts {state.n_restarts}", "yellow"))
+        if state.main_pid:
+            extras.append((f"  pid {state.main_pid}", ""))
+        if state.started_at_s and state.is_active:
+            started = time.strftime("%H:%M:%S", time.localtime(state.started_at_s))
+            extras.append((f"  since {started}", ""))
+        extras.append((f"  on {host_label}", "dim"))
+        room = self.content_region.width or 200
+        for text, style in extras:
+            if line.cell_len + len(text) <= room:
+                line.append(text, style=style)
         self.update(line)

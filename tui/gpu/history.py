@@ -18,10 +18,6 @@ from tui.gpu.model import GpuBoxSnapshot
 MIB = 1024**2
 
 
-# Memory that has not grown over this long is on its plateau, whatever the regression says.
-PLATEAU_WINDOW_S = 3.0
-
-
 @dataclass(frozen=True, slots=True)
 class GpuTrend:
     """What the history says about one GPU: sparkline series (oldest first) and fill rate."""
@@ -137,13 +133,10 @@ class GpuHistory:
         )
 
     def _still_rising(self, recent: list[tuple[float, float]]) -> bool:
-        """The regression window lags a plateau by seconds: also require growth just now."""
-        last_t, last_used = recent[-1]
-        earlier = [(t, used) for t, used in recent if last_t - t >= PLATEAU_WINDOW_S]
-        if not earlier:
-            return True
-        t, used = earlier[-1]
-        return (last_used - used) / (last_t - t) > self.rising_threshold_bytes_per_s
+        """The regression window lags a plateau by seconds: memory must also have grown
+        since the previous sample, so the fill rate goes the tick memory is flat."""
+        (t0, used0), (t1, used1) = recent[-2], recent[-1]
+        return t1 > t0 and (used1 - used0) / (t1 - t0) > self.rising_threshold_bytes_per_s
 
     def trends(self) -> Mapping[int, GpuTrend]:
         return {index: self.trend(index) for index in sorted(self._points)}

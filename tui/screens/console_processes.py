@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,7 @@ class ProcessesMixin:
         if count:
             status += f"; {count} leftover(s): press K to clean up"
         self.query_one("#procs-status", Static).update(status)
+        self.refresh_bindings()  # K is offered only while there are leftovers
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
         if self.query_one(TabbedContent).active == "procs":
             self.poll_later(PROCS_POLL_S, self._refresh_procs, "procs-poll")
@@ -86,9 +88,12 @@ class ProcessesMixin:
 
     @work(exclusive=True, group="kill")
     async def _kill(self, confirmation: KillConfirmation) -> None:
+        final: list[GpuBoxSnapshot] = []  # the kill's last GPU re-check
+
         async def reread() -> GpuBoxSnapshot | None:
             source = await self.deck.gpu_source()
             snapshot = await source.sample()
+            final[:] = [snapshot]
             return snapshot if snapshot.available else None
 
         try:
@@ -103,11 +108,25 @@ class ProcessesMixin:
             )
         except ServedeckError as error:
             self.post_message(self.KillDone(None, str(error)))
-        else:
-            self.post_message(self.KillDone(report))
+            return
+        # List from that re-check, not from the console's last GPU sample: an older sample
+        # still names the killed workers, which then show as defunct while the report
+        # says their memory was freed.
+        listing = None
+        if final and final[0].available:
+            with contextlib.suppress(ServedeckError):
+                listing = await list_gpu_processes(
+                    self.deck.host, final[0], await deck_context(self.deck)
+                )
+        self.post_message(self.KillDone(report, listing=listing, gpu=final[0] if listing else None))
 
     @while_open
     def on_servedeck_app_kill_done(self, message: ServedeckApp.KillDone) -> None:
+        gpu = message.gpu
+        if gpu is not None and (self.last_gpu is None or gpu.taken_at_s > self.last_gpu.taken_at_s):
+            self._show_gpus(gpu)  # a fresher sample: later polls must not list from an older one
+        if message.listing is not None:
+            self.on_servedeck_app_procs_update(self.ProcsUpdate(message.listing))
         if message.report is None:
             self.notify(f"kill failed: {message.error}", severity="error", timeout=10)
         else:
@@ -115,4 +134,5 @@ class ProcessesMixin:
             self.notify(
                 message.report.summary_line(), title="Processes", severity=severity, timeout=10
             )
-        self._refresh_procs()
+        if message.listing is None:
+            self._refresh_procs()

@@ -1,4 +1,7 @@
-"""The `?` screen: every key, taken from the live bindings so remapped keys show truly."""
+"""The `?` screen: every key from the one command table, those that work here first.
+
+Keys show as the live keymap has them, so remapped keys show truly.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,28 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui.keymap import ConsoleCommand
+from tui.keymap import SCOPES, ConsoleCommand
+
+
+def keys_table(
+    title: str,
+    commands: tuple[ConsoleCommand, ...],
+    keys_by_id: dict[str, str],
+    scopes: tuple[str, ...],
+) -> Table:
+    """One table of the keys of `scopes`, grouped by area in the table's order."""
+    table = Table(title=title, expand=True, show_edge=False, title_justify="left")
+    table.add_column("Key", style="bold cyan", no_wrap=True)
+    table.add_column("Where", style="dim", no_wrap=True)
+    table.add_column("What it does")
+    for scope in scopes:
+        for command in commands:
+            if command.scope != scope:
+                continue
+            key = keys_by_id.get(command.binding_id, command.key_display or command.key)
+            where = command.group if scope == "app" else SCOPES[scope]
+            table.add_row(key, where, command.help)
+    return table
 
 
 class HelpScreen(ModalScreen[None]):
@@ -25,24 +49,30 @@ class HelpScreen(ModalScreen[None]):
     ]
 
     def __init__(
-        self, commands: tuple[ConsoleCommand, ...], keys_by_id: dict[str, str], extra: str = ""
+        self,
+        commands: tuple[ConsoleCommand, ...],
+        keys_by_id: dict[str, str],
+        extra: str = "",
+        here: tuple[str, ...] = ("app",),
     ) -> None:
         super().__init__()
         self._commands = commands
         self._keys_by_id = keys_by_id
         self._extra = extra
+        self._here = here
 
     def compose(self) -> ComposeResult:
-        table = Table(title="servedeck keys", expand=True, show_edge=False)
-        table.add_column("Key", style="bold cyan", no_wrap=True)
-        table.add_column("Pane", style="dim", no_wrap=True)
-        table.add_column("What it does")
-        for command in self._commands:
-            key = self._keys_by_id.get(command.binding_id, command.key_display or command.key)
-            table.add_row(key, command.group, command.help)
-        table.add_row("ctrl+p", "General", "Command palette: every command by name")
+        elsewhere = tuple(scope for scope in SCOPES if scope not in self._here)
         with VerticalScroll():
-            yield Static(table)
+            yield Static(
+                keys_table("Keys that work here", self._commands, self._keys_by_id, self._here),
+                id="help-here",
+            )
+            if elsewhere:
+                yield Static(
+                    keys_table("Keys of other areas", self._commands, self._keys_by_id, elsewhere),
+                    id="help-elsewhere",
+                )
             if self._extra:
                 yield Static(self._extra)
             yield Static("[dim]escape, q or ? closes this screen[/]")

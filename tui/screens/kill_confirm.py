@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -28,22 +29,93 @@ class KillConfirmation:
     confirmed_foreign: frozenset[int]
 
 
+_HEADERS = ("Host", "PID", "Class", "User", "Started", "GPU memory", "Command")
+# The narrowest Command column worth a table; below it each process gets a block.
+_MIN_COMMAND_CELLS = 16
+
+
+def _cells(host_label: str, proc: GpuProcess) -> tuple[str, ...]:
+    return (
+        host_label,
+        str(proc.pid),
+        proc.klass,
+        proc.user,
+        format_start(proc.start_time_s),
+        format_memory(proc.gpu_memory_bytes),
+        proc.command[:200],
+    )
+
+
+def _class_text(proc: GpuProcess) -> Text:
+    return Text(proc.klass, style="bold red" if proc.klass == "foreign" else "bold yellow")
+
+
 def targets_table(host_label: str, targets: Sequence[GpuProcess]) -> Table:
     table = Table(expand=True, show_edge=False, pad_edge=False)
-    for header in ("Host", "PID", "Class", "User", "Started", "GPU memory", "Command"):
+    for header in _HEADERS:
         table.add_column(header, overflow="fold", no_wrap=header != "Command")
     for proc in targets:
-        style = "bold red" if proc.klass == "foreign" else ""
-        table.add_row(
-            host_label,
-            str(proc.pid),
-            Text(proc.klass, style=style or "bold yellow"),
-            proc.user,
-            format_start(proc.start_time_s),
-            format_memory(proc.gpu_memory_bytes),
-            proc.command[:200],
-        )
+        cells = _cells(host_label, proc)
+        table.add_row(*cells[:2], _class_text(proc), *cells[3:])
     return table
+
+
+def target_blocks(host_label: str, targets: Sequence[GpuProcess]) -> Group:
+    """One block per process: every figure whole on its own line, the command folded."""
+    blocks: list[Text] = []
+    for proc in targets:
+        block = Text()
+        block.append(f"PID {proc.pid}", style="bold")
+        block.append("  ")
+        block.append_text(_class_text(proc))
+        block.append(f"  on {host_label}\n")
+        block.append(f"user {proc.user}  started {format_start(proc.start_time_s)}\n")
+        block.append(f"GPU memory {format_memory(proc.gpu_memory_bytes)}")
+        if proc.gpu_indices:
+            block.append(f" on GPU {','.join(str(i) for i in proc.gpu_indices)}")
+        block.append("\n")
+        block.append(proc.command[:200], style="dim")
+        block.overflow = "fold"
+        blocks.append(block)
+        blocks.append(Text(""))
+    return Group(*blocks[:-1])
+
+
+class KillTargets:
+    """The targets as a table when it fits the width whole, else one block per process.
+
+    A destructive dialog never cuts a PID, a user or a memory figure: Rich would
+    ellipsize no-wrap cells of a table too wide for the terminal (80 columns).
+    """
+
+    def __init__(self, host_label: str, targets: Sequence[GpuProcess]) -> None:
+        self.host_label = host_label
+        self.targets = tuple(targets)
+
+    def table_width(self) -> int:
+        """Columns a table needs with every cell but the command whole."""
+        rows = [_HEADERS, *(_cells(self.host_label, proc) for proc in self.targets)]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS) - 1)]
+        separators = 3 * (len(_HEADERS) - 1)  # " │ " between columns
+        return sum(widths) + separators + _MIN_COMMAND_CELLS
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.table_width() <= options.max_width:
+            yield targets_table(self.host_label, self.targets)
+        else:
+            yield target_blocks(self.host_label, self.targets)
+
+
+def service_warning(targets: Sequence[GpuProcess]) -> str | None:
+    """Killing a live rank of the running service takes the whole engine down: say so."""
+    ranks = [proc for proc in targets if proc.klass == "service"]
+    if not ranks:
+        return None
+    pids = " ".join(str(proc.pid) for proc in ranks)
+    return (
+        f"PID {pids} belongs to the running service: killing it takes the running engine "
+        "down (every request fails until it is restarted)."
+    )
 
 
 class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
@@ -60,7 +132,20 @@ class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
         max-height: 90%;
         border: thick $error;
         background: $surface;
-        padding: 1 2;
+        padding: 0 1;
+    }
+    /* Many targets scroll; the buttons stay on screen at 24 rows. */
+    KillConfirmScreen #kill-targets-scroll {
+        height: auto;
+        max-height: 40vh;
+    }
+    KillConfirmScreen Label {
+        width: 100%;
+    }
+    KillConfirmScreen #kill-service-warning {
+        color: $error;
+        text-style: bold;
+        margin-top: 1;
     }
     KillConfirmScreen #kill-foreign-warning {
         color: $error;
@@ -68,7 +153,6 @@ class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
     }
     KillConfirmScreen Horizontal {
         height: auto;
-        margin-top: 1;
     }
     KillConfirmScreen Button {
         margin-right: 2;
@@ -93,7 +177,11 @@ class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
                 f"SIGTERM, then SIGKILL after {self.timeout_s:g} s.",
                 id="kill-title",
             )
-            yield Static(targets_table(self.host_label, self.targets), id="kill-targets")
+            with VerticalScroll(id="kill-targets-scroll"):
+                yield Static(KillTargets(self.host_label, self.targets), id="kill-targets")
+            warning = service_warning(self.targets)
+            if warning:
+                yield Label(warning, id="kill-service-warning")
             if self.foreign:
                 pids = " ".join(str(proc.pid) for proc in self.foreign)
                 yield Label(

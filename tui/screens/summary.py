@@ -8,11 +8,11 @@ from pathlib import Path
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.message import Message
 from textual.screen import ModalScreen
 
 from tui.errors import ServedeckError
+from widgets.keys import bindings_for
 from widgets.summary_view import SummaryView
 
 Collect = Callable[[], Awaitable[str]]
@@ -28,11 +28,8 @@ class SummaryScreen(ModalScreen[None]):
         width: 96%; height: 94%; border: round $accent; background: $surface;
     }
     """
-    BINDINGS = [
-        Binding("escape,q", "dismiss", "Close", id="summary-close"),
-        Binding("e", "export", "Export", id="summary-export"),
-        Binding("r", "recollect", "Refresh", id="summary-refresh"),
-    ]
+    BINDINGS = bindings_for("summary")
+    KEY_SCOPE = "summary"  # `?` over the preview lists these keys first
 
     @dataclass
     class Collected(Message):

@@ -32,6 +32,22 @@ FP8_ERROR = (
     "weight quantization block_n = 128."
 )
 SITE = "/opt/vllm/venv/lib/python3.12/site-packages/vllm"
+# WARNING lines real vLLM loads print (the first from tests/fixtures/vllm-0.32-cpu), so the
+# log pane's level filter has something to show on the demo.
+ULIMIT_WARNING = (
+    "Found ulimit of 20000 and failed to automatically increase with error current limit "
+    "exceeds maximum limit. This can cause fd limit errors like `OSError: [Errno 24] Too many "
+    "open files`. Consider increasing with ulimit -n"
+)
+ALLREDUCE_WARNING = (
+    "Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs. "
+    "To silence this warning, specify disable_custom_all_reduce=True explicitly."
+)
+MOE_CONFIG_WARNING = (
+    "Using default MoE config. Performance might be sub-optimal! Config file not found at "
+    f"{SITE}/model_executor/layers/fused_moe/configs/E=384,N=256,"
+    "device_name=NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition.json"
+)
 FP8_TRACEBACK = (
     "Traceback (most recent call last):",
     f'  File "{SITE}/v1/executor/multiproc_executor.py", line 743, in worker_main',
@@ -137,6 +153,7 @@ class LoadSequence:
         )
         self.api("model.py:733", "Resolved architecture: KimiK25ForConditionalGeneration")
         self.api("model.py:2152", f"Using max model len {s.max_model_len}")
+        self.api("system_utils.py:255", ULIMIT_WARNING, "WARNING")  # as real vLLM logs it
         await asyncio.sleep(self._phase_s("starting") / 2)
         self.core(
             "core.py:133",
@@ -151,6 +168,9 @@ class LoadSequence:
                 "parallel_state.py:1906",
                 f"world_size={s.tp} rank={rank} local_rank={rank} backend=nccl",
             )
+        if s.tp > 2:  # the simulated box is PCIe only: vLLM warns on every rank
+            for rank in range(s.tp):
+                self.worker(rank, "custom_all_reduce.py:154", ALLREDUCE_WARNING, "WARNING")
         await asyncio.sleep(self._phase_s("starting") / 2)
         self._check_free_memory()
         await self._weights()
@@ -259,6 +279,7 @@ class LoadSequence:
     async def _kv_cache(self) -> None:
         s = self.s
         self.set_phase("kv_cache")
+        self.worker(0, "fused_moe.py:1066", MOE_CONFIG_WARNING, "WARNING")
         await asyncio.sleep(self._phase_s("kv_cache") / 2)
         self.worker(
             0, "gpu_worker.py:298", f"Available KV cache memory: {s.kv_bytes_per_gpu / GIB:.2f} GiB"

@@ -1,0 +1,62 @@
+"""Which console actions can be done now, and which keys belong where the operator is.
+
+Plain rules (no Textual): the app asks them for its footer, its keys, its command
+palette and its `?` screen, so all four offer the same things.
+"""
+
+from __future__ import annotations
+
+# Actions that change the host: none of them in read-only mode.
+_CHANGING = frozenset({"service", "kill_leftovers", "kill_selected"})
+# The pane each tab shows first: focus goes there so its keys work without Tab.
+_FOCUS_BY_TAB = {"deck": "#log-pane Log", "procs": "#procs-pane"}
+# The key areas of each tab, besides the keys that work everywhere.
+_SCOPES_BY_TAB = {"deck": ("log", "gpu", "gpu-table"), "procs": ("procs",)}
+
+
+def action_offered(
+    action: str,
+    parameters: tuple[object, ...],
+    *,
+    read_only: bool,
+    has_unit: bool,
+    active: bool | None,
+    leftovers: int | None = None,
+    tab: str | None = None,
+) -> bool:
+    """False when the action cannot be done now (Textual then hides its key and ignores it).
+
+    `active` is the unit's state: None while it is unknown (nothing to offer then).
+    `leftovers` counts the last listing's leftovers: None while none was taken (the
+    cleanup lists first, so it is offered). `tab` is the pane on screen.
+    """
+    if action in _CHANGING and read_only:
+        return False
+    if action == "kill_leftovers":
+        return leftovers is None or leftovers > 0
+    if action == "kill_selected":  # a selection exists only on the Processes pane
+        return tab in (None, "procs")
+    if action != "service":
+        return True
+    if not has_unit or active is None:
+        return False
+    verb = parameters[0] if parameters else ""
+    if verb == "start":
+        return not active
+    return bool(active)  # stop and restart act on a running service
+
+
+def focus_target(tab_id: str) -> str | None:
+    """The selector of the widget that takes the focus when a tab is shown."""
+    return _FOCUS_BY_TAB.get(tab_id)
+
+
+def help_scopes(tab_id: str, screen_scope: str | None = None) -> tuple[str, ...]:
+    """The key areas that work where the operator is (listed first by `?`), "app" last.
+
+    `screen_scope` names the area of a preview screen on top (e.g. "summary"): a modal
+    screen takes every key, so only its own work there.
+    """
+    if screen_scope is not None:
+        return (screen_scope,)
+    return (*_SCOPES_BY_TAB.get(tab_id, ()), "app")  # the area's own keys first
