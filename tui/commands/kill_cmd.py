@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 
 from tui.commands._target import deck_from_args
@@ -84,8 +85,8 @@ def confirm(targets: list[GpuProcess], args: argparse.Namespace) -> set[int] | N
 
 
 def _kill(args: argparse.Namespace) -> int:
-    if args.timeout <= 0:
-        raise UsageError("kill: --timeout must be a positive number of seconds")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise UsageError("kill: --timeout must be a positive, finite number of seconds")
     deck = deck_from_args(args)
     profile, host = deck.profile, deck.host
 

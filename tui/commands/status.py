@@ -91,12 +91,18 @@ def _text(report: dict[str, Any]) -> str:
         out.append(f"http    {state}; models: {', '.join(ready['models']) or '-'}")
     metrics = report.get("metrics")
     if metrics:
+        kv = metrics["kv_cache_usage_pct"]
         out.append(
-            f"metrics running {metrics['running_reqs']}, waiting {metrics['waiting_reqs']}, "
-            f"KV {metrics['kv_cache_usage_pct']}% ({metrics['source']})"
+            f"metrics running {_na(metrics['running_reqs'])}, "
+            f"waiting {_na(metrics['waiting_reqs'])}, "
+            f"KV {'n/a' if kv is None else f'{kv:.1f}%'} ({metrics['source']})"
         )
     out.extend(f"warning {error}" for error in report["errors"])
     return "\n".join(out)
+
+
+def _na(value: object) -> str:
+    return "n/a" if value is None else str(value)
 
 
 def run_status(args: argparse.Namespace) -> int:
