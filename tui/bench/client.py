@@ -13,9 +13,10 @@ lines are decoded; every event in one read shares that read's timestamp
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -70,6 +71,37 @@ def _error_text(data: Mapping[str, Any]) -> str:
     return _short(str(error))
 
 
+class BadChunk(ValueError):
+    """An SSE data line that is JSON but not a chunk object (`data: 123`, `data: null`)."""
+
+
+def _chunk_tokens(data: Any) -> tuple[bool, str | None, tuple[int, int | None] | None]:
+    """(has choices, error text, (completion, prompt) tokens) of one decoded SSE chunk.
+
+    Anything that is not the OpenAI chunk shape raises BadChunk: that request fails,
+    the run goes on.
+    """
+    if not isinstance(data, Mapping):
+        raise BadChunk(f"chunk is {type(data).__name__}, not a JSON object")
+    choices = data.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        raise BadChunk(f"choices is {type(choices).__name__}, not an array")
+    error = _error_text(data) if "error" in data and not choices else None
+    usage = data.get("usage")
+    tokens = None
+    if usage is not None:
+        if not isinstance(usage, Mapping):
+            raise BadChunk(f"usage is {type(usage).__name__}, not an object")
+        completion = usage.get("completion_tokens")
+        if completion is not None:
+            prompt = usage.get("prompt_tokens")
+            for value in (completion, prompt):
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                    raise BadChunk("usage token counts are not integers")
+            tokens = (completion, prompt)
+    return bool(choices), error, tokens
+
+
 async def stream_request(
     client: httpx.AsyncClient,
     url: str,
@@ -77,8 +109,47 @@ async def stream_request(
     outcome: RequestOutcome,
     *,
     read_timeout_s: float | None = None,
+    total_timeout_s: float | None = None,
 ) -> RequestOutcome:
-    """Send one streaming request and fill `outcome`; never raises except on cancellation."""
+    """Send one streaming request and fill `outcome`; never raises except on cancellation.
+
+    Two deadlines end a request that would otherwise never finish: `read_timeout_s`
+    without a token (SSE keep-alive comments do not count, so a server that only
+    sends those, or hangs after its headers, is caught) and `total_timeout_s` for
+    the whole request.
+    """
+    loop = asyncio.get_running_loop()
+    opened = loop.time()
+    total_deadline = opened + total_timeout_s if total_timeout_s else None
+
+    def next_deadline() -> float | None:
+        idle = loop.time() + read_timeout_s if read_timeout_s else None
+        if idle is None or total_deadline is None:
+            return idle if idle is not None else total_deadline
+        return min(idle, total_deadline)
+
+    try:
+        async with asyncio.timeout_at(next_deadline()) as timer:
+            await _stream(client, url, payload, outcome, timer, next_deadline, read_timeout_s)
+    except TimeoutError:
+        outcome.end_s = time.perf_counter()
+        if total_deadline is not None and loop.time() >= total_deadline - 0.05:
+            outcome.error = f"request ran past its {total_timeout_s:g} s total deadline"
+        else:
+            what = "token" if outcome.chunks else "first token"
+            outcome.error = f"no {what} for {read_timeout_s:g} s (stalled stream or server)"
+    return outcome
+
+
+async def _stream(
+    client: httpx.AsyncClient,
+    url: str,
+    payload: Mapping[str, Any],
+    outcome: RequestOutcome,
+    timer: asyncio.Timeout,
+    next_deadline: Callable[[], float | None],
+    read_timeout_s: float | None,
+) -> RequestOutcome:
     perf_counter = time.perf_counter
     loads = json.loads
     start = perf_counter()
@@ -110,22 +181,20 @@ async def stream_request(
                         if body_bytes == b"[DONE]":
                             done = True
                             continue
-                        data = loads(body_bytes)
-                        if data.get("choices"):
+                        has_choices, error, tokens = _chunk_tokens(loads(body_bytes))
+                        if has_choices:
                             if outcome.chunks == 0:
                                 outcome.ttft_s = now - start
                             else:
                                 outcome.itl_s.append(now - last_choice_at)
                             outcome.chunks += 1
                             last_choice_at = now
-                        elif "error" in data:
-                            outcome.error = f"server error in stream: {_error_text(data)}"
-                        usage = data.get("usage")
-                        if usage and usage.get("completion_tokens") is not None:
-                            outcome.output_tokens = int(usage["completion_tokens"])
-                            outcome.prompt_tokens = int(usage.get("prompt_tokens") or 0) or (
-                                outcome.prompt_tokens
-                            )
+                            timer.reschedule(next_deadline())
+                        elif error is not None:
+                            outcome.error = f"server error in stream: {error}"
+                        if tokens is not None:
+                            outcome.output_tokens = tokens[0]
+                            outcome.prompt_tokens = tokens[1] or outcome.prompt_tokens
                             outcome.usage_seen = True
     except httpx.TimeoutException as error:
         kind = type(error).__name__
@@ -133,8 +202,8 @@ async def stream_request(
         outcome.error = f"{kind}{limit} (stalled stream or server)"
     except httpx.HTTPError as error:
         outcome.error = f"{type(error).__name__}: {_short(str(error)) or 'connection lost'}"
-    except ValueError as error:
-        outcome.error = f"bad SSE data: {_short(str(error))}"
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, BadChunk, deep JSON
+        outcome.error = f"bad SSE data: {_short(str(error)) or type(error).__name__}"
     finally:
         outcome.end_s = perf_counter()
     if outcome.error:
