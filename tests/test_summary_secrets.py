@@ -139,7 +139,8 @@ async def test_no_planted_secret_reaches_the_summary(
     # the planted log line really was read (so the redaction above was put to work)
     assert inputs.load is not None and SECRETS["log env"] in (inputs.load.last_error_line or "")
     assert "Last error: `env HF_TOKEN=[REDACTED] key [REDACTED]`" in markdown
-    assert any(SECRETS["audit"] in i.text for i in inputs.incidents)
+    # the audit log itself is written redacted now (nested records too); the incident is read
+    assert any("--api-key [REDACTED]" in i.text for i in inputs.incidents)
 
 
 def test_colon_form_keeps_short_prose_and_redacts_values() -> None:

@@ -44,18 +44,26 @@ from tui.bench.workload import (
     make_prompts,
     words_for_tokens,
 )
+from tui.redact import redact_data
 
 STREAMS_PER_PROCESS = 256
 
 
+_KNOWN_SECRETS: list[str] = []  # the API key, once read: never in any event
+
+
 def emit(event: str, **fields: Any) -> None:
-    """One event line on stdout, flushed at once."""
-    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    """One event line on stdout, flushed at once; secrets redacted before serialising."""
+    record = redact_data({"event": event, **fields}, _KNOWN_SECRETS)
+    sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()
 
 
 def api_key_for(spec: BenchSpec) -> str | None:
-    return os.environ.get(spec.api_key_env) if spec.api_key_env else None
+    key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
+    if key and key not in _KNOWN_SECRETS:
+        _KNOWN_SECRETS.append(key)  # a server may echo it in an error body
+    return key
 
 
 def processes_for(spec: BenchSpec, concurrency: int) -> int:

@@ -13,6 +13,7 @@ from tui.errors import ServedeckError
 from tui.loadwatch import LoadTracker
 from tui.metrics import MetricsPoller, metrics_from_log
 from tui.readiness import ReadinessProbe
+from tui.redact import redact_data
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -64,9 +65,11 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
         if metrics is None and progress.engine_stats is not None:
             metrics = metrics_from_log(progress.engine_stats)
         report["metrics"] = dataclasses.asdict(metrics) if metrics else None
+        secrets = (deck.api_key,) if deck.api_key else ()
     finally:
         await deck.close()
-    return report
+    # redacted as data, before any rendering (it quotes the same log lines `logs` prints)
+    return redact_data(json.loads(json.dumps(report, default=str)), secrets)
 
 
 def _text(report: dict[str, Any]) -> str:
