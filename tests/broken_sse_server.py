@@ -9,7 +9,7 @@ Modes:
   deep                       a chunk nested 100000 levels deep
   keepalive                  only SSE comments (`: keep-alive`), forever
   hang                       the headers, then nothing, forever
-  echo-key                   HTTP 401 whose body echoes the Authorization header
+  echo-key                   HTTP 401 whose body echoes the bare API key
 
 Run: python tests/broken_sse_server.py MODE [--every N]  (prints the port on stdout)
 """
@@ -48,10 +48,8 @@ async def completions(request: web.Request) -> web.StreamResponse:
     mode, every = app["mode"], app["every"]
     broken = number % every == 0
     if broken and mode == "echo-key":
-        auth = request.headers.get("Authorization", "")
-        return web.json_response(
-            {"error": {"message": f"invalid key in header: {auth}"}}, status=401
-        )
+        token = request.headers.get("Authorization", "").split(" ")[-1]
+        return web.json_response({"error": {"message": f"rejected {token} here"}}, status=401)
     response = web.StreamResponse(headers={"content-type": "text/event-stream"})
     await response.prepare(request)
     if broken and mode == "hang":

@@ -42,8 +42,8 @@ SECRET_WORDS = (
 _STRONG_PREFIX = ("auth", "credential", "password", "passwd", "secret", "cookie", "session")
 _STRONG_EXACT = frozenset(("private", "pass", "pwd", "secrets", "credentials"))
 _LAST_EXACT = frozenset(("key", "keys", "token", "apikey"))
-_LAST_SUFFIX = ("key", "token", "secret", "password", "passwd", "cookie")
-_NAME_PARTS = re.compile(r"[A-Z]{2,}(?=[A-Z][a-z]|\b|[^A-Za-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_LAST_SUFFIX = (*SECRET_WORDS, "credentials")
+_NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _MAX_NAME = 64
 _MAX_VALUE = 4096
 _AUTH_SCHEMES = frozenset(("bearer", "basic", "token", "digest", "negotiate", "apikey"))
@@ -83,7 +83,10 @@ def is_secret_name(name: str) -> bool:
     parts = [part.lower() for part in _NAME_PARTS.findall(name)]
     if not parts:
         return False
-    if any(part in _STRONG_EXACT or part.startswith(_STRONG_PREFIX) for part in parts):
+    if any(
+        part in _STRONG_EXACT or part.startswith(_STRONG_PREFIX) or part.endswith(_STRONG_PREFIX)
+        for part in parts
+    ):
         return True
     last = parts[-1]
     return last in _LAST_EXACT or last.endswith(_LAST_SUFFIX)
