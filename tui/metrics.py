@@ -128,7 +128,15 @@ def parse_metrics(
                     continue
                 if family.type in ("gauge", "counter", "untyped", "unknown"):
                     values[family.name] = values.get(family.name, 0.0) + sample.value
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as error:
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        AttributeError,
+        RecursionError,
+        OverflowError,
+    ) as error:
         raise ServedeckError(f"/metrics: not Prometheus text ({error})") from None
     return MetricsScrape(
         at_s=at_s if at_s is not None else time.time(),
