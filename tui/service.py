@@ -173,6 +173,12 @@ def describe_action(
 ActionRunner = Callable[[ServiceAction], Awaitable[tuple[int, str, float]]]
 
 
+def audit_refusal(action: ServiceAction, reason: str, audit_path: Path | None = None) -> None:
+    """A refused start/stop/restart, in the audit log (CLI and console, read-only included)."""
+    details = {"unit": action.unit, "action": action.verb, "command": action.command_line}
+    append_audit("service.refused", action.host_label, {**details, "reason": reason}, audit_path)
+
+
 async def audited_action(
     action: ServiceAction,
     runner: ActionRunner,
@@ -188,9 +194,7 @@ async def audited_action(
     details = {"unit": action.unit, "action": action.verb, "command": action.command_line}
     if read_only or not confirmed:
         reason = "read-only mode" if read_only else "not confirmed"
-        append_audit(
-            "service.refused", action.host_label, {**details, "reason": reason}, audit_path
-        )
+        audit_refusal(action, reason, audit_path)
         raise ServedeckError(f"{action.host_label}: {action.verb} {action.unit} refused: {reason}")
     append_audit("service.request", action.host_label, details, audit_path)
     try:
