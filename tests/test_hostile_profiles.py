@@ -191,3 +191,22 @@ def test_toml_shaped_documents_never_raise(tmp_path_factory, entries) -> None:
     profile, problems = profile_problems(path)
     assert (profile is None) == bool(problems)
     assert all("\n" not in problem for problem in problems)
+
+
+def test_profiles_list_and_status_survive_hostile_profiles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    os.mkfifo(folder / "fifo.toml")
+    (folder / "deep.toml").write_text("x = " + "{a = " * 3000 + "1" + "}" * 3000 + "\n")
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    assert main(["profiles", "list"]) == 0
+    out = capsys.readouterr().out
+    assert time.monotonic() - started < 10
+    assert out.count("INVALID") == 2 and "Traceback" not in out
+    for name in ("fifo", "deep"):
+        assert main(["status", "-p", name]) != 0
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("servedeck: error:"), err
