@@ -10,6 +10,7 @@ Modes:
   keepalive                  only SSE comments (`: keep-alive`), forever
   hang                       the headers, then nothing, forever
   echo-key                   HTTP 401 whose body echoes the bare API key
+  huge                       one `data:` line that never ends, in 1 KiB pieces (8 MiB)
 
 Run: python tests/broken_sse_server.py MODE [--every N]  (prints the port on stdout)
 """
@@ -53,6 +54,11 @@ async def completions(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"content-type": "text/event-stream"})
     await response.prepare(request)
     if broken and mode == "hang":
+        await asyncio.sleep(3600)
+    if broken and mode == "huge":
+        await response.write(b"data: ")
+        for _ in range(8 * 1024):
+            await response.write(b"7" * 1024)
         await asyncio.sleep(3600)
     if broken and mode == "keepalive":
         while True:

@@ -68,7 +68,7 @@ def _spec(url: str, **changes: object) -> BenchSpec:
         (mode, 3)
         for mode in ("int", "null", "string", "list", "usage-int", "usage-list", "choices-int")
     ]
-    + [("deep", 3)],
+    + [("deep", 3), ("huge", 3)],
     indirect=True,
     ids=lambda param: param[0],
 )

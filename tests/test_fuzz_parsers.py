@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 
 import httpx
 from hypothesis import HealthCheck, given, settings
@@ -157,3 +158,57 @@ def test_any_sse_byte_stream_ends_the_request_with_an_outcome(chunks: list[bytes
 
     outcome = asyncio.run(run())
     assert outcome.success or outcome.error
+
+
+def _run_stream(chunks: list[bytes]) -> RequestOutcome:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=httpx.ByteStream(b"".join(chunks)))
+
+    class Pieces(httpx.AsyncByteStream):
+        async def __aiter__(self):  # type: ignore[override]
+            for chunk in chunks:
+                yield chunk
+
+    def piecewise(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=Pieces())
+
+    async def run() -> RequestOutcome:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(piecewise)) as client:
+            outcome = RequestOutcome(prompt_tokens=1)
+            return await stream_request(
+                client, "http://x/v1/completions", {}, outcome, read_timeout_s=5
+            )
+
+    return asyncio.run(run())
+
+
+@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(1, 20),
+    st.sampled_from([b"\n", b"\r\n"]),
+    st.lists(st.integers(1, 40), min_size=1, max_size=30),
+)
+def test_sse_framing_counts_every_token_however_the_bytes_are_split(
+    tokens: int, newline: bytes, cuts: list[int]
+) -> None:
+    """Events split at any byte (a \\r\\n across two reads too) are read exactly once."""
+    event = b'data: {"choices":[{"text":"t"}]}' + newline + newline
+    usage = b'data: {"choices":[],"usage":{"completion_tokens":%d}}' % tokens
+    body = event * tokens + usage + newline + newline + b"data: [DONE]" + newline + newline
+    chunks, position = [], 0
+    for size in cuts * (len(body) // max(1, sum(cuts)) + 1):
+        if position >= len(body):
+            break
+        chunks.append(body[position : position + size])
+        position += size
+    chunks.append(body[position:])
+    outcome = _run_stream(chunks)
+    assert outcome.success, outcome.error
+    assert outcome.chunks == tokens and outcome.output_tokens == tokens
+
+
+def test_an_endless_sse_event_in_small_pieces_fails_fast() -> None:
+    started = time.perf_counter()
+    outcome = _run_stream([b"data: "] + [b"7" * 512] * (10 * 2048))
+    assert time.perf_counter() - started < 20
+    assert outcome.error and "over 4 MiB" in outcome.error

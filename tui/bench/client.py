@@ -71,6 +71,9 @@ def _error_text(data: Mapping[str, Any]) -> str:
     return _short(str(error))
 
 
+MAX_EVENT_BYTES = 4 * 1024 * 1024
+
+
 class BadChunk(ValueError):
     """An SSE data line that is JSON but not a chunk object (`data: 123`, `data: null`)."""
 
@@ -162,17 +165,24 @@ async def _stream(
                 body = (await response.aread()).decode(errors="replace")
                 outcome.error = f"HTTP {response.status_code}: {_short(body)}"
                 return outcome
-            buffer = b""
+            # Each byte is scanned once (a huge event sent in small pieces stays linear),
+            # and an event that never ends fails the request instead of filling memory.
+            buffer = bytearray()
             async for chunk in response.aiter_raw():
                 now = perf_counter()
-                buffer = buffer + chunk if buffer else chunk
-                if b"\n\n" not in buffer:
-                    if b"\r" in buffer:
-                        buffer = buffer.replace(b"\r\n", b"\n")
+                if chunk.startswith(b"\n") and buffer.endswith(b"\r"):
+                    del buffer[-1]  # a \r\n split across two reads
+                if b"\r" in chunk:
+                    chunk = chunk.replace(b"\r\n", b"\n")
+                scan_from = max(0, len(buffer) - 1)
+                buffer += chunk
+                cut = buffer.rfind(b"\n\n", scan_from)
+                if cut < 0:
+                    if len(buffer) > MAX_EVENT_BYTES:
+                        raise BadChunk(f"an SSE event over {MAX_EVENT_BYTES >> 20} MiB")
                     continue
-                if b"\r" in buffer:
-                    buffer = buffer.replace(b"\r\n", b"\n")
-                *events, buffer = buffer.split(b"\n\n")
+                events = bytes(buffer[:cut]).split(b"\n\n")
+                del buffer[: cut + 2]
                 for event in events:
                     for line in event.split(b"\n"):
                         if not line.startswith(b"data:"):
