@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -121,26 +122,45 @@ async def stream_request(
     sends those, or hangs after its headers, is caught) and `total_timeout_s` for
     the whole request.
     """
+    # A watchdog on the loop, not a timer moved per token: the hot path only stores
+    # the time of the last token (rescheduling a timer per token halved the client's
+    # ceiling). It re-arms itself until a deadline passes, then cancels the request.
+    task = asyncio.current_task()
     loop = asyncio.get_running_loop()
-    opened = loop.time()
-    total_deadline = opened + total_timeout_s if total_timeout_s else None
+    perf_counter = time.perf_counter
+    activity = [perf_counter()]  # the last token (or the start)
+    total_deadline = activity[0] + total_timeout_s if total_timeout_s else math.inf
+    idle_s = read_timeout_s or math.inf
+    fired: list[str] = []
+    handle: asyncio.TimerHandle | None = None
 
-    def next_deadline() -> float | None:
-        idle = loop.time() + read_timeout_s if read_timeout_s else None
-        if idle is None or total_deadline is None:
-            return idle if idle is not None else total_deadline
-        return min(idle, total_deadline)
+    def check() -> None:
+        nonlocal handle
+        now = perf_counter()
+        if now >= total_deadline or now >= activity[0] + idle_s:
+            fired.append("total" if now >= total_deadline else "idle")
+            assert task is not None
+            task.cancel()
+            return
+        due = min(total_deadline, activity[0] + idle_s)
+        handle = loop.call_later(due - now, check)
 
+    if task is not None and (total_timeout_s or read_timeout_s):
+        check()
     try:
-        async with asyncio.timeout_at(next_deadline()) as timer:
-            await _stream(client, url, payload, outcome, timer, next_deadline, read_timeout_s)
-    except TimeoutError:
-        outcome.end_s = time.perf_counter()
-        if total_deadline is not None and loop.time() >= total_deadline - 0.05:
+        await _stream(client, url, payload, outcome, activity, read_timeout_s)
+    except asyncio.CancelledError:
+        if not fired or task is None or task.uncancel() > 0:
+            raise  # not ours, or the run was cancelled as well
+        outcome.end_s = perf_counter()
+        if fired[0] == "total":
             outcome.error = f"request ran past its {total_timeout_s:g} s total deadline"
         else:
             what = "token" if outcome.chunks else "first token"
             outcome.error = f"no {what} for {read_timeout_s:g} s (stalled stream or server)"
+    finally:
+        if handle is not None:
+            handle.cancel()
     return outcome
 
 
@@ -149,8 +169,7 @@ async def _stream(
     url: str,
     payload: Mapping[str, Any],
     outcome: RequestOutcome,
-    timer: asyncio.Timeout,
-    next_deadline: Callable[[], float | None],
+    activity: list[float],
     read_timeout_s: float | None,
 ) -> RequestOutcome:
     perf_counter = time.perf_counter
@@ -191,7 +210,17 @@ async def _stream(
                         if body_bytes == b"[DONE]":
                             done = True
                             continue
-                        has_choices, error, tokens = _chunk_tokens(loads(body_bytes))
+                        data = loads(body_bytes)
+                        # fast path: a token chunk (a dict with a non-empty list of choices)
+                        if (
+                            type(data) is dict
+                            and type(data.get("choices")) is list
+                            and data["choices"]
+                            and data.get("usage") is None
+                        ):
+                            has_choices, error, tokens = True, None, None
+                        else:
+                            has_choices, error, tokens = _chunk_tokens(data)
                         if has_choices:
                             if outcome.chunks == 0:
                                 outcome.ttft_s = now - start
@@ -199,7 +228,7 @@ async def _stream(
                                 outcome.itl_s.append(now - last_choice_at)
                             outcome.chunks += 1
                             last_choice_at = now
-                            timer.reschedule(next_deadline())
+                            activity[0] = now
                         elif error is not None:
                             outcome.error = f"server error in stream: {error}"
                         if tokens is not None:
