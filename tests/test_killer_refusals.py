@@ -81,3 +81,22 @@ async def test_read_only_console_refusals_are_audited() -> None:
         await pilot.pause()
         record = list(read_audit())[-1]
         assert record["event"] == "service.refused" and record["reason"] == "read-only mode"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_kill_timeout_must_be_finite_and_positive(value: str, capsys) -> None:
+    from tui.cli import main
+
+    status = main(["kill", "--leftovers", "--timeout", value])
+    err = capsys.readouterr().err
+    assert status != 0
+    assert "--timeout must be a positive, finite number" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("flag", ["--timeout", "--request-timeout", "--run-timeout"])
+def test_bench_deadlines_must_be_finite(flag: str, capsys) -> None:
+    from tui.cli import main
+
+    status = main(["bench", "--url", "http://127.0.0.1:9", flag, "nan"])
+    err = capsys.readouterr().err
+    assert status != 0 and "must be positive" in err and "Traceback" not in err
