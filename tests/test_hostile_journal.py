@@ -144,3 +144,16 @@ def test_deep_json_entry_is_a_counted_warning(depth: int) -> None:
     if depth > 1000:
         assert line.level == Level.WARNING and follower.skipped_entries == 1
         assert follower.last_cursor == "deep"
+
+
+async def test_a_log_file_line_over_4_mib_is_cut_not_buffered(tmp_path: Path) -> None:
+    """The file follower (the log_file source) cuts a huge line and goes on."""
+    from tui.logs.tail import FileFollower
+
+    path = tmp_path / "vllm.log"
+    path.write_bytes(b"first\n" + b"7" * (9 * 1024 * 1024) + b"\nlast\n")
+    follower = FileFollower(str(path), initial_lines=10, follow=False)
+    texts = [line.text async for line in follower.lines()]
+    assert texts[0] == "first" and texts[-1] == "last"
+    assert len(texts) == 3 and texts[1].endswith("[servedeck: line over 4 MiB cut here]")
+    assert len(texts[1]) < 100_000
