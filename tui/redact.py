@@ -39,7 +39,9 @@ SECRET_WORDS = (
 )
 # Strong words make a name secret anywhere in it; `key` and `token` only as the last
 # part, so `api_key` and `HF_TOKEN` are secret but `total_token_throughput` is not.
-_STRONG_PREFIX = ("auth", "credential", "password", "passwd", "secret", "cookie", "session")
+_STRONG_PREFIX = (
+    "auth", "credential", "password", "passwd", "secret", "cookie", "session", "private"
+)  # fmt: skip
 _STRONG_EXACT = frozenset(("private", "pass", "pwd", "secrets", "credentials"))
 _LAST_EXACT = frozenset(("key", "keys", "token", "apikey"))
 _LAST_SUFFIX = (*SECRET_WORDS, "credentials")
