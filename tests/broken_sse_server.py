@@ -2,6 +2,7 @@
 
 Every request streams like vLLM (tokens, a usage chunk, [DONE]) except those the
 mode breaks; with `--every N` only every Nth completion request is broken.
+Also /health (200) and /metrics whose gauges are NaN and +/-Inf.
 Modes:
   int, null, string, list    one `data:` chunk that is JSON but not an object
   usage-int, usage-list      a usage field that is not an object
@@ -37,6 +38,15 @@ _BAD = {
     "choices-int": json.dumps({"choices": 5}).encode(),
     "deep": b"[" * 100_000 + b"]" * 100_000,
 }
+
+
+# Prometheus allows NaN and +/-Inf sample values; a gauge may really report them.
+_NAN_METRICS = (
+    "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running NaN\n"
+    "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting +Inf\n"
+    "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc -Inf\n"
+    "# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total NaN\n"
+)
 
 
 def _event(data: bytes) -> bytes:
@@ -79,6 +89,8 @@ def build_app(mode: str, every: int) -> web.Application:
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", completions)
     app.router.add_get("/v1/models", lambda r: web.json_response({"data": [{"id": "m"}]}))
+    app.router.add_get("/health", lambda r: web.Response(text=""))
+    app.router.add_get("/metrics", lambda r: web.Response(text=_NAN_METRICS))
     return app
 
 
