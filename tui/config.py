@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from tui.errors import ProfileError
 from tui.keymap import COMMANDS
 from tui.keynames import key_problem
+from tui.redact import redact_text
 
 ENGINES = ("vllm", "sglang")
 HOST_KINDS = ("local", "ssh", "demo")
@@ -177,7 +178,7 @@ def _describe(value: Any) -> str:
     """A short, safe rendering of a wrong value (never a long string that may be a secret)."""
     if isinstance(value, str):
         shown = value if len(value) <= 24 else value[:8] + "..."
-        return f"the string {shown!r}"
+        return f"the string {redact_text(shown)!r}"  # `http://u:pw@h` must not echo pw
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, int | float):
