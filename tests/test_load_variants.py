@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tui.loadwatch import LoadTracker, Phase
+from tui.logs.line import LogLine, classify_level
 from tui.logs.tail import FileFollower
 
 PREFIX = "(APIServer pid=2000) INFO 11-29 10:{mm:02d}:{ss:02d} [api_server.py:1] "
@@ -132,6 +133,7 @@ def test_torch_distributed_rank_prefix_is_kept() -> None:
         "RuntimeError: NCCL busy, this is harmless",
         "WARNING 11-29 10:01:00 [config.py:2] ValueError: in a message about a fallback",
         "(Worker_TP0 pid=2100) INFO 11-29 10:01:00 [x.py:3] caught RuntimeError: retrying",
+        "/venv/torch/cuda/__init__.py:9: UserWarning: after RuntimeError: CUDA out of memory",
     ],
 )
 def test_a_warning_mentioning_an_error_is_not_a_failure(warning: str) -> None:
@@ -139,8 +141,26 @@ def test_a_warning_mentioning_an_error_is_not_a_failure(warning: str) -> None:
     for line in _load_head():
         tracker.feed(line)
     tracker.feed(_bar(3))
-    tracker.feed(warning)
+    tracker.feed(LogLine(warning, level=classify_level(warning)))  # as every follower gives it
     tracker.feed(_bar(4))
     progress = tracker.snapshot()
     assert progress.phase == Phase.WEIGHTS
     assert progress.failure_line is None
+
+
+def test_a_journal_warning_priority_line_is_not_a_failure() -> None:
+    from tui.logs.line import Level
+
+    tracker = LoadTracker()
+    for line in _load_head():
+        tracker.feed(line)
+    tracker.feed(LogLine("retry after RuntimeError: NCCL timeout", level=Level.WARNING, priority=4))
+    assert tracker.snapshot().phase == Phase.WEIGHTS
+
+
+def test_a_bare_fatal_line_still_fails_the_load() -> None:
+    tracker = LoadTracker()
+    for line in _load_head():
+        tracker.feed(line)
+    tracker.feed("Killed")
+    assert tracker.snapshot().phase == Phase.FAILED

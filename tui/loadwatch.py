@@ -362,7 +362,11 @@ class LoadTracker:
             p.TRACEBACK in text
             or stated == Level.ERROR
             or (stated is None and level == Level.ERROR)
-            or (stated in (None, Level.ERROR) and bool(p.FATAL.search(message)))
+            or (
+                stated in (None, Level.ERROR)
+                and level != Level.WARNING  # a Python warning, or journald priority 4
+                and bool(p.FATAL.search(message))
+            )
         )
         if p.TRACEBACK in text:
             self._in_traceback = True
