@@ -157,3 +157,22 @@ async def test_a_log_file_line_over_4_mib_is_cut_not_buffered(tmp_path: Path) ->
     assert texts[0] == "first" and texts[-1] == "last"
     assert len(texts) == 3 and texts[1].endswith("[servedeck: line over 4 MiB cut here]")
     assert len(texts[1]) < 100_000
+
+
+async def test_a_cut_json_line_inside_a_stream_is_a_counted_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SSH hands a line longer than its window over in pieces: the first is cut JSON."""
+    lines = [
+        _entry("c1", "one"),
+        '{"__CURSOR": "c2", "MESSAGE": "cut',
+        'tail of it"}',
+        _entry("c3", "three"),
+    ]
+    for key, value in _fake_journalctl(tmp_path, lines).items():
+        monkeypatch.setenv(key, value)
+    follower = JournalFollower(LocalHost(), "vllm.service", follow=False)
+    texts = [line.text async for line in follower.lines()]
+    assert texts[0] == "one" and texts[-1] == "three"
+    assert follower.skipped_entries == 1 and "not whole JSON" in texts[1]
+    assert follower.last_cursor == "c3"

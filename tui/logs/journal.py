@@ -143,6 +143,7 @@ class JournalFollower:
         self.last_cursor = after_cursor
         self.reconnects = 0
         self.skipped_entries = 0
+        self._cut_line = False
         self._retry_delay_s = retry_delay_s
         self._max_retry_delay_s = max_retry_delay_s
         self._on_reconnect = on_reconnect
@@ -204,7 +205,8 @@ class JournalFollower:
         except RecursionError:
             return self._skipped("JSON nested too deeply", raw)
         except ValueError:
-            return None  # a line cut by a killed stream: re-read after resume
+            self._cut_line = True  # a killed stream's last line is re-read after resume
+            return None
         if not isinstance(entry, dict):
             return self._skipped("not a JSON object", raw)
         cursor = entry.get("__CURSOR")
@@ -231,8 +233,17 @@ class JournalFollower:
         produced_ever = False
         while True:
             produced = False
+            self._cut_line = False
             try:
                 async for raw in self.host.stream(self.argv()):
+                    if self._cut_line:
+                        # the stream went on after a line that was not whole JSON: not a
+                        # killed stream (that entry would be re-read) but a broken or
+                        # oversized one (SSH hands a huge line over in pieces)
+                        self._cut_line = False
+                        warning = self._skipped("not whole JSON (cut, or too long)")
+                        if warning is not None:
+                            yield warning
                     line = self._decode(raw)
                     if line is not None:
                         produced = produced_ever = True
