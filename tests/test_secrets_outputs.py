@@ -108,3 +108,19 @@ def test_status_redacts(
     assert "failure" in out
     for secret in ("listed-555", KEY, "kept-666", "p w 777"):
         assert secret not in out
+
+
+def test_the_deck_api_key_is_redacted_from_the_audit_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A known secret in a form no rule knows (a bare argv word) still goes."""
+    from tui.config import load_profile_file
+    from tui.deck import Deck
+    from tui.hosts.local import LocalHost
+
+    bare = "bareDeckKey9090"
+    monkeypatch.setenv(KEY_ENV, bare)
+    Deck(load_profile_file(_profile_with_log(tmp_path, [])), LocalHost())
+    path = tmp_path / "audit.jsonl"
+    append_audit("kill-request", "box", {"targets": [{"command": f"serve m {bare}"}]}, path=path)
+    assert bare not in path.read_text()

@@ -193,9 +193,23 @@ def _redact_named_values(text: str) -> str:
     return "".join(pieces)
 
 
+_REMEMBERED: set[str] = set()  # secret values this process knows (in memory only)
+
+
+def remember_secret(value: str | None) -> None:
+    """Redact this exact value from everything servedeck writes, from now on.
+
+    The deck registers the profile's API key when it opens, so an audit record,
+    a process listing or a log line redacts it with no caller passing it along.
+    """
+    if value and len(value.strip()) >= 6:  # shorter would mangle ordinary words
+        _REMEMBERED.add(value)
+
+
 def _known(extra_secrets: Iterable[str]) -> list[str]:
     """Known secret values, longest first (so a value containing another goes whole)."""
-    return sorted({s for s in extra_secrets if s and len(s) >= 4}, key=len, reverse=True)
+    values = {s for s in extra_secrets if s and len(s) >= 4} | _REMEMBERED
+    return sorted(values, key=len, reverse=True)
 
 
 def redact_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
