@@ -42,7 +42,7 @@ SECRET_WORDS = (
 _STRONG_PREFIX = (
     "auth", "credential", "password", "passwd", "secret", "cookie", "session", "private"
 )  # fmt: skip
-_STRONG_EXACT = frozenset(("private", "pass", "pwd", "secrets", "credentials"))
+_STRONG_EXACT = frozenset(("private", "secrets", "credentials"))
 _LAST_EXACT = frozenset(("key", "keys", "token", "apikey"))
 _LAST_SUFFIX = (*SECRET_WORDS, "credentials")
 _NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
