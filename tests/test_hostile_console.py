@@ -62,3 +62,16 @@ async def test_a_1_mb_log_line_leaves_the_console_responsive(tmp_path: Path) -> 
         await pilot.press("q")
         await pilot.pause()
     assert time.monotonic() - started < 30
+
+
+def test_the_load_strip_shows_nan_metrics_as_not_available() -> None:
+    from tui.metrics import compute_metrics, parse_metrics
+    from widgets.load_strip import render_strip
+
+    page = (
+        "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running NaN\n"
+        "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting +Inf\n"
+    )
+    metrics = compute_metrics(parse_metrics(page, at_s=1.0))
+    text = render_strip(None, metrics).plain
+    assert "run n/a  wait n/a" in text
