@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -99,7 +100,11 @@ async def test_no_planted_secret_reaches_the_summary(
         handoff=HandoffNotes(
             goal=f"serve with --api-key {API_KEY}",
             instructions=f"export HF_TOKEN={SECRETS['log env']}",
-            lessons=(f"the password: {SECRETS['password']}",),
+            lessons=(
+                f"the password: {SECRETS['password']}",
+                # quoted inside a JSON string: a regex over JSON text broke the escaping
+                f'export HF_TOKEN="{SECRETS["log env"]}" now',
+            ),
             next_steps=(f"rotate {SECRETS['profile']}",),
         ),
     )
@@ -131,6 +136,7 @@ async def test_no_planted_secret_reaches_the_summary(
     markdown = render_markdown(inputs, secrets)
     as_json = render_json(inputs, secrets)
     written = export_summary(markdown, profile.name, folder=tmp_path).read_text()
+    json.loads(as_json)  # redacted as data before serialising: still valid JSON
     for text in (markdown, as_json, written):
         leaked = [name for name, value in SECRETS.items() if value in text]
         assert leaked == [], leaked
@@ -139,7 +145,8 @@ async def test_no_planted_secret_reaches_the_summary(
     # the planted log line really was read (so the redaction above was put to work)
     assert inputs.load is not None and SECRETS["log env"] in (inputs.load.last_error_line or "")
     assert "Last error: `env HF_TOKEN=[REDACTED] key [REDACTED]`" in markdown
-    assert any(SECRETS["audit"] in i.text for i in inputs.incidents)
+    # the audit log itself is written redacted now (nested records too); the incident is read
+    assert any("--api-key [REDACTED]" in i.text for i in inputs.incidents)
 
 
 def test_colon_form_keeps_short_prose_and_redacts_values() -> None:

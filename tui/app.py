@@ -55,7 +55,7 @@ from tui.screens.console_handoff import HandoffMixin
 from tui.screens.console_processes import ProcessesMixin
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
-from tui.service import ActionOutcome, UnitState
+from tui.service import ActionOutcome, UnitState, audit_refusal
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
 from widgets.header_bar import HeaderBar
@@ -478,6 +478,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self.notify("This profile names no systemd unit.", severity="warning")
             return
         if self.profile.read_only:
+            audit_refusal(controller.describe(verb), "read-only mode")  # type: ignore[attr-defined]
             self.notify(f"Read-only: {verb} is disabled.", severity="warning")
             return
         note = ""

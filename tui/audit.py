@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tui import paths
-from tui.redact import redact_text
+from tui.redact import redact_data
 
 
 def append_audit(
@@ -35,8 +35,7 @@ def append_audit(
     via = os.environ.get("SERVEDECK_AUDIT_VIA")  # set by `servedeck serve` for a browser visit
     if via:
         record["via"] = via
-    for key, value in details.items():
-        record[key] = redact_text(value) if isinstance(value, str) else value
+    record.update(redact_data(json.loads(json.dumps(dict(details), default=str))))
     target = path or paths.audit_log_path()
     target.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode()

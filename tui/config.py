@@ -7,15 +7,22 @@ expected; unknown keys are errors, so a typo never passes silently.
 from __future__ import annotations
 
 import difflib
+import math
+import os
 import re
+import stat
+import threading
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from tui.errors import ProfileError
+from tui.keymap import COMMANDS
+from tui.keynames import key_problem
+from tui.redact import redact_text
 
 ENGINES = ("vllm", "sglang")
 HOST_KINDS = ("local", "ssh", "demo")
@@ -24,6 +31,10 @@ ARRIVALS = ("poisson", "gamma")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|scope)$")
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+# A literal key pasted where the NAME of its environment variable belongs.
+_LITERAL_SECRET = re.compile(r"^(?:hf_|sk-|sk_|ghp_|gho_|github_pat_|xox[abp]-|AKIA|eyJ)")
+PROFILE_MAX_BYTES = 1024 * 1024
+PROFILE_READ_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +178,7 @@ def _describe(value: Any) -> str:
     """A short, safe rendering of a wrong value (never a long string that may be a secret)."""
     if isinstance(value, str):
         shown = value if len(value) <= 24 else value[:8] + "..."
-        return f"the string {shown!r}"
+        return f"the string {redact_text(shown)!r}"  # `http://u:pw@h` must not echo pw
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, int | float):
@@ -194,6 +205,18 @@ class _Table:
     def problem(self, key: str, message: str) -> None:
         self._problems.append(f"{self._where(key)}: {message}")
 
+    def raw(self, key: str) -> Any:
+        return self._data.get(key)
+
+    def replace_last_problem(self, key: str, message: str) -> None:
+        """Swap the generic message just recorded for `key` with a more helpful one."""
+        prefix = f"{self._where(key)}: "
+        for index in range(len(self._problems) - 1, -1, -1):
+            if self._problems[index].startswith(prefix):
+                self._problems[index] = prefix + message
+                return
+        self.problem(key, message)
+
     def _get(self, key: str) -> Any:
         self._used.add(key)
         return self._data.get(key)
@@ -218,7 +241,7 @@ class _Table:
             options = ", ".join(repr(choice) for choice in choices)
             self.problem(key, f"expected one of {options}, got {_describe(value)}")
             return default
-        if pattern is not None and not pattern.match(value):
+        if pattern is not None and not pattern.fullmatch(value):
             got = "a value that does not match" if secret else _describe(value)
             self.problem(key, f"expected {expected}, got {got}")
             return default
@@ -247,6 +270,9 @@ class _Table:
             limits = f" >= {minimum:g}"
         if bad_type:
             self.problem(key, f"expected {kind}{limits}, got {_describe(value)}")
+            return default
+        if not math.isfinite(value):
+            self.problem(key, f"expected {kind}{limits}, got {value} (not a finite number)")
             return default
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             self.problem(key, f"expected {kind}{limits}, got {value}")
@@ -283,7 +309,7 @@ class _Table:
         kind = "integers" if integer else "numbers"
         for item in items:
             ok_type = isinstance(item, int) if integer else isinstance(item, int | float)
-            if isinstance(item, bool) or not ok_type or item < minimum:
+            if isinstance(item, bool) or not ok_type or not math.isfinite(item) or item < minimum:
                 self.problem(
                     key, f"expected an array of {kind} >= {minimum:g}, got {_describe(value)}"
                 )
@@ -311,6 +337,9 @@ class _Table:
         return [
             _Table(item, f"{self._where(key)}[{i}]", self._problems) for i, item in enumerate(value)
         ]
+
+    def has(self, key: str) -> bool:
+        return key in self._data
 
     def key_names(self) -> list[str]:
         self._used.update(self._data)
@@ -355,8 +384,26 @@ def _host(table: _Table) -> HostConfig:
     )
     if kind == "ssh" and not config.hostname:
         table.problem("hostname", 'expected a host name or address when kind = "ssh"')
+    _check_jump_chain(table, config)
     table.finish()
     return config
+
+
+def _check_jump_chain(table: _Table, config: HostConfig) -> None:
+    """A jump chain is non-empty when given and never visits the same host twice."""
+    if table.has("jump") and not config.jump:
+        table.problem("jump", "expected at least one [[host.jump]] hop (or no jump key at all)")
+        return
+    seen: set[tuple[str, int]] = set()
+    if config.hostname:
+        seen.add((config.hostname.lower(), config.port))
+    for index, hop in enumerate(config.jump):
+        where = (hop.hostname.lower(), hop.port)
+        if hop.hostname and where in seen:
+            table.problem(
+                f"jump[{index}]", f"the chain loops: {hop.label} appears twice (or is the target)"
+            )
+        seen.add(where)
 
 
 def _service(table: _Table) -> ServiceConfig:
@@ -385,11 +432,31 @@ def _service(table: _Table) -> ServiceConfig:
         )
     else:
         try:
-            _ = parts.port
+            port = parts.port
         except ValueError:
+            port = -1
+        if port is not None and not 1 <= port <= 65535:
             table.problem("base_url", "expected a port from 1 to 65535 in the URL")
+    raw = table.raw("api_key_env")
+    if isinstance(raw, str) and _looks_like_literal_secret(raw):
+        config = replace(config, api_key_env=None)
+        table.replace_last_problem(
+            "api_key_env",
+            "expected the NAME of an environment variable, but this looks like a "
+            "secret; give the NAME of an environment variable that holds it "
+            "(e.g. VLLM_API_KEY), never the key itself",
+        )
     table.finish()
     return config
+
+
+def _looks_like_literal_secret(value: str) -> bool:
+    """A key's own shape (`hf_...`, `sk-...`) or a long mixed-case random string, not a NAME."""
+    value = value.strip()
+    if _LITERAL_SECRET.match(value):
+        return True
+    mixed = any(c.islower() for c in value) and any(c.isdigit() for c in value)
+    return len(value) >= 32 and mixed and " " not in value
 
 
 def _model(table: _Table) -> ModelConfig:
@@ -463,10 +530,21 @@ def _handoff(table: _Table) -> HandoffNotes:
 
 
 def _keys(table: _Table) -> dict[str, str]:
+    """Remaps by binding id; an unknown id or key name is an error, like any unknown key."""
+    known = sorted(command.binding_id for command in COMMANDS)
     keymap = {}
     for binding_id in table.key_names():
         value = table.string(binding_id, expected="a key name such as 'ctrl+k'")
+        if binding_id not in known:
+            close = difflib.get_close_matches(binding_id, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            table.problem(binding_id, f"unknown binding id{hint}")
+            continue
         if value:
+            problem = key_problem(binding_id, value)
+            if problem:
+                table.problem(binding_id, problem)
+                continue
             keymap[binding_id] = value
     return keymap
 
@@ -499,6 +577,8 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
     """tomllib with the error turned into `file:line:column: message`."""
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise ProfileError(f"{path}: TOML nested too deeply to read") from None
     except tomllib.TOMLDecodeError as error:
         message = str(error)
         position = _TOML_POSITION.search(message)
@@ -514,25 +594,78 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
         raise ProfileError(f"{path}:{line}:{column}: TOML syntax error: {message}") from None
 
 
+def read_profile_bytes(
+    path: Path,
+    max_bytes: int = PROFILE_MAX_BYTES,
+    timeout_s: float = PROFILE_READ_TIMEOUT_S,
+) -> bytes:
+    """A profile's bytes: a regular file under `max_bytes`, read within `timeout_s`.
+
+    Opened non-blocking and checked with fstat before any read, so a FIFO, a
+    device such as /dev/zero or a directory is refused at once instead of
+    hanging or filling memory; the read itself runs in a daemon thread so a
+    stuck filesystem cannot hold the console past the timeout.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise ProfileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ProfileError(f"{path}: is a directory, expected a .toml file") from None
+    except OSError as error:
+        raise ProfileError(f"{path}: cannot read: {error.strerror}") from None
+    reader: threading.Thread | None = None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ProfileError(f"{path}: is a directory, expected a .toml file")
+        if not stat.S_ISREG(info.st_mode):
+            raise ProfileError(f"{path}: not a regular file (a FIFO, socket or device)")
+        if info.st_size > max_bytes:
+            raise ProfileError(
+                f"{path}: {info.st_size} bytes, over the {max_bytes // 1024} KiB profile limit"
+            )
+        result: list[bytes | OSError] = []
+
+        def read() -> None:
+            try:
+                result.append(os.read(fd, max_bytes + 1))
+            except OSError as error:
+                result.append(error)
+
+        reader = threading.Thread(target=read, name="profile-read", daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        if not result:
+            raise ProfileError(f"{path}: reading took over {timeout_s:g} s; gave up")
+        data = result[0]
+        if isinstance(data, OSError):
+            raise ProfileError(f"{path}: cannot read: {data.strerror}")
+        if len(data) > max_bytes:
+            raise ProfileError(f"{path}: over the {max_bytes // 1024} KiB profile limit")
+        return data
+    finally:
+        if reader is None or not reader.is_alive():
+            os.close(fd)  # a timed-out reader still holds it: left to that thread
+
+
 def profile_problems(path: Path) -> tuple[Profile | None, list[str]]:
     """Read and validate one profile file; every problem is a full one-line message."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None, [f"{path}: no such file"]
-    except IsADirectoryError:
-        return None, [f"{path}: is a directory, expected a .toml file"]
-    except OSError as error:
-        return None, [f"{path}: cannot read: {error.strerror}"]
+        raw = read_profile_bytes(path)
+    except ProfileError as error:
+        return None, [str(error)]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         return None, [f"{path}: not UTF-8 text (byte {error.start})"]
     try:
         data = parse_toml(text, path)
+        profile, problems = profile_from_data(data, path.stem, path)
     except ProfileError as error:
         return None, [str(error)]
-    profile, problems = profile_from_data(data, path.stem, path)
+    except (RecursionError, MemoryError, ValueError, TypeError) as error:
+        return None, [f"{path}: cannot read this profile ({type(error).__name__})"]
     return (None if problems else profile), [f"{path}: {problem}" for problem in problems]
 
 

@@ -21,6 +21,7 @@ from tui.hosts.local import LocalHost
 from tui.logs.journal import JournalFollower
 from tui.logs.line import LogLine
 from tui.logs.tail import follow_file
+from tui.redact import remember_secret
 from tui.service import ServiceController, SystemdService
 
 # A demo opened by a one-shot CLI command loads quickly; the console's demo shows a full load.
@@ -39,6 +40,9 @@ class Deck:
     host: Host
     box: object | None = None  # tui.sim.box.SimBox for the demo
     _gpu_source: GpuSource | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        remember_secret(self.api_key)  # redacted from every output, whoever writes it
 
     @property
     def base_url(self) -> str:

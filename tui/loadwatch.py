@@ -15,6 +15,9 @@ from enum import StrEnum
 from tui import loadpatterns as p
 from tui.logs.line import Level, LogLine, explicit_level, strip_ansi
 
+_MAX_LINE_CHARS = 64 * 1024  # of a longer line, its head and tail are read
+_MAX_SEGMENTS = 64  # tqdm `\r` updates kept from one line: the newest say the most
+
 
 class Phase(StrEnum):
     STARTING = "starting"
@@ -126,6 +129,15 @@ def _message(text: str) -> str:
     return text
 
 
+def _with_rank(failure: str, text: str) -> str:
+    """The failure line with the process that printed it (`Worker_TP3`, `rank3`), if known."""
+    match = p.PROCESS_PREFIX.match(text)
+    if not match:
+        return failure
+    name = match.group("proc") or f"rank{match.group('rank')}"
+    return f"({name}) {failure}"
+
+
 class LoadTracker:
     """Feed it log lines (and memory samples); `snapshot()` says where the load stands."""
 
@@ -152,9 +164,11 @@ class LoadTracker:
         self._spans: list[tuple[Phase, float]] = [(Phase.STARTING, t)] if t is not None else []
         self._shards: tuple[int, int, float] | None = None
         self._shard_events: list[tuple[float, int]] = []
+        self._shard_clock: list[tuple[float, int]] = []  # (tqdm elapsed, done) per event
         self._tqdm_remaining: tuple[float, float] | None = None
         self._facts = LoadFacts()
         self._failure_line: str | None = None
+        self._failure_is_exception = False
         self._failure_context: deque[str] = deque(maxlen=40)
         self._recent: deque[str] = deque(maxlen=20)
         self._in_traceback = False
@@ -196,9 +210,12 @@ class LoadTracker:
         if isinstance(line, str):
             line = LogLine(text=line)
         t = self._time(line, at_s)
-        for segment in strip_ansi(line.text).split("\r"):
+        text = line.text
+        if len(text) > _MAX_LINE_CHARS:  # only the tail of a huge tqdm line says anything new
+            text = text[: p.SCAN_CHARS] + "\r" + text[-_MAX_LINE_CHARS:]
+        for segment in strip_ansi(text).split("\r")[-_MAX_SEGMENTS:]:
             if segment.strip():
-                self._feed_text(segment.rstrip(), t, line.level)
+                self._feed_text(segment[: p.SCAN_CHARS].rstrip(), t, line.level)
 
     def feed_many(self, lines: list[LogLine] | list[str]) -> None:
         for line in lines:
@@ -246,8 +263,10 @@ class LoadTracker:
             done, total = int(match.group(2)), int(match.group(3))
             if not self._shard_events or done < self._shard_events[-1][1]:
                 self._shard_events = []
+                self._shard_clock = []
             if not self._shard_events or self._shard_events[-1][1] != done:
                 self._shard_events.append((t, done))
+            self._bar_clock(done, p.hms_to_s(match.group("elapsed")), t)
             self._shards = (done, total, float(match.group(1)))
             remaining = p.hms_to_s(match.group("remaining"))
             self._tqdm_remaining = (t, remaining) if remaining is not None else None
@@ -309,6 +328,24 @@ class LoadTracker:
             self._enter(Phase.STOPPED, t)
             self._ready = False
 
+    def _bar_clock(self, done: int, elapsed_s: float | None, t: float) -> None:
+        """Time the shard events by tqdm's own elapsed clock, anchored at the newest bar.
+
+        A tailed file stamps a backlog with the moment it was read, so 32 shards
+        replayed in a millisecond looked finished (ETA 0:00); the bar's elapsed
+        field says when each shard really completed, whatever the source.
+        """
+        if elapsed_s is None:
+            self._shard_clock = []
+            return
+        if self._shard_clock and self._shard_clock[-1][1] == done:
+            self._shard_clock[-1] = (elapsed_s, done)
+        else:
+            self._shard_clock.append((elapsed_s, done))
+        if len(self._shard_clock) == len(self._shard_events):
+            origin = t - elapsed_s
+            self._shard_events = [(origin + e, d) for e, d in self._shard_clock]
+
     def _concurrency(self, match: object) -> None:
         groups = match.groups()  # type: ignore[attr-defined]
         self._set(
@@ -318,11 +355,18 @@ class LoadTracker:
 
     def _failure(self, text: str, message: str, t: float, level: str) -> None:
         stated = explicit_level(text)
+        # A word such as `RuntimeError:` inside a WARNING or INFO line is not a failure:
+        # it takes an error-level line, a fatal message on a line of no stated level,
+        # or a traceback.
         is_error = (
             p.TRACEBACK in text
             or stated == Level.ERROR
             or (stated is None and level == Level.ERROR)
-            or bool(p.FATAL.search(message))
+            or (
+                stated in (None, Level.ERROR)
+                and level != Level.WARNING  # a Python warning, or journald priority 4
+                and bool(p.FATAL.search(message))
+            )
         )
         if p.TRACEBACK in text:
             self._in_traceback = True
@@ -340,8 +384,14 @@ class LoadTracker:
         if self.phase == Phase.FAILED:
             self._failure_context.append(text)
             exception = p.EXCEPTION_LINE.search(message)
-            if exception or self._failure_line is None:
-                self._failure_line = (exception.group(1) if exception else message).strip()
+            # The root cause is the first exception in causal order: Python prints a
+            # chain cause-first, and a rank's error precedes the engine's generic
+            # "Engine core initialization failed" that follows it.
+            if exception and not self._failure_is_exception:
+                self._failure_line = _with_rank(exception.group(1).strip(), text)
+                self._failure_is_exception = True
+            elif self._failure_line is None:
+                self._failure_line = _with_rank(message.strip(), text)
 
     def _enter_failed(self, t: float) -> None:
         self.phase = Phase.FAILED

@@ -116,15 +116,27 @@ def parse_metrics(
             for sample in family.samples:
                 if sample.name.endswith("_created"):
                     continue
+                if not math.isfinite(sample.value):
+                    continue  # Prometheus allows NaN/+Inf/-Inf: not a number to show (n/a)
                 if family.type == "histogram":
                     if sample.name.endswith("_bucket"):
                         upper = float(sample.labels["le"])
+                        if math.isnan(upper):
+                            continue
                         per = buckets.setdefault(family.name, {})
                         per[upper] = per.get(upper, 0.0) + sample.value
                     continue
                 if family.type in ("gauge", "counter", "untyped", "unknown"):
                     values[family.name] = values.get(family.name, 0.0) + sample.value
-    except (ValueError, KeyError, TypeError) as error:
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        AttributeError,
+        RecursionError,
+        OverflowError,
+    ) as error:
         raise ServedeckError(f"/metrics: not Prometheus text ({error})") from None
     return MetricsScrape(
         at_s=at_s if at_s is not None else time.time(),
@@ -177,7 +189,7 @@ def _rate(now: float | None, before: float | None, interval_s: float | None) -> 
 
 
 def _int(value: float | None) -> int | None:
-    return int(value) if value is not None else None
+    return int(value) if value is not None and math.isfinite(value) else None
 
 
 def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = None) -> ServerMetrics:

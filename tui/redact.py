@@ -1,57 +1,252 @@
-"""Secret redaction for everything servedeck writes: summaries, exported logs, audit records.
+"""Secret redaction for everything servedeck writes: summaries, exported logs, audit
+records, benchmark results, and what `status` and `logs` print.
 
-Patterns cover bearer tokens, common API key shapes, `--api-key X` style flags,
-`KEY=value` env assignments whose name suggests a secret, and URL passwords.
+By design, not by example:
+- Structured data is redacted before it is serialised (`redact_data`): a value
+  under a secret-looking key is replaced whole, every string is redacted as text.
+  JSON text is never rewritten by a regex, so the output stays valid JSON.
+- In text, every value of a flag, key or header whose NAME looks secret is
+  replaced, in every form: `--k v`, `--k=v`, `-k v`, `k=v`, `"k": "v"`,
+  `'k': ['a', 'b']`, `K: v` (headers), quoted or not, each occurrence.
+- The exact values of the secrets servedeck knows (the profile's API key, SSH
+  passwords) are always replaced, whatever surrounds them.
+- Well-known key shapes (sk-..., hf_..., JWTs), bearer tokens and URL passwords.
+Every scan is linear-time: names and values have bounded lengths and the
+value extent is found by a small scanner, not by backtracking.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 REDACTED = "[REDACTED]"
 
-# A name that ends in a secret word: api_key, HF_TOKEN, db-password; not "tokenizer".
-_SECRET_NAME = (
-    r"(?:[A-Za-z0-9_.-]*[_.-])?"
-    r"(?:api[_-]?key|token|secret|passw(?:or)?d|passwd|credentials?)(?![A-Za-z0-9])"
+# Words that make a name secret, matched per component of the name
+# (`AWS_SECRET_ACCESS_KEY` -> aws, secret, access, key; `X-Api-Key`; `apiKey`).
+SECRET_WORDS = (
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "auth",
+    "credential",
+    "cookie",
+    "session",
+    "private",
 )
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # Authorization: Bearer xyz / Basic xyz
-    (
-        re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer|basic|token)\s+[^\s'\"]+"),
-        r"\1\2 " + REDACTED,
-    ),
-    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
-    # --api-key X, --token=X, --hf-token X
-    (
-        re.compile(rf"(?i)(--{_SECRET_NAME})(=|\s+)(?!-)([^\s'\"]+)"),
-        r"\1\2" + REDACTED,
-    ),
-    # NAME=value or "name": "value" where NAME looks secret
-    (
-        re.compile(rf"(?i)\b({_SECRET_NAME})(\s*=\s*)(['\"]?)[^\s'\",]+\3"),
-        r"\1\2\3" + REDACTED + r"\3",
-    ),
-    (re.compile(rf"(?i)(\"{_SECRET_NAME}\"\s*:\s*\")[^\"]*(\")"), r"\1" + REDACTED + r"\2"),
-    # `token: value` (YAML, headers): a value of 6+ characters, so prose such as
-    # "KV per token: MLA latent" stays readable
-    (re.compile(rf"(?i)\b({_SECRET_NAME})(:\s+)[^\s'\",]{{6,}}"), r"\1\2" + REDACTED),
-    # well-known key shapes
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), REDACTED),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), REDACTED),
+# Strong words make a name secret anywhere in it; `key` and `token` only as the last
+# part, so `api_key` and `HF_TOKEN` are secret but `total_token_throughput` is not.
+_STRONG_PREFIX = (
+    "auth", "credential", "password", "passwd", "secret", "cookie", "session", "private"
+)  # fmt: skip
+_STRONG_EXACT = frozenset(("private", "secrets", "credentials"))
+_LAST_EXACT = frozenset(("key", "keys", "token", "apikey"))
+_LAST_SUFFIX = (*SECRET_WORDS, "credentials")
+_NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_MAX_NAME = 64
+_MAX_VALUE = 4096
+_AUTH_SCHEMES = frozenset(("bearer", "basic", "token", "digest", "negotiate", "apikey"))
+
+# A name, then `=` or `:` (or whitespace after a dashed flag). The value is scanned by hand.
+_ANCHOR = re.compile(
+    r"(?<![\w.\-])(?P<flag>--?)?(?P<q>[\"']?)(?P<name>[A-Za-z_][\w.\-]{0,63})(?P=q)"
+    r"(?P<sep>[ \t]{0,8}[=:][ \t]{0,8}|[ \t]{1,8})"
+)
+_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?i)\b(bearer|basic)[ \t]{1,8}[A-Za-z0-9._~+/=\-]{8,4096}"), r"\1 " + REDACTED),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,512}"), REDACTED),
+    (re.compile(r"\bhf_[A-Za-z0-9]{20,512}"), REDACTED),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,512}"), REDACTED),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,512}"), REDACTED),
+    (re.compile(r"\bxox[abpr]-[A-Za-z0-9\-]{10,512}"), REDACTED),
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"), REDACTED),
+    (
+        re.compile(
+            r"\beyJ[A-Za-z0-9_\-]{10,2048}\.[A-Za-z0-9_\-]{10,2048}\.[A-Za-z0-9_\-]{10,2048}"
+        ),
+        REDACTED,
+    ),
     # scheme://user:password@host
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/\s@]+:)[^@\s/]+(@)"), r"\1" + REDACTED + r"\2"),
+    (
+        re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,31}://[^:/\s@]{1,256}:)[^@\s/]{1,256}(@)"),
+        r"\1" + REDACTED + r"\2",
+    ),
 )
 
 
-def redact_text(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
-    """Replace every secret-looking span (and each known secret value) with REDACTED."""
-    for secret in extra_secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
-    for pattern, replacement in _PATTERNS:
+def is_secret_name(name: str) -> bool:
+    """True when a flag, variable, key or header name looks like it holds a secret."""
+    name = name.strip().lstrip("-")
+    if not name or len(name) > _MAX_NAME:
+        return False
+    parts = [part.lower() for part in _NAME_PARTS.findall(name)]
+    if not parts:
+        return False
+    if any(
+        part in _STRONG_EXACT or part.startswith(_STRONG_PREFIX) or part.endswith(_STRONG_PREFIX)
+        for part in parts
+    ):
+        return True
+    last = parts[-1]
+    return last in _LAST_EXACT or last.endswith(_LAST_SUFFIX)
+
+
+def _closing_quote(text: str, start: int, quote: str) -> int:
+    """Index just past the quote closing the one at `start` (or the scan limit)."""
+    limit = min(len(text), start + _MAX_VALUE)
+    index = start + 1
+    while index < limit:
+        char = text[index]
+        if char == "\\" and quote == '"':
+            index += 2
+            continue
+        if char == quote:
+            return index + 1
+        if char == "\n":
+            return index
+        index += 1
+    return limit
+
+
+def _closing_bracket(text: str, start: int) -> int:
+    """Index just past the bracket matching the one at `start`, quotes respected."""
+    pairs = {"[": "]", "{": "}", "(": ")"}
+    stack = [pairs[text[start]]]
+    limit = min(len(text), start + _MAX_VALUE)
+    index = start + 1
+    while index < limit and stack:
+        char = text[index]
+        if char in "'\"":
+            index = _closing_quote(text, index, char)
+            continue
+        if char in pairs:
+            stack.append(pairs[char])
+        elif char == stack[-1]:
+            stack.pop()
+        elif char == "\n":
+            break
+        index += 1
+    return index
+
+
+def _bare_end(text: str, start: int) -> int:
+    limit = min(len(text), start + _MAX_VALUE)
+    index = start
+    while index < limit and text[index] not in " \t\r\n,;'\"}])":
+        index += 1
+    return index
+
+
+def _value_span(text: str, match: re.Match[str]) -> tuple[int, int, str] | None:
+    """(start, end, replacement) of the value after a secret name, or None to leave it."""
+    start = match.end()
+    if start >= len(text):
+        return None
+    flag, quoted, sep = match.group("flag"), match.group("q"), match.group("sep")
+    char = text[start]
+    if not sep.strip() and not flag:
+        return None  # `name value` is only a form for dashed flags
+    if flag and not sep.strip() and text.startswith("-", start):
+        return None  # `--api-key --next-flag`: no value here
+    if char in "'\"":
+        end = _closing_quote(text, start, char)
+        return start, end, f"{char}{REDACTED}{char}"
+    if char in "[{(":
+        return start, _closing_bracket(text, start), REDACTED
+    end = _bare_end(text, start)
+    if end == start:
+        return None
+    value = text[start:end]
+    if ":" in sep and not quoted and not flag:
+        if value.lower() in _AUTH_SCHEMES:  # `Authorization: Basic dXNlcjpw`
+            after = end
+            while after < len(text) and text[after] in " \t" and after - end < 8:
+                after += 1
+            token_end = _bare_end(text, after)
+            if token_end > after:
+                return start, token_end, f"{value} {REDACTED}"
+        name = match.group("name")
+        if name.islower() and name.isalpha() and len(value) < 6:
+            return None  # prose such as "KV per token: MLA latent"
+    return start, end, REDACTED
+
+
+def _redact_named_values(text: str) -> str:
+    pieces: list[str] = []
+    position = 0
+    for match in _ANCHOR.finditer(text):
+        if match.start() < position or not is_secret_name(match.group("name")):
+            continue
+        span = _value_span(text, match)
+        if span is None:
+            continue
+        start, end, replacement = span
+        pieces.append(text[position:start])
+        pieces.append(replacement)
+        position = end
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+_REMEMBERED: set[str] = set()  # secret values this process knows (in memory only)
+
+
+def remember_secret(value: str | None) -> None:
+    """Redact this exact value from everything servedeck writes, from now on.
+
+    The deck registers the profile's API key when it opens, so an audit record,
+    a process listing or a log line redacts it with no caller passing it along.
+    """
+    if value and len(value.strip()) >= 6:  # shorter would mangle ordinary words
+        _REMEMBERED.add(value)
+
+
+def _known(extra_secrets: Iterable[str]) -> list[str]:
+    """Known secret values, longest first (so a value containing another goes whole)."""
+    values = {s for s in extra_secrets if s and len(s) >= 4} | _REMEMBERED
+    return sorted(values, key=len, reverse=True)
+
+
+def redact_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
+    """Replace every secret-looking value (and each known secret value) with REDACTED."""
+    for secret in _known(extra_secrets):
+        text = text.replace(secret, REDACTED)
+    text = _redact_named_values(text)
+    for pattern, replacement in _SHAPES:
         text = pattern.sub(replacement, text)
     return text
+
+
+def redact_data(data: Any, extra_secrets: Iterable[str] = ()) -> Any:
+    """A copy of JSON-like data with secrets replaced, ready to serialise.
+
+    A value under a secret-looking key is replaced whole (lists and tables too);
+    every other string goes through redact_text; keys themselves are redacted as text.
+    """
+    known = tuple(_known(extra_secrets))
+    return _redact_value(data, known, 0)
+
+
+def _redact_value(value: Any, known: tuple[str, ...], depth: int) -> Any:
+    if depth > 200:
+        return REDACTED  # deeper than any fact servedeck collects: not worth the risk
+    if isinstance(value, str):
+        return redact_text(value, known)
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            name = key if isinstance(key, str) else str(key)
+            safe_key = redact_text(name, known) if isinstance(key, str) else key
+            if is_secret_name(name) and item not in (None, "", [], {}):
+                out[safe_key] = REDACTED
+            else:
+                out[safe_key] = _redact_value(item, known, depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        return [_redact_value(item, known, depth + 1) for item in value]
+    return value

@@ -7,6 +7,7 @@ confirmation, and every request, refusal and outcome goes to the audit log.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -76,6 +77,9 @@ class UnitState:
         return self.active_state == "failed"
 
 
+_MAX_EPOCH_S = 253_402_300_800  # 10000-01-01: anything later is not a start time
+
+
 def _timestamp_s(value: str) -> float | None:
     """`@1732897888` or `Sat 2026-11-29 16:31:28 UTC` to epoch seconds; empty/n/a is None."""
     value = value.strip()
@@ -83,18 +87,19 @@ def _timestamp_s(value: str) -> float | None:
         return None
     if value.startswith("@"):
         try:
-            return float(value[1:])
+            seconds = float(value[1:])
         except ValueError:
             return None
+        return seconds if math.isfinite(seconds) and 0 <= seconds < _MAX_EPOCH_S else None
     parts = value.split()
     if len(parts) >= 3:
         try:
             stamp = datetime.strptime(f"{parts[1]} {parts[2]}", "%Y-%m-%d %H:%M:%S")
-        except ValueError:
-            return None
-        if len(parts) >= 4 and parts[3] == "UTC":
-            return stamp.timestamp() + _utc_offset_s(stamp)
-        return stamp.timestamp()
+            if len(parts) >= 4 and parts[3] == "UTC":
+                return stamp.timestamp() + _utc_offset_s(stamp)
+            return stamp.timestamp()
+        except (ValueError, OverflowError, OSError):
+            return None  # unreadable, or a year no clock here can hold
     return None
 
 
@@ -180,6 +185,12 @@ def describe_action(
 ActionRunner = Callable[[ServiceAction], Awaitable[tuple[int, str, float]]]
 
 
+def audit_refusal(action: ServiceAction, reason: str, audit_path: Path | None = None) -> None:
+    """A refused start/stop/restart, in the audit log (CLI and console, read-only included)."""
+    details = {"unit": action.unit, "action": action.verb, "command": action.command_line}
+    append_audit("service.refused", action.host_label, {**details, "reason": reason}, audit_path)
+
+
 async def audited_action(
     action: ServiceAction,
     runner: ActionRunner,
@@ -195,9 +206,7 @@ async def audited_action(
     details = {"unit": action.unit, "action": action.verb, "command": action.command_line}
     if read_only or not confirmed:
         reason = "read-only mode" if read_only else "not confirmed"
-        append_audit(
-            "service.refused", action.host_label, {**details, "reason": reason}, audit_path
-        )
+        audit_refusal(action, reason, audit_path)
         raise ServedeckError(f"{action.host_label}: {action.verb} {action.unit} refused: {reason}")
     append_audit("service.request", action.host_label, details, audit_path)
     try:

@@ -85,7 +85,9 @@ class BenchView(VerticalScroll):
 
     def show_progress(self, progress: BenchProgress) -> None:
         load = (
-            f"c={progress.concurrency}"
+            "warm-up"  # level -1: waiting for the warm-up request's answer
+            if progress.level < 0
+            else f"c={progress.concurrency}"
             if progress.request_rate is None
             else f"{progress.request_rate:g} req/s"
         )

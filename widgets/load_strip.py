@@ -99,7 +99,7 @@ def render_strip(
 
 
 def _n(value: int | None) -> str:
-    return "-" if value is None else str(value)
+    return "n/a" if value is None else str(value)  # NaN/Inf from /metrics arrive as None
 
 
 class LoadStrip(Static):

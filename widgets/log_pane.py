@@ -29,8 +29,9 @@ from widgets.keys import bindings_for
 FILTERS = {"all": Level.DEBUG, "warnings": Level.WARNING, "errors": Level.ERROR}
 _FILTER_NAMES = {"warnings": "warnings and errors", "errors": "errors only"}
 _LEVEL_STYLES = (
-    (re.compile(r"\b(ERROR|CRITICAL|Traceback)\b|\w+Error\b"), "bold red"),
-    (re.compile(r"\bWARN(?:ING)?\b|\w+Warning\b"), "yellow"),
+    # `\b` before `\w+`: one try per word, so a 1 MB word is read once, not once per char
+    (re.compile(r"\b(ERROR|CRITICAL|Traceback)\b|\b\w+Error\b"), "bold red"),
+    (re.compile(r"\bWARN(?:ING)?\b|\b\w+Warning\b"), "yellow"),
     (re.compile(r"\bDEBUG\b"), "dim"),
 )
 
@@ -52,6 +53,7 @@ class LogHighlighter(Highlighter):
 
 
 FLUSH_CHUNK_LINES = 500
+MAX_SHOWN_CHARS = 8192  # of one line; a 1 MB line must not stall the console
 
 
 class LogPane(Vertical):
@@ -128,6 +130,10 @@ class LogPane(Vertical):
             if not self._visible(line):
                 continue
             text = strip_ansi(line.text)
+            if len(text) > MAX_SHOWN_CHARS:  # the export keeps the whole line
+                text = (
+                    f"{text[:MAX_SHOWN_CHARS]}... [{len(text) - MAX_SHOWN_CHARS} more characters]"
+                )
             if self.show_timestamps and line.timestamp_s is not None:
                 text = time.strftime("%H:%M:%S ", time.localtime(line.timestamp_s)) + text
             if self.wrap and len(text) > width:

@@ -13,7 +13,9 @@ lines are decoded; every event in one read shares that read's timestamp
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -70,6 +72,40 @@ def _error_text(data: Mapping[str, Any]) -> str:
     return _short(str(error))
 
 
+MAX_EVENT_BYTES = 4 * 1024 * 1024
+
+
+class BadChunk(ValueError):
+    """An SSE data line that is JSON but not a chunk object (`data: 123`, `data: null`)."""
+
+
+def _chunk_tokens(data: Any) -> tuple[bool, str | None, tuple[int, int | None] | None]:
+    """(has choices, error text, (completion, prompt) tokens) of one decoded SSE chunk.
+
+    Anything that is not the OpenAI chunk shape raises BadChunk: that request fails,
+    the run goes on.
+    """
+    if not isinstance(data, Mapping):
+        raise BadChunk(f"chunk is {type(data).__name__}, not a JSON object")
+    choices = data.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        raise BadChunk(f"choices is {type(choices).__name__}, not an array")
+    error = _error_text(data) if "error" in data and not choices else None
+    usage = data.get("usage")
+    tokens = None
+    if usage is not None:
+        if not isinstance(usage, Mapping):
+            raise BadChunk(f"usage is {type(usage).__name__}, not an object")
+        completion = usage.get("completion_tokens")
+        if completion is not None:
+            prompt = usage.get("prompt_tokens")
+            for value in (completion, prompt):
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                    raise BadChunk("usage token counts are not integers")
+            tokens = (completion, prompt)
+    return bool(choices), error, tokens
+
+
 async def stream_request(
     client: httpx.AsyncClient,
     url: str,
@@ -77,8 +113,65 @@ async def stream_request(
     outcome: RequestOutcome,
     *,
     read_timeout_s: float | None = None,
+    total_timeout_s: float | None = None,
 ) -> RequestOutcome:
-    """Send one streaming request and fill `outcome`; never raises except on cancellation."""
+    """Send one streaming request and fill `outcome`; never raises except on cancellation.
+
+    Two deadlines end a request that would otherwise never finish: `read_timeout_s`
+    without a token (SSE keep-alive comments do not count, so a server that only
+    sends those, or hangs after its headers, is caught) and `total_timeout_s` for
+    the whole request.
+    """
+    # A watchdog on the loop, not a timer moved per token: the hot path only stores
+    # the time of the last token (rescheduling a timer per token halved the client's
+    # ceiling). It re-arms itself until a deadline passes, then cancels the request.
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    perf_counter = time.perf_counter
+    activity = [perf_counter()]  # the last token (or the start)
+    total_deadline = activity[0] + total_timeout_s if total_timeout_s else math.inf
+    idle_s = read_timeout_s or math.inf
+    fired: list[str] = []
+    handle: asyncio.TimerHandle | None = None
+
+    def check() -> None:
+        nonlocal handle
+        now = perf_counter()
+        if now >= total_deadline or now >= activity[0] + idle_s:
+            fired.append("total" if now >= total_deadline else "idle")
+            assert task is not None
+            task.cancel()
+            return
+        due = min(total_deadline, activity[0] + idle_s)
+        handle = loop.call_later(due - now, check)
+
+    if task is not None and (total_timeout_s or read_timeout_s):
+        check()
+    try:
+        await _stream(client, url, payload, outcome, activity, read_timeout_s)
+    except asyncio.CancelledError:
+        if not fired or task is None or task.uncancel() > 0:
+            raise  # not ours, or the run was cancelled as well
+        outcome.end_s = perf_counter()
+        if fired[0] == "total":
+            outcome.error = f"request ran past its {total_timeout_s:g} s total deadline"
+        else:
+            what = "token" if outcome.chunks else "first token"
+            outcome.error = f"no {what} for {read_timeout_s:g} s (stalled stream or server)"
+    finally:
+        if handle is not None:
+            handle.cancel()
+    return outcome
+
+
+async def _stream(
+    client: httpx.AsyncClient,
+    url: str,
+    payload: Mapping[str, Any],
+    outcome: RequestOutcome,
+    activity: list[float],
+    read_timeout_s: float | None,
+) -> RequestOutcome:
     perf_counter = time.perf_counter
     loads = json.loads
     start = perf_counter()
@@ -91,17 +184,24 @@ async def stream_request(
                 body = (await response.aread()).decode(errors="replace")
                 outcome.error = f"HTTP {response.status_code}: {_short(body)}"
                 return outcome
-            buffer = b""
+            # Each byte is scanned once (a huge event sent in small pieces stays linear),
+            # and an event that never ends fails the request instead of filling memory.
+            buffer = bytearray()
             async for chunk in response.aiter_raw():
                 now = perf_counter()
-                buffer = buffer + chunk if buffer else chunk
-                if b"\n\n" not in buffer:
-                    if b"\r" in buffer:
-                        buffer = buffer.replace(b"\r\n", b"\n")
+                if chunk.startswith(b"\n") and buffer.endswith(b"\r"):
+                    del buffer[-1]  # a \r\n split across two reads
+                if b"\r" in chunk:
+                    chunk = chunk.replace(b"\r\n", b"\n")
+                scan_from = max(0, len(buffer) - 1)
+                buffer += chunk
+                cut = buffer.rfind(b"\n\n", scan_from)
+                if cut < 0:
+                    if len(buffer) > MAX_EVENT_BYTES:
+                        raise BadChunk(f"an SSE event over {MAX_EVENT_BYTES >> 20} MiB")
                     continue
-                if b"\r" in buffer:
-                    buffer = buffer.replace(b"\r\n", b"\n")
-                *events, buffer = buffer.split(b"\n\n")
+                events = bytes(buffer[:cut]).split(b"\n\n")
+                del buffer[: cut + 2]
                 for event in events:
                     for line in event.split(b"\n"):
                         if not line.startswith(b"data:"):
@@ -111,21 +211,29 @@ async def stream_request(
                             done = True
                             continue
                         data = loads(body_bytes)
-                        if data.get("choices"):
+                        # fast path: a token chunk (a dict with a non-empty list of choices)
+                        if (
+                            type(data) is dict
+                            and type(data.get("choices")) is list
+                            and data["choices"]
+                            and data.get("usage") is None
+                        ):
+                            has_choices, error, tokens = True, None, None
+                        else:
+                            has_choices, error, tokens = _chunk_tokens(data)
+                        if has_choices:
                             if outcome.chunks == 0:
                                 outcome.ttft_s = now - start
                             else:
                                 outcome.itl_s.append(now - last_choice_at)
                             outcome.chunks += 1
                             last_choice_at = now
-                        elif "error" in data:
-                            outcome.error = f"server error in stream: {_error_text(data)}"
-                        usage = data.get("usage")
-                        if usage and usage.get("completion_tokens") is not None:
-                            outcome.output_tokens = int(usage["completion_tokens"])
-                            outcome.prompt_tokens = int(usage.get("prompt_tokens") or 0) or (
-                                outcome.prompt_tokens
-                            )
+                            activity[0] = now
+                        elif error is not None:
+                            outcome.error = f"server error in stream: {error}"
+                        if tokens is not None:
+                            outcome.output_tokens = tokens[0]
+                            outcome.prompt_tokens = tokens[1] or outcome.prompt_tokens
                             outcome.usage_seen = True
     except httpx.TimeoutException as error:
         kind = type(error).__name__
@@ -133,8 +241,8 @@ async def stream_request(
         outcome.error = f"{kind}{limit} (stalled stream or server)"
     except httpx.HTTPError as error:
         outcome.error = f"{type(error).__name__}: {_short(str(error)) or 'connection lost'}"
-    except ValueError as error:
-        outcome.error = f"bad SSE data: {_short(str(error))}"
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, BadChunk, deep JSON
+        outcome.error = f"bad SSE data: {_short(str(error)) or type(error).__name__}"
     finally:
         outcome.end_s = perf_counter()
     if outcome.error:

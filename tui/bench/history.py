@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tui import paths
 from tui.bench.model import BenchResult, result_from_dict
+from tui.redact import redact_data
 
 
 def history_path() -> Path:
@@ -23,7 +24,7 @@ def append_result(result: BenchResult, path: Path | None = None) -> Path:
     """Append one run; returns the file written."""
     target = path or history_path()
     target.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(result.to_dict(), sort_keys=True) + "\n").encode()
+    line = (json.dumps(redact_data(result.to_dict()), sort_keys=True) + "\n").encode()
     descriptor = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         size = os.fstat(descriptor).st_size

@@ -72,6 +72,7 @@ async def run_level(
                 request_payload(spec, prompt),
                 outcome,
                 read_timeout_s=spec.read_timeout_s,
+                total_timeout_s=spec.request_timeout_s,
             )
         finally:
             slots.release()

@@ -44,18 +44,26 @@ from tui.bench.workload import (
     make_prompts,
     words_for_tokens,
 )
+from tui.redact import redact_data
 
 STREAMS_PER_PROCESS = 256
 
 
+_KNOWN_SECRETS: list[str] = []  # the API key, once read: never in any event
+
+
 def emit(event: str, **fields: Any) -> None:
-    """One event line on stdout, flushed at once."""
-    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    """One event line on stdout, flushed at once; secrets redacted before serialising."""
+    record = redact_data({"event": event, **fields}, _KNOWN_SECRETS)
+    sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()
 
 
 def api_key_for(spec: BenchSpec) -> str | None:
-    return os.environ.get(spec.api_key_env) if spec.api_key_env else None
+    key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
+    if key and key not in _KNOWN_SECRETS:
+        _KNOWN_SECRETS.append(key)  # a server may echo it in an error body
+    return key
 
 
 def processes_for(spec: BenchSpec, concurrency: int) -> int:
@@ -227,12 +235,19 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
             for prompt in warm:
                 if cancel.is_set():
                     break
-                # Warm-up is sent and awaited, never measured.
+                # Warm-up is sent and awaited, never measured; progress shows the wait.
                 warm_run = LevelRun()
-                await run_level(
-                    client, url, spec, [prompt], concurrency=1, rate=None, seed=0,
-                    cancel=cancel, run=warm_run,
-                )  # fmt: skip
+                waiting = asyncio.create_task(
+                    _progress_loop(-1, 1, None, 1, warm_run, {}, spec.progress_interval_s)
+                )
+                try:
+                    await run_level(
+                        client, url, spec, [prompt], concurrency=1, rate=None, seed=0,
+                        cancel=cancel, run=warm_run,
+                    )  # fmt: skip
+                finally:
+                    waiting.cancel()
+                _check_warmup(warm_run)
             for index, (concurrency, rate) in enumerate(levels):
                 if cancel.is_set():
                     break
@@ -305,6 +320,18 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
     )
 
 
+class WarmupStalled(ValueError):
+    """The server took the warm-up request but never answered it: no run can succeed."""
+
+
+def _check_warmup(run: LevelRun) -> None:
+    """A warm-up that hit a deadline ends the run at once, rather than every level timing out."""
+    for outcome in run.outcomes:
+        error = outcome.error or ""
+        if not outcome.success and ("deadline" in error or error.startswith("no ")):
+            raise WarmupStalled(f"warm-up request failed: {error}; not starting the run")
+
+
 def level_to_dict(level: LevelResult) -> dict[str, Any]:
     from dataclasses import asdict
 
@@ -363,15 +390,36 @@ async def _main(argv: list[str], read_stdin: Callable[[], str]) -> int:
         await _worker(job, cancel)
         return 0
     try:
-        result = await run_spec(BenchSpec.from_dict(job), cancel)
+        spec = BenchSpec.from_dict(job)
+        watchdog = asyncio.create_task(_wall_deadline(spec.run_timeout_s, cancel))
+        try:
+            result = await run_spec(spec, cancel)
+        finally:
+            watchdog.cancel()
     except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as error:
         emit("error", message=_describe(error))
         return 1
+    if watchdog.done() and not watchdog.cancelled() and watchdog.result():
+        result = replace(
+            result,
+            client={**result.client, "stopped": f"run wall deadline of {spec.run_timeout_s:g} s"},
+        )
     emit("result", result=result.to_dict())
     return 0
 
 
+async def _wall_deadline(limit_s: float, cancel: asyncio.Event) -> bool:
+    """Cancel the run (results so far kept, marked partial) once it has run `limit_s`."""
+    if not limit_s or limit_s <= 0:
+        return False
+    await asyncio.sleep(limit_s)
+    cancel.set()
+    return True
+
+
 def _describe(error: BaseException) -> str:
+    if isinstance(error, WarmupStalled):
+        return str(error)
     if isinstance(error, httpx.HTTPStatusError):
         return f"{error.request.url}: HTTP {error.response.status_code}"
     if isinstance(error, httpx.HTTPError):

@@ -150,7 +150,9 @@ class BenchSpec:
     ignore_eos: bool = True
     warmup_requests: int = 1
     api_key_env: str | None = None  # the NAME of the variable; the key never travels
-    read_timeout_s: float = 600.0
+    read_timeout_s: float = 300.0  # idle deadline: no token for this long fails the request
+    request_timeout_s: float = 1800.0  # total deadline of one request
+    run_timeout_s: float = 4 * 3600.0  # wall deadline of the run: then it stops, partial
     connect_timeout_s: float = 10.0
     transport: str = "httpx-aiohttp"
     processes: int = 0  # 0: one per 256 concurrent streams, at most cpu_count - 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import signal
 import sys
 from dataclasses import replace
@@ -34,14 +35,22 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--num-requests", type=int, metavar="N", help="requests per level")
     parser.add_argument("--input-tokens", type=int, metavar="N")
     parser.add_argument("--output-tokens", type=int, metavar="N")
-    parser.add_argument("--timeout", type=float, metavar="S", help="read timeout per request")
+    parser.add_argument(
+        "--timeout", type=float, metavar="S", help="fail a request after S s without a token"
+    )
+    parser.add_argument(
+        "--request-timeout", type=float, metavar="S", help="total deadline of one request"
+    )
+    parser.add_argument(
+        "--run-timeout", type=float, metavar="S", help="stop the run (partial) after S s"
+    )
     parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
     parser.add_argument("--save", action="store_true", help="append the result to the history")
     parser.set_defaults(func=_bench)
 
 
 def _positive(name: str, value: int | float | None) -> None:
-    if value is not None and value <= 0:
+    if value is not None and (not math.isfinite(value) or value <= 0):
         raise UsageError(f"--{name} must be positive, got {value}")
 
 
@@ -49,6 +58,8 @@ def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | N
     """Refuse bad numbers and unknown presets before anything (a simulator) is started."""
     for name in ("num_requests", "input_tokens", "output_tokens", "timeout"):
         _positive(name.replace("_", "-"), getattr(args, name))
+    for name in ("request_timeout", "run_timeout"):
+        _positive(name.replace("_", "-"), getattr(args, name, None))
     for level in args.concurrency or ():
         _positive("concurrency", level)
     known = default_presets() if presets is None else presets
@@ -90,6 +101,8 @@ def build_spec(
         input_tokens=args.input_tokens,
         output_tokens=args.output_tokens,
         read_timeout_s=args.timeout,
+        request_timeout_s=getattr(args, "request_timeout", None),
+        run_timeout_s=getattr(args, "run_timeout", None),
         api_key_env=api_key_env,
         context=replace(context, base_url=base_url),
     )
@@ -178,10 +191,10 @@ async def _drive(spec: BenchSpec, show_progress: bool) -> BenchResult:
             if isinstance(event, BenchStarted):
                 print(f"model {event.model}, prompts by {event.prompt_method}", file=sys.stderr)
             elif isinstance(event, BenchProgress):
-                load = f"c={event.concurrency}"
+                load = "warm-up" if event.level < 0 else f"c={event.concurrency}"
                 print(
                     f"\r{load}: {event.done}/{event.total} done, {event.failed} failed, "
-                    f"{event.tok_s:,.0f} tok/s   ",
+                    f"{event.tok_s:,.0f} tok/s, {event.elapsed_s:.0f} s   ",
                     end="",
                     file=sys.stderr,
                 )

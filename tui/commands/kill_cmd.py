@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 
 from tui.commands._target import deck_from_args
 from tui.commands.procs_cmd import current_listing
 from tui.errors import UsageError
 from tui.procs.gpu_hints import deck_context, rereader
-from tui.procs.kill import DEFAULT_TIMEOUT_S, check_targets, kill_processes, leftovers
+from tui.procs.kill import DEFAULT_TIMEOUT_S, kill_processes, leftovers, refuse_before_asking
 from tui.procs.model import GpuProcess, KillReport
 from tui.procs.text import report_lines, target_lines
 
@@ -84,10 +85,12 @@ def confirm(targets: list[GpuProcess], args: argparse.Namespace) -> set[int] | N
 
 
 def _kill(args: argparse.Namespace) -> int:
-    if args.timeout <= 0:
-        raise UsageError("kill: --timeout must be a positive number of seconds")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise UsageError("kill: --timeout must be a positive, finite number of seconds")
     deck = deck_from_args(args)
     profile, host = deck.profile, deck.host
+
+    nothing_allowed: list[bool] = []
 
     async def _run() -> KillReport | None:
         try:
@@ -97,33 +100,35 @@ def _kill(args: argparse.Namespace) -> int:
                 print(f"{host.label}: no leftover GPU processes")
                 return None
             print("\n".join(target_lines(host.label, targets)))
-            confirmed = set(args.confirm_foreign)
-            if not profile.read_only:
-                # Refused whatever is typed (pid 1, defunct): do not ask, report them.
-                hard = check_targets(targets, confirmed_foreign={p.pid for p in targets})
-                if len(hard) == len(targets):
-                    confirmed = set()
-                else:
-                    answer = confirm(targets, args)
-                    if answer is None:
-                        print("nothing done")
-                        return None
-                    confirmed = answer
+            action = "kill --leftovers" if args.leftovers else "kill"
+            # Refused whatever is typed (read-only, pid 1, defunct): audited, never asked.
+            allowed, refused = refuse_before_asking(
+                host.label, targets, read_only=profile.read_only, action=action
+            )
+            for pid, reason in refused.items():
+                print(f"pid {pid}: {reason}")
+            if not allowed:
+                nothing_allowed.append(bool(refused))
+                return None
+            answer = confirm(allowed, args)
+            if answer is None:
+                print("nothing done")
+                return None
             return await kill_processes(
                 host,
-                targets,
+                allowed,
                 await deck_context(deck),
                 read_only=profile.read_only,
                 timeout_s=args.timeout,
-                confirmed_foreign=confirmed,
+                confirmed_foreign=answer,
                 reread=rereader(deck),
-                action="kill --leftovers" if args.leftovers else "kill",
+                action=action,
             )
         finally:
             await deck.close()
 
     report = asyncio.run(_run())
     if report is None:
-        return 0
+        return 1 if any(nothing_allowed) else 0
     print("\n".join(report_lines(report)))
     return 0 if report.all_ended else 1

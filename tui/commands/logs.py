@@ -9,6 +9,7 @@ from tui.cli import run_async
 from tui.commands._target import deck_from_args
 from tui.errors import UsageError
 from tui.logs.line import strip_ansi
+from tui.redact import redact_text
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -28,10 +29,12 @@ def run_logs(args: argparse.Namespace) -> int:
     if lines is None:
         raise UsageError(f"profile {deck.profile.name!r}: set service.unit or service.log_file")
 
+    secrets = (deck.api_key,) if deck.api_key else ()
+
     async def pump() -> None:
         try:
             async for line in lines:
-                sys.stdout.write(strip_ansi(line.text) + "\n")
+                sys.stdout.write(redact_text(strip_ansi(line.text), secrets) + "\n")
                 sys.stdout.flush()
         finally:
             await deck.close()

@@ -14,6 +14,7 @@ from tui.errors import CommandTimeout, HostError, ServedeckError
 from tui.loadwatch import LoadTracker
 from tui.metrics import MetricsPoller, metrics_from_log
 from tui.readiness import ReadinessProbe
+from tui.redact import redact_data
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -80,10 +81,12 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
         if metrics is None and progress.engine_stats is not None:
             metrics = metrics_from_log(progress.engine_stats)
         report["metrics"] = dataclasses.asdict(metrics) if metrics else None
+        secrets = (deck.api_key,) if deck.api_key else ()
     finally:
         await deck.close()
     report["serving"] = bool(readiness.health_ok)
-    return report
+    # redacted as data, before any rendering (it quotes the same log lines `logs` prints)
+    return redact_data(json.loads(json.dumps(report, default=str)), secrets)
 
 
 def exit_status(report: dict[str, Any]) -> int:
@@ -115,9 +118,11 @@ def _text(report: dict[str, Any]) -> str:
         out.append(f"http    {state}; models: {', '.join(ready['models']) or '-'}")
     metrics = report.get("metrics")
     if metrics:
+        kv = metrics["kv_cache_usage_pct"]
         out.append(
-            f"metrics running {metrics['running_reqs']}, waiting {metrics['waiting_reqs']}, "
-            f"KV {metrics['kv_cache_usage_pct']}% ({metrics['source']})"
+            f"metrics running {_na(metrics['running_reqs'])}, "
+            f"waiting {_na(metrics['waiting_reqs'])}, "
+            f"KV {'n/a' if kv is None else f'{kv:.1f}%'} ({metrics['source']})"
         )
     out.extend(f"warning {error}" for error in report["errors"])
     if not report.get("host_reachable", True):
@@ -125,6 +130,10 @@ def _text(report: dict[str, Any]) -> str:
     else:
         out.append("verdict " + ("serving" if report.get("serving") else "not serving"))
     return "\n".join(hanging(line[:8], line[8:]) for line in out)
+
+
+def _na(value: object) -> str:
+    return "n/a" if value is None else str(value)
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -87,6 +87,7 @@ class SmiGpuSource:
         self._cuda_version: str | None = None
         self._error: str | None = None
         self._first_batch = asyncio.Event()
+        self._first_apps = asyncio.Event()  # the process list read after the first tick
         self._tasks: list[asyncio.Task[None]] = []
 
     # -- background tasks ----------------------------------------------------------
@@ -148,11 +149,14 @@ class SmiGpuSource:
     async def _apps_loop(self) -> None:
         await self._first_batch.wait()
         while True:
-            with contextlib.suppress(ServedeckError):
-                result = await self.host.run(compute_apps_argv(), timeout_s=15.0)
-                if result.ok:
-                    index_by_uuid = {s.uuid: s.index for s in self._statics.values() if s.uuid}
-                    self._processes = parse_compute_apps(result.stdout, index_by_uuid)
+            try:
+                with contextlib.suppress(ServedeckError):
+                    result = await self.host.run(compute_apps_argv(), timeout_s=15.0)
+                    if result.ok:
+                        index_by_uuid = {s.uuid: s.index for s in self._statics.values() if s.uuid}
+                        self._processes = parse_compute_apps(result.stdout, index_by_uuid)
+            finally:
+                self._first_apps.set()  # read (or failed): a waiting first sample goes on
             await asyncio.sleep(self.apps_interval_s)
 
     async def _read_host_facts(self) -> None:
@@ -171,10 +175,20 @@ class SmiGpuSource:
     # -- the snapshot -------------------------------------------------------------
 
     async def sample(self) -> GpuBoxSnapshot:
+        """The latest tick; the first call waits for a complete one: GPU lines and processes.
+
+        One-shot `procs`, `kill` and `summary` take the first sample only, so it must
+        carry the per-process GPU data (read right after the tick's GPU lines).
+        """
         self._start()
+        deadline = time.monotonic() + self.first_sample_timeout_s
         if not self._first_batch.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._first_batch.wait(), self.first_sample_timeout_s)
+        if self._samples and not self._first_apps.is_set():
+            left_s = max(0.0, deadline - time.monotonic())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._first_apps.wait(), left_s)
         return self._snapshot()
 
     def _snapshot(self) -> GpuBoxSnapshot:

@@ -7,6 +7,10 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+# What Host.stream yields in place of a line over its size limit: the line's bytes are
+# dropped (never buffered whole), and the consumer can count and report the gap.
+OVERLONG_LINE = "\x00servedeck: line over the stream limit skipped\x00"
+
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:

@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 
 from tui.errors import CommandTimeout, HostError
-from tui.hosts.base import CommandResult
+from tui.hosts.base import OVERLONG_LINE, CommandResult
 
 _STREAM_LIMIT_BYTES = 4 * 1024 * 1024
 
@@ -27,6 +27,35 @@ async def _end_process(process: asyncio.subprocess.Process, grace_s: float = 2.0
             return
         except TimeoutError:
             continue
+
+
+async def _lines(reader: asyncio.StreamReader) -> AsyncIterator[str]:
+    """Decoded lines; one over the reader's limit becomes OVERLONG_LINE, never an exception."""
+    skipping = False
+    while True:
+        try:
+            raw = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as error:
+            if error.partial and not skipping:
+                yield error.partial.decode(errors="replace").rstrip("\r\n")
+            elif skipping:
+                yield OVERLONG_LINE
+            return
+        except asyncio.LimitOverrunError as error:
+            # drop what is buffered (and the newline, if the line ends inside the buffer)
+            ended = "is found" in str(error)  # asyncio: "Separator is found, but chunk ..."
+            await reader.readexactly(error.consumed + (1 if ended else 0))
+            if ended:
+                skipping = False
+                yield OVERLONG_LINE
+            else:
+                skipping = True
+            continue
+        if skipping:
+            skipping = False
+            yield OVERLONG_LINE
+            continue
+        yield raw.decode(errors="replace").rstrip("\r\n")
 
 
 class LocalHost:
@@ -97,8 +126,8 @@ class LocalHost:
                 await process.stdin.drain()
                 process.stdin.close()
             assert process.stdout is not None
-            async for raw_line in process.stdout:
-                yield raw_line.decode(errors="replace").rstrip("\r\n")
+            async for raw_line in _lines(process.stdout):
+                yield raw_line
             await process.wait()
         finally:
             self._streams.discard(process)

@@ -12,15 +12,20 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from tui.errors import HostError
-from tui.hosts.base import Host
-from tui.logs.line import LevelClassifier, LogLine
+from tui.hosts.base import OVERLONG_LINE, Host
+from tui.logs.line import Level, LevelClassifier, LogLine
 
 _RECENT_CURSORS = 4096
+# journald's own line limit for `journalctl -o json` consumers; longer is not an entry we show
+MAX_ENTRY_CHARS = 4 * 1024 * 1024
+_CURSOR = re.compile(r'"__CURSOR"\s*:\s*"([^"\\]{1,1024})"')
+_CURSOR_SCAN_CHARS = 8192
 
 
 def decode_message(value: Any) -> str:
@@ -35,29 +40,73 @@ def decode_message(value: Any) -> str:
         return value
     if isinstance(value, list):
         if value and isinstance(value[0], list):  # a field repeated in one entry
-            return "\n".join(decode_message(part) for part in value)
+            return "\n".join(_flat_message(part) for part in value)
         if all(isinstance(part, str) for part in value):
             return "\n".join(value)
-        return bytes(int(b) & 0xFF for b in value).decode("utf-8", errors="replace")
-    return str(value)
+        return _bytes_message(value)
+    return _short_repr(value)
+
+
+def _flat_message(value: Any) -> str:
+    """One repeated part: a string or a byte array; anything deeper is shown, not recursed."""
+    if isinstance(value, list) and not any(isinstance(part, list | dict) for part in value):
+        if all(isinstance(part, str) for part in value):
+            return "\n".join(value)
+        return _bytes_message(value)
+    if isinstance(value, str):
+        return value
+    return _short_repr(value)
+
+
+def _bytes_message(value: list[Any]) -> str:
+    """A byte array; an element that is not a byte (null, text, 300) shows as U+FFFD."""
+    out = bytearray()
+    for part in value:
+        if isinstance(part, int) and not isinstance(part, bool) and 0 <= part <= 255:
+            out.append(part)
+        else:
+            out += "\ufffd".encode()
+    return out.decode("utf-8", errors="replace")
+
+
+def _short_repr(value: Any) -> str:
+    text = f"[unreadable MESSAGE: {type(value).__name__}]"
+    if isinstance(value, bool | int | float):
+        text = str(value)
+    return text
 
 
 def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
+
+
+# journald's own range: from the epoch to the year 9999; anything else is not a time
+_MAX_REALTIME_US = 253_402_300_799 * 1_000_000
+
+
+def _realtime_s(value: Any) -> float | None:
+    realtime_us = _int_or_none(value)
+    if realtime_us is None or not 0 < realtime_us <= _MAX_REALTIME_US:
+        return None
+    return realtime_us / 1e6
 
 
 def entry_to_line(entry: dict[str, Any], classifier: LevelClassifier, source: str) -> LogLine:
     """One decoded journal JSON object to a LogLine."""
     text = decode_message(entry.get("MESSAGE")).rstrip("\n")
-    realtime_us = _int_or_none(entry.get("__REALTIME_TIMESTAMP"))
     priority = _int_or_none(entry.get("PRIORITY"))
+    if priority is not None and not 0 <= priority <= 7:
+        priority = None
+    cursor = entry.get("__CURSOR")
     return LogLine(
         text=text,
-        timestamp_s=realtime_us / 1e6 if realtime_us is not None else None,
-        cursor=entry.get("__CURSOR"),
+        timestamp_s=_realtime_s(entry.get("__REALTIME_TIMESTAMP")),
+        cursor=cursor if isinstance(cursor, str) else None,
         level=classifier.classify(text, priority),
         priority=priority,
         source=source,
@@ -93,6 +142,8 @@ class JournalFollower:
         self.follow = follow
         self.last_cursor = after_cursor
         self.reconnects = 0
+        self.skipped_entries = 0
+        self._cut_line = False
         self._retry_delay_s = retry_delay_s
         self._max_retry_delay_s = max_retry_delay_s
         self._on_reconnect = on_reconnect
@@ -127,22 +178,54 @@ class JournalFollower:
         self._recent_set.add(cursor)
         return True
 
+    def _skipped(self, reason: str, raw: str = "") -> LogLine | None:
+        """A bad entry: counted and shown as a warning line; its cursor (if readable) is kept."""
+        cursor_match = _CURSOR.search(raw[:_CURSOR_SCAN_CHARS]) if raw else None
+        cursor = cursor_match.group(1) if cursor_match else None
+        if cursor is not None:
+            if not self._remember(cursor):
+                return None
+            self.last_cursor = cursor
+        self.skipped_entries += 1
+        return LogLine(
+            text=f"servedeck: journal entry skipped: {reason} "
+            f"({self.skipped_entries} skipped so far)",
+            cursor=cursor,
+            level=Level.WARNING,
+            source=self.source,
+        )
+
     def _decode(self, raw: str) -> LogLine | None:
+        if raw == OVERLONG_LINE or len(raw) > MAX_ENTRY_CHARS:
+            return self._skipped("over 4 MiB", raw if raw != OVERLONG_LINE else "")
         if not raw.startswith("{"):
             return None
         try:
             entry = json.loads(raw)
+        except RecursionError:
+            return self._skipped("JSON nested too deeply", raw)
         except ValueError:
-            return None  # a line cut by a killed stream: re-read after resume
-        if not isinstance(entry, dict):
+            self._cut_line = True  # a killed stream's last line is re-read after resume
             return None
+        if not isinstance(entry, dict):
+            return self._skipped("not a JSON object", raw)
         cursor = entry.get("__CURSOR")
         if isinstance(cursor, str) and not self._remember(cursor):
             return None
-        line = entry_to_line(entry, self._classifier, self.source)
+        try:
+            line = entry_to_line(entry, self._classifier, self.source)
+        except (RecursionError, ValueError, TypeError, OverflowError, MemoryError) as error:
+            self._forget_last(cursor)
+            return self._skipped(f"unreadable ({type(error).__name__})", raw)
         if isinstance(cursor, str):
             self.last_cursor = cursor
         return line
+
+    def _forget_last(self, cursor: object) -> None:
+        if isinstance(cursor, str) and cursor in self._recent_set:
+            self._recent_set.discard(cursor)
+            if self._recent and self._recent[-1] == cursor:
+                self._recent.pop()
 
     async def lines(self) -> AsyncIterator[LogLine]:
         """Every entry once, in order; restarts journalctl until cancelled."""
@@ -150,8 +233,17 @@ class JournalFollower:
         produced_ever = False
         while True:
             produced = False
+            self._cut_line = False
             try:
                 async for raw in self.host.stream(self.argv()):
+                    if self._cut_line:
+                        # the stream went on after a line that was not whole JSON: not a
+                        # killed stream (that entry would be re-read) but a broken or
+                        # oversized one (SSH hands a huge line over in pieces)
+                        self._cut_line = False
+                        warning = self._skipped("not whole JSON (cut, or too long)")
+                        if warning is not None:
+                            yield warning
                     line = self._decode(raw)
                     if line is not None:
                         produced = produced_ever = True

@@ -49,6 +49,7 @@ _PLAIN_LEVEL = re.compile(
 _GLOG = re.compile(r"^\[?([IWEF])\d{4} \d\d:\d\d:\d\d")
 _EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)(?::|$)")
 _PY_WARNING = re.compile(r"\b\w*Warning: ")
+_PY_WARNING_LINE = re.compile(r"^\S{1,512}:\d{1,9}: \w{0,64}Warning: ")
 _ERROR_WORDS = re.compile(
     r"(?i)\b(?:out of memory|cuda error|segmentation fault|core dumped|fatal)\b"
 )
@@ -126,6 +127,8 @@ class LevelClassifier:
             self._in_traceback = False
         if stated:
             return stated
+        if _PY_WARNING_LINE.match(body):  # `x.py:9: UserWarning: ... out of memory` warns
+            return Level.WARNING
         if _EXCEPTION_LINE.match(body) or _ERROR_WORDS.search(body):
             return Level.ERROR
         if _PY_WARNING.search(body):

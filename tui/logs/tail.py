@@ -21,6 +21,12 @@ from tui.logs.line import LevelClassifier, LogLine
 
 _BLOCK_BYTES = 64 * 1024
 _READ_BYTES = 1024 * 1024
+MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer line is shown cut, never buffered whole
+_CUT_SHOWN_BYTES = 64 * 1024
+
+
+def _cut_line(head: bytes) -> bytes:
+    return head[:_CUT_SHOWN_BYTES] + b" ... [servedeck: line over 4 MiB cut here]"
 
 
 def offset_of_last_lines(handle: BinaryIO, count: int) -> int:
@@ -98,14 +104,23 @@ class FileFollower:
         handle, inode = opened
         handle.seek(offset_of_last_lines(handle, self.initial_lines))
         pending = b""
+        skipping = False  # inside a line over the limit: drop bytes up to its end
         try:
             while True:
                 chunk = handle.read(_READ_BYTES)
                 if chunk:
+                    if skipping:
+                        end = chunk.find(b"\n")
+                        if end < 0:
+                            continue
+                        chunk, skipping = chunk[end + 1 :], False
                     pending += chunk
                     *complete, pending = pending.split(b"\n")
                     for raw in complete:
                         yield self._line(raw)
+                    if len(pending) > MAX_LINE_BYTES:
+                        yield self._line(_cut_line(pending))
+                        pending, skipping = b"", True
                     continue
                 if not self.follow:
                     if pending:

@@ -49,6 +49,48 @@ def check_targets(
     return refusals
 
 
+def refuse_before_asking(
+    host_label: str,
+    targets: Sequence[GpuProcess],
+    *,
+    read_only: bool,
+    action: str,
+    audit_path: Path | None = None,
+) -> tuple[list[GpuProcess], dict[int, str]]:
+    """The one refusal step before any dialog or prompt, for the CLI and the console alike.
+
+    Read-only refuses everything (ReadOnlyError); pid 1 and defunct processes are
+    refused whatever the operator would type, so no dialog ever offers them.
+    Every refusal is audited. Returns (targets still to ask about, pid -> refusal).
+    """
+    if read_only:
+        append_audit(
+            "kill-refused",
+            host_label,
+            {"action": action, "reason": "read-only", "targets": _records(targets)},
+            audit_path,
+        )
+        raise ReadOnlyError(f"{host_label}: read-only: killing processes is disabled")
+    # Foreign processes are confirmed by typing their pid in the dialog: not refused here.
+    refused = check_targets(targets, confirmed_foreign={proc.pid for proc in targets})
+    if refused:
+        append_audit(
+            "kill-refused",
+            host_label,
+            {
+                "action": action,
+                "reason": "; ".join(sorted(set(refused.values()))),
+                "targets": _records([proc for proc in targets if proc.pid in refused]),
+            },
+            audit_path,
+        )
+    return [proc for proc in targets if proc.pid not in refused], refused
+
+
+def _records(targets: Sequence[GpuProcess]) -> list[dict[str, Any]]:
+    return [_target_record(proc) for proc in targets]
+
+
 def _target_record(proc: GpuProcess) -> dict[str, Any]:
     return {
         "pid": proc.pid,

@@ -13,7 +13,7 @@ from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.procs import kill_processes, list_gpu_processes
 from tui.procs.gpu_hints import deck_context
-from tui.procs.kill import leftovers
+from tui.procs.kill import ReadOnlyError, leftovers, refuse_before_asking
 from tui.screens.console_guard import while_open
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from widgets.procs_pane import ProcsPane
@@ -53,11 +53,22 @@ class ProcessesMixin:
             self.poll_later(PROCS_POLL_S, self._refresh_procs, "procs-poll")
 
     def _confirm_kill(self, targets: list) -> None:  # type: ignore[type-arg]
-        if self.profile.read_only:
-            self.notify("Read-only: killing is disabled.", severity="warning")
-            return
         if not targets:
             self.notify("No leftover GPU processes.", title="Processes")
+            return
+        try:  # the same refusals as `servedeck kill`, audited, before any dialog
+            targets, refused = refuse_before_asking(
+                self.deck.host_label,
+                targets,
+                read_only=self.profile.read_only,
+                action="console kill",
+            )
+        except ReadOnlyError:
+            self.notify("Read-only: killing is disabled.", severity="warning")
+            return
+        for pid, reason in refused.items():
+            self.notify(f"pid {pid}: {reason}", title="Processes", severity="warning")
+        if not targets:
             return
 
         def confirmed(confirmation: KillConfirmation | None) -> None:

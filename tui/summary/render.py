@@ -11,7 +11,7 @@ import json
 
 from tui.bench.model import BenchResult
 from tui.plan.render import plan_markdown
-from tui.redact import redact_text
+from tui.redact import redact_data, redact_text
 from tui.summary import sections
 from tui.summary.inputs import SummaryInputs
 from tui.summary.mdtable import NA, clock, duration, gib, ms, num, table
@@ -248,5 +248,5 @@ def render_markdown(inputs: SummaryInputs, extra_secrets: tuple[str, ...] = ()) 
 
 def render_json(inputs: SummaryInputs, extra_secrets: tuple[str, ...] = ()) -> str:
     """Every collected fact as JSON (redacted the same way)."""
-    text = json.dumps(inputs.to_plain(), indent=2, sort_keys=True, default=str)
-    return redact_text(text, extra_secrets)
+    plain = json.loads(json.dumps(inputs.to_plain(), default=str))
+    return json.dumps(redact_data(plain, extra_secrets), indent=2, sort_keys=True)
