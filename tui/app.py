@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -26,6 +25,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
+from tui.audit import append_audit
 from tui.bench.driver import BenchProcess
 from tui.bench.history import runs_for_host
 from tui.config import Profile
@@ -33,6 +33,7 @@ from tui.deck import Deck
 from tui.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
+from tui.health import SourceHealth, unknown_since_text
 from tui.hostinfo import HostOverview
 from tui.keymap import COMMANDS
 from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
@@ -45,6 +46,7 @@ from tui.screens.console_bench import BenchMixin
 from tui.screens.console_guard import console_closing, while_open
 from tui.screens.console_handoff import HandoffMixin
 from tui.screens.console_processes import ProcessesMixin
+from tui.screens.console_workers import WorkerFailed, console_worker, failure_text
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.service import ActionOutcome, UnitState
@@ -63,6 +65,11 @@ METRICS_POLL_S = 2.0
 LOG_DRAIN_S = 0.1
 READINESS_POLL_S = 1.0
 RETRY_S = 5.0
+# While the host is unreachable the overview asks again this often (a failed attempt is
+# cheap: the SSH host fails fast during its backoff), so the console resumes soon after.
+HOST_RETRY_S = 2.0
+# Polls whose worker died unexpectedly are started again after this long.
+_POLL_RESTART_S = 2.0
 # How long quitting waits for cancelled workers to finish their cleanup.
 _WORKERS_EXIT_WAIT_S = 5.0
 
@@ -157,6 +164,16 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._full_overview_due = False
         self._overview_wake = asyncio.Event()
         self._poll_timers: dict[str, Timer] = {}
+        self.health: dict[str, SourceHealth] = {
+            "host": SourceHealth("connection", noun="contact"),
+            "gpu": SourceHealth("GPU source"),
+            "log": SourceHealth("service log", noun="line"),
+            "service": SourceHealth("service state", noun="reading"),
+            "readiness": SourceHealth("readiness probe", noun="answer"),
+            "metrics": SourceHealth("metrics", noun="sample"),
+        }
+        self.service_unknown_since_s: float | None = None
+        self._last_good_gpu: GpuBoxSnapshot | None = None
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, but one whose input thread does not poll while idle."""
@@ -180,6 +197,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         with TabbedContent(id="panes", initial="deck"):
             with TabPane("1 Deck", id="deck"), Vertical(id="deck-body"):
                 yield ServiceLine(id="service-line")
+                yield Static("", id="deck-note", classes="pane-note")
                 yield LoadStrip(id="load-strip")
                 yield GpuPane(id="gpu-pane")
                 yield LogPane(id="log-pane")
@@ -209,6 +227,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._poll_service()
         self._follow_log()
         self.query_one(BenchView).show_history(runs_for_host(self.deck.host_label))
+        self.query_one("#deck-note", Static).display = False
+        self.set_interval(1.0, self._tick_health, name="health-clock")
 
     def _tab_visible(self, tab_id: str) -> bool:
         return self._tabs.active == tab_id and not isinstance(
@@ -225,7 +245,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._show_plan()
 
     # --- overview -----------------------------------------------------------------
-    @work(exclusive=True, group="overview")
+    @console_worker("overview", pane="overview", what="read the host overview")
     async def _poll_overview(self) -> None:
         # One loop for the console's life: the whole overview once per connection (and
         # when asked with `r`, which wakes it), then only its changing numbers. A worker
@@ -242,7 +262,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             except ServedeckError as error:
                 self._overview = None  # after a failure the host may be another boot: ask again
                 self.post_message(self.HostFailed(str(error)))
-                wait_s = RETRY_S
+                wait_s = HOST_RETRY_S
             else:
                 self._overview = overview
                 self.post_message(self.OverviewReady(overview))
@@ -252,18 +272,104 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_overview_ready(self, message: OverviewReady) -> None:
-        header = self.query_one(HeaderBar)
-        header.connection_state = "connected"
-        header.connection_detail = message.overview.hostname
+        self._host_reached()
+        self.query_one(HeaderBar).connection_detail = message.overview.hostname
         self.query_one(HostOverviewView).show_overview(message.overview)
 
     @while_open
     def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
-        header = self.query_one(HeaderBar)
-        header.connection_state = "unreachable"
-        header.connection_detail = ""
+        was_failing = self.health["host"].failing
+        self._set_health("host", message.message, HOST_RETRY_S)
         self.query_one(HostOverviewView).show_error(message.message)
-        self.notify(message.message, title="Host unreachable", severity="error", timeout=8)
+        if not was_failing:  # one toast per outage; each retry shows only in the header
+            self.notify(message.message, title="Host unreachable", severity="error", timeout=8)
+
+    def _host_reached(self) -> None:
+        """Any answer from the host ends an outage: the header says connected again."""
+        if self.health["host"].failing or self.query_one(HeaderBar).connection_state != "connected":
+            self._set_health("host", None)
+
+    def _set_health(
+        self, source: str, failure: str | None, retry_in_s: float | None = None
+    ) -> None:
+        """Record a source's success (failure None) or failure and redraw what shows it."""
+        before = self.health[source]
+        after = before.succeeded() if failure is None else before.failed(failure, retry_in_s)
+        self.health[source] = after
+        if source == "service":
+            if failure is None:
+                self.service_unknown_since_s = None
+            elif self.service_unknown_since_s is None:
+                self.service_unknown_since_s = after.failed_since_s
+        self._render_health()
+
+    def _tick_health(self) -> None:
+        """Countdowns and ages move while something is failing: redraw them once a second."""
+        if not console_closing(self) and any(h.failing for h in self.health.values()):
+            self._render_health()
+
+    def _render_health(self) -> None:
+        if console_closing(self):
+            return
+        header = self.query_one(HeaderBar)
+        host = self.health["host"]
+        if host.failing:
+            header.connection_state = "unreachable" if host.failures <= 1 else "reconnecting"
+            wait_s = self._reconnect_in_s()
+            header.countdown = f"retry in {wait_s:.0f} s" if wait_s is not None else ""
+        else:
+            header.connection_state = "connected" if host.last_ok_at_s else "connecting"
+            header.countdown = ""
+        notes = [
+            self.health[name].describe()
+            for name in ("host", "gpu", "service", "log", "readiness", "metrics")
+            if self.health[name].failing and (name != "gpu" or self._last_good_gpu is not None)
+        ]
+        note = self.query_one("#deck-note", Static)
+        note.update("\n".join(notes))
+        note.display = bool(notes)
+
+    def _reconnect_in_s(self) -> float | None:
+        """Seconds to the next connection attempt: the SSH host's backoff, else the poll's."""
+        host_wait = getattr(self.deck.host, "reconnect_in_s", None)
+        wait_s = host_wait() if callable(host_wait) else None
+        retry_at_s = self.health["host"].retry_at_s
+        poll_wait_s = None if retry_at_s is None else max(0.0, retry_at_s - time.time())
+        if wait_s is None:
+            return poll_wait_s
+        return wait_s if poll_wait_s is None else max(wait_s, min(poll_wait_s, wait_s))
+
+    @while_open
+    def on_worker_failed(self, message: WorkerFailed) -> None:
+        """A worker raised: a state on its pane, a toast when the operator asked, a restart."""
+        if message.pane in self.health:
+            self._set_health(message.pane, message.reason, _POLL_RESTART_S)
+        if message.user_action:
+            self.notify(
+                f"Tried to {message.what}; it failed: {message.reason}. Nothing else was done.",
+                title="Action failed",
+                severity="error",
+                timeout=10,
+            )
+            append_audit(
+                "console.action_failed",
+                self.deck.host_label,
+                {"action": message.what, "error": message.reason},
+            )
+        restart = self._restarts().get(message.pane)
+        if restart is not None:
+            self.poll_later(_POLL_RESTART_S, restart, f"{message.pane}-restart")
+        self._after_failure(message)
+
+    def _restarts(self) -> dict[str, Callable[[], object]]:
+        """Polls that restart by themselves after an unexpected failure."""
+        return {
+            "overview": self._poll_overview,
+            "gpu": self._poll_gpus,
+            "service": self._poll_service,
+            "log": self._follow_log,
+            "metrics": self._poll_metrics,
+        }
 
     def poll_later(self, delay_s: float, poll: Callable[[], object], name: str) -> None:
         """Arm the next run of a poll, replacing a pending one of the same name.
@@ -277,7 +383,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._poll_timers[name] = self.set_timer(delay_s, poll, name=name)
 
     # --- GPUs ---------------------------------------------------------------------
-    @work(exclusive=True, group="gpu")
+    @console_worker("gpu", pane="gpu", what="sample the GPUs")
     async def _poll_gpus(self) -> None:
         # One long-lived loop: a timer, a worker and a message per tick would cost
         # more main-thread time than drawing the tick.
@@ -287,11 +393,24 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
                 snapshot = await source.sample()
             except ServedeckError as error:
                 snapshot = GpuBoxSnapshot("none", time.time(), available=False, error=str(error))
+                self._set_health("gpu", str(error), self.profile.gpu.refresh_s)
+            else:
+                if snapshot.available:
+                    if self.health["gpu"].failing:
+                        self._set_health("gpu", None)
+                elif self._last_good_gpu is not None:
+                    reason = snapshot.error or "no GPUs"
+                    self._set_health("gpu", reason, self.profile.gpu.refresh_s)
             self._show_gpus(snapshot)
             await asyncio.sleep(self.profile.gpu.refresh_s)
 
     def _show_gpus(self, snapshot: GpuBoxSnapshot) -> None:
         if console_closing(self):
+            return
+        if snapshot.available:
+            self._last_good_gpu = snapshot
+        elif self._last_good_gpu is not None:
+            # The source failed: keep the last good sample on screen; the note gives its age.
             return
         self.last_gpu = snapshot
         self.gpu_history.add(snapshot)
@@ -302,7 +421,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._gpu_pane.update_view(snapshot, self.gpu_history.trends())
 
     # --- service, log, load, readiness, metrics ---------------------------------------
-    @work(exclusive=True, group="service")
+    @console_worker("service", pane="service", what="read the service state")
     async def _poll_service(self) -> None:
         controller = self.deck.service()
         if controller is None:
@@ -315,6 +434,12 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_service_update(self, message: ServiceUpdate) -> None:
+        if message.state is None and message.error != "no systemd unit in this profile":
+            # Unknown, not stopped: keep no guessed state, offer no action until it is read.
+            self._set_health("service", message.error or "unknown", SERVICE_POLL_S)
+        elif message.state is not None:
+            self._set_health("service", None)
+            self._host_reached()
         previous = self.unit_state
         self.unit_state = message.state
         state = message.state
@@ -334,11 +459,13 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self.poll_later(SERVICE_POLL_S, self._poll_service, "service-poll")
 
     def _render_service_line(self, error: str | None = None) -> None:
+        if self.unit_state is None and self.service_unknown_since_s is not None:
+            error = unknown_since_text(self.service_unknown_since_s)
         self.query_one(ServiceLine).show(
             self.unit_state, self.deck.host_label, self.ready, error=error
         )
 
-    @work(exclusive=True, group="log")
+    @console_worker("log", pane="log", what="follow the service log")
     async def _follow_log(self) -> None:
         source = self.deck.log_lines(initial_lines=2000, follow=True)
         if source is None:
@@ -361,6 +488,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         if console_closing(self):  # a timer may fire while the app shuts down
             return
         batch, self._incoming_lines = self._incoming_lines, []
+        if batch and not self.deck.host.is_local:
+            self._host_reached()  # lines arrive: the host answers again
         self.tracker.feed_many(batch)
         self.query_one(LogPane).add_lines(batch)
         self._update_load()
@@ -385,7 +514,12 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             shown != self._strip_shown or now_s - self._strip_at_s >= 1.0
         ):
             self._strip_shown, self._strip_at_s = shown, now_s
-            self.query_one(LoadStrip).show(self.progress, self.metrics)
+            unknown = self.service_unknown_since_s
+            self.query_one(LoadStrip).show(
+                self.progress,
+                self.metrics,
+                unknown=unknown_since_text(unknown) if unknown is not None else None,
+            )
         now_s = time.monotonic()
         if (
             not self.ready
@@ -395,12 +529,17 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._last_probe_s = now_s
             self._probe_readiness()
 
-    @work(exclusive=True, group="readiness")
+    @console_worker("readiness", pane="readiness", what="probe the server's readiness")
     async def _probe_readiness(self) -> None:
         url = await self.deck.reachable_base_url()
         probe = ReadinessProbe(url, api_key=self.deck.api_key)
         readiness = await probe.check(self.progress, client=self._http_client())
         self.post_message(self.ReadinessUpdate(readiness))
+
+    def _after_failure(self, message: WorkerFailed) -> None:
+        """Per-pane follow-up of a failed worker (the readiness probe simply asks again)."""
+        if message.pane == "readiness":
+            self._last_probe_s = time.monotonic()  # the next tick of the load clock retries
 
     @while_open
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
@@ -414,7 +553,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._render_service_line()
             self._poll_metrics()
 
-    @work(exclusive=True, group="metrics")
+    @console_worker("metrics", pane="metrics", what="read the server's metrics")
     async def _poll_metrics(self) -> None:
         if not self.ready:
             return
@@ -450,6 +589,14 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         if controller is None:
             self.notify("This profile names no systemd unit.", severity="warning")
             return
+        if self.unit_state is None and self.service_unknown_since_s is not None:
+            since = unknown_since_text(self.service_unknown_since_s)
+            self.notify(
+                f"The service state is {since}: {verb} was not attempted.",
+                title="Service",
+                severity="warning",
+            )
+            return
         if self.profile.read_only:
             self.notify(f"Read-only: {verb} is disabled.", severity="warning")
             return
@@ -464,7 +611,12 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
         self.push_screen(ConfirmActionScreen(action, note), confirmed)
 
-    @work(exclusive=True, group="service-action")
+    @console_worker(
+        "service-action",
+        pane="service-action",
+        what=lambda app, verb: f"{verb} {app.profile.service.unit} on {app.deck.host_label}",
+        user_action=True,
+    )
     async def _run_service_action(self, verb: str) -> None:
         controller = self.deck.service()
         assert controller is not None
@@ -479,7 +631,14 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def on_servedeck_app_action_done(self, message: ActionDone) -> None:
         if message.error or message.outcome is None or not message.outcome.ok:
             detail = message.error or (message.outcome.message if message.outcome else "")
-            self.notify(f"{message.verb} failed: {detail}", severity="error", timeout=10)
+            unit = self.profile.service.unit or "the service"
+            self.notify(
+                f"Tried to {message.verb} {unit} on {self.deck.host_label}; it failed: "
+                f"{failure_text(detail)}. Nothing else was done.",
+                title="Action failed",
+                severity="error",
+                timeout=10,
+            )
         else:
             self.notify(f"{message.verb}: {message.outcome.message}", title="Service")
         if message.verb in ("start", "restart"):

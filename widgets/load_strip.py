@@ -87,7 +87,16 @@ class LoadStrip(Static):
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
 
-    def show(self, progress: LoadProgress | None, metrics: ServerMetrics | None = None) -> None:
+    def show(
+        self,
+        progress: LoadProgress | None,
+        metrics: ServerMetrics | None = None,
+        unknown: str | None = None,
+    ) -> None:
+        """`unknown`: the service state cannot be read; say so instead of a guessed "stopped"."""
         self.progress = progress
         self.metrics = metrics
+        if unknown and (progress is None or progress.phase == "stopped"):
+            self.update(Text(f" service {unknown}", style="yellow"))
+            return
         self.update(render_strip(progress, metrics))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from textual import work
 from textual.widgets import Static, TabbedContent
 
 from tui.errors import ServedeckError
@@ -14,6 +13,7 @@ from tui.procs import kill_processes, list_gpu_processes
 from tui.procs.gpu_hints import deck_context
 from tui.procs.kill import leftovers
 from tui.screens.console_guard import while_open
+from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from widgets.procs_pane import ProcsPane
 
@@ -26,16 +26,10 @@ PROCS_POLL_S = 3.0
 class ProcessesMixin:
     """Mixed into ServedeckApp (whose messages and state it uses)."""
 
-    @work(exclusive=True, group="procs")
+    @console_worker("procs", pane="procs", what="list the GPU processes")
     async def _refresh_procs(self) -> None:
-        try:
-            snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
-            listing = await list_gpu_processes(
-                self.deck.host, snapshot, await deck_context(self.deck)
-            )
-        except ServedeckError as error:
-            self.notify(f"processes: {error}", severity="error")
-            return
+        snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
+        listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
         self.post_message(self.ProcsUpdate(listing))
 
     @while_open
@@ -69,7 +63,12 @@ class ProcessesMixin:
     def action_kill_leftovers(self) -> None:
         self._kill_leftovers_after_refresh()
 
-    @work(exclusive=True, group="procs")
+    @console_worker(
+        "procs",
+        pane="procs",
+        what=lambda app: f"list the leftover GPU processes on {app.deck.host_label}",
+        user_action=True,
+    )
     async def _kill_leftovers_after_refresh(self) -> None:
         """Re-list first: the modal must show what is there now, not a stale listing."""
         snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
@@ -84,7 +83,14 @@ class ProcessesMixin:
             return
         self._confirm_kill([selected])
 
-    @work(exclusive=True, group="kill")
+    @console_worker(
+        "kill",
+        pane="procs",
+        what=lambda app, confirmation: (
+            f"end {len(confirmation.targets)} GPU process(es) on {app.deck.host_label}"
+        ),
+        user_action=True,
+    )
     async def _kill(self, confirmation: KillConfirmation) -> None:
         async def reread() -> GpuBoxSnapshot | None:
             source = await self.deck.gpu_source()
@@ -109,7 +115,13 @@ class ProcessesMixin:
     @while_open
     def on_servedeck_app_kill_done(self, message: ServedeckApp.KillDone) -> None:
         if message.report is None:
-            self.notify(f"kill failed: {message.error}", severity="error", timeout=10)
+            self.notify(
+                f"Tried to end the selected process(es) on {self.deck.host_label}; it failed: "
+                f"{failure_text(message.error or '')}. Nothing else was done.",
+                title="Kill failed",
+                severity="error",
+                timeout=10,
+            )
         else:
             severity = "information" if message.report.all_ended else "warning"
             self.notify(
