@@ -60,14 +60,14 @@ from widgets.plan_view import PlanView
 from widgets.procs_pane import ProcsPane
 from widgets.service_line import ServiceLine
 
-SERVICE_POLL_S = 2.0
+SERVICE_POLL_S = 1.0  # a crashed or stopped server shows within 2 s
 METRICS_POLL_S = 2.0
 LOG_DRAIN_S = 0.1
 READINESS_POLL_S = 1.0
 RETRY_S = 5.0
 # While the host is unreachable the overview asks again this often (a failed attempt is
 # cheap: the SSH host fails fast during its backoff), so the console resumes soon after.
-HOST_RETRY_S = 2.0
+HOST_RETRY_S = 1.0
 # Polls whose worker died unexpectedly are started again after this long.
 _POLL_RESTART_S = 2.0
 # How long quitting waits for cancelled workers to finish their cleanup.
@@ -116,6 +116,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     @dataclass
     class MetricsUpdate(Message):
         metrics: ServerMetrics | None
+        error: str | None = None
 
     @dataclass
     class ProcsUpdate(Message):
@@ -171,7 +172,10 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             "service": SourceHealth("service state", noun="reading"),
             "readiness": SourceHealth("readiness probe", noun="answer"),
             "metrics": SourceHealth("metrics", noun="sample"),
+            "procs": SourceHealth("process list", noun="listing"),
         }
+        self.procs_status_text = ""
+        self._seen_losses = 0
         self.service_unknown_since_s: float | None = None
         self._last_good_gpu: GpuBoxSnapshot | None = None
 
@@ -304,8 +308,25 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._render_health()
 
     def _tick_health(self) -> None:
-        """Countdowns and ages move while something is failing: redraw them once a second."""
-        if not console_closing(self) and any(h.failing for h in self.health.values()):
+        """Countdowns and ages move while something is failing: redraw them once a second.
+
+        It also watches the SSH connection itself: a cut connection shows at once, not
+        only when the next poll that needs it fails; and the first poll after it is back
+        ends the outage without waiting for a full overview.
+        """
+        if console_closing(self):
+            return
+        connected = getattr(self.deck.host, "connected", None)
+        losses = getattr(self.deck.host, "connection_losses", 0)
+        lost, self._seen_losses = losses > self._seen_losses, losses
+        host = self.health["host"]
+        if (lost or connected is False) and host.last_ok_at_s is not None and not host.failing:
+            self._set_health("host", "connection lost", HOST_RETRY_S)
+            self._overview_wake.set()  # reconnect now rather than at the next overview
+        elif connected is True and host.failing and not lost:
+            self._host_reached()
+            self._overview_wake.set()  # and read the host again (it may have rebooted)
+        if any(h.failing for h in self.health.values()):
             self._render_health()
 
     def _render_health(self) -> None:
@@ -328,6 +349,10 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         note = self.query_one("#deck-note", Static)
         note.update("\n".join(notes))
         note.display = bool(notes)
+        procs = self.health["procs"]
+        if procs.failing:
+            shown = f"{self.procs_status_text} · " if self.procs_status_text else ""
+            self.query_one("#procs-status", Static).update(shown + procs.describe())
 
     def _reconnect_in_s(self) -> float | None:
         """Seconds to the next connection attempt: the SSH host's backoff, else the poll's."""
@@ -369,7 +394,12 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             "service": self._poll_service,
             "log": self._follow_log,
             "metrics": self._poll_metrics,
+            "procs": self._refresh_procs_if_shown,
         }
+
+    def _refresh_procs_if_shown(self) -> None:
+        if self._tabs.active == "procs":
+            self._refresh_procs()
 
     def poll_later(self, delay_s: float, poll: Callable[[], object], name: str) -> None:
         """Arm the next run of a poll, replacing a pending one of the same name.
@@ -434,11 +464,15 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_service_update(self, message: ServiceUpdate) -> None:
-        if message.state is None and message.error != "no systemd unit in this profile":
+        unreachable = (
+            self.health["host"].failing or getattr(self.deck.host, "connected", True) is False
+        )
+        if message.state is None and unreachable:
             # Unknown, not stopped: keep no guessed state, offer no action until it is read.
             self._set_health("service", message.error or "unknown", SERVICE_POLL_S)
         elif message.state is not None:
-            self._set_health("service", None)
+            if self.health["service"].failing:
+                self._set_health("service", None)
             self._host_reached()
         previous = self.unit_state
         self.unit_state = message.state
@@ -543,6 +577,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
+        if self.health["readiness"].failing:
+            self._set_health("readiness", None)
         if message.readiness.ready and not self.ready:
             self.ready = True
             models = ", ".join(message.readiness.models)
@@ -565,15 +601,20 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             ):
                 self._metrics_poller = MetricsPoller(url, api_key=self.deck.api_key)
             metrics = await self._metrics_poller.poll(client=self._http_client())
-        except ServedeckError:
-            metrics = None
-        self.post_message(self.MetricsUpdate(metrics))
+        except ServedeckError as error:
+            self.post_message(self.MetricsUpdate(None, str(error)))
+        else:
+            self.post_message(self.MetricsUpdate(metrics))
 
     @while_open
     def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
         if message.metrics is not None:
             self.metrics = message.metrics
+            if self.health["metrics"].failing:
+                self._set_health("metrics", None)
             self._update_load()
+        elif self.ready:  # the last metrics stay on screen; the note gives their age
+            self._set_health("metrics", message.error or "no answer", METRICS_POLL_S)
         if self.ready:
             self.poll_later(METRICS_POLL_S, self._poll_metrics, "metrics-poll")
 

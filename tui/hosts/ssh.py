@@ -33,8 +33,8 @@ from tui.hosts.ssh_connect import Connection, close_all, connect_chain, describe
 
 _BACKOFF_FIRST_S = 0.5
 # Capped low: a failed attempt is one TCP connect, and the console must resume within
-# a few seconds of the host coming back (an outage of hours still costs one try per 2-4 s).
-_BACKOFF_MAX_S = 4.0
+# a few seconds of the host coming back (an outage of hours still costs one try per 1.5-3 s).
+_BACKOFF_MAX_S = 3.0
 _END_GRACE_S = 3.0
 _READ_FILE_TIMEOUT_S = 120.0
 
@@ -81,6 +81,9 @@ class SSHHost:
         self._failures = 0
         self._next_attempt_at = 0.0
         self._last_failure = ""
+        # Connections found dead (cut, host down): the console shows each loss even when
+        # a reconnect follows before it looks.
+        self.connection_losses = 0
         self._forwards: dict[tuple[str, int], tuple[Connection, asyncssh.SSHListener]] = {}
 
     # -- the connection ---------------------------------------------------------------
@@ -125,6 +128,8 @@ class SSHHost:
 
     async def _forget_chain(self) -> None:
         chain, self._chain = self._chain, []
+        if chain and chain[-1].is_closed():
+            self.connection_losses += 1
         await close_all(chain)
 
     async def _drop(self, connection: Connection) -> None:

@@ -39,7 +39,10 @@ class ProcessesMixin:
         status = f"{len(message.listing.processes)} GPU process(es) on {message.listing.host_label}"
         if count:
             status += f"; {count} leftover(s): press K to clean up"
+        self.procs_status_text = status
         self.query_one("#procs-status", Static).update(status)
+        if self.health["procs"].failing:
+            self._set_health("procs", None)
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
         if self.query_one(TabbedContent).active == "procs":
             self.poll_later(PROCS_POLL_S, self._refresh_procs, "procs-poll")

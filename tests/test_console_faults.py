@@ -1,0 +1,378 @@
+"""Fault injection over the operator's day: the console never dies, shows the fault, and resumes.
+
+Over SSH: the box is this machine behind a jump host (two real sshd servers, A -> B);
+the service is the simulator, its log followed with `tail -F` over SSH and its HTTP
+reached through the SSH port forward. GPU samples come from the simulator's own model
+read on this machine (as the box's nvidia-smi would report them; the nvidia-smi path
+has its own tests), so process hints and leftovers are real. The faults:
+
+- "SSH cut": the box's per-connection sshd processes are SIGKILLed (the session dies);
+- "sshd down": the box's sshd is stopped for SERVEDECK_FAULT_OUTAGE_S (default 10 s)
+  and started again;
+- "server killed": the simulated server's main process is SIGKILLed (on the local
+  simulator, whose unit shows the death), then the service is started again.
+
+One console walks the day and takes each fault at its step, so the suite costs one
+load, not one per cell. Each cell records: survived, fault shown within 2 s, resumed
+within 5 s of the host (or server) coming back. The matrix is printed (`pytest -s`)
+and written to fault-matrix.md in the test's tmp dir (or SERVEDECK_FAULT_MATRIX).
+At the end: no log line lost (the pane holds exactly the file's lines), no remote
+`tail` or orphan left behind, and every failed action is in the audit log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.fault_matrix import Cell, FaultMatrix
+from tests.sim_fixtures import FAST_OPTIONS
+from tests.sshd_fixtures import SshdPair
+from tui import paths
+from tui.app import ServedeckApp
+from tui.config import Profile, ServiceConfig, demo_profile
+from tui.deck import Deck, open_deck
+from tui.gpu.sim_source import SimGpuSource
+from tui.hosts.ssh import SSHHost
+from tui.procs.kill import leftovers
+from tui.screens.kill_confirm import KillConfirmScreen
+from tui.screens.summary import SummaryScreen
+from tui.sim.box import SimBox
+from widgets.header_bar import HeaderBar
+from widgets.log_pane import LogPane
+
+OUTAGE_S = float(os.environ.get("SERVEDECK_FAULT_OUTAGE_S", "10"))
+# Targets are 2 s (shown) and 5 s (resumed); a loaded CI machine may stretch both a little.
+SLACK = float(os.environ.get("SERVEDECK_FAULT_SLACK", "1.5"))
+LOAD_S = 8.0
+WAIT_S = 120.0
+ORPHANS = 2
+
+
+@pytest.fixture(autouse=True)
+def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+
+@pytest.fixture
+def readable_box() -> Iterator[SimBox]:
+    """A stopped simulator whose state dir any login user can read; two orphans on stop."""
+    state = Path(tempfile.mkdtemp(prefix="servedeck-faults-"))
+    state.chmod(0o755)
+    options = replace(FAST_OPTIONS, orphans_on_stop=ORPHANS)
+    box = SimBox(state, seed=5, load_seconds=LOAD_S, options=options)
+    try:
+        yield box
+    finally:
+        box.close()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def _matrix_out(tmp_path: Path, name: str, matrix: FaultMatrix) -> None:
+    text = matrix.render()
+    print(f"\n{name}\n{text}")
+    target = Path(os.environ.get("SERVEDECK_FAULT_MATRIX", tmp_path / "fault-matrix.md"))
+    with target.open("a") as handle:
+        handle.write(f"\n### {name}\n\n{text}\n")
+
+
+def _remote_tails(path: Path) -> list[int]:
+    """Processes on "the box" following the log (what a cut session could leave behind)."""
+    out = subprocess.run(["pgrep", "-f", f"tail -n .* -F {path}"], capture_output=True, text=True)
+    return [int(pid) for pid in out.stdout.split()]
+
+
+class Day:
+    """Drives one console through the day and records each fault's cell."""
+
+    def __init__(self, pilot: object, app: ServedeckApp, matrix: FaultMatrix) -> None:
+        self.pilot = pilot
+        self.app = app
+        self.matrix = matrix
+        self.header = app.query_one(HeaderBar)
+
+    async def pause(self, seconds: float = 0.05) -> None:
+        await self.pilot.pause(seconds)  # type: ignore[attr-defined]
+
+    async def until(
+        self, predicate: Callable[[], bool], what: str, timeout_s: float = WAIT_S
+    ) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            await self.pause(0.05)
+
+    async def timed(
+        self, predicate: Callable[[], bool], since_s: float, limit_s: float
+    ) -> float | None:
+        """Seconds from since_s until predicate holds; None when it did not within limit_s."""
+        while not predicate():
+            if time.monotonic() - since_s > limit_s:
+                return None
+            await self.pause(0.05)
+        return time.monotonic() - since_s
+
+    def alive(self) -> bool:
+        return self.app.is_running and not self.app._exit
+
+    def lost(self) -> bool:
+        return self.app.health["host"].failing
+
+    def back(self) -> bool:
+        return not self.app.health["host"].failing and self.header.connection_state == "connected"
+
+    async def settled(self) -> None:
+        await self.until(self.back, "the connection before the next fault")
+
+    def record(
+        self, step: str, fault: str, shown_s: float | None, back_s: float | None, note: str = ""
+    ) -> None:
+        self.matrix.add(Cell(step, fault, self.alive(), shown_s, back_s, note))
+
+
+class SshDay(Day):
+    def __init__(
+        self, pilot: object, app: ServedeckApp, matrix: FaultMatrix, sshd: SshdPair
+    ) -> None:
+        super().__init__(pilot, app, matrix)
+        self.sshd = sshd
+
+    async def cut(
+        self,
+        step: str,
+        shown: Callable[[], bool] | None = None,
+        back: Callable[[], bool] | None = None,
+        note: str = "",
+    ) -> None:
+        """Kill the box's sshd session processes; the host is back at once."""
+        await self.settled()
+        started = time.monotonic()
+        assert self.sshd.second.kill_connections() >= 1
+        shown_s = await self.timed(shown or self.lost, started, 10)
+        back_s = await self.timed(back or self.back, started, 30)
+        self.record(step, "SSH cut", shown_s, back_s, note)
+
+    async def outage(
+        self, step: str, back: Callable[[], bool] | None = None, note: str = ""
+    ) -> None:
+        """Stop the box's sshd for OUTAGE_S, then start it again."""
+        await self.settled()
+        started = time.monotonic()
+        self.sshd.second.stop()
+        await self.down_then_up(step, started, back, note)
+
+    async def down_then_up(
+        self, step: str, started: float, back: Callable[[], bool] | None, note: str
+    ) -> None:
+        shown_s = await self.timed(self.lost, started, 10)
+        while time.monotonic() - started < OUTAGE_S:
+            await self.pause(0.2)
+            assert self.alive(), f"the console exited during the outage at {step}"
+        self.sshd.second.start()
+        restarted = time.monotonic()
+        back_s = await self.timed(back or self.back, restarted, 30)
+        self.record(step, f"sshd down {OUTAGE_S:g} s", shown_s, back_s, note)
+
+
+def _pane_lines(app: ServedeckApp) -> list[str]:
+    pane = app.query_one(LogPane)
+    lines = [*pane.buffer, *pane._pending, *app._incoming_lines]
+    return [line.text for line in lines if not line.text.startswith("servedeck:")]
+
+
+@pytest.mark.sshd
+async def test_faults_at_every_step_over_a_jump_host(
+    sshd: SshdPair, readable_box: SimBox, tmp_path: Path
+) -> None:
+    box = readable_box
+    config = sshd.jump_config(connect_timeout_s=5.0)
+    profile = Profile(
+        name="faults",
+        host=config,
+        service=ServiceConfig(base_url=box.base_url, log_file=str(box.log_path)),
+    )
+    deck = Deck(profile, SSHHost(config), _gpu_source=SimGpuSource(box))
+    app = ServedeckApp(profile, deck)
+    matrix = FaultMatrix()
+    # 1. Connecting while the box's sshd is down.
+    sshd.second.stop()
+    started = time.monotonic()
+    async with app.run_test(size=(140, 40)) as pilot:
+        day = SshDay(pilot, app, matrix, sshd)
+        await day.down_then_up("connecting", started, None, "")
+        await day.until(lambda: app.last_gpu is not None, "a GPU sample")
+
+        # 2. Loading: the connection is cut while shards load.
+        box.start()
+        await day.until(
+            lambda: app.progress is not None and (app.progress.shards_done or 0) >= 1,
+            "a shard loaded",
+        )
+        await day.cut("loading")
+
+        # 3. Waiting for readiness: cut as soon as the log says the HTTP server starts.
+        await day.until(
+            lambda: app.ready or (app.progress is not None and app.progress.http_starting),
+            "the HTTP server starting",
+        )
+        note = "" if not app.ready else "the server was ready before the cut"
+        await day.cut("waiting for readiness", note=note)
+        await day.until(lambda: app.ready and app.metrics is not None, "ready and metrics")
+
+        # 4. Serving with metrics: sshd down; the metrics resume after it is back.
+        await day.outage("serving", back=lambda: day.back() and not app.health["metrics"].failing)
+
+        # 5. Benchmark running: cut; the benchmark ends (its forward died), the console stays.
+        app.action_bench("sweep")
+        await day.until(lambda: app.bench_process is not None, "the benchmark start")
+        await day.pause(1.0)
+        await day.cut("benchmark running")
+        if app.bench_process is not None:
+            await pilot.press("c")
+        await day.until(lambda: app.bench_process is None, "the benchmark end")
+
+        # 6. Stop: the service stops (leaving orphans) while the connection is cut.
+        stopping = asyncio.create_task(asyncio.to_thread(box.stop))
+        await day.cut("stop")
+        await stopping
+        await day.until(lambda: len(box.live_processes()) == ORPHANS, "the orphans")
+
+        # 7. Leftovers listed on the Processes pane; cut while it polls.
+        app.action_show_tab("procs")
+
+        def listed() -> bool:
+            return app.listing is not None and len(leftovers(app.listing.processes)) == ORPHANS
+
+        await day.until(listed, "the leftovers listed")
+        await day.cut(
+            "leftovers listed",
+            shown=lambda: day.lost() or app.health["procs"].failing,
+            back=lambda: day.back() and not app.health["procs"].failing and listed(),
+        )
+
+        # 8. Kill dialog open: cut under the dialog, then cancel: nothing is killed.
+        await pilot.press("K")
+        await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the kill dialog")
+        await day.cut("kill dialog open")
+        await pilot.press("escape")
+        assert len(box.live_processes()) == ORPHANS
+
+        # 9. Kill running: confirm, cut at once; retry with K if the kill failed.
+        await pilot.press("K")
+        await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the kill dialog")
+        modal = app.screen
+        await day.until(
+            lambda: modal.focused is not None and modal.focused.id == "kill-cancel", "the focus"
+        )
+        await pilot.press("shift+tab", "enter")
+        await day.cut("kill running")
+        for _ in range(3):
+            if not box.live_processes():
+                break
+            await day.pause(3.0)
+            if box.live_processes() and not isinstance(app.screen, KillConfirmScreen):
+                await pilot.press("K")
+                await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the dialog")
+                await pilot.press("shift+tab", "enter")
+        await day.until(lambda: not box.live_processes(), "the orphans ended")
+
+        # 10. Summary collecting: cut while `s` collects.
+        await pilot.press("s")
+        await day.cut("summary collecting")
+        await day.until(lambda: isinstance(app.screen, SummaryScreen), "the summary screen")
+        await pilot.press("escape")
+
+        # 11. Export: `E` collects and writes; cut while it does.
+        folder = paths.data_dir() / "summaries"
+        await pilot.press("E")
+        await day.cut("export")
+        await day.until(
+            lambda: (
+                any(folder.glob("summary-*.md"))
+                or any(n.title == "Action failed" for n in app._notifications)
+            ),
+            "the export or its failure",
+        )
+
+        # No log line lost: the pane holds the file's lines, in order, once each.
+        await day.until(
+            lambda: _pane_lines(app) == box.log_path.read_text().splitlines(),
+            "the log pane to match the file",
+            timeout_s=30,
+        )
+        assert day.alive()
+    _matrix_out(tmp_path, "Faults over SSH (jump host)", matrix)
+    deadline = time.monotonic() + 15
+    while _remote_tails(box.log_path) and time.monotonic() < deadline:
+        box.log_path.open("a").write("")  # nothing to read: the tails end on their own
+        time.sleep(0.2)
+    assert _remote_tails(box.log_path) == [], "a remote tail was left behind"
+    assert matrix.check(SLACK) == []
+
+
+async def test_server_killed_at_each_step_on_the_simulator(tmp_path: Path) -> None:
+    """The simulated server's main process dies while loading, serving and benchmarking."""
+    deck = open_deck(demo_profile(), demo_load_s=3.0, demo_orphans_on_stop=0)
+    box = deck.box
+    assert isinstance(box, SimBox)
+    app = ServedeckApp(deck.profile, deck)
+    matrix = FaultMatrix()
+
+    def unit_down() -> bool:
+        state = app.unit_state
+        return state is not None and not state.is_active
+
+    def unit_up() -> bool:
+        state = app.unit_state
+        return state is not None and state.is_active
+
+    async def kill_server(day: Day, step: str, back: Callable[[], bool] = unit_up) -> None:
+        """SIGKILL the server's whole process group (a crash), then start the service again."""
+        await day.until(unit_up, "the console seeing the unit up")
+        started = time.monotonic()
+        os.killpg(box.unit.main_pid, signal.SIGKILL)
+        shown_s = await day.timed(unit_down, started, 10)
+        box.start()
+        restarted = time.monotonic()
+        back_s = await day.timed(back, restarted, 30)
+        day.record(step, "server killed", shown_s, back_s)
+
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            day = Day(pilot, app, matrix)
+            await day.until(lambda: app.unit_state is not None, "the unit's state")
+            box.start()
+            await day.until(
+                lambda: app.progress is not None and (app.progress.shards_done or 0) >= 1,
+                "a shard loaded",
+            )
+            await kill_server(day, "loading")
+            await day.until(lambda: app.ready and app.metrics is not None, "ready and metrics")
+            await kill_server(day, "serving")
+            await day.until(lambda: app.ready and app.metrics is not None, "ready again")
+            app.action_bench("sweep")
+            await day.until(lambda: app.bench_process is not None, "the benchmark start")
+            await day.pause(1.0)
+            bench = app.bench_process
+            await kill_server(day, "benchmark running")
+            if app.bench_process is bench and bench is not None:
+                await pilot.press("c")
+            await day.until(lambda: app.bench_process is None, "the benchmark end")
+            assert day.alive()
+    finally:
+        box.close()
+    _matrix_out(tmp_path, "Server killed (simulator)", matrix)
+    assert matrix.check(SLACK) == []
