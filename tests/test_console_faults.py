@@ -26,10 +26,9 @@ import asyncio
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from tests.sim_fixtures import FAST_OPTIONS
 from tests.sshd_fixtures import SshdPair
 from tui import paths
 from tui.app import ServedeckApp
+from tui.audit import read_audit
 from tui.config import Profile, ServiceConfig, demo_profile
 from tui.deck import Deck, open_deck
 from tui.gpu.sim_source import SimGpuSource
@@ -90,8 +90,17 @@ def _matrix_out(tmp_path: Path, name: str, matrix: FaultMatrix) -> None:
 
 def _remote_tails(path: Path) -> list[int]:
     """Processes on "the box" following the log (what a cut session could leave behind)."""
-    out = subprocess.run(["pgrep", "-f", f"tail -n .* -F {path}"], capture_output=True, text=True)
-    return [int(pid) for pid in out.stdout.split()]
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"tail") and b"-F" in argv and str(path).encode() in argv:
+            found.append(int(entry.name))
+    return found
 
 
 class Day:
@@ -166,18 +175,29 @@ class SshDay(Day):
         self.record(step, "SSH cut", shown_s, back_s, note)
 
     async def outage(
-        self, step: str, back: Callable[[], bool] | None = None, note: str = ""
+        self,
+        step: str,
+        back: Callable[[], bool] | None = None,
+        note: str = "",
+        during: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """Stop the box's sshd for OUTAGE_S, then start it again."""
+        """Stop the box's sshd for OUTAGE_S (doing `during` once the fault shows), restart it."""
         await self.settled()
         started = time.monotonic()
         self.sshd.second.stop()
-        await self.down_then_up(step, started, back, note)
+        await self.down_then_up(step, started, back, note, during)
 
     async def down_then_up(
-        self, step: str, started: float, back: Callable[[], bool] | None, note: str
+        self,
+        step: str,
+        started: float,
+        back: Callable[[], bool] | None,
+        note: str,
+        during: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         shown_s = await self.timed(self.lost, started, 10)
+        if during is not None:
+            await during()
         while time.monotonic() - started < OUTAGE_S:
             await self.pause(0.2)
             assert self.alive(), f"the console exited during the outage at {step}"
@@ -185,6 +205,10 @@ class SshDay(Day):
         restarted = time.monotonic()
         back_s = await self.timed(back or self.back, restarted, 30)
         self.record(step, f"sshd down {OUTAGE_S:g} s", shown_s, back_s, note)
+
+
+def _kill_outcomes() -> int:
+    return sum(1 for record in read_audit() if record["event"] == "kill-outcome")
 
 
 def _pane_lines(app: ServedeckApp) -> list[str]:
@@ -267,8 +291,26 @@ async def test_faults_at_every_step_over_a_jump_host(
         await pilot.press("K")
         await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the kill dialog")
         await day.cut("kill dialog open")
-        await pilot.press("escape")
-        assert len(box.live_processes()) == ORPHANS
+        modal = app.screen
+        await day.until(
+            lambda: modal.focused is not None and modal.focused.id == "kill-cancel", "the focus"
+        )
+
+        async def confirm_while_down() -> None:
+            """Kill confirmed while the host is down: it fails, says so, signals nothing."""
+            await pilot.press("shift+tab", "enter")
+            await day.until(
+                lambda: any(n.title == "Kill failed" for n in app._notifications), "the failure"
+            )
+            note = next(n.message for n in app._notifications if n.title == "Kill failed")
+            assert "Nothing else was done" in note, note
+            assert len(box.live_processes()) == ORPHANS
+
+        await day.outage("kill dialog open", during=confirm_while_down)
+        outcomes = [r for r in read_audit() if r["event"] == "kill-outcome"]
+        assert outcomes and all(t["outcome"] == "error" for t in outcomes[-1]["outcomes"]), (
+            outcomes[-1:]
+        )
 
         # 9. Kill running: confirm, cut at once; retry with K if the kill failed.
         await pilot.press("K")
@@ -277,16 +319,18 @@ async def test_faults_at_every_step_over_a_jump_host(
         await day.until(
             lambda: modal.focused is not None and modal.focused.id == "kill-cancel", "the focus"
         )
+        outcomes_before = _kill_outcomes()
         await pilot.press("shift+tab", "enter")
         await day.cut("kill running")
-        for _ in range(3):
-            if not box.live_processes():
-                break
-            await day.pause(3.0)
-            if box.live_processes() and not isinstance(app.screen, KillConfirmScreen):
-                await pilot.press("K")
-                await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the dialog")
-                await pilot.press("shift+tab", "enter")
+        await day.until(lambda: _kill_outcomes() > outcomes_before, "the kill's outcome")
+        if box.live_processes():  # the cut hit the kill: the operator asks again
+            await pilot.press("K")
+            await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the dialog")
+            modal = app.screen
+            await day.until(
+                lambda: modal.focused is not None and modal.focused.id == "kill-cancel", "focus"
+            )
+            await pilot.press("shift+tab", "enter")
         await day.until(lambda: not box.live_processes(), "the orphans ended")
 
         # 10. Summary collecting: cut while `s` collects.

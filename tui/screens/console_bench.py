@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tui.audit import append_audit
 from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
@@ -81,6 +82,7 @@ class BenchMixin:
         if isinstance(event, Exception):
             reason = failure_text(str(event))
             view.show_error(reason)
+            append_audit("bench.failed", self.deck.host_label, {"error": reason})
             self.notify(
                 f"Tried to run a benchmark against {self.deck.host_label}; it failed: {reason}. "
                 "Nothing else was done.",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 from textual.widgets import Static
 
+from tui.audit import append_audit
 from tui.errors import ServedeckError
 from tui.screens.console_guard import while_open
 from tui.screens.console_workers import console_worker, failure_text
@@ -69,6 +70,9 @@ class HandoffMixin:
         try:
             path = self._export_summary(await self._summary_markdown())
         except ServedeckError as error:
+            append_audit(
+                "summary.export_failed", self.deck.host_label, {"error": failure_text(str(error))}
+            )
             self.notify(
                 f"Tried to collect and export the summary; it failed: {failure_text(str(error))}. "
                 "Nothing was written.",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from textual.widgets import Static, TabbedContent
 
+from tui.audit import append_audit
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.procs import kill_processes, list_gpu_processes
@@ -67,7 +68,7 @@ class ProcessesMixin:
         self._kill_leftovers_after_refresh()
 
     @console_worker(
-        "procs",
+        "procs-kill",  # its own group: a procs poll starting meanwhile must not cancel K
         pane="procs",
         what=lambda app: f"list the leftover GPU processes on {app.deck.host_label}",
         user_action=True,
@@ -117,17 +118,25 @@ class ProcessesMixin:
 
     @while_open
     def on_servedeck_app_kill_done(self, message: ServedeckApp.KillDone) -> None:
-        if message.report is None:
+        report = message.report
+        if report is None:
+            errors = [message.error or "unknown error"]
+        else:
+            errors = [o.detail for o in report.outcomes if o.outcome == "error"]
+        if report is None or (errors and not any(o.ended for o in report.outcomes)):
+            # The helper never ran (host unreachable) or failed: say so; nothing was signalled.
+            count = len(report.outcomes) if report is not None else "the"
+            reason = failure_text(errors[0])
             self.notify(
-                f"Tried to end the selected process(es) on {self.deck.host_label}; it failed: "
-                f"{failure_text(message.error or '')}. Nothing else was done.",
+                f"Tried to end {count} process(es) on {self.deck.host_label}; it failed: "
+                f"{reason}. Nothing else was done.",
                 title="Kill failed",
                 severity="error",
                 timeout=10,
             )
+            if report is None:  # kill_processes audits its own outcomes
+                append_audit("kill-failed", self.deck.host_label, {"error": reason})
         else:
-            severity = "information" if message.report.all_ended else "warning"
-            self.notify(
-                message.report.summary_line(), title="Processes", severity=severity, timeout=10
-            )
+            severity = "information" if report.all_ended else "warning"
+            self.notify(report.summary_line(), title="Processes", severity=severity, timeout=10)
         self._refresh_procs()
