@@ -44,8 +44,10 @@ from tui.config import Profile, ServiceConfig, demo_profile
 from tui.deck import Deck, open_deck
 from tui.gpu.sim_source import SimGpuSource
 from tui.hosts.ssh import SSHHost
+from tui.procs import list_gpu_processes
+from tui.procs.gpu_hints import deck_context
 from tui.procs.kill import leftovers
-from tui.screens.kill_confirm import KillConfirmScreen
+from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.screens.summary import SummaryScreen
 from tui.sim.box import SimBox
 from widgets.header_bar import HeaderBar
@@ -419,4 +421,70 @@ async def test_server_killed_at_each_step_on_the_simulator(tmp_path: Path) -> No
     finally:
         box.close()
     _matrix_out(tmp_path, "Server killed (simulator)", matrix)
+    assert matrix.check(SLACK) == []
+
+
+async def test_a_new_boot_id_voids_the_listing_and_the_kill_dialog(tmp_path: Path) -> None:
+    """The host rebooting between the listing and the kill: nothing from the old boot is killed.
+
+    A real reboot cannot be made here, so the listing "from before the reboot" is this
+    machine's real listing of the simulator's real orphans with its boot id rewritten;
+    the console's next poll then reads the real (new) boot id, as after a reboot.
+    """
+    deck = open_deck(
+        demo_profile(),
+        demo_load_s=2.0,
+        demo_autostart=True,
+        demo_wait_ready=True,
+        demo_orphans_on_stop=ORPHANS,
+    )
+    box = deck.box
+    assert isinstance(box, SimBox)
+    matrix = FaultMatrix()
+    try:
+        box.stop()
+        deadline = time.monotonic() + 60
+        while len(box.live_processes()) < ORPHANS and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        app = ServedeckApp(deck.profile, deck)
+        async with app.run_test(size=(140, 40)) as pilot:
+            day = Day(pilot, app, matrix)
+            await day.until(lambda: app.last_gpu is not None and app.last_gpu.available, "GPUs")
+            real = await list_gpu_processes(deck.host, app.last_gpu, await deck_context(deck))
+            assert len(leftovers(real.processes)) == ORPHANS
+            before = replace(
+                real,
+                boot_id="boot-before-the-reboot",
+                processes=tuple(
+                    replace(p, identity=replace(p.identity, boot_id="boot-before-the-reboot"))
+                    for p in real.processes
+                ),
+            )
+            app.on_servedeck_app_procs_update(app.ProcsUpdate(before))
+            old_targets = list(leftovers(before.processes))
+            app._confirm_kill(old_targets)
+            await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the kill dialog")
+
+            started = time.monotonic()
+            app.action_show_tab("procs")  # the next listing reads the new boot id
+            noticed_s = await day.timed(lambda: app.rebooted_at_s is not None, started, 10)
+            assert not isinstance(app.screen, KillConfirmScreen), "the old boot's dialog stayed"
+            await day.until(
+                lambda: any(n.title == "Host rebooted" for n in app._notifications), "the notice"
+            )
+            assert app.listing is not None and app.listing.boot_id == real.boot_id
+            assert "host rebooted" in str(app.query_one("#procs-status").render())
+            day.record("leftovers listed", "host rebooted (new boot id)", noticed_s, noticed_s)
+
+            # A kill confirmed for the old boot's processes signals nothing on the new boot.
+            outcomes_before = _kill_outcomes()
+            app._kill(KillConfirmation(tuple(old_targets), frozenset()))
+            await day.until(lambda: _kill_outcomes() > outcomes_before, "the kill's outcome")
+            last = [r for r in read_audit() if r["event"] == "kill-outcome"][-1]
+            assert {o["outcome"] for o in last["outcomes"]} == {"gone"}, last
+            assert all("rebooted" in o["detail"] for o in last["outcomes"]), last
+            assert len(box.live_processes()) == ORPHANS
+    finally:
+        box.close()
+    _matrix_out(tmp_path, "Remote reboot (simulator, boot id rewritten)", matrix)
     assert matrix.check(SLACK) == []

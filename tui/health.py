@@ -91,3 +91,8 @@ def unknown_since_text(since_s: float) -> str:
         + time.strftime("%H:%M:%S", time.localtime(since_s))
         + ")"
     )
+
+
+def rebooted(boot_id_before: str, boot_id_now: str) -> bool:
+    """True when both boot ids are known and differ: the host restarted in between."""
+    return bool(boot_id_before) and bool(boot_id_now) and boot_id_before != boot_id_now

@@ -10,6 +10,7 @@ from textual.widgets import Static, TabbedContent
 from tui.audit import append_audit
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
+from tui.health import rebooted
 from tui.procs import kill_processes, list_gpu_processes
 from tui.procs.gpu_hints import deck_context
 from tui.procs.kill import leftovers
@@ -35,11 +36,16 @@ class ProcessesMixin:
 
     @while_open
     def on_servedeck_app_procs_update(self, message: ServedeckApp.ProcsUpdate) -> None:
-        self.listing = message.listing
+        previous, self.listing = self.listing, message.listing
         count = len(leftovers(message.listing.processes))
         status = f"{len(message.listing.processes)} GPU process(es) on {message.listing.host_label}"
         if count:
             status += f"; {count} leftover(s): press K to clean up"
+        if previous is not None and rebooted(previous.boot_id, message.listing.boot_id):
+            self._host_rebooted(message.listing.taken_at_s)
+        if self.rebooted_at_s is not None:
+            stamp = time.strftime("%H:%M:%S", time.localtime(self.rebooted_at_s))
+            status += f" · host rebooted (new boot id, seen {stamp}): this boot's processes only"
         self.procs_status_text = status
         self.query_one("#procs-status", Static).update(status)
         if self.health["procs"].failing:
@@ -47,6 +53,24 @@ class ProcessesMixin:
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
         if self.query_one(TabbedContent).active == "procs":
             self.poll_later(PROCS_POLL_S, self._refresh_procs, "procs-poll")
+
+    rebooted_at_s: float | None = None
+
+    def _host_rebooted(self, seen_at_s: float) -> None:
+        """A new boot id: nothing listed before it may be shown or offered for a kill again."""
+        self.rebooted_at_s = seen_at_s
+        screen = self.screen
+        if isinstance(screen, KillConfirmScreen):
+            screen.dismiss(None)  # its targets belong to the previous boot
+        self.notify(
+            f"{self.deck.host_label} rebooted (its boot id changed): processes listed before "
+            "are void; the list shows this boot's only.",
+            title="Host rebooted",
+            severity="warning",
+            timeout=10,
+        )
+        self._full_overview_due = True  # a new boot: read the whole host again
+        self._overview_wake.set()
 
     def _confirm_kill(self, targets: list) -> None:  # type: ignore[type-arg]
         if self.profile.read_only:
