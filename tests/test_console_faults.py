@@ -51,6 +51,7 @@ from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.screens.summary import SummaryScreen
 from tui.sim.box import SimBox
 from widgets.header_bar import HeaderBar
+from widgets.host_overview import HostOverviewView
 from widgets.log_pane import LogPane
 
 OUTAGE_S = float(os.environ.get("SERVEDECK_FAULT_OUTAGE_S", "10"))
@@ -258,8 +259,30 @@ async def test_faults_at_every_step_over_a_jump_host(
         await day.cut("waiting for readiness", note=note)
         await day.until(lambda: app.ready and app.metrics is not None, "ready and metrics")
 
-        # 4. Serving with metrics: sshd down; the metrics resume after it is back.
-        await day.outage("serving", back=lambda: day.back() and not app.health["metrics"].failing)
+        # 4. Serving with metrics: cut, then sshd down; the metrics resume after each.
+
+        async def stale_panes() -> None:
+            """While the host is down: stale data with its age, the countdown in the header."""
+
+            overview = app.query_one(HostOverviewView)
+
+            def deck_note() -> str:
+                return str(app.query_one("#deck-note").render())
+
+            await day.until(
+                lambda: "metrics lost" in deck_note() and "last contact" in overview.stale_note,
+                "stale notes",
+            )
+            assert "(last sample " in deck_note(), deck_note()  # the age of what is shown
+            assert app.metrics is not None  # the last metrics stay on screen
+            assert "retry in" in day.header.render().plain
+
+        await day.cut("serving", back=lambda: day.back() and not app.health["metrics"].failing)
+        await day.outage(
+            "serving",
+            back=lambda: day.back() and not app.health["metrics"].failing,
+            during=stale_panes,
+        )
 
         # 5. Benchmark running: cut; the benchmark ends (its forward died), the console stays.
         app.action_bench("sweep")

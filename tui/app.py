@@ -178,6 +178,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._seen_losses = 0
         self.service_unknown_since_s: float | None = None
         self._last_good_gpu: GpuBoxSnapshot | None = None
+        self._last_good_overview: HostOverview | None = None
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, but one whose input thread does not poll while idle."""
@@ -278,13 +279,18 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def on_servedeck_app_overview_ready(self, message: OverviewReady) -> None:
         self._host_reached()
         self.query_one(HeaderBar).connection_detail = message.overview.hostname
+        self._last_good_overview = message.overview
         self.query_one(HostOverviewView).show_overview(message.overview)
 
     @while_open
     def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
         was_failing = self.health["host"].failing
         self._set_health("host", message.message, HOST_RETRY_S)
-        self.query_one(HostOverviewView).show_error(message.message)
+        view = self.query_one(HostOverviewView)
+        if self._last_good_overview is not None:  # keep what is known; say how old it is
+            view.show_overview(self._last_good_overview, self.health["host"].describe())
+        else:
+            view.show_error(message.message)
         if not was_failing:  # one toast per outage; each retry shows only in the header
             self.notify(message.message, title="Host unreachable", severity="error", timeout=8)
 
@@ -292,6 +298,15 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         """Any answer from the host ends an outage: the header says connected again."""
         if self.health["host"].failing or self.query_one(HeaderBar).connection_state != "connected":
             self._set_health("host", None)
+        else:
+            self.source_ok("host")
+
+    def source_ok(self, source: str) -> None:
+        """A good delivery: ends an outage (redraw), else only notes the time (no redraw)."""
+        if self.health[source].failing:
+            self._set_health(source, None)
+        else:
+            self.health[source] = self.health[source].succeeded()
 
     def _set_health(
         self, source: str, failure: str | None, retry_in_s: float | None = None
@@ -426,8 +441,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
                 self._set_health("gpu", str(error), self.profile.gpu.refresh_s)
             else:
                 if snapshot.available:
-                    if self.health["gpu"].failing:
-                        self._set_health("gpu", None)
+                    self.source_ok("gpu")
                 elif self._last_good_gpu is not None:
                     reason = snapshot.error or "no GPUs"
                     self._set_health("gpu", reason, self.profile.gpu.refresh_s)
@@ -471,8 +485,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             # Unknown, not stopped: keep no guessed state, offer no action until it is read.
             self._set_health("service", message.error or "unknown", SERVICE_POLL_S)
         elif message.state is not None:
-            if self.health["service"].failing:
-                self._set_health("service", None)
+            self.source_ok("service")
             self._host_reached()
         previous = self.unit_state
         self.unit_state = message.state
@@ -577,8 +590,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
-        if self.health["readiness"].failing:
-            self._set_health("readiness", None)
+        self.source_ok("readiness")
         if message.readiness.ready and not self.ready:
             self.ready = True
             models = ", ".join(message.readiness.models)
@@ -610,8 +622,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
         if message.metrics is not None:
             self.metrics = message.metrics
-            if self.health["metrics"].failing:
-                self._set_health("metrics", None)
+            self.source_ok("metrics")
             self._update_load()
         elif self.ready:  # the last metrics stay on screen; the note gives their age
             self._set_health("metrics", message.error or "no answer", METRICS_POLL_S)

@@ -48,8 +48,7 @@ class ProcessesMixin:
             status += f" · host rebooted (new boot id, seen {stamp}): this boot's processes only"
         self.procs_status_text = status
         self.query_one("#procs-status", Static).update(status)
-        if self.health["procs"].failing:
-            self._set_health("procs", None)
+        self.source_ok("procs")
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
         if self.query_one(TabbedContent).active == "procs":
             self.poll_later(PROCS_POLL_S, self._refresh_procs, "procs-poll")
