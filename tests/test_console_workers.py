@@ -134,3 +134,16 @@ def test_source_health_says_what_failed_when_it_retries_and_how_old_the_data_is(
     assert again.failed_since_s == 137.0 and again.failures == 2
     assert not again.succeeded(now_s=142.0).failing
     assert format_age(245) == "4 min 5 s"
+
+
+def test_a_countdown_inside_an_error_is_dropped_from_the_note() -> None:
+    """The SSH host's own "next attempt in 0.4 s" is stale at once; the note has a live one."""
+    health = SourceHealth("connection", noun="contact").failed(
+        "root@box: not connected (cannot connect: refused); next attempt in 0.4 s",
+        retry_in_s=2.0,
+        now_s=10.0,
+    )
+    assert health.describe(now_s=10.0) == (
+        "connection lost: root@box: not connected (cannot connect: refused), retrying in 2 s "
+        "(no contact yet)"
+    )

@@ -68,6 +68,9 @@ RETRY_S = 5.0
 # While the host is unreachable the overview asks again this often (a failed attempt is
 # cheap: the SSH host fails fast during its backoff), so the console resumes soon after.
 HOST_RETRY_S = 1.0
+# How often the console looks at the connection and redraws countdowns: a cut shows
+# within a tick, well inside the 2 s an operator should wait to see it.
+HEALTH_TICK_S = 0.5
 # Polls whose worker died unexpectedly are started again after this long.
 _POLL_RESTART_S = 2.0
 # How long quitting waits for cancelled workers to finish their cleanup.
@@ -233,7 +236,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._follow_log()
         self.query_one(BenchView).show_history(runs_for_host(self.deck.host_label))
         self.query_one("#deck-note", Static).display = False
-        self.set_interval(1.0, self._tick_health, name="health-clock")
+        self.set_interval(HEALTH_TICK_S, self._tick_health, name="health-clock")
 
     def _tab_visible(self, tab_id: str) -> bool:
         return self._tabs.active == tab_id and not isinstance(
@@ -286,13 +289,14 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
         was_failing = self.health["host"].failing
         self._set_health("host", message.message, HOST_RETRY_S)
+        reason = self.health["host"].reason
         view = self.query_one(HostOverviewView)
         if self._last_good_overview is not None:  # keep what is known; say how old it is
             view.show_overview(self._last_good_overview, self.health["host"].describe())
         else:
-            view.show_error(message.message)
+            view.show_error(reason)
         if not was_failing:  # one toast per outage; each retry shows only in the header
-            self.notify(message.message, title="Host unreachable", severity="error", timeout=8)
+            self.notify(reason, title="Host unreachable", severity="error", timeout=8)
 
     def _host_reached(self) -> None:
         """Any answer from the host ends an outage: the header says connected again."""
@@ -323,7 +327,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._render_health()
 
     def _tick_health(self) -> None:
-        """Countdowns and ages move while something is failing: redraw them once a second.
+        """Countdowns and ages move while something is failing: redraw them each tick.
 
         It also watches the SSH connection itself: a cut connection shows at once, not
         only when the next poll that needs it fails; and the first poll after it is back
@@ -375,9 +379,9 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         wait_s = host_wait() if callable(host_wait) else None
         retry_at_s = self.health["host"].retry_at_s
         poll_wait_s = None if retry_at_s is None else max(0.0, retry_at_s - time.time())
-        if wait_s is None:
-            return poll_wait_s
-        return wait_s if poll_wait_s is None else max(wait_s, min(poll_wait_s, wait_s))
+        if wait_s is None or poll_wait_s is None:
+            return wait_s if poll_wait_s is None else poll_wait_s
+        return max(wait_s, poll_wait_s)  # the first poll once the backoff allows it
 
     @while_open
     def on_worker_failed(self, message: WorkerFailed) -> None:

@@ -8,6 +8,7 @@ good data instead of an empty pane or an exit.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 
@@ -15,10 +16,16 @@ from dataclasses import dataclass, replace
 _REASON_MAX_CHARS = 160
 
 
+# A countdown inside an error message ("; next attempt in 0.4 s") is stale at once:
+# the note and the header show their own, live one.
+_COUNTDOWN = re.compile(r";? *next attempt in [0-9.]+ s")
+
+
 def one_line(reason: str) -> str:
     """The first non-empty line of a message, clipped for a one-line pane note."""
     lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
-    text = lines[0] if lines else "unknown error"
+    text = _COUNTDOWN.sub("", lines[0]).strip() if lines else ""
+    text = text or "unknown error"
     return text if len(text) <= _REASON_MAX_CHARS else text[: _REASON_MAX_CHARS - 1] + "…"
 
 
