@@ -122,3 +122,26 @@ async def test_c_cancels_a_running_benchmark() -> None:
         await _until(pilot, lambda: app.bench_process is None, "the benchmark end")
     runs = [run for run in read_history() if run.preset == "sweep"]
     assert runs and runs[-1].partial
+
+
+async def test_a_failing_service_action_says_what_failed_and_is_audited() -> None:
+    """`S` on a machine whose systemd cannot be reached: the remote error, nothing else."""
+    from tests.console_support import local_console
+    from tui.screens.confirm_action import ConfirmActionScreen
+
+    app, _host = local_console(30.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _until(pilot, lambda: bool(str(app.query_one(ServiceLine).render())), "the line")
+        await pilot.press("S")
+        await _until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), "the question")
+        screen = app.screen
+        await _until(
+            pilot, lambda: screen.focused is not None and screen.focused.id == "confirm-no", "focus"
+        )
+        await pilot.press("shift+tab", "enter")
+        await _until(pilot, lambda: any("Action failed" in n for n in _notes(app)), "the toast")
+        note = next(n for n in _notes(app) if "Action failed" in n)
+        assert "Tried to start vllm.service on" in note and "Nothing else was done" in note, note
+        assert app.is_running and not app._exit
+    outcomes = [r for r in read_audit() if r["event"] == "service.outcome"]
+    assert outcomes and outcomes[-1]["ok"] is False and outcomes[-1]["action"] == "start"

@@ -588,9 +588,15 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self.post_message(self.ReadinessUpdate(readiness))
 
     def _after_failure(self, message: WorkerFailed) -> None:
-        """Per-pane follow-up of a failed worker (the readiness probe simply asks again)."""
+        """Per-pane follow-up of a failed worker: its state where the operator looks."""
         if message.pane == "readiness":
             self._last_probe_s = time.monotonic()  # the next tick of the load clock retries
+        elif message.pane == "plan":
+            self.query_one("#plan-status", Static).update(f"No plan: {message.reason}")
+        elif message.pane == "bench":
+            self.query_one(BenchView).show_error(message.reason)
+        elif message.pane == "service-action":
+            self._poll_service()  # show what the service is now, whatever the action did
 
     @while_open
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
