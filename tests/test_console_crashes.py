@@ -74,6 +74,8 @@ async def test_clean_up_while_the_host_is_unreachable_keeps_the_console(sshd: Ss
         await _until(pilot, lambda: app.service_unknown_since_s is not None, "unknown state")
         line = str(app.query_one(ServiceLine).render())
         assert "unknown (host unreachable since" in line, line
+        strip = str(app.query_one("#load-strip").render())
+        assert "stopped" not in strip and "unknown (host unreachable since" in strip, strip
         await pilot.press("S")
         await pilot.pause(0.2)
         assert type(app.screen).__name__ != "ConfirmActionScreen"

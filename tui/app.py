@@ -288,7 +288,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     @while_open
     def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
         was_failing = self.health["host"].failing
-        self._set_health("host", message.message, HOST_RETRY_S)
+        self._set_health("host", message.message, self._host_retry_in_s())
         reason = self.health["host"].reason
         view = self.query_one(HostOverviewView)
         if self._last_good_overview is not None:  # keep what is known; say how old it is
@@ -340,7 +340,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         lost, self._seen_losses = losses > self._seen_losses, losses
         host = self.health["host"]
         if (lost or connected is False) and host.last_ok_at_s is not None and not host.failing:
-            self._set_health("host", "connection lost", HOST_RETRY_S)
+            self._set_health("host", "connection lost", self._host_retry_in_s())
             self._overview_wake.set()  # reconnect now rather than at the next overview
         elif connected is True and host.failing and not lost:
             self._host_reached()
@@ -362,7 +362,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             header.countdown = ""
         notes = [
             self.health[name].describe()
-            for name in ("host", "gpu", "service", "log", "readiness", "metrics")
+            for name in ("host", "gpu", "log", "readiness", "metrics")  # service: its own line
             if self.health[name].failing and (name != "gpu" or self._last_good_gpu is not None)
         ]
         note = self.query_one("#deck-note", Static)
@@ -372,6 +372,12 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         if procs.failing:
             shown = f"{self.procs_status_text} · " if self.procs_status_text else ""
             self.query_one("#procs-status", Static).update(shown + procs.describe())
+
+    def _host_retry_in_s(self) -> float:
+        """When the next connection attempt will be made: the SSH backoff, else the poll's."""
+        host_wait = getattr(self.deck.host, "reconnect_in_s", None)
+        wait_s = host_wait() if callable(host_wait) else None
+        return max(HOST_RETRY_S, wait_s or 0.0)
 
     def _reconnect_in_s(self) -> float | None:
         """Seconds to the next connection attempt: the SSH host's backoff, else the poll's."""
