@@ -53,11 +53,12 @@ from tui.sim.box import SimBox
 from widgets.header_bar import HeaderBar
 from widgets.host_overview import HostOverviewView
 from widgets.log_pane import LogPane
+from widgets.summary_view import SummaryView
 
 OUTAGE_S = float(os.environ.get("SERVEDECK_FAULT_OUTAGE_S", "10"))
 # Targets are 2 s (shown) and 5 s (resumed); a loaded CI machine may stretch both a little.
 SLACK = float(os.environ.get("SERVEDECK_FAULT_SLACK", "1.5"))
-LOAD_S = 8.0
+LOAD_S = 20.0  # long enough for a cut and an outage inside the weights phase
 WAIT_S = 120.0
 ORPHANS = 2
 
@@ -242,13 +243,23 @@ async def test_faults_at_every_step_over_a_jump_host(
         await day.down_then_up("connecting", started, None, "")
         await day.until(lambda: app.last_gpu is not None, "a GPU sample")
 
-        # 2. Loading: the connection is cut while shards load.
+        # 2. Loading: the connection is cut while shards load, then sshd goes down for
+        # OUTAGE_S; the shards loaded meanwhile arrive once it is back (no line lost).
         box.start()
         await day.until(
             lambda: app.progress is not None and (app.progress.shards_done or 0) >= 1,
             "a shard loaded",
         )
         await day.cut("loading")
+        shards_before = app.progress.shards_done if app.progress else 0
+        await day.outage(
+            "loading",
+            back=lambda: (
+                day.back()
+                and app.progress is not None
+                and (app.progress.shards_done or 0) > (shards_before or 0)
+            ),
+        )
 
         # 3. Waiting for readiness: cut as soon as the log says the HTTP server starts.
         await day.until(
@@ -358,10 +369,19 @@ async def test_faults_at_every_step_over_a_jump_host(
             await pilot.press("shift+tab", "enter")
         await day.until(lambda: not box.live_processes(), "the orphans ended")
 
-        # 10. Summary collecting: cut while `s` collects.
+        # 10. Summary collecting: cut while `s` collects (once its screen is up: the first
+        # `s` imports the Markdown renderer, which is not what is measured here).
         await pilot.press("s")
-        await day.cut("summary collecting")
         await day.until(lambda: isinstance(app.screen, SummaryScreen), "the summary screen")
+        await day.cut("summary collecting")
+        summary = app.screen
+        await day.until(
+            lambda: (
+                bool(summary.query_one(SummaryView).markdown)
+                or "failed" in str(summary.query_one("#summary-status").render())
+            ),
+            "the summary or its failure",
+        )
         await pilot.press("escape")
 
         # 11. Export: `E` collects and writes; cut while it does.
