@@ -86,6 +86,8 @@ async def test_clean_up_while_the_host_is_unreachable_keeps_the_console(sshd: Ss
         assert "retry in" in header.render().plain or header.connection_state == "reconnecting"
     failed = [r for r in read_audit() if r["event"] == "console.action_failed"]
     assert failed and "leftover" in failed[-1]["action"]
+    refused = [r for r in read_audit() if r["event"] == "service.refused"]
+    assert refused and refused[-1]["action"] == "start", refused
 
 
 @pytest.mark.sshd
@@ -147,3 +149,52 @@ async def test_a_failing_service_action_says_what_failed_and_is_audited() -> Non
         assert app.is_running and not app._exit
     outcomes = [r for r in read_audit() if r["event"] == "service.outcome"]
     assert outcomes and outcomes[-1]["ok"] is False and outcomes[-1]["action"] == "start"
+
+
+async def test_a_benchmark_against_a_dead_server_says_so_and_is_audited() -> None:
+    """`b` with nothing listening: what was attempted, what failed, nothing else done."""
+    from tui.config import demo_profile
+
+    base = demo_profile()
+    deck = open_deck(base)  # the simulator is never started: its port refuses
+    app = ServedeckApp(deck.profile, deck)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("b")
+            await _until(
+                pilot, lambda: any("Benchmark failed" in n for n in _notes(app)), "the failure"
+            )
+            assert app.is_running and not app._exit
+            await _until(pilot, lambda: app.bench_process is None, "the benchmark process gone")
+        note = next(n for n in _notes(app) if "Benchmark failed" in n)
+        assert "Tried to run a benchmark against simulator" in note, note
+        assert "ConnectError" in note and "Nothing else was done" in note, note
+        assert any(r["event"] == "bench.failed" for r in read_audit())
+    finally:
+        await deck.close()
+
+
+async def test_an_export_that_cannot_write_says_so_and_is_audited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`E` with a data dir that is a file: the toast names the failure; nothing written."""
+    from tui.config import demo_profile
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    deck = open_deck(demo_profile())
+    app = ServedeckApp(deck.profile, deck)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            monkeypatch.setenv("SERVEDECK_DATA_DIR", str(blocker))
+            await pilot.press("E")
+            await _until(pilot, lambda: any("failed" in n for n in _notes(app)), "the failure")
+            note = next(n for n in _notes(app) if "failed" in n)
+            assert "export the summary" in note and "Nothing" in note, note
+            assert app.is_running and not app._exit
+    finally:
+        await deck.close()
+    assert blocker.read_text() == ""
+    assert any(
+        r["event"] in ("console.action_failed", "summary.export_failed") for r in read_audit()
+    )

@@ -664,6 +664,11 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
                 title="Service",
                 severity="warning",
             )
+            append_audit(
+                "service.refused",
+                self.deck.host_label,
+                {"unit": self.profile.service.unit, "action": verb, "reason": f"state {since}"},
+            )
             return
         if self.profile.read_only:
             self.notify(f"Read-only: {verb} is disabled.", severity="warning")
