@@ -43,6 +43,8 @@ class BenchMixin:
         if self.bench_process is not None:
             self.bench_process.cancel()
             self.notify("Cancelling the benchmark; partial results are kept.")
+        else:
+            self.notify("No benchmark is running.", title="Bench", timeout=3)
 
     @console_worker(
         "bench",
