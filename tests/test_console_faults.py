@@ -28,13 +28,21 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.fault_matrix import Cell, FaultMatrix
+from tests.fault_matrix import (
+    Day,
+    FaultMatrix,
+    SshDay,
+    kill_outcomes,
+    matrix_out,
+    pane_lines,
+    remote_tails,
+)
 from tests.sim_fixtures import FAST_OPTIONS
 from tests.sshd_fixtures import SshdPair
 from tui import paths
@@ -50,16 +58,12 @@ from tui.procs.kill import leftovers
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.screens.summary import SummaryScreen
 from tui.sim.box import SimBox
-from widgets.header_bar import HeaderBar
 from widgets.host_overview import HostOverviewView
-from widgets.log_pane import LogPane
 from widgets.summary_view import SummaryView
 
-OUTAGE_S = float(os.environ.get("SERVEDECK_FAULT_OUTAGE_S", "10"))
 # Targets are 2 s (shown) and 5 s (resumed); a loaded CI machine may stretch both a little.
 SLACK = float(os.environ.get("SERVEDECK_FAULT_SLACK", "1.5"))
 LOAD_S = 20.0  # long enough for a cut and an outage inside the weights phase
-WAIT_S = 120.0
 ORPHANS = 2
 
 
@@ -82,143 +86,6 @@ def readable_box() -> Iterator[SimBox]:
     finally:
         box.close()
         shutil.rmtree(state, ignore_errors=True)
-
-
-def _matrix_out(tmp_path: Path, name: str, matrix: FaultMatrix) -> None:
-    text = matrix.render()
-    print(f"\n{name}\n{text}")
-    target = Path(os.environ.get("SERVEDECK_FAULT_MATRIX", tmp_path / "fault-matrix.md"))
-    with target.open("a") as handle:
-        handle.write(f"\n### {name}\n\n{text}\n")
-
-
-def _remote_tails(path: Path) -> list[int]:
-    """Processes on "the box" following the log (what a cut session could leave behind)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv[0].endswith(b"tail") and b"-F" in argv and str(path).encode() in argv:
-            found.append(int(entry.name))
-    return found
-
-
-class Day:
-    """Drives one console through the day and records each fault's cell."""
-
-    def __init__(self, pilot: object, app: ServedeckApp, matrix: FaultMatrix) -> None:
-        self.pilot = pilot
-        self.app = app
-        self.matrix = matrix
-        self.header = app.query_one(HeaderBar)
-
-    async def pause(self, seconds: float = 0.05) -> None:
-        await self.pilot.pause(seconds)  # type: ignore[attr-defined]
-
-    async def until(
-        self, predicate: Callable[[], bool], what: str, timeout_s: float = WAIT_S
-    ) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            await self.pause(0.05)
-
-    async def timed(
-        self, predicate: Callable[[], bool], since_s: float, limit_s: float
-    ) -> float | None:
-        """Seconds from since_s until predicate holds; None when it did not within limit_s."""
-        while not predicate():
-            if time.monotonic() - since_s > limit_s:
-                return None
-            await self.pause(0.05)
-        return time.monotonic() - since_s
-
-    def alive(self) -> bool:
-        return self.app.is_running and not self.app._exit
-
-    def lost(self) -> bool:
-        return self.app.health["host"].failing
-
-    def back(self) -> bool:
-        return not self.app.health["host"].failing and self.header.connection_state == "connected"
-
-    async def settled(self) -> None:
-        await self.until(self.back, "the connection before the next fault")
-
-    def record(
-        self, step: str, fault: str, shown_s: float | None, back_s: float | None, note: str = ""
-    ) -> None:
-        self.matrix.add(Cell(step, fault, self.alive(), shown_s, back_s, note))
-
-
-class SshDay(Day):
-    def __init__(
-        self, pilot: object, app: ServedeckApp, matrix: FaultMatrix, sshd: SshdPair
-    ) -> None:
-        super().__init__(pilot, app, matrix)
-        self.sshd = sshd
-
-    async def cut(
-        self,
-        step: str,
-        shown: Callable[[], bool] | None = None,
-        back: Callable[[], bool] | None = None,
-        note: str = "",
-    ) -> None:
-        """Kill the box's sshd session processes; the host is back at once."""
-        await self.settled()
-        started = time.monotonic()
-        assert self.sshd.second.kill_connections() >= 1
-        shown_s = await self.timed(shown or self.lost, started, 10)
-        back_s = await self.timed(back or self.back, started, 30)
-        self.record(step, "SSH cut", shown_s, back_s, note)
-
-    async def outage(
-        self,
-        step: str,
-        back: Callable[[], bool] | None = None,
-        note: str = "",
-        during: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
-        """Stop the box's sshd for OUTAGE_S (doing `during` once the fault shows), restart it."""
-        await self.settled()
-        started = time.monotonic()
-        self.sshd.second.stop()
-        await self.down_then_up(step, started, back, note, during)
-
-    async def down_then_up(
-        self,
-        step: str,
-        started: float,
-        back: Callable[[], bool] | None,
-        note: str,
-        during: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
-        shown_s = await self.timed(self.lost, started, 10)
-        if during is not None:
-            await during()
-        while time.monotonic() - started < OUTAGE_S:
-            await self.pause(0.2)
-            assert self.alive(), f"the console exited during the outage at {step}"
-        self.sshd.second.start()
-        restarted = time.monotonic()
-        back_s = await self.timed(back or self.back, restarted, 30)
-        self.record(step, f"sshd down {OUTAGE_S:g} s", shown_s, back_s, note)
-
-
-def _kill_outcomes() -> int:
-    return sum(1 for record in read_audit() if record["event"] == "kill-outcome")
-
-
-def _pane_lines(app: ServedeckApp) -> list[str]:
-    pane = app.query_one(LogPane)
-    lines = [*pane.buffer, *pane._pending, *app._incoming_lines]
-    return [line.text for line in lines if not line.text.startswith("servedeck:")]
 
 
 @pytest.mark.sshd
@@ -355,10 +222,10 @@ async def test_faults_at_every_step_over_a_jump_host(
         await day.until(
             lambda: modal.focused is not None and modal.focused.id == "kill-cancel", "the focus"
         )
-        outcomes_before = _kill_outcomes()
+        outcomes_before = kill_outcomes()
         await pilot.press("shift+tab", "enter")
         await day.cut("kill running")
-        await day.until(lambda: _kill_outcomes() > outcomes_before, "the kill's outcome")
+        await day.until(lambda: kill_outcomes() > outcomes_before, "the kill's outcome")
         if box.live_processes():  # the cut hit the kill: the operator asks again
             await pilot.press("K")
             await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the dialog")
@@ -398,17 +265,17 @@ async def test_faults_at_every_step_over_a_jump_host(
 
         # No log line lost: the pane holds the file's lines, in order, once each.
         await day.until(
-            lambda: _pane_lines(app) == box.log_path.read_text().splitlines(),
+            lambda: pane_lines(app) == box.log_path.read_text().splitlines(),
             "the log pane to match the file",
             timeout_s=30,
         )
         assert day.alive()
-    _matrix_out(tmp_path, "Faults over SSH (jump host)", matrix)
+    matrix_out(tmp_path, "Faults over SSH (jump host)", matrix)
     deadline = time.monotonic() + 15
-    while _remote_tails(box.log_path) and time.monotonic() < deadline:
+    while remote_tails(box.log_path) and time.monotonic() < deadline:
         box.log_path.open("a").write("")  # nothing to read: the tails end on their own
         time.sleep(0.2)
-    assert _remote_tails(box.log_path) == [], "a remote tail was left behind"
+    assert remote_tails(box.log_path) == [], "a remote tail was left behind"
     assert matrix.check(SLACK) == []
 
 
@@ -463,7 +330,7 @@ async def test_server_killed_at_each_step_on_the_simulator(tmp_path: Path) -> No
             assert day.alive()
     finally:
         box.close()
-    _matrix_out(tmp_path, "Server killed (simulator)", matrix)
+    matrix_out(tmp_path, "Server killed (simulator)", matrix)
     assert matrix.check(SLACK) == []
 
 
@@ -520,14 +387,14 @@ async def test_a_new_boot_id_voids_the_listing_and_the_kill_dialog(tmp_path: Pat
             day.record("leftovers listed", "host rebooted (new boot id)", noticed_s, noticed_s)
 
             # A kill confirmed for the old boot's processes signals nothing on the new boot.
-            outcomes_before = _kill_outcomes()
+            outcomes_before = kill_outcomes()
             app._kill(KillConfirmation(tuple(old_targets), frozenset()))
-            await day.until(lambda: _kill_outcomes() > outcomes_before, "the kill's outcome")
+            await day.until(lambda: kill_outcomes() > outcomes_before, "the kill's outcome")
             last = [r for r in read_audit() if r["event"] == "kill-outcome"][-1]
             assert {o["outcome"] for o in last["outcomes"]} == {"gone"}, last
             assert all("rebooted" in o["detail"] for o in last["outcomes"]), last
             assert len(box.live_processes()) == ORPHANS
     finally:
         box.close()
-    _matrix_out(tmp_path, "Remote reboot (simulator, boot id rewritten)", matrix)
+    matrix_out(tmp_path, "Remote reboot (simulator, boot id rewritten)", matrix)
     assert matrix.check(SLACK) == []
