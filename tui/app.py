@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from textual import work
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -29,6 +28,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
+from tui.audit import append_audit
 from tui.bench.driver import BenchProcess
 from tui.bench.history import runs_for_host
 from tui.config import Profile
@@ -36,6 +36,7 @@ from tui.deck import Deck
 from tui.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
+from tui.health import unknown_since_text
 from tui.hints import setup_hint, short_setup_hint
 from tui.hostinfo import HostOverview
 from tui.keymap import COMMANDS, commands_in
@@ -52,7 +53,9 @@ from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.console_bench import BenchMixin
 from tui.screens.console_guard import console_closing, while_open
 from tui.screens.console_handoff import HandoffMixin
+from tui.screens.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
 from tui.screens.console_processes import ProcessesMixin
+from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.service import ActionOutcome, UnitState, audit_refusal
@@ -66,11 +69,11 @@ from widgets.plan_view import PlanView
 from widgets.procs_pane import ProcsPane
 from widgets.service_line import ServiceLine
 
-SERVICE_POLL_S = 2.0
+SERVICE_POLL_S = 1.0  # a crashed or stopped server shows within 2 s
 METRICS_POLL_S = 2.0
 LOG_DRAIN_S = 0.1
 READINESS_POLL_S = 1.0
-RETRY_S = 5.0
+RETRY_S = 2.0  # a log source that failed to start is tried again this often
 _NO_UNIT = "no systemd unit in this profile"
 # How long quitting waits for cancelled workers to finish their cleanup.
 _WORKERS_EXIT_WAIT_S = 5.0
@@ -91,7 +94,7 @@ def _bindings() -> list[Binding]:
     ]
 
 
-class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
+class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     """One console for one profile's Deck."""
 
     CSS_PATH = "app.tcss"
@@ -118,6 +121,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     @dataclass
     class MetricsUpdate(Message):
         metrics: ServerMetrics | None
+        error: str | None = None
 
     @dataclass
     class ProcsUpdate(Message):
@@ -170,6 +174,12 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._full_overview_due = False
         self._overview_wake = asyncio.Event()
         self._poll_timers: dict[str, Timer] = {}
+        self.health = initial_health()
+        self.procs_status_text = ""
+        self._seen_losses = 0
+        self.service_unknown_since_s: float | None = None
+        self._last_good_gpu: GpuBoxSnapshot | None = None
+        self._last_good_overview: HostOverview | None = None
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, but one whose input thread does not poll while idle."""
@@ -194,6 +204,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         with TabbedContent(id="panes", initial="deck"):
             with TabPane("1 Deck", id="deck"), Vertical(id="deck-body"):
                 yield ServiceLine(id="service-line")
+                yield Static("", id="deck-note", classes="pane-note")
                 yield LoadStrip(id="load-strip")
                 yield GpuPane(id="gpu-pane")
                 yield LogPane(id="log-pane")
@@ -228,6 +239,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._poll_service()
         self._follow_log()
         self.query_one(BenchView).show_history(runs_for_host(self.deck.host_label))
+        self.query_one("#deck-note", Static).display = False
+        self.set_interval(HEALTH_TICK_S, self._tick_health, name="health-clock")
 
     def _tab_visible(self, tab_id: str) -> bool:
         return self._tabs.active == tab_id and not isinstance(
@@ -246,7 +259,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._show_plan()
 
     # --- overview -----------------------------------------------------------------
-    @work(exclusive=True, group="overview")
+    @console_worker("overview", pane="overview", what="read the host overview")
     async def _poll_overview(self) -> None:
         # One loop for the console's life: the whole overview once per connection (and
         # when asked with `r`, which wakes it), then only its changing numbers. A worker
@@ -263,7 +276,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             except ServedeckError as error:
                 self._overview = None  # after a failure the host may be another boot: ask again
                 self.post_message(self.HostFailed(str(error)))
-                wait_s = RETRY_S
+                wait_s = HOST_RETRY_S
             else:
                 self._overview = overview
                 self.post_message(self.OverviewReady(overview))
@@ -273,18 +286,23 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_overview_ready(self, message: OverviewReady) -> None:
-        header = self.query_one(HeaderBar)
-        header.connection_state = "connected"
-        header.connection_detail = message.overview.hostname
+        self._host_reached()
+        self.query_one(HeaderBar).connection_detail = message.overview.hostname
+        self._last_good_overview = message.overview
         self.query_one(HostOverviewView).show_overview(message.overview)
 
     @while_open
     def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
-        header = self.query_one(HeaderBar)
-        header.connection_state = "unreachable"
-        header.connection_detail = ""
-        self.query_one(HostOverviewView).show_error(message.message)
-        self.notify(message.message, title="Host unreachable", severity="error", timeout=8)
+        was_failing = self.health["host"].failing
+        self._set_health("host", message.message, self._host_retry_in_s())
+        reason = self.health["host"].reason
+        view = self.query_one(HostOverviewView)
+        if self._last_good_overview is not None:  # keep what is known; say how old it is
+            view.show_overview(self._last_good_overview, self.health["host"].describe())
+        else:
+            view.show_error(reason)
+        if not was_failing:  # one toast per outage; each retry shows only in the header
+            self.notify(reason, title="Host unreachable", severity="error", timeout=8)
 
     def poll_later(self, delay_s: float, poll: Callable[[], object], name: str) -> None:
         """Arm the next run of a poll, replacing a pending one of the same name.
@@ -298,7 +316,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._poll_timers[name] = self.set_timer(delay_s, poll, name=name)
 
     # --- GPUs ---------------------------------------------------------------------
-    @work(exclusive=True, group="gpu")
+    @console_worker("gpu", pane="gpu", what="sample the GPUs")
     async def _poll_gpus(self) -> None:
         # One long-lived loop: a timer, a worker and a message per tick would cost
         # more main-thread time than drawing the tick.
@@ -308,11 +326,23 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
                 snapshot = await source.sample()
             except ServedeckError as error:
                 snapshot = GpuBoxSnapshot("none", time.time(), available=False, error=str(error))
+                self._set_health("gpu", str(error), self.profile.gpu.refresh_s)
+            else:
+                if snapshot.available:
+                    self.source_ok("gpu")
+                elif self._last_good_gpu is not None:
+                    reason = snapshot.error or "no GPUs"
+                    self._set_health("gpu", reason, self.profile.gpu.refresh_s)
             self._show_gpus(snapshot)
             await asyncio.sleep(self.profile.gpu.refresh_s)
 
     def _show_gpus(self, snapshot: GpuBoxSnapshot) -> None:
         if console_closing(self):
+            return
+        if snapshot.available:
+            self._last_good_gpu = snapshot
+        elif self._last_good_gpu is not None:
+            # The source failed: keep the last good sample on screen; the note gives its age.
             return
         self.last_gpu = snapshot
         self.gpu_history.add(snapshot)
@@ -323,7 +353,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._gpu_pane.update_view(snapshot, self.gpu_history.trends())
 
     # --- service, log, load, readiness, metrics ---------------------------------------
-    @work(exclusive=True, group="service")
+    @console_worker("service", pane="service", what="read the service state")
     async def _poll_service(self) -> None:
         controller = self.deck.service()
         if controller is None:
@@ -337,6 +367,15 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_service_update(self, message: ServiceUpdate) -> None:
+        unreachable = (
+            self.health["host"].failing or getattr(self.deck.host, "connected", True) is False
+        )
+        if message.state is None and unreachable:
+            # Unknown, not stopped: keep no guessed state, offer no action until it is read.
+            self._set_health("service", message.error or "unknown", SERVICE_POLL_S)
+        elif message.state is not None:
+            self.source_ok("service")
+            self._host_reached()
         previous = self.unit_state
         self.unit_state = message.state
         state = message.state
@@ -358,11 +397,13 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self.poll_later(SERVICE_POLL_S, self._poll_service, "service-poll")
 
     def _render_service_line(self, error: str | None = None) -> None:
+        if self.unit_state is None and self.service_unknown_since_s is not None:
+            error = unknown_since_text(self.service_unknown_since_s)
         self.query_one(ServiceLine).show(
             self.unit_state, self.deck.host_label, self.ready, error=error
         )
 
-    @work(exclusive=True, group="log")
+    @console_worker("log", pane="log", what="follow the service log")
     async def _follow_log(self) -> None:
         source = self.deck.log_lines(initial_lines=2000, follow=True)
         if source is None:
@@ -378,7 +419,9 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
                     self._drain_scheduled = True
                     self.set_timer(LOG_DRAIN_S, self._drain_log_lines, name="log-drain")
         except ServedeckError as error:
-            self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))
+            if not self.health["log"].failing:  # once per outage; the note counts down
+                self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))
+            self._set_health("log", str(error), RETRY_S)
             self.poll_later(RETRY_S, self._follow_log, "log-retry")
 
     def _drain_log_lines(self) -> None:
@@ -386,6 +429,10 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         if console_closing(self):  # a timer may fire while the app shuts down
             return
         batch, self._incoming_lines = self._incoming_lines, []
+        if batch:
+            self.source_ok("log")
+        if batch and not self.deck.host.is_local:
+            self._host_reached()  # lines arrive: the host answers again
         self.tracker.feed_many(batch)
         self.query_one(LogPane).add_lines(batch)
         self._update_load()
@@ -412,7 +459,13 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             shown != self._strip_shown or now_s - self._strip_at_s >= 1.0
         ):
             self._strip_shown, self._strip_at_s = shown, now_s
-            self.query_one(LoadStrip).show(self.progress, self.metrics, ready)
+            unknown = self.service_unknown_since_s
+            self.query_one(LoadStrip).show(
+                self.progress,
+                self.metrics,
+                ready,
+                unknown=unknown_since_text(unknown) if unknown is not None else None,
+            )
         now_s = time.monotonic()
         if (
             not self.ready
@@ -422,7 +475,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._last_probe_s = now_s
             self._probe_readiness()
 
-    @work(exclusive=True, group="readiness")
+    @console_worker("readiness", pane="readiness", what="probe the server's readiness")
     async def _probe_readiness(self) -> None:
         url = await self.deck.reachable_base_url()
         probe = ReadinessProbe(url, api_key=self.deck.api_key)
@@ -431,6 +484,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
+        self.source_ok("readiness")
         if message.readiness.ready and not self.ready:
             self.ready = True
             models = ", ".join(message.readiness.models)
@@ -441,7 +495,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._render_service_line()
             self._poll_metrics()
 
-    @work(exclusive=True, group="metrics")
+    @console_worker("metrics", pane="metrics", what="read the server's metrics")
     async def _poll_metrics(self) -> None:
         if not self.ready:
             return
@@ -453,15 +507,19 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             ):
                 self._metrics_poller = MetricsPoller(url, api_key=self.deck.api_key)
             metrics = await self._metrics_poller.poll(client=self._http_client())
-        except ServedeckError:
-            metrics = None
-        self.post_message(self.MetricsUpdate(metrics))
+        except ServedeckError as error:
+            self.post_message(self.MetricsUpdate(None, str(error)))
+        else:
+            self.post_message(self.MetricsUpdate(metrics))
 
     @while_open
     def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
         if message.metrics is not None:
             self.metrics = message.metrics
+            self.source_ok("metrics")
             self._update_load()
+        elif self.ready:  # the last metrics stay on screen; the note gives their age
+            self._set_health("metrics", message.error or "no answer", METRICS_POLL_S)
         if self.ready:
             self.poll_later(METRICS_POLL_S, self._poll_metrics, "metrics-poll")
 
@@ -476,6 +534,19 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         controller = self.deck.service()
         if controller is None:
             self.notify("This profile names no systemd unit.", severity="warning")
+            return
+        if self.unit_state is None and self.service_unknown_since_s is not None:
+            since = unknown_since_text(self.service_unknown_since_s)
+            self.notify(
+                f"The service state is {since}: {verb} was not attempted.",
+                title="Service",
+                severity="warning",
+            )
+            append_audit(
+                "service.refused",
+                self.deck.host_label,
+                {"unit": self.profile.service.unit, "action": verb, "reason": f"state {since}"},
+            )
             return
         if self.profile.read_only:
             audit_refusal(controller.describe(verb), "read-only mode")  # type: ignore[attr-defined]
@@ -492,7 +563,12 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
         self.push_screen(ConfirmActionScreen(action, note), confirmed)
 
-    @work(exclusive=True, group="service-action")
+    @console_worker(
+        "service-action",
+        pane="service-action",
+        what=lambda app, verb: f"{verb} {app.profile.service.unit} on {app.deck.host_label}",
+        user_action=True,
+    )
     async def _run_service_action(self, verb: str) -> None:
         controller = self.deck.service()
         assert controller is not None
@@ -507,7 +583,14 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def on_servedeck_app_action_done(self, message: ActionDone) -> None:
         if message.error or message.outcome is None or not message.outcome.ok:
             detail = message.error or (message.outcome.message if message.outcome else "")
-            self.notify(f"{message.verb} failed: {detail}", severity="error", timeout=10)
+            unit = self.profile.service.unit or "the service"
+            self.notify(
+                f"Tried to {message.verb} {unit} on {self.deck.host_label}; it failed: "
+                f"{failure_text(detail)}. Nothing else was done.",
+                title="Action failed",
+                severity="error",
+                timeout=10,
+            )
         else:
             self.notify(f"{message.verb}: {message.outcome.message}", title="Service")
         if message.verb in ("start", "restart"):

@@ -168,7 +168,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     ConsoleCommand(
         "bench-cancel",
-        "ctrl+c",
+        "c",
         "bench_cancel",
         "Cancel bench",
         "Cancel the running benchmark (partial results kept)",

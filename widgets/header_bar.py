@@ -31,6 +31,7 @@ class HeaderBar(Static):
     route: reactive[str] = reactive("")
     connection_state: reactive[str] = reactive("connecting")
     connection_detail: reactive[str] = reactive("")
+    countdown: reactive[str] = reactive("")  # "retry in 3 s" while reconnecting
     simulated: reactive[bool] = reactive(False)
     read_only: reactive[bool] = reactive(False)
     browser: reactive[bool] = reactive(False)  # served by `servedeck serve`
@@ -53,6 +54,8 @@ class HeaderBar(Static):
         line.append(
             f"● {self.connection_state}", style=_STATE_STYLES.get(self.connection_state, "")
         )
+        if self.countdown:
+            line.append(f" ({self.countdown})", style=_STATE_STYLES.get(self.connection_state, ""))
         if self.connection_detail and not narrow:
             line.append(f" {self.connection_detail}", style="dim")
         line.append(" │ " if narrow else " │ host: ", style="dim")

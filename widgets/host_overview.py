@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
@@ -20,13 +21,17 @@ class HostOverviewView(Static):
     }
     """
 
+    stale_note = ""
+
     def show_waiting(self, message: str) -> None:
         self.update(Text(message, style="dim italic"))
 
     def show_error(self, message: str) -> None:
         self.update(Text(message, style="bold red"))
 
-    def show_overview(self, overview: HostOverview) -> None:
+    def show_overview(self, overview: HostOverview, stale_note: str = "") -> None:
+        """`stale_note`: the host stopped answering; the last overview stays, marked stale."""
+        self.stale_note = stale_note
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
@@ -53,4 +58,7 @@ class HostOverviewView(Static):
                 table.add_row("", ", ".join(distinct))
         else:
             table.add_row("GPUs", Text(overview.gpu_error or "none", style="yellow"))
-        self.update(table)
+        if stale_note:
+            self.update(Group(Text(stale_note, style="bold red"), Text(""), table))
+        else:
+            self.update(table)

@@ -116,10 +116,15 @@ class LoadStrip(Static):
         progress: LoadProgress | None,
         metrics: ServerMetrics | None = None,
         ready: ReadyEstimate | None = None,
+        unknown: str | None = None,
     ) -> None:
+        """`unknown`: the service state cannot be read; say so instead of a guessed "stopped"."""
         self.progress = progress
         self.metrics = metrics
         self.ready = ready
+        if unknown and (progress is None or progress.phase == "stopped"):
+            self.update(Text(f" service {unknown}", style="yellow"))
+            return
         # 80 columns hold the phase, shard count, a short bar and the ready time on one line.
         bar_width = max(6, min(24, self.size.width - 70)) if self.size.width else 24
         self.update(render_strip(progress, metrics, bar_width, ready))

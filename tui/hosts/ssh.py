@@ -32,7 +32,9 @@ from tui.hosts.base import CommandResult, sh_command
 from tui.hosts.ssh_connect import Connection, close_all, connect_chain, describe_error
 
 _BACKOFF_FIRST_S = 0.5
-_BACKOFF_MAX_S = 30.0
+# Capped low: a failed attempt is one TCP connect, and the console must resume within
+# a few seconds of the host coming back (an outage of hours still costs one try per 1.5-3 s).
+_BACKOFF_MAX_S = 3.0
 _END_GRACE_S = 3.0
 _READ_FILE_TIMEOUT_S = 120.0
 
@@ -79,6 +81,9 @@ class SSHHost:
         self._failures = 0
         self._next_attempt_at = 0.0
         self._last_failure = ""
+        # Connections found dead (cut, host down): the console shows each loss even when
+        # a reconnect follows before it looks.
+        self.connection_losses = 0
         self._forwards: dict[tuple[str, int], tuple[Connection, asyncssh.SSHListener]] = {}
 
     # -- the connection ---------------------------------------------------------------
@@ -86,6 +91,12 @@ class SSHHost:
     @property
     def connected(self) -> bool:
         return bool(self._chain) and not self._chain[-1].is_closed()
+
+    def reconnect_in_s(self) -> float | None:
+        """Seconds until the next connection attempt is allowed; None while connected."""
+        if self.connected:
+            return None
+        return max(0.0, self._next_attempt_at - time.monotonic())
 
     async def _connection(self) -> Connection:
         """The shared connection, (re)opened when needed; failures back off exponentially.
@@ -117,6 +128,8 @@ class SSHHost:
 
     async def _forget_chain(self) -> None:
         chain, self._chain = self._chain, []
+        if chain and chain[-1].is_closed():
+            self.connection_losses += 1
         await close_all(chain)
 
     async def _drop(self, connection: Connection) -> None:

@@ -130,7 +130,7 @@ class JournalFollower:
         follow: bool = True,
         after_cursor: str | None = None,
         retry_delay_s: float = 0.2,
-        max_retry_delay_s: float = 15.0,
+        max_retry_delay_s: float = 2.0,  # resume within seconds of the host coming back
         on_reconnect: Callable[[int], None] | None = None,
     ) -> None:
         if unit is None and journal_file is None:

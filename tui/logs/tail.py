@@ -170,7 +170,7 @@ class RemoteFileFollower:
         *,
         initial_lines: int = 200,
         retry_delay_s: float = 1.0,
-        max_retry_delay_s: float = 30.0,
+        max_retry_delay_s: float = 2.0,  # resume within seconds of the host coming back
     ) -> None:
         self.host = host
         self.path = path

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from textual import work
-
+from tui.audit import append_audit
 from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
 from tui.errors import ServedeckError
 from tui.screens.console_guard import while_open
+from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.preset_picker import PresetPickerScreen
 from widgets.bench_view import BenchView
 
@@ -43,8 +43,15 @@ class BenchMixin:
         if self.bench_process is not None:
             self.bench_process.cancel()
             self.notify("Cancelling the benchmark; partial results are kept.")
+        else:
+            self.notify("No benchmark is running.", title="Bench", timeout=3)
 
-    @work(exclusive=True, group="bench")
+    @console_worker(
+        "bench",
+        pane="bench",
+        what=lambda app, preset_name: f"run the benchmark preset {preset_name}",
+        user_action=True,
+    )
     async def _run_bench(self, preset_name: str) -> None:
         from tui.bench.context import context_for_profile
         from tui.bench.workload import spec_from_preset
@@ -75,8 +82,16 @@ class BenchMixin:
         view = self.query_one(BenchView)
         event = message.event
         if isinstance(event, Exception):
-            view.show_error(str(event))
-            self.notify(f"benchmark: {event}", severity="error", timeout=10)
+            reason = failure_text(str(event))
+            view.show_error(reason)
+            append_audit("bench.failed", self.deck.host_label, {"error": reason})
+            self.notify(
+                f"Tried to run a benchmark against {self.deck.host_label}; it failed: {reason}. "
+                "Nothing else was done.",
+                title="Benchmark failed",
+                severity="error",
+                timeout=10,
+            )
             return
         view.show_event(event)
         if isinstance(event, BenchResult):

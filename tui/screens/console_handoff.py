@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import work
 from textual.message import Message
 from textual.widgets import Static
 
+from tui.audit import append_audit
 from tui.errors import ServedeckError
 from tui.screens.console_guard import while_open
+from tui.screens.console_workers import console_worker, failure_text
 from widgets.plan_view import PlanView
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ class HandoffMixin:
         plan: Plan | None
         error: str | None = None
 
-    @work(exclusive=True, group="plan")
+    @console_worker("plan", pane="plan", what="plan the deployment layouts")
     async def _show_plan(self) -> None:
         from tui.plan.for_deck import plan_for_profile
 
@@ -62,13 +63,24 @@ class HandoffMixin:
         self.notify("Collecting the state summary ...", title="Summary")
         self._export_summary_now()
 
-    @work(exclusive=True, group="summary-export")
+    @console_worker(
+        "summary-export", pane="summary", what="collect and export the summary", user_action=True
+    )
     async def _export_summary_now(self) -> None:
         """One key: collect and write the summary without the preview (collection is async)."""
         try:
             path = self._export_summary(await self._summary_markdown())
         except ServedeckError as error:
-            self.notify(str(error), title="Export failed", severity="error", timeout=8)
+            append_audit(
+                "summary.export_failed", self.deck.host_label, {"error": failure_text(str(error))}
+            )
+            self.notify(
+                f"Tried to collect and export the summary; it failed: {failure_text(str(error))}. "
+                "Nothing was written.",
+                title="Export failed",
+                severity="error",
+                timeout=8,
+            )
         else:
             self.notify(f"Wrote {path}", title="Summary exported", timeout=10)
 

@@ -6,15 +6,17 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
-from textual import work
 from textual.widgets import Static, TabbedContent
 
+from tui.audit import append_audit
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
+from tui.health import rebooted
 from tui.procs import kill_processes, list_gpu_processes
 from tui.procs.gpu_hints import deck_context
 from tui.procs.kill import ReadOnlyError, leftovers, refuse_before_asking
 from tui.screens.console_guard import while_open
+from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from widgets.procs_pane import ProcsPane
 
@@ -27,30 +29,49 @@ PROCS_POLL_S = 3.0
 class ProcessesMixin:
     """Mixed into ServedeckApp (whose messages and state it uses)."""
 
-    @work(exclusive=True, group="procs")
+    @console_worker("procs", pane="procs", what="list the GPU processes")
     async def _refresh_procs(self) -> None:
-        try:
-            snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
-            listing = await list_gpu_processes(
-                self.deck.host, snapshot, await deck_context(self.deck)
-            )
-        except ServedeckError as error:
-            self.notify(f"processes: {error}", severity="error")
-            return
+        snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
+        listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
         self.post_message(self.ProcsUpdate(listing))
 
     @while_open
     def on_servedeck_app_procs_update(self, message: ServedeckApp.ProcsUpdate) -> None:
-        self.listing = message.listing
+        previous, self.listing = self.listing, message.listing
         count = len(leftovers(message.listing.processes))
         status = f"{len(message.listing.processes)} GPU process(es) on {message.listing.host_label}"
         if count:
             status += f"; {count} leftover(s): press K to clean up"
+        if previous is not None and rebooted(previous.boot_id, message.listing.boot_id):
+            self._host_rebooted(message.listing.taken_at_s)
+        if self.rebooted_at_s is not None:
+            stamp = time.strftime("%H:%M:%S", time.localtime(self.rebooted_at_s))
+            status += f" · host rebooted (new boot id, seen {stamp}): this boot's processes only"
+        self.procs_status_text = status
         self.query_one("#procs-status", Static).update(status)
         self.refresh_bindings()  # K is offered only while there are leftovers
+        self.source_ok("procs")
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
         if self.query_one(TabbedContent).active == "procs":
             self.poll_later(PROCS_POLL_S, self._refresh_procs, "procs-poll")
+
+    rebooted_at_s: float | None = None
+
+    def _host_rebooted(self, seen_at_s: float) -> None:
+        """A new boot id: nothing listed before it may be shown or offered for a kill again."""
+        self.rebooted_at_s = seen_at_s
+        screen = self.screen
+        if isinstance(screen, KillConfirmScreen):
+            screen.dismiss(None)  # its targets belong to the previous boot
+        self.notify(
+            f"{self.deck.host_label} rebooted (its boot id changed): processes listed before "
+            "are void; the list shows this boot's only.",
+            title="Host rebooted",
+            severity="warning",
+            timeout=10,
+        )
+        self._full_overview_due = True  # a new boot: read the whole host again
+        self._overview_wake.set()
 
     def _confirm_kill(self, targets: list) -> None:  # type: ignore[type-arg]
         if not targets:
@@ -82,7 +103,12 @@ class ProcessesMixin:
     def action_kill_leftovers(self) -> None:
         self._kill_leftovers_after_refresh()
 
-    @work(exclusive=True, group="procs")
+    @console_worker(
+        "procs-kill",  # its own group: a procs poll starting meanwhile must not cancel K
+        pane="procs",
+        what=lambda app: f"list the leftover GPU processes on {app.deck.host_label}",
+        user_action=True,
+    )
     async def _kill_leftovers_after_refresh(self) -> None:
         """Re-list first: the modal must show what is there now, not a stale listing."""
         snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
@@ -97,7 +123,14 @@ class ProcessesMixin:
             return
         self._confirm_kill([selected])
 
-    @work(exclusive=True, group="kill")
+    @console_worker(
+        "kill",
+        pane="procs",
+        what=lambda app, confirmation: (
+            f"end {len(confirmation.targets)} GPU process(es) on {app.deck.host_label}"
+        ),
+        user_action=True,
+    )
     async def _kill(self, confirmation: KillConfirmation) -> None:
         final: list[GpuBoxSnapshot] = []  # the kill's last GPU re-check
 
@@ -138,12 +171,26 @@ class ProcessesMixin:
             self._show_gpus(gpu)  # a fresher sample: later polls must not list from an older one
         if message.listing is not None:
             self.on_servedeck_app_procs_update(self.ProcsUpdate(message.listing))
-        if message.report is None:
-            self.notify(f"kill failed: {message.error}", severity="error", timeout=10)
+        report = message.report
+        if report is None:
+            errors = [message.error or "unknown error"]
         else:
-            severity = "information" if message.report.all_ended else "warning"
+            errors = [o.detail for o in report.outcomes if o.outcome == "error"]
+        if report is None or (errors and not any(o.ended for o in report.outcomes)):
+            # The helper never ran (host unreachable) or failed: say so; nothing was signalled.
+            count = len(report.outcomes) if report is not None else "the"
+            reason = failure_text(errors[0])
             self.notify(
-                message.report.summary_line(), title="Processes", severity=severity, timeout=10
+                f"Tried to end {count} process(es) on {self.deck.host_label}; it failed: "
+                f"{reason}. Nothing else was done.",
+                title="Kill failed",
+                severity="error",
+                timeout=10,
             )
+            if report is None:  # kill_processes audits its own outcomes
+                append_audit("kill-failed", self.deck.host_label, {"error": reason})
+        else:
+            severity = "information" if report.all_ended else "warning"
+            self.notify(report.summary_line(), title="Processes", severity=severity, timeout=10)
         if message.listing is None:
             self._refresh_procs()

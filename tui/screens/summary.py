@@ -6,12 +6,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from textual import work
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.screen import ModalScreen
 
 from tui.errors import ServedeckError
+from tui.screens.console_workers import WorkerFailed, console_worker, failure_text
 from widgets.keys import bindings_for
 from widgets.summary_view import SummaryView
 
@@ -59,7 +59,7 @@ class SummaryScreen(ModalScreen[None]):
         self.query_one(SummaryView).show_status("Collecting the state summary ...")
         self._run_collect()
 
-    @work(exclusive=True, group="summary")
+    @console_worker("summary", pane="summary", what="collect the summary", user_action=True)
     async def _run_collect(self) -> None:
         try:
             markdown = await self._collect()
@@ -75,7 +75,15 @@ class SummaryScreen(ModalScreen[None]):
         view.show_status("e export · r refresh · escape close")
 
     def on_summary_screen_failed(self, message: Failed) -> None:
-        self.query_one(SummaryView).show_status(f"Summary failed: {message.error}")
+        reason = failure_text(message.error)
+        self.query_one(SummaryView).show_status(f"Summary failed: {reason}; r tries again")
+
+    def on_worker_failed(self, message: WorkerFailed) -> None:
+        """Collection raised something unexpected: a state here, never an exit."""
+        message.stop()
+        self.query_one(SummaryView).show_status(
+            f"Tried to {message.what}; it failed: {message.reason}. Nothing was written."
+        )
 
     def action_export(self) -> None:
         if self._markdown is None:
@@ -83,8 +91,14 @@ class SummaryScreen(ModalScreen[None]):
             return
         try:
             path = self._export(self._markdown)
-        except ServedeckError as error:
-            self.notify(str(error), title="Export failed", severity="error", timeout=8)
+        except (ServedeckError, OSError) as error:
+            self.notify(
+                f"Tried to export the summary; it failed: {failure_text(str(error))}. "
+                "Nothing was written.",
+                title="Export failed",
+                severity="error",
+                timeout=8,
+            )
             return
         self.notify(f"Wrote {path}", title="Summary exported")
         self.query_one(SummaryView).show_status(f"Exported to {path}")

@@ -1,0 +1,196 @@
+"""The console's source health: stale panes with their age, the header's reconnect countdown.
+
+Mixed into ServedeckApp. Each source (the connection, GPUs, service state, log,
+readiness, metrics, process list) has a SourceHealth (tui.health, no Textual); polls
+report success or failure here, and this draws it: the header's connection state and
+countdown, a note on the Deck, the Processes pane's status. A worker that raised
+(console_workers.WorkerFailed) becomes a state here, a toast and an audit record when
+the operator asked for the work, and a restart for polls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual.widgets import Static
+
+from tui.audit import append_audit
+from tui.health import SourceHealth
+from tui.screens.console_guard import console_closing, while_open
+from tui.screens.console_workers import WorkerFailed
+from widgets.bench_view import BenchView
+from widgets.header_bar import HeaderBar
+
+# While the host is unreachable the overview asks again this often (a failed attempt is
+# cheap: the SSH host fails fast during its backoff), so the console resumes soon after.
+HOST_RETRY_S = 1.0
+# How often the console looks at the connection and redraws countdowns: a cut shows
+# within a tick, well inside the 2 s an operator should wait to see it.
+HEALTH_TICK_S = 0.5
+# Polls whose worker died unexpectedly are started again after this long.
+_POLL_RESTART_S = 2.0
+
+
+def initial_health() -> dict[str, SourceHealth]:
+    """Every source the console watches, healthy and not yet heard from."""
+    return {
+        "host": SourceHealth("connection", noun="contact"),
+        "gpu": SourceHealth("GPU source"),
+        "log": SourceHealth("service log", noun="line"),
+        "service": SourceHealth("service state", noun="reading"),
+        "readiness": SourceHealth("readiness probe", noun="answer"),
+        "metrics": SourceHealth("metrics", noun="sample"),
+        "procs": SourceHealth("process list", noun="listing"),
+    }
+
+
+class HealthMixin:
+    """Mixed into ServedeckApp (whose widgets, deck and polls it uses)."""
+
+    health: dict[str, SourceHealth]
+    service_unknown_since_s: float | None
+    procs_status_text: str
+    _seen_losses: int
+    _last_good_gpu: Any
+    _overview_wake: Any
+
+    def _host_reached(self) -> None:
+        """Any answer from the host ends an outage: the header says connected again."""
+        if self.health["host"].failing or self.query_one(HeaderBar).connection_state != "connected":
+            self._set_health("host", None)
+        else:
+            self.source_ok("host")
+
+    def source_ok(self, source: str) -> None:
+        """A good delivery: ends an outage (redraw), else only notes the time (no redraw)."""
+        if self.health[source].failing:
+            self._set_health(source, None)
+        else:
+            self.health[source] = self.health[source].succeeded()
+
+    def _set_health(
+        self, source: str, failure: str | None, retry_in_s: float | None = None
+    ) -> None:
+        """Record a source's success (failure None) or failure and redraw what shows it."""
+        before = self.health[source]
+        after = before.succeeded() if failure is None else before.failed(failure, retry_in_s)
+        self.health[source] = after
+        if source == "service":
+            if failure is None:
+                self.service_unknown_since_s = None
+            elif self.service_unknown_since_s is None:
+                self.service_unknown_since_s = after.failed_since_s
+        self._render_health()
+
+    def _tick_health(self) -> None:
+        """Countdowns and ages move while something is failing: redraw them each tick.
+
+        It also watches the SSH connection itself: a cut connection shows at once, not
+        only when the next poll that needs it fails; and the first poll after it is back
+        ends the outage without waiting for a full overview.
+        """
+        if console_closing(self):
+            return
+        connected = getattr(self.deck.host, "connected", None)
+        losses = getattr(self.deck.host, "connection_losses", 0)
+        lost, self._seen_losses = losses > self._seen_losses, losses
+        host = self.health["host"]
+        if (lost or connected is False) and host.last_ok_at_s is not None and not host.failing:
+            self._set_health("host", "connection lost", self._host_retry_in_s())
+            self._overview_wake.set()  # reconnect now rather than at the next overview
+        elif connected is True and host.failing and not lost:
+            self._host_reached()
+            self._overview_wake.set()  # and read the host again (it may have rebooted)
+        if any(h.failing for h in self.health.values()):
+            self._render_health()
+
+    def _render_health(self) -> None:
+        if console_closing(self):
+            return
+        header = self.query_one(HeaderBar)
+        host = self.health["host"]
+        if host.failing:
+            header.connection_state = "unreachable" if host.failures <= 1 else "reconnecting"
+            wait_s = self._reconnect_in_s()
+            header.countdown = f"retry in {wait_s:.0f} s" if wait_s is not None else ""
+        else:
+            header.connection_state = "connected" if host.last_ok_at_s else "connecting"
+            header.countdown = ""
+        notes = [
+            self.health[name].describe()
+            for name in ("host", "gpu", "log", "readiness", "metrics")  # service: its own line
+            if self.health[name].failing and (name != "gpu" or self._last_good_gpu is not None)
+        ]
+        note = self.query_one("#deck-note", Static)
+        note.update("\n".join(notes))
+        note.display = bool(notes)
+        procs = self.health["procs"]
+        if procs.failing:
+            shown = f"{self.procs_status_text} · " if self.procs_status_text else ""
+            self.query_one("#procs-status", Static).update(shown + procs.describe())
+
+    def _host_retry_in_s(self) -> float:
+        """When the next connection attempt will be made: the SSH backoff, else the poll's."""
+        host_wait = getattr(self.deck.host, "reconnect_in_s", None)
+        wait_s = host_wait() if callable(host_wait) else None
+        return max(HOST_RETRY_S, wait_s or 0.0)
+
+    def _reconnect_in_s(self) -> float | None:
+        """Seconds to the next connection attempt: the SSH host's backoff, else the poll's."""
+        host_wait = getattr(self.deck.host, "reconnect_in_s", None)
+        wait_s = host_wait() if callable(host_wait) else None
+        retry_at_s = self.health["host"].retry_at_s
+        poll_wait_s = None if retry_at_s is None else max(0.0, retry_at_s - time.time())
+        if wait_s is None or poll_wait_s is None:
+            return wait_s if poll_wait_s is None else poll_wait_s
+        return max(wait_s, poll_wait_s)  # the first poll once the backoff allows it
+
+    @while_open
+    def on_worker_failed(self, message: WorkerFailed) -> None:
+        """A worker raised: a state on its pane, a toast when the operator asked, a restart."""
+        if message.pane in self.health:
+            self._set_health(message.pane, message.reason, _POLL_RESTART_S)
+        if message.user_action:
+            self.notify(
+                f"Tried to {message.what}; it failed: {message.reason}. Nothing else was done.",
+                title="Action failed",
+                severity="error",
+                timeout=10,
+            )
+            append_audit(
+                "console.action_failed",
+                self.deck.host_label,
+                {"action": message.what, "error": message.reason},
+            )
+        restart = self._restarts().get(message.pane)
+        if restart is not None:
+            self.poll_later(_POLL_RESTART_S, restart, f"{message.pane}-restart")
+        self._after_failure(message)
+
+    def _restarts(self) -> dict[str, Callable[[], object]]:
+        """Polls that restart by themselves after an unexpected failure."""
+        return {
+            "overview": self._poll_overview,
+            "gpu": self._poll_gpus,
+            "service": self._poll_service,
+            "log": self._follow_log,
+            "metrics": self._poll_metrics,
+            "procs": self._refresh_procs_if_shown,
+        }
+
+    def _refresh_procs_if_shown(self) -> None:
+        if self._tabs.active == "procs":
+            self._refresh_procs()
+
+    def _after_failure(self, message: WorkerFailed) -> None:
+        """Per-pane follow-up of a failed worker: its state where the operator looks."""
+        if message.pane == "readiness":
+            self._last_probe_s = time.monotonic()  # the next tick of the load clock retries
+        elif message.pane == "plan":
+            self.query_one("#plan-status", Static).update(f"No plan: {message.reason}")
+        elif message.pane == "bench":
+            self.query_one(BenchView).show_error(message.reason)
+        elif message.pane == "service-action":
+            self._poll_service()  # show what the service is now, whatever the action did
