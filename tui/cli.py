@@ -32,6 +32,8 @@ COMMAND_MODULES: dict[str, str] = {
     "kill": "tui.commands.kill_cmd",
     "bench": "tui.commands.bench_cmd",
     "summary": "tui.commands.summary_cmd",
+    "record": "tui.commands.record_cmd",
+    "timeline": "tui.commands.timeline_cmd",
 }
 
 

@@ -1,0 +1,234 @@
+"""`servedeck record`: the Deck's sources polled without a console, fed to a Recorder.
+
+Each source is its own task with its own cadence; a failing source becomes a
+recorded state ("unreachable: ...") and is retried, never the end of the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tui.audit import read_audit
+from tui.bench.history import history_path, read_history
+from tui.deck import Deck
+from tui.errors import ServedeckError
+from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
+from tui.loadwatch import LoadTracker
+from tui.logs.line import LogLine
+from tui.metrics import MetricsPoller
+from tui.paths import audit_log_path
+from tui.procs import list_gpu_processes
+from tui.procs.gpu_hints import deck_context
+from tui.readiness import ReadinessProbe
+from tui.record.feed import RecordFeed
+
+SERVICE_POLL_S = 2.0
+METRICS_POLL_S = 5.0
+READINESS_POLL_S = 1.0
+PROCS_POLL_S = 10.0
+FILES_POLL_S = 2.0
+RETRY_S = 5.0
+
+
+@dataclass
+class Cadence:
+    """How often each source is read (tests compress them)."""
+
+    gpu_s: float = 1.0
+    service_s: float = SERVICE_POLL_S
+    metrics_s: float = METRICS_POLL_S
+    readiness_s: float = READINESS_POLL_S
+    procs_s: float = PROCS_POLL_S
+    files_s: float = FILES_POLL_S
+    retry_s: float = RETRY_S
+
+
+class FileFollower:
+    """New records of an append-only JSONL file (audit log, bench history) since the last look."""
+
+    def __init__(
+        self, path: Path, read: Callable[[Path], list[object]], start_at_end: bool = True
+    ) -> None:
+        self.path = path
+        self._read = read
+        self._seen = len(read(path)) if start_at_end else 0
+
+    def new(self) -> list[object]:
+        records = self._read(self.path)
+        if len(records) < self._seen:  # rotated or truncated: start over
+            self._seen = 0
+        fresh, self._seen = records[self._seen :], len(records)
+        return fresh
+
+
+class HeadlessRecorder:
+    """Runs every source of a Deck into a RecordFeed until stopped."""
+
+    def __init__(self, deck: Deck, feed: RecordFeed, cadence: Cadence | None = None) -> None:
+        self.deck = deck
+        self.feed = feed
+        self.cadence = cadence or Cadence(gpu_s=deck.profile.gpu.refresh_s)
+        self.tracker = LoadTracker()
+        self.ready = False
+        self.last_gpu: GpuBoxSnapshot | None = None
+        self._progress = self.tracker.snapshot()
+        self._http: httpx.AsyncClient | None = None
+        self.on_tick: list[Callable[[HeadlessRecorder], None]] = []
+        self.unit_state = None
+
+    async def run(self, seconds: float | None = None, stop: asyncio.Event | None = None) -> None:
+        stop = stop or asyncio.Event()
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(3.0, connect=2.0))
+        tasks = [
+            asyncio.create_task(loop())
+            for loop in (
+                self._gpus,
+                self._service,
+                self._log,
+                self._http_side,
+                self._procs,
+                self._files,
+            )
+        ]
+        try:
+            if seconds is None:
+                await stop.wait()
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), seconds)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._http.aclose()
+
+    def _ticked(self) -> None:
+        for callback in self.on_tick:
+            callback(self)
+
+    async def _gpus(self) -> None:
+        while True:
+            try:
+                source = await self.deck.gpu_source()
+                snapshot = await source.sample()
+            except ServedeckError as error:
+                snapshot = GpuBoxSnapshot("none", time.time(), available=False, error=str(error))
+            self.last_gpu = snapshot
+            if snapshot.available:
+                used, _ = total_memory_bytes(snapshot.samples)
+                self.tracker.observe_memory(used, snapshot.taken_at_s)
+            self.feed.observe_gpu(snapshot)
+            self._ticked()
+            await asyncio.sleep(self.cadence.gpu_s)
+
+    async def _service(self) -> None:
+        controller = self.deck.service()
+        if controller is None:
+            return
+        while True:
+            try:
+                state = await controller.state()
+            except ServedeckError as error:
+                self.feed.observe_unit(None, time.time(), str(error))
+            else:
+                previous, self.unit_state = self.unit_state, state
+                if previous is not None and previous.is_active and not state.is_active:
+                    self.ready = False
+                    self.tracker.observe_exit(state.exit_status, time.time())
+                    self._observe_progress()
+                self.feed.observe_unit(state, time.time())
+            self._ticked()
+            await asyncio.sleep(self.cadence.service_s)
+
+    def _observe_progress(self) -> None:
+        self._progress = self.tracker.snapshot()
+        self.feed.observe_progress(self._progress)
+
+    async def _log(self) -> None:
+        while True:
+            source = self.deck.log_lines(initial_lines=0, follow=True)
+            if source is None:
+                return
+            try:
+                async for line in source:
+                    self._line(line)
+            except ServedeckError as error:
+                self._line(LogLine(f"servedeck: log source failed: {error}", level="WARNING"))
+            await asyncio.sleep(self.cadence.retry_s)
+
+    def _line(self, line: LogLine) -> None:
+        now = time.time()
+        self.tracker.feed(line)
+        self.feed.observe_log(line, now)
+        self._observe_progress()
+
+    async def _http_side(self) -> None:
+        poller: MetricsPoller | None = None
+        last_metrics = 0.0
+        while True:
+            try:
+                url = await self.deck.reachable_base_url()
+            except ServedeckError as error:
+                self.feed.observe_unit(None, time.time(), str(error))
+                await asyncio.sleep(self.cadence.retry_s)
+                continue
+            if not self.ready:
+                progress = self.tracker.snapshot()
+                if ReadinessProbe.should_poll(progress) or self.feed.ready_seen:
+                    probe = ReadinessProbe(url, api_key=self.deck.api_key)
+                    readiness = await probe.check(None, client=self._http)
+                    self.feed.observe_readiness(readiness)
+                    self.ready = readiness.ready
+                await asyncio.sleep(self.cadence.readiness_s)
+                continue
+            now = time.monotonic()
+            if now - last_metrics >= self.cadence.metrics_s:
+                last_metrics = now
+                if poller is None or poller.url != url.rstrip("/") + "/metrics":
+                    poller = MetricsPoller(url, api_key=self.deck.api_key)
+                try:
+                    metrics = await poller.poll(client=self._http)
+                except ServedeckError:
+                    # No answer: is it still ready? The probe records the loss.
+                    readiness = await ReadinessProbe(url, api_key=self.deck.api_key).check(
+                        None, client=self._http
+                    )
+                    self.feed.observe_readiness(readiness)
+                    self.ready = readiness.ready
+                else:
+                    self.feed.observe_metrics(metrics)
+                    self.last_metrics = metrics
+                self._ticked()
+            await asyncio.sleep(min(self.cadence.readiness_s, self.cadence.metrics_s))
+
+    async def _procs(self) -> None:
+        while True:
+            try:
+                gpu = self.last_gpu if self.last_gpu and self.last_gpu.available else None
+                listing = await list_gpu_processes(
+                    self.deck.host, gpu, await deck_context(self.deck)
+                )
+            except ServedeckError:
+                pass  # the unit poll records the host as unreachable
+            else:
+                self.feed.observe_listing(listing)
+            self._ticked()
+            await asyncio.sleep(self.cadence.procs_s)
+
+    async def _files(self) -> None:
+        audit = FileFollower(audit_log_path(), lambda path: list(read_audit(path)))
+        bench = FileFollower(history_path(), lambda path: list(read_history(path)))
+        while True:
+            for record in audit.new():
+                self.feed.observe_audit(record)  # type: ignore[arg-type]
+            for run in bench.new():
+                if run.context.host == self.deck.host_label:  # type: ignore[attr-defined]
+                    self.feed.observe_bench(run, time.time())
+            await asyncio.sleep(self.cadence.files_s)
