@@ -8,8 +8,11 @@ import os
 import shlex
 import signal
 import sys
+import time
 from pathlib import Path
 
+from tui.alerts.engine import AlertChange
+from tui.alerts.monitor import AlertMonitor
 from tui.cli import run_async
 from tui.commands._target import profile_from_args
 from tui.config import Profile
@@ -76,6 +79,11 @@ def install_unit(profile: Profile, db: Path | None) -> Path:
     return target
 
 
+def _print_alert(change: AlertChange) -> None:
+    stamp = time.strftime("%H:%M:%S", time.localtime(change.at_s))
+    print(f"{stamp} alert {change.text}", file=sys.stderr, flush=True)
+
+
 async def record(args: argparse.Namespace, profile: Profile) -> int:
     db = args.db or recording_path(profile)
     recorder = Recorder(
@@ -93,7 +101,11 @@ async def record(args: argparse.Namespace, profile: Profile) -> int:
     print(f"recording {deck.host_label} to {db} (Ctrl-C stops)", file=sys.stderr, flush=True)
     try:
         feed = RecordFeed(recorder, deck.host_label)
-        await HeadlessRecorder(deck, feed).run(args.seconds, stop)
+        monitor = AlertMonitor(profile.alerting, deck.host_label, feed=feed, notify=_print_alert)
+        try:
+            await HeadlessRecorder(deck, feed, monitor=monitor).run(args.seconds, stop)
+        finally:
+            monitor.close()
     finally:
         await deck.close()
         recorder.close()

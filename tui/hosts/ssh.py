@@ -78,6 +78,7 @@ class SSHHost:
         self._streams: set[_Remote] = set()
         self._failures = 0
         self._next_attempt_at = 0.0
+        self.connects = 0  # successful (re)connections: a recorder notes each reconnect
         self._last_failure = ""
         self._forwards: dict[tuple[str, int], tuple[Connection, asyncssh.SSHListener]] = {}
 
@@ -113,6 +114,7 @@ class SSHHost:
                 raise
             self._failures = 0
             self._next_attempt_at = 0.0
+            self.connects += 1
             return self._chain[-1]
 
     async def _forget_chain(self) -> None:

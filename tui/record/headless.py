@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from tui.alerts.monitor import AlertMonitor
 from tui.audit import read_audit
 from tui.bench.history import history_path, read_history
 from tui.deck import Deck
@@ -26,8 +27,9 @@ from tui.metrics import MetricsPoller
 from tui.paths import audit_log_path
 from tui.procs import list_gpu_processes
 from tui.procs.gpu_hints import deck_context
-from tui.readiness import ReadinessProbe
+from tui.readiness import Readiness, ReadinessProbe
 from tui.record.feed import RecordFeed
+from tui.record.model import Event
 
 SERVICE_POLL_S = 2.0
 METRICS_POLL_S = 5.0
@@ -71,9 +73,16 @@ class FileFollower:
 class HeadlessRecorder:
     """Runs every source of a Deck into a RecordFeed until stopped."""
 
-    def __init__(self, deck: Deck, feed: RecordFeed, cadence: Cadence | None = None) -> None:
+    def __init__(
+        self,
+        deck: Deck,
+        feed: RecordFeed,
+        cadence: Cadence | None = None,
+        monitor: AlertMonitor | None = None,
+    ) -> None:
         self.deck = deck
         self.feed = feed
+        self.monitor = monitor
         self.cadence = cadence or Cadence(gpu_s=deck.profile.gpu.refresh_s)
         self.tracker = LoadTracker()
         self.ready = False
@@ -95,6 +104,7 @@ class HeadlessRecorder:
                 self._http_side,
                 self._procs,
                 self._files,
+                self._connection,
             )
         ]
         try:
@@ -125,6 +135,8 @@ class HeadlessRecorder:
                 used, _ = total_memory_bytes(snapshot.samples)
                 self.tracker.observe_memory(used, snapshot.taken_at_s)
             self.feed.observe_gpu(snapshot)
+            if self.monitor is not None:
+                self.monitor.observe_gpu(snapshot)
             self._ticked()
             await asyncio.sleep(self.cadence.gpu_s)
 
@@ -144,6 +156,8 @@ class HeadlessRecorder:
                     self.tracker.observe_exit(state.exit_status, time.time())
                     self._observe_progress()
                 self.feed.observe_unit(state, time.time())
+                if self.monitor is not None:
+                    self.monitor.observe_unit(state)
             self._ticked()
             await asyncio.sleep(self.cadence.service_s)
 
@@ -184,8 +198,7 @@ class HeadlessRecorder:
                 if ReadinessProbe.should_poll(progress) or self.feed.ready_seen:
                     probe = ReadinessProbe(url, api_key=self.deck.api_key)
                     readiness = await probe.check(None, client=self._http)
-                    self.feed.observe_readiness(readiness)
-                    self.ready = readiness.ready
+                    self._readiness(readiness)
                 await asyncio.sleep(self.cadence.readiness_s)
                 continue
             now = time.monotonic()
@@ -200,13 +213,38 @@ class HeadlessRecorder:
                     readiness = await ReadinessProbe(url, api_key=self.deck.api_key).check(
                         None, client=self._http
                     )
-                    self.feed.observe_readiness(readiness)
-                    self.ready = readiness.ready
+                    self._readiness(readiness)
                 else:
                     self.feed.observe_metrics(metrics)
-                    self.last_metrics = metrics
+                    if self.monitor is not None:
+                        self.monitor.observe_metrics(metrics)
+                        self.monitor.observe_ready(True, metrics.at_s)
                 self._ticked()
             await asyncio.sleep(min(self.cadence.readiness_s, self.cadence.metrics_s))
+
+    def _readiness(self, readiness: Readiness) -> None:
+        self.feed.observe_readiness(readiness)
+        self.ready = readiness.ready
+        if self.monitor is not None and readiness.checked:
+            self.monitor.observe_ready(readiness.ready, readiness.at_s)
+
+    async def _connection(self) -> None:
+        """An SSH host's connection lost and re-made (the sources themselves just retry)."""
+        host = self.deck.host
+        if not hasattr(host, "connects"):
+            return
+        was_connected, seen = False, 0
+        while True:
+            connected, connects = bool(getattr(host, "connected", False)), int(host.connects)
+            now = time.time()
+            if was_connected and not connected:
+                self.feed.event(Event(now, "service", "host", f"connection to {host.label} lost"))
+            if connects > seen and seen > 0:
+                lost = "" if not was_connected or not connected else " (it had dropped)"
+                text = f"reconnected to {host.label}{lost}"
+                self.feed.event(Event(now, "service", "host", text))
+            was_connected, seen = connected, connects
+            await asyncio.sleep(self.cadence.gpu_s)
 
     async def _procs(self) -> None:
         while True:
@@ -219,6 +257,8 @@ class HeadlessRecorder:
                 pass  # the unit poll records the host as unreachable
             else:
                 self.feed.observe_listing(listing)
+                if self.monitor is not None:
+                    self.monitor.observe_leftovers(self.feed.leftover_count(), listing.taken_at_s)
             self._ticked()
             await asyncio.sleep(self.cadence.procs_s)
 
