@@ -45,6 +45,7 @@ from tui.screens.console_bench import BenchMixin
 from tui.screens.console_guard import console_closing, while_open
 from tui.screens.console_handoff import HandoffMixin
 from tui.screens.console_processes import ProcessesMixin
+from tui.screens.console_record import RecordMixin
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.service import ActionOutcome, UnitState
@@ -82,7 +83,7 @@ def _bindings() -> list[Binding]:
     ]
 
 
-class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
+class ServedeckApp(RecordMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     """One console for one profile's Deck."""
 
     CSS_PATH = "app.tcss"
@@ -204,6 +205,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             f"Connecting to {self.profile.host.route} ..."
         )
         self.query_one(LoadStrip).show(None)
+        self._start_recording()
         self._poll_overview()
         self._poll_gpus()
         self._poll_service()
@@ -294,6 +296,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         if console_closing(self):
             return
         self.last_gpu = snapshot
+        self._record_gpu(snapshot)
         self.gpu_history.add(snapshot)
         if snapshot.available:
             used_bytes, _ = total_memory_bytes(snapshot.samples)
@@ -317,6 +320,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     def on_servedeck_app_service_update(self, message: ServiceUpdate) -> None:
         previous = self.unit_state
         self.unit_state = message.state
+        self._record_unit(message.state, message.error)
         state = message.state
         if (
             state is not None
@@ -362,6 +366,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             return
         batch, self._incoming_lines = self._incoming_lines, []
         self.tracker.feed_many(batch)
+        self._record_lines(batch)
         self.query_one(LogPane).add_lines(batch)
         self._update_load()
 
@@ -373,6 +378,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     def _update_load(self) -> None:
         self.progress = self.tracker.snapshot()
+        self._record_progress(self.progress)
         waiting_for_http = not self.ready and ReadinessProbe.should_poll(self.progress)
         loading = self.progress.phase in LOADING_PHASES
         if (loading or waiting_for_http) and not self._clock_scheduled:
@@ -404,6 +410,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
+        self._record_readiness(message.readiness)
         if message.readiness.ready and not self.ready:
             self.ready = True
             models = ", ".join(message.readiness.models)
@@ -432,6 +439,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
 
     @while_open
     def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
+        self._record_metrics(message.metrics)
         if message.metrics is not None:
             self.metrics = message.metrics
             self._update_load()
@@ -553,3 +561,4 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         if self.bench_process is not None:
             await self.bench_process.kill()
         await self.deck.close()
+        self._stop_recording()

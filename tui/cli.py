@@ -34,6 +34,7 @@ COMMAND_MODULES: dict[str, str] = {
     "summary": "tui.commands.summary_cmd",
     "record": "tui.commands.record_cmd",
     "timeline": "tui.commands.timeline_cmd",
+    "replay": "tui.commands.replay_cmd",
 }
 
 

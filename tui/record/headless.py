@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from tui.alerts.monitor import AlertMonitor
-from tui.audit import read_audit
-from tui.bench.history import history_path, read_history
+from tui.bench.history import history_path
+from tui.bench.model import result_from_dict
 from tui.deck import Deck
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
@@ -53,21 +56,41 @@ class Cadence:
 
 
 class FileFollower:
-    """New records of an append-only JSONL file (audit log, bench history) since the last look."""
+    """New records of an append-only JSONL file (audit log, bench history) since the last look.
 
-    def __init__(
-        self, path: Path, read: Callable[[Path], list[object]], start_at_end: bool = True
-    ) -> None:
+    Reads only the bytes appended since the previous call; a torn last line waits for
+    its end, a shrunken file (rotated) is read from the start.
+    """
+
+    def __init__(self, path: Path, parse: Callable[[dict[str, Any]], object] | None = None) -> None:
         self.path = path
-        self._read = read
-        self._seen = len(read(path)) if start_at_end else 0
+        self._parse = parse
+        try:
+            self._offset = path.stat().st_size
+        except OSError:
+            self._offset = 0
 
     def new(self) -> list[object]:
-        records = self._read(self.path)
-        if len(records) < self._seen:  # rotated or truncated: start over
-            self._seen = 0
-        fresh, self._seen = records[self._seen :], len(records)
-        return fresh
+        try:
+            with self.path.open("rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size < self._offset:
+                    self._offset = 0
+                handle.seek(self._offset)
+                chunk = handle.read()
+        except OSError:
+            return []
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        records: list[object] = []
+        for raw in complete.splitlines():
+            try:
+                data = json.loads(raw)
+                if isinstance(data, dict):
+                    records.append(self._parse(data) if self._parse else data)
+            except (ValueError, TypeError, KeyError):
+                continue
+        return records
 
 
 class HeadlessRecorder:
@@ -263,8 +286,8 @@ class HeadlessRecorder:
             await asyncio.sleep(self.cadence.procs_s)
 
     async def _files(self) -> None:
-        audit = FileFollower(audit_log_path(), lambda path: list(read_audit(path)))
-        bench = FileFollower(history_path(), lambda path: list(read_history(path)))
+        audit = FileFollower(audit_log_path())
+        bench = FileFollower(history_path(), result_from_dict)
         while True:
             for record in audit.new():
                 self.feed.observe_audit(record)  # type: ignore[arg-type]
