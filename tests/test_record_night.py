@@ -30,8 +30,11 @@ from tui.procs.gpu_hints import deck_context, gpu_snapshot
 from tui.record.feed import RecordFeed
 from tui.record.headless import Cadence, HeadlessRecorder
 from tui.record.query import RecordingReader
+from tui.record.where import recording_path
 from tui.record.writer import Recorder
 from tui.sim.box import SimBox
+from tui.summary.recorded import recorded_history
+from tui.summary.recorded_render import deployment_attempts_lines, recorded_incidents_lines
 
 FAST = Cadence(gpu_s=0.5, service_s=0.5, metrics_s=1.0, readiness_s=0.5, procs_s=1.0, files_s=0.5)
 RULES = (
@@ -92,12 +95,12 @@ def _has(db: Path, prefix: str, at_least: int = 1) -> bool:
 
 
 def test_scripted_night_is_recorded_in_order_with_alerts(
-    sim_box_factory: Callable[..., SimBox], hook: tuple[str, Path], tmp_path: Path
+    sim_box_factory: Callable[..., SimBox], hook: tuple[str, Path]
 ) -> None:
     url, hook_log = hook
     box = sim_box_factory(replace(FAST_OPTIONS, orphans_on_stop=2), restart="on-failure")
     deck = demo_deck(box)
-    db = tmp_path / "night.sqlite"
+    db = recording_path(deck.profile)  # where the summary looks for it
     recorder = Recorder(db, host_label=deck.host_label).start()
     feed = RecordFeed(recorder, deck.host_label)
     config = AlertingConfig(RULES, use_defaults=False, webhook=WebhookConfig(url, backoff_s=0.1))
@@ -174,3 +177,16 @@ def test_scripted_night_is_recorded_in_order_with_alerts(
     fired = [(body["alert"], body["state"]) for body in bodies]
     assert fired.count(("unit-failed", "firing")) == 1
     assert fired.count(("leftovers", "firing")) == 1
+    # the summary's view of the night: two starts, both served, the same configuration
+    history = recorded_history(deck.profile, deck.host_label)
+    assert history is not None
+    attempts = "\n".join(deployment_attempts_lines(history))
+    rows = [
+        line for line in attempts.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")
+    ]
+    assert len(rows) == 2, attempts
+    assert "model=moonshotai/Kimi-K2.5" in rows[0] and "TP=8" in rows[0]
+    assert "same as before" in rows[1]
+    assert all("| served |" in row for row in rows), attempts
+    incidents = "\n".join(recorded_incidents_lines(history))
+    assert "CRITICAL unit-failed" in incidents and "leftover appeared" in incidents

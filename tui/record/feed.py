@@ -8,6 +8,7 @@ appearing or going), so the console and `servedeck record` record alike.
 from __future__ import annotations
 
 import hashlib
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any, Protocol
@@ -192,6 +193,17 @@ class RecordFeed:
         key = f"log:{line.cursor}" if line.cursor else f"log:{_digest(ts, line.text)}"
         self.event(
             Event(ts, "log", line.source or "log", text, key=key, data={"level": line.level})
+        )
+
+    def observe_exec(
+        self, pid: int, argv: list[str], env: dict[str, str], started_s: float
+    ) -> None:
+        """The command line (and serving env) of a new main process: a deployment's configuration."""
+        line = shlex.join(argv)
+        text = f"exec pid {pid}: {line[:300]}"
+        data = {"pid": pid, "argv": argv, "env": env}
+        self.event(
+            Event(started_s, "service", "exec", text, key=f"exec:{pid}:{started_s:.0f}", data=data)
         )
 
     # --- processes, audit, benchmarks ----------------------------------------------------

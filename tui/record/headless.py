@@ -31,6 +31,7 @@ from tui.paths import audit_log_path
 from tui.procs import list_gpu_processes
 from tui.procs.gpu_hints import deck_context
 from tui.readiness import Readiness, ReadinessProbe
+from tui.record.execinfo import read_exec
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
 
@@ -174,6 +175,8 @@ class HeadlessRecorder:
                 self.feed.observe_unit(None, time.time(), str(error))
             else:
                 previous, self.unit_state = self.unit_state, state
+                if state.main_pid and (previous is None or previous.main_pid != state.main_pid):
+                    await self._exec(state.main_pid, state.started_at_s or time.time())
                 if previous is not None and previous.is_active and not state.is_active:
                     self.ready = False
                     self.tracker.observe_exit(state.exit_status, time.time())
@@ -183,6 +186,11 @@ class HeadlessRecorder:
                     self.monitor.observe_unit(state)
             self._ticked()
             await asyncio.sleep(self.cadence.service_s)
+
+    async def _exec(self, pid: int, started_s: float) -> None:
+        found = await read_exec(self.deck.host, pid, self.feed.extra_secrets)
+        if found is not None:
+            self.feed.observe_exec(pid, found[0], found[1], started_s)
 
     def _observe_progress(self) -> None:
         self._progress = self.tracker.snapshot()

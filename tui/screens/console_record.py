@@ -21,6 +21,7 @@ from tui.procs import list_gpu_processes
 from tui.procs.gpu_hints import deck_context
 from tui.procs.model import ProcListing
 from tui.readiness import Readiness
+from tui.record.execinfo import read_exec
 from tui.record.session import ConsoleRecording
 from tui.screens.replay import ReplayScreen
 from tui.screens.timeline import TimelineScreen
@@ -55,6 +56,7 @@ class RecordMixin:
     """Needs the app's profile, deck, last_gpu, tracker; provides recording and the Timeline."""
 
     recording: ConsoleRecording | None = None
+    _recorded_pid: int | None = None
 
     def _start_recording(self: Any) -> None:
         secrets = tuple(s for s in (self.deck.api_key,) if s)
@@ -86,6 +88,15 @@ class RecordMixin:
         self.recording.feed.observe_unit(state, time.time(), error)
         if state is not None:
             self.recording.monitor.observe_unit(state)
+            if state.main_pid and state.main_pid != self._recorded_pid:
+                self._recorded_pid = state.main_pid
+                self._record_exec(state.main_pid, state.started_at_s or time.time())
+
+    @work(group="record-exec")
+    async def _record_exec(self: Any, pid: int, started_s: float) -> None:
+        found = await read_exec(self.deck.host, pid, self.recording.feed.extra_secrets)
+        if found is not None and self.recording is not None:
+            self.recording.feed.observe_exec(pid, found[0], found[1], started_s)
 
     def _record_lines(self, lines: list[LogLine]) -> None:
         if self.recording is not None:
