@@ -77,3 +77,46 @@ def build_week(db: Path, now_s: float, days: float = 7.0, gpus: int = 8, seed: i
         )
     connection.close()
     return ticks
+
+
+def build_night(db: Path, t0: float) -> None:
+    """A small night through the real Recorder: the unit starts, 8 GPUs fill 1 GiB a second
+    for 60 s, it becomes active at +30, serves (metrics at +40) and fails at +50."""
+    from dataclasses import replace
+
+    from tui.gpu.model import GpuBoxSnapshot, GpuStatic
+    from tui.record.feed import RecordFeed
+    from tui.record.model import MetricsRow
+    from tui.record.writer import Recorder
+    from tui.service import UnitState
+
+    def unit(active: str, sub: str, pid: int | None, restarts: int = 0) -> UnitState:
+        return UnitState(
+            "vllm.service", "loaded", active, sub, "success", pid, None, None, None, restarts
+        )
+
+    statics = tuple(
+        GpuStatic(i, "RTX PRO 6000", f"GPU-{i}", f"0000:{i:02x}:00.0", 96 * GIB) for i in range(8)
+    )
+    base = GpuSample(
+        index=0,
+        memory_total_bytes=96 * GIB,
+        utilization_gpu_pct=50.0,
+        temperature_c=61.0,
+        power_w=350.5,
+        sm_clock_mhz=1980,
+        ecc_uncorrected_errors=0,
+    )
+    with Recorder(db, host_label="box") as recorder:
+        feed = RecordFeed(recorder, "box")
+        feed.observe_unit(unit("activating", "start", 10), t0)
+        for i in range(60):
+            samples = tuple(
+                replace(base, index=g, memory_used_bytes=(i + 1) * GIB) for g in range(8)
+            )
+            feed.observe_gpu(GpuBoxSnapshot("simulated", t0 + i, statics=statics, samples=samples))
+        feed.observe_unit(unit("active", "running", 10), t0 + 30)
+        recorder.add_metrics(
+            MetricsRow(t0 + 40, running_reqs=5, waiting_reqs=2, kv_cache_usage_pct=50.0)
+        )
+        feed.observe_unit(unit("failed", "failed", None, 1), t0 + 50)

@@ -6,18 +6,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from textual.widgets import Static
 
-from tests.record_synth import build_week
-from tests.test_record_core import _snapshot, _unit
-from tui.record.feed import RecordFeed
-from tui.record.model import MetricsRow
+from tests.record_synth import build_night, build_week
 from tui.record.query import RecordingReader
-from tui.record.writer import Recorder
 from tui.screens.replay import ReplayApp, ReplayScreen
 from widgets.service_line import ServiceLine
 
@@ -27,20 +22,8 @@ GIB = 1024**3
 
 @pytest.fixture
 def night(tmp_path: Path) -> Path:
-    """A small night: the unit starts, GPUs fill over 60 s, metrics, then a failure."""
     db = tmp_path / "night.sqlite"
-    with Recorder(db, host_label="box") as recorder:
-        feed = RecordFeed(recorder, "box")
-        feed.observe_unit(_unit("activating", "start", 10), T0)
-        for i in range(60):
-            snapshot = _snapshot(T0 + i)
-            samples = tuple(replace(s, memory_used_bytes=(i + 1) * GIB) for s in snapshot.samples)
-            feed.observe_gpu(replace(snapshot, samples=samples))
-        feed.observe_unit(_unit("active", "running", 10), T0 + 30)
-        recorder.add_metrics(
-            MetricsRow(T0 + 40, running_reqs=5, waiting_reqs=2, kv_cache_usage_pct=50.0)
-        )
-        feed.observe_unit(_unit("failed", "failed", None, 1), T0 + 50)
+    build_night(db, T0)
     return db
 
 

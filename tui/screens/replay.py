@@ -45,12 +45,16 @@ def metrics_text(state: RecordedState) -> Text:
     phase = f"load phase {state.phase}" if state.phase else "load phase not recorded"
     if metrics is None:
         return Text(f"{phase}; no serving metrics near this time", style="dim")
+
+    def shown(value: float | None, fmt: str = "{:g}") -> str:
+        return "n/a" if value is None else fmt.format(value)
+
     parts = [
         phase,
-        f"running {metrics.running_reqs}",
-        f"waiting {metrics.waiting_reqs}",
-        f"KV {metrics.kv_cache_usage_pct if metrics.kv_cache_usage_pct is not None else 'n/a'} %",
-        f"gen {metrics.generation_tokens_per_s or 0:.1f} tok/s",
+        f"running {shown(metrics.running_reqs)}",
+        f"waiting {shown(metrics.waiting_reqs)}",
+        f"KV {shown(metrics.kv_cache_usage_pct, '{:.1f}')} %",
+        f"gen {shown(metrics.generation_tokens_per_s, '{:.1f}')} tok/s",
     ]
     return Text("; ".join(parts))
 
