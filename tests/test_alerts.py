@@ -15,7 +15,8 @@ from tui.alerts.engine import AlertEngine
 from tui.alerts.monitor import AlertMonitor
 from tui.alerts.rules import DEFAULT_RULES, AlertingConfig, AlertRule, WebhookConfig
 from tui.alerts.webhook import WebhookSender
-from tui.config import profile_from_data
+from tui.config import demo_profile, profile_from_data
+from tui.record.session import ConsoleRecording, restore_mutes
 
 KV = AlertRule("kv-full", "engine.kv_cache_usage_pct", ">=", 95, 10, "warning", 5)
 
@@ -176,3 +177,22 @@ def test_webhook_gives_up_on_a_dead_server_without_blocking() -> None:
     sender.close(timeout_s=30)
     delivery = sender.deliveries[0]
     assert not delivery.ok and delivery.attempts == 2 and "gave up" in delivery.detail
+
+
+def test_mutes_are_kept_in_the_recording_across_restarts(tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    first = ConsoleRecording(demo_profile(), "simulator", db_path=db)
+    try:
+        assert first.recording
+        first.monitor.engine.mute("kv-full", 3600)
+        first.persist_alert_state("kv-full")
+    finally:
+        first.close()
+    engine = AlertEngine(DEFAULT_RULES)
+    restore_mutes(db, engine)
+    assert engine.is_muted("kv-full") and not engine.is_muted("unit-failed")
+    again = ConsoleRecording(demo_profile(), "simulator", db_path=db)
+    try:
+        assert again.monitor.engine.is_muted("kv-full")
+    finally:
+        again.close()

@@ -20,6 +20,7 @@ from tui.deck import open_deck
 from tui.record.feed import RecordFeed
 from tui.record.headless import HeadlessRecorder
 from tui.record.retention import RetentionPolicy
+from tui.record.session import restore_mutes
 from tui.record.where import host_label_of, host_slug, recording_path
 from tui.record.writer import Recorder
 
@@ -102,6 +103,7 @@ async def record(args: argparse.Namespace, profile: Profile) -> int:
     try:
         feed = RecordFeed(recorder, deck.host_label)
         monitor = AlertMonitor(profile.alerting, deck.host_label, feed=feed, notify=_print_alert)
+        restore_mutes(db, monitor.engine)
         try:
             await HeadlessRecorder(deck, feed, monitor=monitor).run(args.seconds, stop)
         finally:

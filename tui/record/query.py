@@ -67,6 +67,16 @@ class RecordingReader:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return rows[0][0] if rows else None
 
+    def alert_states(self) -> dict[str, tuple[float | None, float | None]]:
+        """alert id -> (muted until, acknowledged at); empty for a file from before schema 2."""
+        try:
+            rows = self._db.execute(
+                "SELECT alert_id, muted_until_s, acked_at_s FROM alert_state"
+            ).fetchall()
+        except sqlite3.Error:
+            return {}
+        return {alert_id: (muted, acked) for alert_id, muted, acked in rows}
+
     def span(self) -> tuple[float, float] | None:
         """First and last recorded instant (any table), or None for an empty recording."""
         rows = self._query(

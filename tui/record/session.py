@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tui.alerts.engine import AlertChange
+from tui.alerts.engine import AlertChange, AlertEngine
 from tui.alerts.monitor import AlertMonitor
 from tui.bench.history import history_path
 from tui.bench.model import result_from_dict
@@ -20,9 +20,25 @@ from tui.record.feed import RecordFeed
 from tui.record.headless import FileFollower
 from tui.record.lock import RecorderBusy
 from tui.record.model import Event, MetricsRow
+from tui.record.query import RecordingReader
 from tui.record.schema import RecordingError
 from tui.record.where import recording_path
 from tui.record.writer import Recorder
+
+
+def restore_mutes(db_path: Path, engine: AlertEngine) -> None:
+    """Mutes set before (by a console or a recorder) still hold after a restart."""
+    if not db_path.exists():
+        return
+    try:
+        with RecordingReader(db_path) as reader:
+            states = reader.alert_states()
+    except RecordingError:
+        return
+    now = time.time()
+    for alert_id, (muted_until, _acked) in states.items():
+        if muted_until is not None and muted_until > now:
+            engine.muted_until_s[alert_id] = muted_until
 
 
 class _NoSink:
@@ -74,8 +90,17 @@ class ConsoleRecording:
         self.monitor = AlertMonitor(
             profile.alerting, host_label, feed=self.feed, notify=notify, extra_secrets=extra_secrets
         )
+        restore_mutes(self.db_path, self.monitor.engine)
         self._audit = FileFollower(audit_log_path())
         self._bench = FileFollower(history_path(), result_from_dict)
+
+    def persist_alert_state(self, alert_id: str) -> None:
+        """Write one alert's mute/ack (only the recording's writer can)."""
+        if self.recorder is None:
+            return
+        engine = self.monitor.engine
+        acked = time.time() if alert_id in engine.acked else None
+        self.recorder.set_alert_state(alert_id, engine.muted_until_s.get(alert_id), acked)
 
     @property
     def recording(self) -> bool:

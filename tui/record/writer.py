@@ -119,6 +119,12 @@ class Recorder:
     def add_event(self, event: Event) -> None:
         self._queue.put(("event", event))
 
+    def set_alert_state(
+        self, alert_id: str, muted_until_s: float | None, acked_at_s: float | None
+    ) -> None:
+        """Mute/ack of one alert, kept across restarts of the console and the recorder."""
+        self._queue.put(("alert_state", alert_id, muted_until_s, acked_at_s))
+
     # --- the thread ----------------------------------------------------------------------
     def _run(self, connection: sqlite3.Connection) -> None:
         pending: list[object] = []
@@ -212,6 +218,11 @@ def _write(connection: sqlite3.Connection, item: tuple[object, ...]) -> None:
                 event.key,
                 json.dumps(event.data, default=str) if event.data else None,
             ),
+        )
+    elif kind == "alert_state":
+        connection.execute(
+            "INSERT OR REPLACE INTO alert_state (alert_id, muted_until_s, acked_at_s) VALUES (?, ?, ?)",
+            item[1:],
         )
     elif kind == "meta":
         connection.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", item[1:])

@@ -174,6 +174,7 @@ class RecordMixin:
                 gpu_count=gpu_count or 8,
                 engine=recording.monitor.engine,
                 open_replay=self.open_replay,
+                persist_alert=recording.persist_alert_state,
             )
         )
 

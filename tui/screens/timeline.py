@@ -53,6 +53,7 @@ class TimelineScreen(Screen[None]):
         gpu_count: int = 8,
         engine: AlertEngine | None = None,
         open_replay: Callable[[float], None] | None = None,
+        persist_alert: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__()
         self.db_path = db_path
@@ -60,6 +61,7 @@ class TimelineScreen(Screen[None]):
         self.gpu_count = gpu_count
         self.engine = engine
         self.open_replay = open_replay
+        self.persist_alert = persist_alert or (lambda alert_id: None)
         self.kind: str | None = None
         self.gpu: int | None = None
         self.search = ""
@@ -191,11 +193,13 @@ class TimelineScreen(Screen[None]):
         alert_id = self._selected_alert()
         if alert_id and self.engine is not None:
             self.engine.mute(alert_id, MUTE_S)
+            self.persist_alert(alert_id)
             self.notify(f"{alert_id} muted for 1 h (still recorded)", title="Alerts")
 
     def action_ack(self) -> None:
         alert_id = self._selected_alert()
         if alert_id and self.engine is not None:
             self.engine.acknowledge(alert_id)
+            self.persist_alert(alert_id)
             state = "acknowledged" if alert_id in self.engine.acked else "not firing now"
             self.notify(f"{alert_id}: {state}", title="Alerts")
