@@ -113,8 +113,9 @@ async def record(args: argparse.Namespace, profile: Profile) -> int:
         recorder.close()
     stats = recorder.stats()
     note = f"; last error: {stats.last_error}" if stats.last_error else ""
+    cpu = f", {time.process_time():.1f} s CPU"  # this process only, not a simulator's servers
     print(
-        f"recorded {stats.rows_written} rows in {stats.commits} commits to {db}{note}",
+        f"recorded {stats.rows_written} rows in {stats.commits} commits to {db}{cpu}{note}",
         file=sys.stderr,
     )
     return 0 if stats.last_error is None else 1
