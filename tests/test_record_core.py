@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.record_support import count, wait_for
+from tui.config import profile_from_data
 from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic
 from tui.logs.line import LogLine
 from tui.procs.model import GpuMemoryShare, GpuProcess, ProcIdentity, ProcListing
@@ -293,3 +294,24 @@ def test_feed_records_changes_not_repeats() -> None:
     assert texts[5].startswith("leftover appeared: pid 99") and sink.events[5].gpu == 1
     assert texts[6].startswith("leftover gone: pid 99")
     assert len(texts) == 7
+
+
+def test_recorder_start_trims_what_is_past_retention(tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    connection = connect(db, writer=True)
+    old_ms = int((time.time() - 3 * 86400) * 1000)
+    connection.execute(
+        "INSERT INTO events (ts_ms, kind, source, text) VALUES (?, 'log', 'x', 'old')", (old_ms,)
+    )
+    connection.close()
+    with Recorder(db, retention=RetentionPolicy(retention_days=2)):
+        wait_for(lambda: count(db, "events") == 0, timeout_s=30)
+
+
+def test_profile_record_table() -> None:
+    profile, problems = profile_from_data(
+        {"record": {"retention_days": 14, "enabled": False}}, "p", None
+    )
+    assert problems == [] and profile.record.retention_days == 14 and not profile.record.enabled
+    _, problems = profile_from_data({"record": {"retention_days": 0}}, "p", None)
+    assert problems == ["record.retention_days: expected a number from 1 to 366, got 0"]

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from tui.alerts.rules import SEVERITIES, SIGNALS, AlertingConfig, AlertRule, WebhookConfig
+from tui.alerts.rules import (
+    SEVERITIES,
+    SIGNALS,
+    AlertingConfig,
+    AlertRule,
+    RecordConfig,
+    WebhookConfig,
+)
 from tui.alerts.rules import parse_condition as parse_alert_condition
 from tui.errors import ProfileError
 
@@ -160,6 +167,7 @@ class Profile:
     handoff: HandoffNotes = field(default_factory=HandoffNotes)
     keys: Mapping[str, str] = field(default_factory=dict)
     alerting: AlertingConfig = field(default_factory=AlertingConfig)
+    record: RecordConfig = field(default_factory=RecordConfig)
 
     @property
     def is_demo(self) -> bool:
@@ -505,6 +513,15 @@ def _alert_rule(table: _Table) -> AlertRule | None:
     return rule
 
 
+def _record(table: _Table) -> RecordConfig:
+    config = RecordConfig(
+        enabled=table.boolean("enabled", True),
+        retention_days=table.number("retention_days", 7.0, minimum=1, maximum=366),
+    )
+    table.finish()
+    return config
+
+
 def _alerting(table: _Table, rules: list[_Table]) -> AlertingConfig:
     url = table.string(
         "webhook_url", pattern=re.compile(r"^https?://\S+$"), expected="an http(s) URL", secret=True
@@ -547,6 +564,7 @@ def profile_from_data(
         handoff=_handoff(section("handoff")),
         keys=_keys(section("keys")),
         alerting=_alerting(section("alerting"), root.tables("alerts")),
+        record=_record(section("record")),
     )
     root.finish()
     return profile, problems

@@ -76,6 +76,14 @@ class WebhookConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordConfig:
+    """The profile's `[record]` table: whether the console records, and for how long."""
+
+    enabled: bool = True
+    retention_days: float = 7.0
+
+
+@dataclass(frozen=True, slots=True)
 class AlertingConfig:
     """The profile's `[alerting]` table plus its `[[alerts]]` rules."""
 

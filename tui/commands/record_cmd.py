@@ -35,7 +35,9 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument(
         "--db", type=Path, help="recording file (default: one per host in the data dir)"
     )
-    parser.add_argument("--retention-days", type=float, default=7.0, help="keep this many days (7)")
+    parser.add_argument(
+        "--retention-days", type=float, help="keep this many days (the profile's, else 7)"
+    )
     parser.add_argument(
         "--install-unit",
         action="store_true",
@@ -90,7 +92,9 @@ async def record(args: argparse.Namespace, profile: Profile) -> int:
     recorder = Recorder(
         db,
         host_label=host_label_of(profile),
-        retention=RetentionPolicy(retention_days=args.retention_days),
+        retention=RetentionPolicy(
+            retention_days=args.retention_days or profile.record.retention_days
+        ),
         what=f"servedeck record -p {profile.name}",
     )
     recorder.start()  # RecorderBusy names the holder

@@ -21,6 +21,7 @@ from tui.record.headless import FileFollower
 from tui.record.lock import RecorderBusy
 from tui.record.model import Event, MetricsRow
 from tui.record.query import RecordingReader
+from tui.record.retention import RetentionPolicy
 from tui.record.schema import RecordingError
 from tui.record.where import recording_path
 from tui.record.writer import Recorder
@@ -72,9 +73,12 @@ class ConsoleRecording:
         self.recorder: Recorder | None = None
         self.status = "recording off"
         sink: object = _NoSink()
-        if enabled:
+        if enabled and profile.record.enabled:
             recorder = Recorder(
-                self.db_path, host_label=host_label, what=f"servedeck console -p {profile.name}"
+                self.db_path,
+                host_label=host_label,
+                retention=RetentionPolicy(retention_days=profile.record.retention_days),
+                what=f"servedeck console -p {profile.name}",
             )
             try:
                 recorder.start()
