@@ -190,3 +190,33 @@ def test_scripted_night_is_recorded_in_order_with_alerts(
     assert all("| served |" in row for row in rows), attempts
     incidents = "\n".join(recorded_incidents_lines(history))
     assert "CRITICAL unit-failed" in incidents and "leftover appeared" in incidents
+
+
+def test_a_recorder_started_after_the_load_catches_up(
+    sim_box_factory: Callable[..., SimBox], tmp_path: Path
+) -> None:
+    box = sim_box_factory(FAST_OPTIONS)
+    box.start()
+    assert box.wait_until_active(timeout_s=120) == "active"
+    wait_for(lambda: "Application startup complete" in box.log_path.read_text(), timeout_s=60)
+    deck = demo_deck(box)
+    db = tmp_path / "late.sqlite"
+    recorder = Recorder(db, host_label=deck.host_label).start()
+    feed = RecordFeed(recorder, deck.host_label)
+
+    async def record(stop: asyncio.Event) -> None:
+        await HeadlessRecorder(deck, feed, FAST).run(None, stop)
+
+    background = BackgroundRecording(record)
+    try:
+        wait_for(
+            lambda: _has(db, "ready: ") and count(db, "metrics") >= 1, timeout_s=60, step_s=0.3
+        )
+    finally:
+        background.stop()
+        recorder.close()
+    texts = _texts(db)
+    assert texts.count("load phase: serving") == 1  # where it was, noted once
+    assert not any(
+        text.startswith("load phase: weights") for text in texts
+    )  # the past is not replayed

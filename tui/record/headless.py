@@ -41,6 +41,7 @@ READINESS_POLL_S = 1.0
 PROCS_POLL_S = 10.0
 FILES_POLL_S = 2.0
 RETRY_S = 5.0
+CATCH_UP_LINES = 2000
 
 
 @dataclass
@@ -115,6 +116,7 @@ class HeadlessRecorder:
         self._http: httpx.AsyncClient | None = None
         self.on_tick: list[Callable[[HeadlessRecorder], None]] = []
         self.unit_state = None
+        self.log_seen = False
 
     async def run(self, seconds: float | None = None, stop: asyncio.Event | None = None) -> None:
         stop = stop or asyncio.Event()
@@ -197,6 +199,7 @@ class HeadlessRecorder:
         self.feed.observe_progress(self._progress)
 
     async def _log(self) -> None:
+        await self._catch_up()
         while True:
             source = self.deck.log_lines(initial_lines=0, follow=True)
             if source is None:
@@ -207,6 +210,20 @@ class HeadlessRecorder:
             except ServedeckError as error:
                 self._line(LogLine(f"servedeck: log source failed: {error}", level="WARNING"))
             await asyncio.sleep(self.cadence.retry_s)
+
+    async def _catch_up(self) -> None:
+        """Where the service is now (a recorder started after the load): the log's recent
+        lines go to the load tracker only; their warnings were the past, not new events."""
+        source = self.deck.log_lines(initial_lines=CATCH_UP_LINES, follow=False)
+        if source is None:
+            self.log_seen = True  # no log: readiness is polled without waiting for one
+            return
+        try:
+            self.tracker.feed_many([line async for line in source])
+        except ServedeckError:
+            pass  # the follow below retries and records the failure
+        self.log_seen = True
+        self._observe_progress()
 
     def _line(self, line: LogLine) -> None:
         now = time.time()
@@ -225,8 +242,12 @@ class HeadlessRecorder:
                 await asyncio.sleep(self.cadence.retry_s)
                 continue
             if not self.ready:
-                progress = self.tracker.snapshot()
-                if ReadinessProbe.should_poll(progress) or self.feed.ready_seen:
+                progress = self.tracker.snapshot() if self.log_seen else None
+                if self.log_seen and (
+                    ReadinessProbe.should_poll(progress)
+                    or self.feed.ready_seen
+                    or progress.phase == "stopped"  # type: ignore[union-attr]
+                ):
                     probe = ReadinessProbe(url, api_key=self.deck.api_key)
                     readiness = await probe.check(None, client=self._http)
                     self._readiness(readiness)
