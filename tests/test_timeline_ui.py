@@ -16,10 +16,12 @@ from tests.summary_helpers import demo_deck
 from tui.alerts.rules import AlertingConfig, AlertRule
 from tui.app import ServedeckApp
 from tui.config import demo_profile
+from tui.logs.line import LogLine
 from tui.record.query import RecordingReader
 from tui.record.where import recording_path
 from tui.record.writer import Recorder
 from tui.screens.confirm_action import ConfirmActionScreen
+from tui.screens.console_record import RecordMixin
 from tui.screens.replay import ReplayScreen
 from tui.screens.timeline import TimelineScreen
 from tui.sim.box import SimBox
@@ -137,3 +139,32 @@ async def test_console_reads_when_another_recorder_holds_the_file(
             await _until(pilot, lambda: isinstance(app.screen, TimelineScreen), "the Timeline")
     finally:
         holder.close()
+
+
+class _Feed:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def observe_log(self, line: LogLine, now_s: float) -> None:
+        self.lines.append(line.text)
+
+
+class _Recording:
+    def __init__(self) -> None:
+        self.feed = _Feed()
+
+
+def test_the_log_backlog_shown_at_start_is_not_recorded_again() -> None:
+    mixin = RecordMixin()
+    mixin.recording = _Recording()  # type: ignore[assignment]
+    old = "WARNING 01-01 00:00:00 [x.py:1] from last year"
+    backlog = [
+        LogLine(old, time.time(), level="WARNING"),
+        LogLine("WARNING no clock", time.time(), level="WARNING"),
+    ]
+    journal = LogLine("WARNING journal line", time.time(), cursor="s=1", level="WARNING")
+    mixin._record_lines([*backlog, journal])
+    assert mixin.recording.feed.lines == ["WARNING journal line"]  # type: ignore[union-attr]
+    mixin._log_started_s = time.time() - 10  # later: lines are new
+    mixin._record_lines([LogLine("WARNING no clock", time.time(), level="WARNING")])
+    assert mixin.recording.feed.lines[-1] == "WARNING no clock"  # type: ignore[union-attr]

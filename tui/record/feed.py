@@ -188,7 +188,8 @@ class RecordFeed:
     def observe_log(self, line: LogLine, now_s: float) -> None:
         if LEVEL_RANK.get(line.level, 1) < LEVEL_RANK[Level.WARNING]:
             return
-        ts = line.timestamp_s or vllm_line_time_s(line.text) or now_s
+        # The line's own clock first: a follower stamps file lines with the time it read them.
+        ts = vllm_line_time_s(line.text) or line.timestamp_s or now_s
         text = self._redact(line.text)
         key = f"log:{line.cursor}" if line.cursor else f"log:{_digest(ts, line.text)}"
         self.event(

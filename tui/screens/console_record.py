@@ -15,6 +15,7 @@ from textual import work
 from tui.alerts.engine import AlertChange
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
+from tui.loadwatch import vllm_line_time_s
 from tui.logs.line import LogLine
 from tui.metrics import ServerMetrics
 from tui.procs import list_gpu_processes
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 RECORD_PROCS_S = 10.0
 RECORD_FILES_S = 2.0
+BACKLOG_S = 3.0
 # Actions that change the host: refused while a replay is on screen.
 ACTING = frozenset(
     (
@@ -57,6 +59,7 @@ class RecordMixin:
 
     recording: ConsoleRecording | None = None
     _recorded_pid: int | None = None
+    _log_started_s: float | None = None
 
     def _start_recording(self: Any) -> None:
         secrets = tuple(s for s in (self.deck.api_key,) if s)
@@ -99,10 +102,22 @@ class RecordMixin:
             self.recording.feed.observe_exec(pid, found[0], found[1], started_s)
 
     def _record_lines(self, lines: list[LogLine]) -> None:
-        if self.recording is not None:
-            now = time.time()
-            for line in lines:
-                self.recording.feed.observe_log(line, now)
+        """New log lines only: the backlog the log pane shows at start is the past (a line
+        with its own clock from before the console opened, or any line in the first seconds
+        without one), and recording it again at every start would repeat it."""
+        if self.recording is None:
+            return
+        now = time.time()
+        if self._log_started_s is None:
+            self._log_started_s = now
+        settled = now - self._log_started_s > BACKLOG_S
+        for line in lines:
+            own = vllm_line_time_s(line.text)
+            if line.cursor is None and (own is None and not settled):
+                continue
+            if own is not None and own < self._log_started_s - BACKLOG_S:
+                continue
+            self.recording.feed.observe_log(line, now)
 
     def _record_progress(self, progress: LoadProgress) -> None:
         if self.recording is not None:
