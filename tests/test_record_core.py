@@ -14,7 +14,7 @@ import pytest
 
 from tests.record_support import count, wait_for
 from tui.config import profile_from_data
-from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic
+from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
 from tui.logs.line import LogLine
 from tui.procs.model import GpuMemoryShare, GpuProcess, ProcIdentity, ProcListing
 from tui.record.feed import RecordFeed
@@ -68,6 +68,24 @@ def test_gpu_blob_round_trip_keeps_values_and_unknowns() -> None:
     assert back[0].pcie_rx_bytes_per_s is None  # not reported stays not reported, never 0
     assert back[1].lost and back[1].memory_used_bytes is None
     assert unpack_gpu_samples(b"garbage") == ()
+
+
+def test_gpu_blob_keeps_the_processes_on_each_gpu() -> None:
+    procs = (
+        GpuProcessUsage(4242, 0, 80 * GIB, "VLLM::Worker_TP0"),
+        GpuProcessUsage(4243, 0, None, "python3"),
+    )
+    samples = (_sample(0, processes=procs), _sample(1))
+    blob = pack_gpu_samples(samples)
+    back = unpack_gpu_samples(blob)
+    assert [
+        (p.pid, p.gpu_index, p.used_memory_bytes, p.process_name) for p in back[0].processes
+    ] == [
+        (4242, 0, 80 * GIB, "VLLM::Worker_TP0"),
+        (4243, 0, None, "python3"),
+    ]
+    assert back[1].processes == ()
+    assert unpack_gpu_samples(blob[:-3]) == ()  # a torn blob is nothing, not an exception
 
 
 def test_fresh_file_gets_the_current_schema_in_wal_mode(tmp_path: Path) -> None:

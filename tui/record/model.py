@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 import struct
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic
+from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
 
 # Timeline kinds, in the order the Timeline pane offers them as filters.
 KINDS = ("gpu", "engine", "service", "log", "action", "alert")
@@ -50,9 +50,11 @@ _INT_FIELDS = frozenset(
 )
 # index, lost flag, then the fields
 _GPU_STRUCT = struct.Struct("<" + "f" * (2 + len(_GPU_FIELDS)))
+_COUNT = struct.Struct("<H")
+_PROC_STRUCT = struct.Struct("<HIfB")  # GPU, pid, MiB used, name length (the name follows)
 NAN = float("nan")
-# Blob format: this byte, then zlib (a raw blob starts with GPU index 0.0f, a 0 byte).
-# Compressed, a tick of 8 GPUs is ~200 bytes instead of 512: the budget's headroom.
+# Blob format: this byte, then zlib (format changes get the next byte value).
+# Compressed, a tick of 8 GPUs is ~130-200 bytes instead of 512+: the budget's headroom.
 _ZLIB = b"\x01"
 
 
@@ -109,12 +111,23 @@ def _stored(value: float | int | None, scale: float) -> float:
 
 
 def pack_gpu_samples(samples: tuple[GpuSample, ...]) -> bytes:
-    """The blob of one tick: per GPU its index, a lost flag and the numeric fields."""
-    parts = []
+    """The blob of one tick: per GPU its index, a lost flag and the numeric fields, then
+    the processes on the GPUs (GPU, pid, MiB, name), all zlib-compressed."""
+    parts = [_COUNT.pack(len(samples))]
     for sample in samples:
         values = [float(sample.index), 1.0 if sample.lost else 0.0]
         values.extend(_stored(getattr(sample, name), scale) for name, scale in _GPU_FIELDS)
         parts.append(_GPU_STRUCT.pack(*values))
+    processes = [proc for sample in samples for proc in sample.processes]
+    parts.append(_COUNT.pack(len(processes)))
+    for proc in processes:
+        name = proc.process_name.encode()[:255]
+        parts.append(
+            _PROC_STRUCT.pack(
+                proc.gpu_index, proc.pid, _stored(proc.used_memory_bytes, MIB), len(name)
+            )
+        )
+        parts.append(name)
     return _ZLIB + zlib.compress(b"".join(parts), 6)
 
 
@@ -127,23 +140,36 @@ def _loaded(value: float, name: str, scale: float) -> float | int | None:
 
 def unpack_gpu_samples(blob: bytes) -> tuple[GpuSample, ...]:
     """The GpuSamples of a stored tick; a damaged blob yields nothing, not an error."""
-    if blob[:1] == _ZLIB:
-        try:
-            blob = zlib.decompress(blob[1:])
-        except zlib.error:
-            return ()
-    size = _GPU_STRUCT.size
-    if not blob or len(blob) % size:
+    if blob[:1] != _ZLIB:
         return ()
-    samples = []
-    for offset in range(0, len(blob), size):
-        index, lost, *values = _GPU_STRUCT.unpack_from(blob, offset)
-        fields = {
-            name: _loaded(value, name, scale)
-            for (name, scale), value in zip(_GPU_FIELDS, values, strict=True)
-        }
-        samples.append(GpuSample(index=int(index), lost=bool(lost), **fields))  # type: ignore[arg-type]
-    return tuple(samples)
+    try:
+        data = zlib.decompress(blob[1:])
+        (count,) = _COUNT.unpack_from(data, 0)
+        offset = _COUNT.size
+        samples = []
+        for _ in range(count):
+            index, lost, *values = _GPU_STRUCT.unpack_from(data, offset)
+            offset += _GPU_STRUCT.size
+            fields = {
+                name: _loaded(value, name, scale)
+                for (name, scale), value in zip(_GPU_FIELDS, values, strict=True)
+            }
+            samples.append(GpuSample(index=int(index), lost=bool(lost), **fields))  # type: ignore[arg-type]
+        (count,) = _COUNT.unpack_from(data, offset)
+        offset += _COUNT.size
+        processes: dict[int, list[GpuProcessUsage]] = {}
+        for _ in range(count):
+            gpu, pid, used_mib, length = _PROC_STRUCT.unpack_from(data, offset)
+            offset += _PROC_STRUCT.size
+            name = data[offset : offset + length].decode(errors="replace")
+            offset += length
+            used = _loaded(used_mib, "memory_used_bytes", MIB)
+            processes.setdefault(gpu, []).append(GpuProcessUsage(pid, gpu, used, name))  # type: ignore[arg-type]
+    except (zlib.error, struct.error):
+        return ()
+    return tuple(
+        replace(sample, processes=tuple(processes.get(sample.index, ()))) for sample in samples
+    )
 
 
 def recorded_snapshot(

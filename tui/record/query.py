@@ -35,6 +35,11 @@ class RecordedState:
     recent: tuple[Event, ...]  # the last events up to at_s, oldest first
 
 
+def _ms(ts_s: float) -> int:
+    """Milliseconds as the writer stores them (rounded), so an instant finds its own row."""
+    return round(ts_s * 1000)
+
+
 def _event(row: tuple[Any, ...]) -> Event:
     ts_ms, kind, source, text, gpu, key, data = row
     return Event(ts_ms / 1000, kind, source, text, gpu, key, json.loads(data) if data else {})
@@ -106,10 +111,10 @@ class RecordingReader:
         where, params = ["1"], []
         if since_s is not None:
             where.append("ts_ms >= ?")
-            params.append(int(since_s * 1000))
+            params.append(_ms(since_s))
         if until_s is not None:
             where.append("ts_ms <= ?")
-            params.append(int(until_s * 1000))
+            params.append(_ms(until_s))
         if kinds:
             where.append(f"kind IN ({', '.join('?' * len(kinds))})")
             params.extend(kinds)
@@ -136,7 +141,7 @@ class RecordingReader:
         rows = self._query(
             "SELECT ts_ms, kind, source, text, gpu, key, data FROM events "
             f"WHERE ts_ms {op} ? ORDER BY ts_ms {order}, id {order} LIMIT 1",
-            (round(at_s * 1000),),
+            (_ms(at_s),),
         )
         return _event(rows[0]) if rows else None
 
@@ -150,7 +155,7 @@ class RecordingReader:
         return self._statics
 
     def gpu_at(self, at_s: float) -> GpuBoxSnapshot:
-        at_ms = int(at_s * 1000)
+        at_ms = _ms(at_s)
         rows = self._query(
             "SELECT ts_ms, data FROM gpu_ticks WHERE ts_ms <= ? ORDER BY ts_ms DESC LIMIT 1",
             (at_ms,),
@@ -163,7 +168,7 @@ class RecordingReader:
         """Ticks in a window (for the sparklines of a replayed Deck)."""
         rows = self._query(
             "SELECT ts_ms, data FROM gpu_ticks WHERE ts_ms BETWEEN ? AND ? ORDER BY ts_ms",
-            (int(since_s * 1000), int(until_s * 1000)),
+            (_ms(since_s), _ms(until_s)),
         )
         return [recorded_snapshot(ts / 1000, data, self.statics()) for ts, data in rows]
 
@@ -171,7 +176,7 @@ class RecordingReader:
         rows = self._query(
             f"SELECT ts_ms, {', '.join(METRICS_COLUMNS)} FROM metrics WHERE ts_ms <= ? "
             "ORDER BY ts_ms DESC LIMIT 1",
-            (int(at_s * 1000),),
+            (_ms(at_s),),
         )
         if not rows or at_s - rows[0][0] / 1000 > max_age_s:
             return None
@@ -182,7 +187,7 @@ class RecordingReader:
         rows = self._query(
             "SELECT ts_ms, kind, source, text, gpu, key, data FROM events "
             "WHERE source = ? AND ts_ms <= ? ORDER BY ts_ms DESC, id DESC LIMIT 1",
-            (source, int(at_s * 1000)),
+            (source, _ms(at_s)),
         )
         return _event(rows[0]) if rows else None
 
@@ -193,7 +198,7 @@ class RecordingReader:
         rows = self._query(
             "SELECT ts_ms, kind, source, text, gpu, key, data FROM events WHERE ts_ms <= ? "
             "ORDER BY ts_ms DESC, id DESC LIMIT ?",
-            (int(at_s * 1000), recent),
+            (_ms(at_s), recent),
         )
         phase = None
         if load is not None:
