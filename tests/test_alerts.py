@@ -196,3 +196,17 @@ def test_mutes_are_kept_in_the_recording_across_restarts(tmp_path: Path) -> None
         assert again.monitor.engine.is_muted("kv-full")
     finally:
         again.close()
+
+
+def test_a_damaged_recording_file_leaves_the_console_working(tmp_path: Path) -> None:
+    db = tmp_path / "broken.sqlite"
+    db.write_bytes(b"this is not SQLite" * 200)
+    recording = ConsoleRecording(demo_profile(), "simulator", db_path=db)
+    try:
+        assert not recording.recording
+        assert (
+            recording.status.startswith("not recording: ") and "broken.sqlite" in recording.status
+        )
+        recording.feed.observe_unit(None, 1.0, "ssh: gone")  # still safe to feed: goes nowhere
+    finally:
+        recording.close()
