@@ -55,6 +55,7 @@ from tui.screens.console_guard import console_closing, while_open
 from tui.screens.console_handoff import HandoffMixin
 from tui.screens.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
 from tui.screens.console_processes import ProcessesMixin
+from tui.screens.console_record import RecordMixin
 from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
@@ -94,7 +95,7 @@ def _bindings() -> list[Binding]:
     ]
 
 
-class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
+class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
     """One console for one profile's Deck."""
 
     CSS_PATH = "app.tcss"
@@ -234,6 +235,7 @@ class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[in
         self.query_one(LoadStrip).show(None)
         if short_setup_hint(self.profile):  # the whole hint is in the log pane
             self.notify(f"{short_setup_hint(self.profile)}", title="Nothing to watch", timeout=15)
+        self._start_recording()
         self._poll_overview()
         self._poll_gpus()
         self._poll_service()
@@ -345,6 +347,7 @@ class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[in
             # The source failed: keep the last good sample on screen; the note gives its age.
             return
         self.last_gpu = snapshot
+        self._record_gpu(snapshot)
         self.gpu_history.add(snapshot)
         if snapshot.available:
             used_bytes, _ = total_memory_bytes(snapshot.samples)
@@ -378,6 +381,7 @@ class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[in
             self._host_reached()
         previous = self.unit_state
         self.unit_state = message.state
+        self._record_unit(message.state, message.error)
         state = message.state
         if (
             state is not None
@@ -434,6 +438,7 @@ class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[in
         if batch and not self.deck.host.is_local:
             self._host_reached()  # lines arrive: the host answers again
         self.tracker.feed_many(batch)
+        self._record_lines(batch)
         self.query_one(LogPane).add_lines(batch)
         self._update_load()
 
@@ -445,6 +450,7 @@ class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[in
 
     def _update_load(self) -> None:
         self.progress = self.tracker.snapshot()
+        self._record_progress(self.progress)
         waiting_for_http = not self.ready and ReadinessProbe.should_poll(self.progress)
         loading = self.progress.phase in LOADING_PHASES
         if (loading or waiting_for_http) and not self._clock_scheduled:
@@ -485,6 +491,7 @@ class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[in
     @while_open
     def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
         self.source_ok("readiness")
+        self._record_readiness(message.readiness)
         if message.readiness.ready and not self.ready:
             self.ready = True
             models = ", ".join(message.readiness.models)
@@ -514,6 +521,7 @@ class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[in
 
     @while_open
     def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
+        self._record_metrics(message.metrics)
         if message.metrics is not None:
             self.metrics = message.metrics
             self.source_ok("metrics")
@@ -707,3 +715,4 @@ class ServedeckApp(HealthMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[in
         if self.bench_process is not None:
             await self.bench_process.kill()
         await self.deck.close()
+        self._stop_recording()

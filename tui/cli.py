@@ -33,6 +33,9 @@ COMMAND_MODULES: dict[str, str] = {
     "bench": "tui.commands.bench_cmd",
     "summary": "tui.commands.summary_cmd",
     "serve": "tui.commands.serve_cmd",
+    "record": "tui.commands.record_cmd",
+    "timeline": "tui.commands.timeline_cmd",
+    "replay": "tui.commands.replay_cmd",
 }
 
 

@@ -19,6 +19,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tui.alerts.rules import (
+    SEVERITIES,
+    SIGNALS,
+    AlertingConfig,
+    AlertRule,
+    RecordConfig,
+    WebhookConfig,
+)
+from tui.alerts.rules import parse_condition as parse_alert_condition
 from tui.errors import ProfileError
 from tui.keymap import COMMANDS
 from tui.keynames import key_problem
@@ -168,6 +177,8 @@ class Profile:
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     handoff: HandoffNotes = field(default_factory=HandoffNotes)
     keys: Mapping[str, str] = field(default_factory=dict)
+    alerting: AlertingConfig = field(default_factory=AlertingConfig)
+    record: RecordConfig = field(default_factory=RecordConfig)
 
     @property
     def is_demo(self) -> bool:
@@ -549,6 +560,68 @@ def _keys(table: _Table) -> dict[str, str]:
     return keymap
 
 
+def _alert_rule(table: _Table) -> AlertRule | None:
+    name = table.string("name")
+    metric = table.string("metric", choices=tuple(SIGNALS))
+    condition_text = table.string("condition", expected="an operator and a number, like '>= 95'")
+    rule = None
+    if not name:
+        table.problem("name", "missing (every alert needs a name)")
+    if not metric and table.string("metric") is None:
+        table.problem("metric", f"missing; one of {', '.join(SIGNALS)}")
+    condition = parse_alert_condition(condition_text) if condition_text else None
+    if condition_text and condition is None:
+        table.problem(
+            "condition", f"expected an operator and a number, like '>= 95', got {condition_text!r}"
+        )
+    elif condition_text is None:
+        table.problem("condition", "missing (like '>= 95')")
+    if name and metric and condition:
+        rule = AlertRule(
+            name=name,
+            metric=metric,
+            op=condition[0],
+            threshold=condition[1],
+            for_s=table.number("for_s", 0.0, minimum=0),
+            severity=table.string("severity", "warning", choices=SEVERITIES) or "warning",
+            hysteresis=table.number("hysteresis", 0.0, minimum=0),
+            message=table.string("message", "") or "",
+        )
+    table.finish()
+    return rule
+
+
+def _record(table: _Table) -> RecordConfig:
+    config = RecordConfig(
+        enabled=table.boolean("enabled", True),
+        retention_days=table.number("retention_days", 7.0, minimum=1, maximum=366),
+    )
+    table.finish()
+    return config
+
+
+def _alerting(table: _Table, rules: list[_Table]) -> AlertingConfig:
+    url = table.string(
+        "webhook_url", pattern=re.compile(r"^https?://\S+$"), expected="an http(s) URL", secret=True
+    )
+    webhook = None
+    if url:
+        webhook = WebhookConfig(
+            url=url,
+            timeout_s=table.number("webhook_timeout_s", 5.0, minimum=0.1),
+            retries=table.number("webhook_retries", 3, minimum=0, maximum=10, integer=True),
+        )
+    parsed = tuple(rule for rule in (_alert_rule(item) for item in rules) if rule is not None)
+    config = AlertingConfig(
+        rules=parsed,
+        use_defaults=table.boolean("defaults", True),
+        webhook=webhook,
+        bell=table.boolean("bell", True),
+    )
+    table.finish()
+    return config
+
+
 def profile_from_data(
     data: Mapping[str, Any], name: str, path: Path | None
 ) -> tuple[Profile, list[str]]:
@@ -568,6 +641,8 @@ def profile_from_data(
         benchmark=_benchmark(section("benchmark")),
         handoff=_handoff(section("handoff")),
         keys=_keys(section("keys")),
+        alerting=_alerting(section("alerting"), root.tables("alerts")),
+        record=_record(section("record")),
     )
     root.finish()
     return profile, problems

@@ -80,6 +80,7 @@ class SSHHost:
         self._streams: set[_Remote] = set()
         self._failures = 0
         self._next_attempt_at = 0.0
+        self.connects = 0  # successful (re)connections: a recorder notes each reconnect
         self._last_failure = ""
         # Connections found dead (cut, host down): the console shows each loss even when
         # a reconnect follows before it looks.
@@ -124,6 +125,7 @@ class SSHHost:
                 raise
             self._failures = 0
             self._next_attempt_at = 0.0
+            self.connects += 1
             return self._chain[-1]
 
     async def _forget_chain(self) -> None:

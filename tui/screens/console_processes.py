@@ -38,6 +38,7 @@ class ProcessesMixin:
     @while_open
     def on_servedeck_app_procs_update(self, message: ServedeckApp.ProcsUpdate) -> None:
         previous, self.listing = self.listing, message.listing
+        self._record_listing(message.listing)
         count = len(leftovers(message.listing.processes))
         status = f"{len(message.listing.processes)} GPU process(es) on {message.listing.host_label}"
         if count:

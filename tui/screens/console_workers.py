@@ -14,9 +14,9 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from textual.message import Message
 from textual.worker import Worker
@@ -26,8 +26,6 @@ from tui.health import one_line
 from tui.redact import redact_text
 
 logger = logging.getLogger("servedeck.console")
-
-_Method = TypeVar("_Method", bound=Callable[..., Awaitable[Any]])
 
 
 @dataclass
@@ -71,26 +69,49 @@ def console_worker(
     what: str | Callable[..., str],
     user_action: bool = False,
     exclusive: bool = True,
-) -> Callable[[_Method], Callable[..., Worker[Any]]]:
-    """Decorate an async method of the app: calling it starts a worker that cannot exit the app.
+    thread: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Worker[Any]]]:
+    """Decorate a method of the app or a screen: calling it starts a worker that cannot exit the app.
 
     `what` says what was attempted, in the operator's words; a callable gets the app and
-    the method's arguments (`lambda app, verb: f"{verb} the service"`).
+    the method's arguments (`lambda app, verb: f"{verb} the service"`). `thread=True` runs
+    a plain (blocking) method in a thread, e.g. a SQLite read.
     """
 
-    def decorator(method: _Method) -> Callable[..., Worker[Any]]:
+    def decorator(method: Callable[..., Any]) -> Callable[..., Worker[Any]]:
+        def failed(self: Any, error: Exception, args: tuple[Any, ...], kwargs: Any) -> None:
+            reason = failure_reason(error)
+            attempted = what(self, *args, **kwargs) if callable(what) else what
+            record_failure(pane, attempted, reason)
+            self.post_message(WorkerFailed(pane, attempted, reason, user_action))
+
         @functools.wraps(method)
         def start(self: Any, *args: Any, **kwargs: Any) -> Worker[Any]:
+            if thread:
+
+                def guarded_sync() -> Any:
+                    try:
+                        return method(self, *args, **kwargs)
+                    except Exception as error:  # the point: nothing escapes
+                        failed(self, error, args, kwargs)
+                        return None
+
+                return self.run_worker(  # type: ignore[no-any-return]
+                    guarded_sync,
+                    name=method.__name__,
+                    group=group,
+                    exclusive=exclusive,
+                    exit_on_error=False,
+                    thread=True,
+                )
+
             async def guarded() -> Any:
                 try:
                     return await method(self, *args, **kwargs)
                 except asyncio.CancelledError:
                     raise
                 except Exception as error:  # the point: nothing escapes
-                    reason = failure_reason(error)
-                    attempted = what(self, *args, **kwargs) if callable(what) else what
-                    record_failure(pane, attempted, reason)
-                    self.post_message(WorkerFailed(pane, attempted, reason, user_action))
+                    failed(self, error, args, kwargs)
                     return None
 
             worker: Worker[Any] = self.run_worker(

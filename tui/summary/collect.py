@@ -33,6 +33,7 @@ from tui.plan.modelcfg import ModelArch
 from tui.redact import redact_text
 from tui.summary.incidents import incidents_from_audit
 from tui.summary.inputs import ModelSummary, ServiceSummary, SummaryInputs
+from tui.summary.recorded import recorded_history
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +268,7 @@ async def collect_summary(
         benchmarks=runs,
         bench_config_hash=config_hash(deck.profile),
         incidents=incidents,
+        recorded=await asyncio.to_thread(recorded_history, deck.profile, deck.host_label),
         plan=plan,
         chosen_layout=Layout(m.tp, m.pp, m.dp, m.ep) if m.path or m.name else None,
         files=_files(deck, service),

@@ -71,6 +71,7 @@ class SummaryInputs:
     benchmarks: tuple[BenchResult, ...] = ()
     bench_config_hash: str = ""
     incidents: tuple[Incident, ...] = ()
+    recorded: Any = None  # tui.summary.recorded.RecordedHistory, when the host has a recording
     plan: Plan | None = None
     chosen_layout: Layout | None = None
     files: tuple[tuple[str, str], ...] = ()

@@ -15,6 +15,7 @@ from tui.redact import redact_data, redact_text
 from tui.summary import sections
 from tui.summary.inputs import SummaryInputs
 from tui.summary.mdtable import NA, clock, duration, gib, ms, num, table
+from tui.summary.recorded_render import deployment_attempts_lines, recorded_incidents_lines
 
 
 def _load_seconds(inputs: SummaryInputs) -> float | None:
@@ -184,9 +185,12 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
 def incidents(inputs: SummaryInputs) -> list[str]:
     out = ["## Incidents", ""]
     if not inputs.incidents:
-        return [*out, "No kills or service actions in the audit log for this host.", ""]
-    out += table(["time", "event", "what"], [(i.time, i.event, i.text) for i in inputs.incidents])
-    return out
+        out += ["No kills or service actions in the audit log for this host.", ""]
+    else:
+        out += table(
+            ["time", "event", "what"], [(i.time, i.event, i.text) for i in inputs.incidents]
+        )
+    return out + recorded_incidents_lines(inputs.recorded)
 
 
 def plan(inputs: SummaryInputs) -> list[str]:
@@ -237,6 +241,7 @@ def render_markdown(inputs: SummaryInputs, extra_secrets: tuple[str, ...] = ()) 
         sections.now(inputs),
         benchmarks(inputs),
         incidents(inputs),
+        deployment_attempts_lines(inputs.recorded),
         plan(inputs),
         notes(inputs),
         files(inputs),

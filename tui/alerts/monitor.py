@@ -1,0 +1,92 @@
+"""Wires the alert engine to the sources and to delivery: recorder, webhook, the screen.
+
+The console and `servedeck record` call the same `observe_*` methods the feed
+gets; a change is recorded always, and shown, rung and posted unless muted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tui.alerts.engine import AlertChange, AlertEngine, Signals
+from tui.alerts.rules import AlertingConfig
+from tui.alerts.signals import gpu_signals, metrics_signals, readiness_signals, unit_signals
+from tui.alerts.webhook import WebhookSender
+from tui.gpu.model import GpuBoxSnapshot
+from tui.metrics import ServerMetrics
+from tui.record.feed import RecordFeed
+from tui.record.model import Event
+from tui.service import UnitState
+
+
+class AlertMonitor:
+    def __init__(
+        self,
+        config: AlertingConfig,
+        host_label: str,
+        *,
+        feed: RecordFeed | None = None,
+        notify: Callable[[AlertChange], None] | None = None,
+        extra_secrets: tuple[str, ...] = (),
+    ) -> None:
+        self.engine = AlertEngine(config.effective_rules())
+        self.host_label = host_label
+        self.feed = feed
+        self.notify = notify
+        self.webhook = WebhookSender(config.webhook, extra_secrets) if config.webhook else None
+        self.changes: list[AlertChange] = []
+        self._ready_ever = False
+        self._unit: UnitState | None = None
+        self._leftovers: int | None = None
+
+    def close(self) -> None:
+        if self.webhook is not None:
+            self.webhook.close()
+
+    def _observe(self, signals: Signals, now_s: float | None = None) -> list[AlertChange]:
+        changes = self.engine.observe(signals, now_s)
+        for change in changes:
+            self._deliver(change)
+        return changes
+
+    def _deliver(self, change: AlertChange) -> None:
+        self.changes.append(change)
+        if self.feed is not None:
+            data = change.payload(self.host_label) | {"muted": change.muted}
+            self.feed.event(
+                Event(change.at_s, "alert", "alert", change.text, change.gpu, data=data)
+            )
+        if change.muted:
+            return
+        if self.webhook is not None:
+            self.webhook.send(change.alert_id, change.payload(self.host_label))
+        if self.notify is not None:
+            self.notify(change)
+
+    # --- the sources -----------------------------------------------------------------------
+    def observe_gpu(self, snapshot: GpuBoxSnapshot) -> list[AlertChange]:
+        return self._observe(gpu_signals(snapshot), snapshot.taken_at_s)
+
+    def observe_metrics(self, metrics: ServerMetrics) -> list[AlertChange]:
+        return self._observe(metrics_signals(metrics), metrics.at_s)
+
+    def observe_unit(self, state: UnitState, now_s: float | None = None) -> list[AlertChange]:
+        self._unit = state
+        changes = self._observe(unit_signals(state, self._leftovers), now_s)
+        if not state.is_active:  # a stopped service is not "lost readiness"
+            changes += self._observe(readiness_signals(False, False), now_s)
+        return changes
+
+    def observe_leftovers(self, count: int, now_s: float | None = None) -> list[AlertChange]:
+        self._leftovers = count
+        if self._unit is None:
+            return []
+        return self._observe(unit_signals(self._unit, count), now_s)
+
+    def observe_ready(self, ready: bool, now_s: float | None = None) -> list[AlertChange]:
+        self._ready_ever = self._ready_ever or ready
+        active = self._unit is None or self._unit.is_active
+        return self._observe(
+            readiness_signals(self._ready_ever and active, ready), now_s or time.time()
+        )

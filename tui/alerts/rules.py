@@ -1,0 +1,144 @@
+"""Alert rules as a profile's `[[alerts]]` tables describe them, and the defaults.
+
+A rule compares one signal (see SIGNALS) with a threshold; it fires once the
+comparison has held for `for_s`, and resolves only when the value is back past the
+threshold by `hysteresis`, so a value hovering at the threshold does not flap.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+
+SEVERITIES = ("info", "warning", "critical")
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+}
+# The signals a rule can name; `gpu.*` ones are evaluated per GPU.
+SIGNALS: dict[str, str] = {
+    "gpu.temperature_c": "GPU temperature",
+    "gpu.memory_used_pct": "GPU memory used, % of total",
+    "gpu.utilization_pct": "GPU utilization",
+    "gpu.power_w": "GPU power draw",
+    "gpu.idle_allocated": "1 while a GPU holds memory (> 1 GiB) at 0 % utilization",
+    "gpu.lost": "1 while a GPU is off the bus",
+    "engine.kv_cache_usage_pct": "KV cache usage",
+    "engine.waiting_reqs": "requests waiting",
+    "engine.running_reqs": "requests running",
+    "engine.ready_lost": "1 while a server that was ready does not answer",
+    "unit.failed": "1 while the unit is failed or restarting",
+    "procs.leftovers_while_inactive": "leftover GPU processes while the unit is inactive",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AlertRule:
+    name: str
+    metric: str  # one of SIGNALS
+    op: str  # one of OPERATORS
+    threshold: float
+    for_s: float = 0.0
+    severity: str = "warning"
+    hysteresis: float = 0.0
+    message: str = ""
+
+    def holds(self, value: float) -> bool:
+        return OPERATORS[self.op](value, self.threshold)
+
+    def cleared(self, value: float) -> bool:
+        """True once the value is back past the threshold by the hysteresis."""
+        if self.op in (">", ">="):
+            return value < self.threshold - self.hysteresis or (
+                self.hysteresis == 0 and not self.holds(value)
+            )
+        if self.op in ("<", "<="):
+            return value > self.threshold + self.hysteresis or (
+                self.hysteresis == 0 and not self.holds(value)
+            )
+        return not self.holds(value)
+
+    @property
+    def condition(self) -> str:
+        return f"{self.metric} {self.op} {self.threshold:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookConfig:
+    url: str
+    timeout_s: float = 5.0
+    retries: int = 3
+    backoff_s: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class RecordConfig:
+    """The profile's `[record]` table: whether the console records, and for how long."""
+
+    enabled: bool = True
+    retention_days: float = 7.0
+
+
+@dataclass(frozen=True, slots=True)
+class AlertingConfig:
+    """The profile's `[alerting]` table plus its `[[alerts]]` rules."""
+
+    rules: tuple[AlertRule, ...] = ()
+    use_defaults: bool = True
+    webhook: WebhookConfig | None = None
+    bell: bool = True
+
+    def effective_rules(self) -> tuple[AlertRule, ...]:
+        """The profile's rules; a default of the same name is replaced, not doubled."""
+        if not self.use_defaults:
+            return self.rules
+        own = {rule.name for rule in self.rules}
+        return tuple(rule for rule in DEFAULT_RULES if rule.name not in own) + self.rules
+
+
+DEFAULT_RULES: tuple[AlertRule, ...] = (
+    AlertRule("gpu-hot", "gpu.temperature_c", ">=", 85, 30, "warning", 5, "GPU running hot"),
+    AlertRule(
+        "gpu-idle-allocated",
+        "gpu.idle_allocated",
+        ">=",
+        1,
+        600,
+        "warning",
+        0,
+        "GPU memory held with nothing running",
+    ),
+    AlertRule("kv-full", "engine.kv_cache_usage_pct", ">=", 95, 30, "warning", 5, "KV cache full"),
+    AlertRule("queueing", "engine.waiting_reqs", ">", 0, 60, "warning", 0, "requests waiting"),
+    AlertRule("unit-failed", "unit.failed", ">=", 1, 0, "critical", 0, "service failed"),
+    AlertRule(
+        "leftovers",
+        "procs.leftovers_while_inactive",
+        ">=",
+        1,
+        30,
+        "warning",
+        0,
+        "leftover GPU processes while the service is stopped",
+    ),
+    AlertRule(
+        "ready-lost", "engine.ready_lost", ">=", 1, 5, "critical", 0, "server stopped answering"
+    ),
+    AlertRule("gpu-lost", "gpu.lost", ">=", 1, 0, "critical", 0, "GPU fell off the bus"),
+)
+
+
+def parse_condition(text: str) -> tuple[str, float] | None:
+    """`>= 95` -> ('>=', 95.0); None when it is not an operator and a number."""
+    text = text.strip()
+    for op in sorted(OPERATORS, key=len, reverse=True):
+        if text.startswith(op):
+            try:
+                return op, float(text[len(op) :].strip())
+            except ValueError:
+                return None
+    return None

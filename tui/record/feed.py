@@ -1,0 +1,279 @@
+"""Turns the sources' snapshots into recorder rows and timeline events.
+
+The sources report the present; the feed remembers the previous report and
+records what changed (a unit state, a load phase, readiness, a leftover process
+appearing or going), so the console and `servedeck record` record alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from typing import Any, Protocol
+
+from tui.gpu.model import GpuBoxSnapshot
+from tui.loadwatch import LoadProgress, vllm_line_time_s
+from tui.logs.line import LEVEL_RANK, Level, LogLine
+from tui.metrics import ServerMetrics
+from tui.procs.model import ProcListing
+from tui.readiness import Readiness
+from tui.record.model import Event, MetricsRow
+from tui.redact import redact_text
+from tui.service import UnitState
+
+GIB = 1024**3
+MAX_TEXT = 500
+
+
+class Sink(Protocol):
+    def add_gpu(self, snapshot: GpuBoxSnapshot) -> None: ...
+
+    def add_metrics(self, row: MetricsRow) -> None: ...
+
+    def add_event(self, event: Event) -> None: ...
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=10).hexdigest()
+
+
+def _unit_text(state: UnitState) -> str:
+    pid = f", pid {state.main_pid}" if state.main_pid else ""
+    result = f", result {state.result}" if state.result not in ("", "success") else ""
+    restarts = f", restarts {state.n_restarts}" if state.n_restarts else ""
+    return f"{state.unit}: {state.active_state} ({state.sub_state}){pid}{result}{restarts}"
+
+
+def metrics_row(metrics: ServerMetrics) -> MetricsRow:
+    return MetricsRow(
+        ts_s=metrics.at_s,
+        running_reqs=metrics.running_reqs,
+        waiting_reqs=metrics.waiting_reqs,
+        kv_cache_usage_pct=metrics.kv_cache_usage_pct,
+        prompt_tokens_per_s=metrics.prompt_tokens_per_s,
+        generation_tokens_per_s=metrics.generation_tokens_per_s,
+        preemptions_total=metrics.preemptions_total,
+        ttft_p50_s=metrics.ttft_p50_s,
+        ttft_p90_s=metrics.ttft_p90_s,
+        ttft_p99_s=metrics.ttft_p99_s,
+        itl_p50_s=metrics.itl_p50_s,
+        itl_p90_s=metrics.itl_p90_s,
+        itl_p99_s=metrics.itl_p99_s,
+    )
+
+
+class RecordFeed:
+    """One per recorded host; every `observe_*` is cheap and safe on the event loop."""
+
+    def __init__(
+        self,
+        sink: Sink,
+        host_label: str,
+        *,
+        extra_secrets: tuple[str, ...] = (),
+        listeners: tuple[Callable[[Event], None], ...] = (),
+    ) -> None:
+        self.sink = sink
+        self.host_label = host_label
+        self.extra_secrets = extra_secrets
+        self.listeners = list(listeners)
+        self._gpu_error: str | None = None
+        self._gpu_lost: dict[int, bool] = {}
+        self._throttle: dict[int, tuple[str, ...]] = {}
+        self._unit_key: tuple[object, ...] | None = None
+        self._host_error: str | None = None
+        self._phase: str | None = None
+        self._failure: str | None = None
+        self._ready: bool | None = None
+        self._leftovers: dict[tuple[object, ...], str] | None = None
+
+    def event(self, event: Event) -> None:
+        self.sink.add_event(event)
+        for listener in self.listeners:
+            listener(event)
+
+    def _redact(self, text: str) -> str:
+        return redact_text(text, self.extra_secrets)[:MAX_TEXT]
+
+    # --- GPUs ------------------------------------------------------------------------
+    def observe_gpu(self, snapshot: GpuBoxSnapshot) -> None:
+        now = snapshot.taken_at_s
+        if not snapshot.available:
+            if snapshot.error != self._gpu_error:
+                self._gpu_error = snapshot.error
+                self.event(Event(now, "gpu", "gpu", f"GPUs unavailable: {snapshot.error}"))
+            return
+        if self._gpu_error is not None:
+            self._gpu_error = None
+            self.event(Event(now, "gpu", "gpu", f"GPUs back: {snapshot.gpu_count} reporting"))
+        self.sink.add_gpu(snapshot)
+        for sample in snapshot.samples:
+            was_lost = self._gpu_lost.get(sample.index, False)
+            if sample.lost != was_lost:
+                text = "fell off the bus" if sample.lost else "is back"
+                self.event(Event(now, "gpu", "gpu", f"GPU {sample.index} {text}", sample.index))
+            self._gpu_lost[sample.index] = sample.lost
+            before = self._throttle.get(sample.index, ())
+            if sample.throttle_reasons != before:
+                self._throttle[sample.index] = sample.throttle_reasons
+                text = (
+                    f"GPU {sample.index} throttled: {', '.join(sample.throttle_reasons)}"
+                    if sample.throttle_reasons
+                    else f"GPU {sample.index} no longer throttled"
+                )
+                data = {"throttle_reasons": list(sample.throttle_reasons)}
+                self.event(Event(now, "gpu", "gpu", text, sample.index, data=data))
+
+    # --- service and engine ----------------------------------------------------------
+    def observe_unit(self, state: UnitState | None, now_s: float, error: str | None = None) -> None:
+        if error is not None:
+            if error != self._host_error:
+                self._host_error = error
+                self.event(Event(now_s, "service", "host", f"unreachable: {self._redact(error)}"))
+            return
+        if self._host_error is not None:
+            self._host_error = None
+            self.event(Event(now_s, "service", "host", f"{self.host_label} reachable again"))
+        if state is None:
+            return
+        key = (state.active_state, state.sub_state, state.main_pid, state.n_restarts, state.result)
+        if key != self._unit_key:
+            self._unit_key = key
+            self.event(Event(now_s, "service", "unit", _unit_text(state), data=asdict(state)))
+
+    def observe_progress(self, progress: LoadProgress) -> None:
+        now = progress.at_s
+        if progress.phase != self._phase:
+            previous, self._phase = self._phase, progress.phase
+            spans = [asdict(span) for span in progress.timeline]
+            data: dict[str, Any] = {
+                "phase": progress.phase,
+                "previous": previous,
+                "timeline": spans,
+                "model": progress.facts.model,
+                "engine": progress.facts.engine,
+            }
+            text = f"load phase: {progress.phase}"
+            if progress.facts.model and progress.phase in ("starting", "weights"):
+                text += f" ({progress.facts.model})"
+            self.event(Event(now, "engine", "load", text, data=data))
+        if progress.failure_line and progress.failure_line != self._failure:
+            self._failure = progress.failure_line
+            line = self._redact(progress.failure_line)
+            data = {"phase": previous_phase(progress), "failure_line": line}
+            self.event(Event(now, "engine", "load", f"load failed: {line}", data=data))
+        elif not progress.failure_line:
+            self._failure = None
+
+    def observe_readiness(self, readiness: Readiness) -> None:
+        if not readiness.checked:
+            return
+        if readiness.ready != self._ready:
+            was = self._ready
+            self._ready = readiness.ready
+            if readiness.ready:
+                text = f"ready: {', '.join(readiness.models)}"
+            elif was is None:
+                return  # not ready yet while loading is not news
+            else:
+                text = f"readiness lost: {self._redact(readiness.error or 'no answer')}"
+            data = {"ready": readiness.ready, "models": list(readiness.models)}
+            self.event(Event(readiness.at_s, "engine", "readiness", text, data=data))
+
+    def observe_metrics(self, metrics: ServerMetrics) -> None:
+        self.sink.add_metrics(metrics_row(metrics))
+
+    def observe_log(self, line: LogLine, now_s: float) -> None:
+        if LEVEL_RANK.get(line.level, 1) < LEVEL_RANK[Level.WARNING]:
+            return
+        # The line's own clock first: a follower stamps file lines with the time it read them.
+        ts = vllm_line_time_s(line.text) or line.timestamp_s or now_s
+        text = self._redact(line.text)
+        key = f"log:{line.cursor}" if line.cursor else f"log:{_digest(ts, line.text)}"
+        self.event(
+            Event(ts, "log", line.source or "log", text, key=key, data={"level": line.level})
+        )
+
+    def observe_exec(
+        self, pid: int, argv: list[str], env: dict[str, str], started_s: float
+    ) -> None:
+        """The command line (and serving env) of a new main process: a deployment's configuration."""
+        line = shlex.join(argv)
+        text = f"exec pid {pid}: {line[:300]}"
+        data = {"pid": pid, "argv": argv, "env": env}
+        self.event(
+            Event(started_s, "service", "exec", text, key=f"exec:{pid}:{started_s:.0f}", data=data)
+        )
+
+    # --- processes, audit, benchmarks ----------------------------------------------------
+    def observe_listing(self, listing: ProcListing) -> None:
+        now = listing.taken_at_s
+        current: dict[tuple[object, ...], str] = {}
+        gpus: dict[tuple[object, ...], int | None] = {}
+        for proc in listing.processes:
+            if proc.klass != "leftover":
+                continue
+            identity = (proc.identity.boot_id, proc.identity.pid, proc.identity.start_ticks)
+            memory = proc.gpu_memory_bytes
+            held = f", {memory / GIB:.1f} GiB" if memory else ""
+            where = f" on GPU {','.join(map(str, proc.gpu_indices))}" if proc.gpu_indices else ""
+            current[identity] = f"pid {proc.pid} ({self._redact(proc.command)[:80]}{held}{where})"
+            gpus[identity] = proc.gpu_indices[0] if proc.gpu_indices else None
+        previous = self._leftovers or {}
+        for identity, text in current.items():
+            if identity not in previous:
+                key = f"leftover+:{_digest(*identity)}"
+                self.event(
+                    Event(now, "gpu", "procs", f"leftover appeared: {text}", gpus[identity], key)
+                )
+        for identity, text in previous.items():
+            if identity not in current:
+                key = f"leftover-:{_digest(*identity)}"
+                self.event(Event(now, "gpu", "procs", f"leftover gone: {text}", None, key))
+        self._leftovers = current
+
+    @property
+    def ready_seen(self) -> bool | None:
+        """The last readiness recorded (None: never seen ready or lost)."""
+        return self._ready
+
+    def leftover_count(self) -> int:
+        return len(self._leftovers or {})
+
+    def observe_audit(self, record: Mapping[str, Any]) -> None:
+        if record.get("host") not in (None, self.host_label):
+            return
+        event = str(record.get("event", "?"))
+        fields = ("verb", "unit", "action", "outcome", "ok", "message", "reason")
+        detail = ", ".join(f"{name}={record[name]}" for name in fields if name in record)
+        targets = record.get("targets")
+        if isinstance(targets, list) and targets:
+            pids = ",".join(str(t.get("pid")) for t in targets if isinstance(t, Mapping))
+            detail += f", pids {pids}"
+        ts = float(record.get("ts") or 0.0)
+        key = f"audit:{_digest(ts, event, record.get('console_pid'), detail)}"
+        text = f"{event} by {record.get('operator', '?')}: {self._redact(detail)}"
+        self.event(Event(ts, "action", "audit", text, key=key, data={"event": event}))
+
+    def observe_bench(self, run: Any, ts_s: float) -> None:
+        single = run.single_stream_tok_s
+        single_text = f", {single:.1f} tok/s single stream" if single else ""
+        text = (
+            f"benchmark {run.preset}: best {run.best_output_throughput:.1f} tok/s"
+            f"{single_text}{' (partial)' if run.partial else ''}"
+        )
+        data = {
+            "run_id": run.run_id,
+            "preset": run.preset,
+            "best_output_tok_s": run.best_output_throughput,
+            "single_stream_tok_s": single,
+        }
+        self.event(Event(ts_s, "action", "bench", text, key=f"bench:{run.run_id}", data=data))
+
+
+def previous_phase(progress: LoadProgress) -> str:
+    """The phase a failed load was in when it failed (the last span before `failed`)."""
+    spans = [span.phase for span in progress.timeline if span.phase != "failed"]
+    return spans[-1] if spans else progress.phase

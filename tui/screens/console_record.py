@@ -1,0 +1,205 @@
+"""The console's flight recorder: what the panes see goes to the recording; alerts; Timeline; replay.
+
+Mixed into ServedeckApp. Each hook is a queue put or a comparison, so recording
+costs the event loop almost nothing; SQLite runs in the recorder's own thread.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from tui.alerts.engine import AlertChange
+from tui.errors import ServedeckError
+from tui.gpu.model import GpuBoxSnapshot
+from tui.loadwatch import vllm_line_time_s
+from tui.logs.line import LogLine
+from tui.metrics import ServerMetrics
+from tui.procs import list_gpu_processes
+from tui.procs.gpu_hints import deck_context
+from tui.procs.model import ProcListing
+from tui.readiness import Readiness
+from tui.record.execinfo import read_exec
+from tui.record.session import ConsoleRecording
+from tui.screens.console_workers import console_worker
+from tui.screens.replay import ReplayScreen
+from tui.screens.timeline import TimelineScreen
+from tui.service import UnitState
+
+if TYPE_CHECKING:
+    from tui.loadwatch import LoadProgress
+
+RECORD_PROCS_S = 10.0
+RECORD_FILES_S = 2.0
+BACKLOG_S = 3.0
+# Actions that change the host: refused while a replay is on screen.
+ACTING = frozenset(
+    (
+        "service",
+        "kill_leftovers",
+        "kill_selected",
+        "bench",
+        "bench_pick",
+        "bench_cancel",
+        "export_summary",
+    )
+)
+_SEVERITY = {"critical": "error", "warning": "warning", "info": "information"}
+
+
+def recording_wanted() -> bool:
+    """`SERVEDECK_RECORD=0` opens the console without recording (measurements, old disks)."""
+    return os.environ.get("SERVEDECK_RECORD", "1") not in ("0", "no", "off", "false")
+
+
+class RecordMixin:
+    """Needs the app's profile, deck, last_gpu, tracker; provides recording and the Timeline."""
+
+    recording: ConsoleRecording | None = None
+    _recorded_pid: int | None = None
+    _log_started_s: float | None = None
+
+    def _start_recording(self: Any) -> None:
+        secrets = tuple(s for s in (self.deck.api_key,) if s)
+        self.recording = ConsoleRecording(
+            self.profile,
+            self.deck.host_label,
+            notify=self._alert_changed,
+            extra_secrets=secrets,
+            enabled=recording_wanted(),
+        )
+        self.set_interval(RECORD_FILES_S, self._record_files, name="record-files")
+        self.set_interval(RECORD_PROCS_S, self._record_procs, name="record-procs")
+
+    def _stop_recording(self) -> None:
+        if self.recording is not None:
+            self.recording.close()
+
+    # --- hooks the app calls ----------------------------------------------------------------
+    def _record_gpu(self, snapshot: GpuBoxSnapshot) -> None:
+        if self.recording is not None:
+            self.recording.feed.observe_gpu(snapshot)
+            self.recording.monitor.observe_gpu(snapshot)
+
+    def _record_unit(self, state: UnitState | None, error: str | None) -> None:
+        if self.recording is None:
+            return
+        if error == "no systemd unit in this profile":
+            return
+        self.recording.feed.observe_unit(state, time.time(), error)
+        if state is not None:
+            self.recording.monitor.observe_unit(state)
+            if state.main_pid and state.main_pid != self._recorded_pid:
+                self._recorded_pid = state.main_pid
+                self._record_exec(state.main_pid, state.started_at_s or time.time())
+
+    @console_worker(
+        "record-exec", pane="record", what="record the service command line", exclusive=False
+    )
+    async def _record_exec(self: Any, pid: int, started_s: float) -> None:
+        found = await read_exec(self.deck.host, pid, self.recording.feed.extra_secrets)
+        if found is not None and self.recording is not None:
+            self.recording.feed.observe_exec(pid, found[0], found[1], started_s)
+
+    def _record_lines(self, lines: list[LogLine]) -> None:
+        """New log lines only: the backlog the log pane shows at start is the past (a line
+        with its own clock from before the console opened, or any line in the first seconds
+        without one), and recording it again at every start would repeat it."""
+        if self.recording is None:
+            return
+        now = time.time()
+        if self._log_started_s is None:
+            self._log_started_s = now
+        settled = now - self._log_started_s > BACKLOG_S
+        for line in lines:
+            own = vllm_line_time_s(line.text)
+            if line.cursor is None and (own is None and not settled):
+                continue
+            if own is not None and own < self._log_started_s - BACKLOG_S:
+                continue
+            self.recording.feed.observe_log(line, now)
+
+    def _record_progress(self, progress: LoadProgress) -> None:
+        if self.recording is not None:
+            self.recording.feed.observe_progress(progress)
+
+    def _record_readiness(self, readiness: Readiness) -> None:
+        if self.recording is not None:
+            self.recording.feed.observe_readiness(readiness)
+            if readiness.checked:
+                self.recording.monitor.observe_ready(readiness.ready, readiness.at_s)
+
+    def _record_metrics(self, metrics: ServerMetrics | None) -> None:
+        if self.recording is None:
+            return
+        if metrics is not None:
+            self.recording.feed.observe_metrics(metrics)
+            self.recording.monitor.observe_metrics(metrics)
+            self.recording.monitor.observe_ready(True, metrics.at_s)
+
+    def _record_listing(self, listing: ProcListing) -> None:
+        if self.recording is not None:
+            self.recording.feed.observe_listing(listing)
+            self.recording.monitor.observe_leftovers(
+                self.recording.feed.leftover_count(), listing.taken_at_s
+            )
+
+    def _record_files(self) -> None:
+        if self.recording is not None:
+            self.recording.poll_files()
+
+    @console_worker("record-procs", pane="record", what="list processes for the recorder")
+    async def _record_procs(self: Any) -> None:
+        """Leftovers appear while nobody looks at Processes: list them now and then, quietly."""
+        try:
+            snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
+            listing = await list_gpu_processes(
+                self.deck.host, snapshot, await deck_context(self.deck)
+            )
+        except ServedeckError:
+            return  # the host's state is recorded by the other polls
+        self._record_listing(listing)
+
+    def _alert_changed(self: Any, change: AlertChange) -> None:
+        """On screen and the bell, unless acknowledged; the recorder and webhook have it already."""
+        if change.state == "firing":
+            self.notify(
+                change.text,
+                title="Alert",
+                severity=_SEVERITY.get(change.rule.severity, "warning"),
+                timeout=15,
+            )
+            if self.profile.alerting.bell:
+                self.bell()
+        else:
+            self.notify(change.text, title="Alert resolved", timeout=8)
+
+    # --- Timeline and replay -----------------------------------------------------------------
+    def action_timeline(self: Any) -> None:
+        if isinstance(self.screen, TimelineScreen):
+            return
+        recording = self.recording
+        if recording is None:
+            return
+        gpu_count = self.last_gpu.gpu_count if self.last_gpu and self.last_gpu.available else 8
+        self.push_screen(
+            TimelineScreen(
+                recording.db_path,
+                status=recording.health(),
+                gpu_count=gpu_count or 8,
+                engine=recording.monitor.engine,
+                open_replay=self.open_replay,
+                persist_alert=recording.persist_alert_state,
+            )
+        )
+
+    def open_replay(self: Any, at_s: float) -> None:
+        if self.recording is not None:
+            self.push_screen(ReplayScreen(self.recording.db_path, at_s, self.deck.host_label))
+
+    def check_action(self: Any, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """No action key works while a replay is on screen."""
+        if action in ACTING and isinstance(self.screen, ReplayScreen):
+            return False
+        return super().check_action(action, parameters)  # type: ignore[misc]

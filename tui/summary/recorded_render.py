@@ -1,0 +1,68 @@
+"""Markdown for the flight recorder's parts of the summary: incidents and deployment attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.summary.mdtable import clock, duration, num, table
+
+
+def recorded_incidents_lines(recorded: Any) -> list[str]:
+    """What the recorder saw go wrong in the window; nothing without a recording."""
+    if recorded is None:
+        return []
+    head = f"From the flight recorder, since {recorded.since_what} ({clock(recorded.since_s)}):"
+    if not recorded.incidents:
+        return [head, "", "No alerts, failures, lost connections or leftovers recorded.", ""]
+    rows = [(i.time, i.event, i.text) for i in recorded.incidents]
+    return [head, "", *table(["time", "kind", "what"], rows)]
+
+
+def _phases(attempt: Any) -> str:
+    if not attempt.phase_times:
+        return "-"
+    parts = [f"{phase} {duration(seconds)}" for phase, seconds in attempt.phase_times]
+    total = sum(seconds for _, seconds in attempt.phase_times)
+    return f"{duration(total)} ({', '.join(parts)})"
+
+
+def _bench(attempt: Any) -> str:
+    if attempt.best_tok_s is None:
+        return "-"
+    single = (
+        f", {num(attempt.single_stream_tok_s)} tok/s single stream"
+        if attempt.single_stream_tok_s
+        else ""
+    )
+    return f"{num(attempt.best_tok_s)} tok/s best{single}"
+
+
+def deployment_attempts_lines(recorded: Any) -> list[str]:
+    """Every start of the service in the window: configuration diff, outcome, load time, best figures."""
+    if recorded is None:
+        return []
+    out = ["## Deployment attempts", ""]
+    if not recorded.attempts:
+        return [*out, f"No service starts recorded since {recorded.since_what}.", ""]
+    rows = [
+        (
+            str(n),
+            clock(attempt.started_s),
+            attempt.config_text,
+            attempt.outcome,
+            _phases(attempt),
+            _bench(attempt),
+        )
+        for n, attempt in enumerate(recorded.attempts, start=1)
+    ]
+    return out + table(
+        [
+            "#",
+            "started",
+            "configuration (vs the attempt before)",
+            "outcome",
+            "load time",
+            "best benchmark",
+        ],
+        rows,
+    )
