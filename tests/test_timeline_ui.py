@@ -103,7 +103,7 @@ async def test_timeline_filters_shows_state_and_replays_without_actions(
         assert banner.startswith("REPLAY")
         assert replay.seek_s is not None and replay.seek_s < 1.0
         at = replay.at_s
-        await pilot.press("S")  # start the service: refused in replay
+        await pilot.press("X")  # stop the service: refused in replay
         await pilot.pause(0.3)
         assert not isinstance(app.screen, ConfirmActionScreen)
         await pilot.press("right_square_bracket")
@@ -118,7 +118,7 @@ async def test_timeline_filters_shows_state_and_replays_without_actions(
         await pilot.press("escape")
         await _until(pilot, lambda: isinstance(app.screen, TimelineScreen), "back to the Timeline")
         await pilot.press("escape")
-        await pilot.press("S")  # out of replay the key works again (it asks first)
+        await pilot.press("X")  # out of replay the key works again (stop: it asks first)
         await _until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), "the confirmation")
         await pilot.press("escape")
 

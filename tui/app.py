@@ -630,6 +630,8 @@ class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, Handoff
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer only what can be done now: the footer and the keys follow the service state."""
+        if super().check_action(action, parameters) is False:  # e.g. a replay is on screen
+            return False
         state = self.unit_state
         return action_offered(
             action,
