@@ -20,6 +20,7 @@ from tui.gpu.history import GpuTrend
 from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_bytes
 from widgets import gpu_format as fmt
 from widgets.gpu_table import GpuTable, TableColumn, TableRow
+from widgets.quiet_update import update_static
 
 FULL_LAYOUT_MIN_WIDTH = 150  # narrower terminals get the compact columns
 
@@ -220,8 +221,8 @@ class GpuPane(Widget):
         else:
             text = processes_text(self._snapshot, self._selected_gpu, self.size.width)
         if text != self._detail_text:
+            update_static(self._detail, text)
             self._detail_text = text
-            self._detail.update(text)
 
 
 def _numa_sort_key(static: GpuStatic | None) -> int:

@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from tui.loadwatch import LoadProgress
 from tui.metrics import ServerMetrics
+from widgets.quiet_update import update_static
 
 _PHASE_LABELS = {
     "starting": "starting",
@@ -90,4 +91,5 @@ class LoadStrip(Static):
     def show(self, progress: LoadProgress | None, metrics: ServerMetrics | None = None) -> None:
         self.progress = progress
         self.metrics = metrics
-        self.update(render_strip(progress, metrics))
+        text = render_strip(progress, metrics)
+        update_static(self, text)

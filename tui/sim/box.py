@@ -69,6 +69,7 @@ class SimBox:
         port: int | None = None,
         options: SimServerOptions | None = None,
         restart: str = "no",
+        gpu_churn: bool = False,
     ) -> None:
         self._own_dir = state_dir is None
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="servedeck-sim-"))
@@ -78,7 +79,7 @@ class SimBox:
         self.port = port or free_port()
         self.options = options or SimServerOptions()
         self.unit = SimUnit(spec.UNIT_NAME, self.state_dir, self.port, self.server_argv, restart)
-        self.gpus = SimGpuModel(self.state_dir, seed)
+        self.gpus = SimGpuModel(self.state_dir, seed, churn=gpu_churn)
         self._snapshot_lock = threading.Lock()
 
     @property
