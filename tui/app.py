@@ -158,6 +158,12 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         self._overview_wake = asyncio.Event()
         self._poll_timers: dict[str, Timer] = {}
 
+    def get_default_screen(self) -> Screen:
+        """The main screen, whose partial updates draw only the changed lines (perf)."""
+        from tui.screens.cropped_screen import CroppedScreen
+
+        return CroppedScreen(id="_default")
+
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, but one whose input thread does not poll while idle."""
         driver_class = super().get_driver_class()

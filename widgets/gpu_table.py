@@ -237,11 +237,23 @@ class GpuTable(Widget, can_focus=True):
         return self._styles
 
     def _strip(self, line: Line, under: Style, width: int, base: Style) -> Strip:
-        """A row as one Strip: each piece styled over `under`, padded to the width."""
-        segments = [
-            Segment(text, under + style if style else under) for text, style in line if text
-        ]
-        return Strip(segments, self._line_width).crop_extend(0, width, base)
+        """A row as one Strip: each run of one style is one segment, styled over `under`."""
+        segments: list[Segment] = []
+        text_run, style_run = "", None
+        for text, style in line:
+            if style is style_run or style == style_run:
+                text_run += text
+                continue
+            if text_run:
+                segments.append(Segment(text_run, under + style_run if style_run else under))
+            text_run, style_run = text, style
+        if text_run:
+            segments.append(Segment(text_run, under + style_run if style_run else under))
+        if width >= self._line_width:
+            if width > self._line_width:
+                segments.append(Segment(" " * (width - self._line_width), base))
+            return Strip(segments, width)
+        return Strip(segments, self._line_width).crop(0, width)
 
     def _line(self, cells: dict[str, str]) -> Line:
         line: list[Piece] = []
