@@ -185,7 +185,7 @@ def print_breakdown(path: str, ticks: int) -> None:
         )  # fmt: skip
         print(f"  {label:<46} {cumulative * 1e3 / ticks:8.2f} {100 * cumulative / total:5.1f}%")
     print("\ntop functions by own time:")
-    stats.sort_stats("tottime").print_stats(25)
+    stats.sort_stats("tottime").print_stats(15)
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ export PYTHONUNBUFFERED=1
   echo "== machine"; nvidia-smi -L; python3 --version; nproc
   echo "== 8 simulated GPUs, every field changing each tick: event-loop time per tick"
   python3 tests/perf/gpu_pane_ticks.py --seconds 30 --interval 1 --json "$out/gpu_pane_ticks.json"
-  python3 tests/perf/gpu_pane_ticks.py --seconds 20 --interval 1 --profile | head -45
+  python3 tests/perf/gpu_pane_ticks.py --seconds 20 --interval 1 --profile
   echo "== whole-app CPU, servedeck console vs nvitop, idle then busy GPUs, 3 x 30 s at 1 s"
   python3 tests/perf/app_vs_nvitop.py --load --seconds 30 --interval 1 --rounds 3 \
     --json "$out/app_vs_nvitop_busy.json" ${PREVIOUS:+--previous "$PREVIOUS"}
