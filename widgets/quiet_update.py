@@ -12,20 +12,22 @@ from __future__ import annotations
 from weakref import WeakKeyDictionary
 
 from rich.text import Text
+from textual.content import Content
 from textual.widgets import Static
 
 # The line widths each widget shows now (kept here so no widget needs a new attribute).
 _shown_widths: WeakKeyDictionary[Static, list[int]] = WeakKeyDictionary()
 
 
-def _line_widths(content: str | Text) -> list[int]:
-    text = content if isinstance(content, Text) else Text.from_markup(content)
-    return [line.cell_len for line in text.split("\n", allow_blank=True)]
-
-
 def update_static(widget: Static, content: str | Text) -> None:
-    """widget.update(content), with a layout only when its height may change."""
-    widths = _line_widths(content)
+    """widget.update(content), with a layout only when its height may change.
+
+    Markup is parsed here once, by Textual's own parser (what Static would do), and
+    the parsed Content is handed over, so measuring the lines costs no second parse.
+    """
+    visual: Content | Text = Content.from_markup(content) if isinstance(content, str) else content
+    lines = visual.split("\n", allow_blank=True) if isinstance(visual, Text) else visual.split("\n")
+    widths = [line.cell_len if isinstance(line, Text) else line.cell_length for line in lines]
     previous = _shown_widths.get(widget)
     _shown_widths[widget] = widths
     width = widget.content_region.width
@@ -35,4 +37,4 @@ def update_static(widget: Static, content: str | Text) -> None:
         and len(previous) == len(widths)
         and max(previous + widths, default=0) <= width
     )
-    widget.update(content, layout=not same_size)
+    widget.update(visual, layout=not same_size)
