@@ -132,6 +132,7 @@ class GpuPane(Widget):
         self._compact: bool | None = None
         self._selected_gpu: int | None = None
         self._detail_text: str | None = None
+        self._message_text: str | None = None
         self.show_topology = False
 
     def compose(self) -> ComposeResult:
@@ -195,7 +196,10 @@ class GpuPane(Widget):
             return
         message, table, detail = self._message, self._table, self._detail
         if not snapshot.available:
-            message.update(escape(snapshot.error or "no GPUs"))
+            text = escape(snapshot.error or "no GPUs")
+            if text != self._message_text:  # the same error every tick: nothing to redraw
+                self._message_text = text
+                message.update(text)
             message.display, table.display, detail.display = True, False, False
             return
         message.display, table.display, detail.display = False, True, True

@@ -56,20 +56,27 @@ def child(args: argparse.Namespace) -> int:
     from textual.screen import Screen
 
     from tui.app import ServedeckApp
-    from tui.config import demo_profile
-    from tui.deck import Deck
+    from tui.config import Profile, demo_profile
+    from tui.deck import Deck, open_deck
     from tui.hosts.local import LocalHost
     from tui.sim.box import SimBox
 
-    box = SimBox(load_seconds=45.0, gpu_churn=not args.static)
-    profile = demo_profile()
-    profile = replace(
-        profile,
-        gpu=replace(profile.gpu, refresh_s=args.interval),
-        service=replace(profile.service, base_url=box.base_url),
-    )
-    deck = Deck(profile, LocalHost(label="simulator"), box)
-    result: dict[str, object] = {"gpus": box.gpus.gpu_count, "churn": not args.static}
+    box: SimBox | None = None
+    if args.local:  # this machine's GPUs through NVML, as `servedeck -p local` shows them
+        profile = Profile(name="local")
+        profile = replace(profile, gpu=replace(profile.gpu, refresh_s=args.interval))
+        deck = open_deck(profile)
+        result: dict[str, object] = {"source": "local", "churn": False}
+    else:
+        box = SimBox(load_seconds=45.0, gpu_churn=not args.static)
+        profile = demo_profile()
+        profile = replace(
+            profile,
+            gpu=replace(profile.gpu, refresh_s=args.interval),
+            service=replace(profile.service, base_url=box.base_url),
+        )
+        deck = Deck(profile, LocalHost(label="simulator"), box)
+        result = {"source": "simulated", "gpus": box.gpus.gpu_count, "churn": not args.static}
     profiler = cProfile.Profile() if args.profile else None
     # The tick's own cost: handling the snapshot, then every screen update (compositor
     # and terminal codes) in the window; the rest of the main thread is the console's
@@ -91,6 +98,7 @@ def child(args: argparse.Namespace) -> int:
         ticks = 0
 
         def _show_gpus(self, snapshot):  # type: ignore[no-untyped-def]
+            result["gpus"] = snapshot.gpu_count
             started = time.thread_time()
             super()._show_gpus(snapshot)
             if spent["measuring"]:
@@ -129,7 +137,8 @@ def child(args: argparse.Namespace) -> int:
     try:
         MeasuredApp(profile, deck).run()
     finally:
-        box.close()
+        if box is not None:
+            box.close()
     if profiler is not None:
         profiler.dump_stats(args.result + ".prof")
     Path(args.result).write_text(json.dumps(result))
@@ -148,7 +157,8 @@ def run_in_tmux(args: argparse.Namespace, profile: bool) -> dict[str, object]:
         sys.executable, __file__, "--child", "--result", str(result),
         "--seconds", str(args.seconds), "--interval", str(args.interval),
         "--warmup", str(args.warmup),
-    ] + (["--profile"] if profile else []) + (["--static"] if args.static else [])  # fmt: skip
+    ] + (["--profile"] if profile else []) + (["--static"] if args.static else []) \
+      + (["--local"] if args.local else [])  # fmt: skip
     command = f"cd {ROOT} && TERM=xterm-256color {' '.join(argv)} 2>{folder}/stderr.txt"
     session = f"ticks-{os.getpid()}"
     subprocess.run(
@@ -194,6 +204,7 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--warmup", type=float, default=6.0)
     parser.add_argument("--static", action="store_true", help="no churn: an idle box")
+    parser.add_argument("--local", action="store_true", help="this machine's GPUs, not the sim")
     parser.add_argument("--profile", action="store_true", help="also a cProfile window")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -215,7 +226,7 @@ def main() -> int:
     draw_ms = 1e3 * float(figures["draw_cpu_s"]) / ticks
     figures["tick_ms"] = round(show_ms + draw_ms, 3)
     print(
-        f"{figures['gpus']} simulated GPUs, churn={'on' if figures['churn'] else 'off'}, "
+        f"{figures['gpus']} {figures['source']} GPUs, churn={'on' if figures['churn'] else 'off'}, "
         f"{ticks} ticks at {args.interval:g} s in tmux 160x50:\n"
         f"  the tick itself          {show_ms + draw_ms:.2f} ms per tick (snapshot to rows "
         f"{show_ms:.2f} ms, screen updates {draw_ms:.2f} ms, {figures['draws']} updates)\n"
