@@ -161,9 +161,15 @@ def run_in_tmux(args: argparse.Namespace, profile: bool) -> dict[str, object]:
       + (["--local"] if args.local else [])  # fmt: skip
     command = f"cd {ROOT} && TERM=xterm-256color {' '.join(argv)} 2>{folder}/stderr.txt"
     session = f"ticks-{os.getpid()}"
-    subprocess.run(
-        ["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50", command], check=True
-    )
+    for attempt in range(3):  # a tmux server still shutting down refuses a new session
+        started = subprocess.run(
+            ["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50", command]
+        )
+        if started.returncode == 0:
+            break
+        time.sleep(1.0 + attempt)
+    else:
+        raise SystemExit("gpu_pane_ticks: tmux could not start a session")
     try:
         deadline = time.monotonic() + args.warmup + args.seconds + 60
         while not result.exists() and time.monotonic() < deadline:
