@@ -2,8 +2,9 @@
 
 A refresh of a GPU box changes a few numbers on a few rows. Textual's DataTable
 re-renders every cell of every visible row whenever one cell changes, which was
-most of what the console cost per tick; this table keeps each row's text (cells
-parsed once and cached) and asks Textual to redraw only the changed lines.
+most of what the console cost per tick; this table keeps each row as (text, style)
+pieces (cells split once per value, see table_cells) and its drawn Strip, and asks
+Textual to redraw only the changed lines.
 """
 
 from __future__ import annotations
@@ -119,7 +120,6 @@ class GpuTable(Widget, can_focus=True):
         for index in changed:
             self._rows[index] = rows[index]
             self._lines[index] = self._line(rows[index].cells)
-        for index in changed:
             self._strips.pop(index, None)
         self._refresh_rows(changed)
         self.rows_repainted = len(changed)
