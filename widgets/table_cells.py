@@ -22,8 +22,9 @@ Piece = tuple[str, Style | None]  # None: no style of its own (the row's style s
 Line = tuple[Piece, ...]
 
 # A flat run of `[tag]text[/]` and plain text; tags start like Rich's (a-z or #, no @meta).
-# No backslash (escapes) and no colon (Rich replaces :emoji: codes) in the fast path.
-_FLAT = r"\[([a-z#][^\[\]\\:]*)\]([^\[\]\\:]*)\[/\]|([^\[\]\\:]+)"
+# No backslash (escapes), no colon (Rich replaces :emoji: codes) and no "=" in a tag
+# (link=... and other parameters are resolved by Rich) in the fast path.
+_FLAT = r"\[([a-z#][^\[\]\\:=]*)\]([^\[\]\\:]*)\[/\]|([^\[\]\\:]+)"
 _FLAT_MARKUP = re.compile(rf"(?:{_FLAT})*")
 _FLAT_TOKEN = re.compile(_FLAT)
 _CONSOLE = Console()  # only to parse the markup Rich's way in the rare fallback

@@ -159,7 +159,9 @@ def run_in_tmux(args: argparse.Namespace, profile: bool) -> dict[str, object]:
         "--warmup", str(args.warmup),
     ] + (["--profile"] if profile else []) + (["--static"] if args.static else []) \
       + (["--local"] if args.local else [])  # fmt: skip
-    command = f"cd {ROOT} && TERM=xterm-256color {' '.join(argv)} 2>{folder}/stderr.txt"
+    # Textual draws on stderr: it must stay the terminal. The pane outlives the console
+    # for a while, so an error it printed can still be read from the screen.
+    command = f"cd {ROOT} && TERM=xterm-256color {' '.join(argv)}; sleep 60"
     session = f"ticks-{os.getpid()}"
     for attempt in range(3):  # a tmux server still shutting down refuses a new session
         started = subprocess.run(
@@ -170,16 +172,18 @@ def run_in_tmux(args: argparse.Namespace, profile: bool) -> dict[str, object]:
         time.sleep(1.0 + attempt)
     else:
         raise SystemExit("gpu_pane_ticks: tmux could not start a session")
+    screen = ""
     try:
         deadline = time.monotonic() + args.warmup + args.seconds + 60
         while not result.exists() and time.monotonic() < deadline:
             time.sleep(0.5)
+        screen = subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
+        ).stdout
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
     if not result.exists():
-        raise SystemExit(
-            f"gpu_pane_ticks: no result; stderr: {(folder / 'stderr.txt').read_text()[-2000:]}"
-        )
+        raise SystemExit(f"gpu_pane_ticks: no result; the terminal showed:\n{screen}")
     figures = json.loads(result.read_text())
     if profile:
         figures["profile_path"] = str(result) + ".prof"

@@ -226,9 +226,12 @@ class SimGpuModel:
         span = total - CHURN_BASE_MEMORY_BYTES
         grown = (tick * CHURN_MEMORY_STEP_BYTES + i * spec.GIB) % span
         used = CHURN_BASE_MEMORY_BYTES + grown
-        processes = sample.processes or (
-            GpuProcessUsage(os.getpid(), i, 0, "servedeck-sim-load", started_at_s=self._born_s),
-        )
+        if not sample.processes:
+            details = self._details.get(os.getpid())
+            user = details.user if details else None
+            load = GpuProcessUsage(os.getpid(), i, 0, "servedeck-sim-load", user=user)
+            sample = replace(sample, processes=(replace(load, started_at_s=self._born_s),))
+        processes = sample.processes
         share = used // len(processes)
         processes = tuple(replace(p, used_memory_bytes=share) for p in processes)
         rate = 1e8 * (1 + (tick + i) % 97)
@@ -238,7 +241,7 @@ class SimGpuModel:
             utilization_gpu_pct=round(util, 1),
             utilization_memory_pct=round(util * 0.6, 1),
             temperature_c=40.0 + (tick + 3 * i) % 40,
-            power_w=150.0 + 500.0 * phase,
+            power_w=100.0 + 480.0 * phase,  # under the 600 W limit
             sm_clock_mhz=1500 + (tick * 7 + i) % 500,
             pcie_tx_bytes_per_s=rate,
             pcie_rx_bytes_per_s=rate * 1.7,
