@@ -182,6 +182,12 @@ class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, Handoff
         self._last_good_gpu: GpuBoxSnapshot | None = None
         self._last_good_overview: HostOverview | None = None
 
+    def get_default_screen(self) -> Screen:
+        """The main screen, whose partial updates draw only the changed lines (perf)."""
+        from tui.screens.cropped_screen import CroppedScreen
+
+        return CroppedScreen(id="_default")
+
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, but one whose input thread does not poll while idle."""
         driver_class = super().get_driver_class()

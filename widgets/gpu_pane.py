@@ -21,6 +21,7 @@ from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_byt
 from widgets import gpu_format as fmt
 from widgets.gpu_table import GpuTable, TableColumn, TableRow
 from widgets.keys import bindings_for
+from widgets.quiet_update import update_static
 
 FULL_LAYOUT_MIN_WIDTH = 150  # narrower terminals get the compact columns
 
@@ -128,6 +129,7 @@ class GpuPane(Widget):
         self._compact: bool | None = None
         self._selected_gpu: int | None = None
         self._detail_text: str | None = None
+        self._message_text: str | None = None
         self.show_topology = False
 
     def compose(self) -> ComposeResult:
@@ -191,7 +193,10 @@ class GpuPane(Widget):
             return
         message, table, detail = self._message, self._table, self._detail
         if not snapshot.available:
-            message.update(escape(snapshot.error or "no GPUs"))
+            text = escape(snapshot.error or "no GPUs")
+            if text != self._message_text:  # the same error every tick: nothing to redraw
+                self._message_text = text
+                message.update(text)
             message.display, table.display, detail.display = True, False, False
             return
         message.display, table.display, detail.display = False, True, True
@@ -217,8 +222,8 @@ class GpuPane(Widget):
         else:
             text = processes_text(self._snapshot, self._selected_gpu, self.size.width)
         if text != self._detail_text:
+            update_static(self._detail, text)
             self._detail_text = text
-            self._detail.update(text)
 
 
 def _numa_sort_key(static: GpuStatic | None) -> int:

@@ -2,8 +2,9 @@
 
 A refresh of a GPU box changes a few numbers on a few rows. Textual's DataTable
 re-renders every cell of every visible row whenever one cell changes, which was
-most of what the console cost per tick; this table keeps each row's text (cells
-parsed once and cached) and asks Textual to redraw only the changed lines.
+most of what the console cost per tick; this table keeps each row as (text, style)
+pieces (cells split once per value, see table_cells) and its drawn Strip, and asks
+Textual to redraw only the changed lines.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.text import Text
+from rich.segment import Segment
+from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
+
+from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces
 
 CELL_PADDING = 1  # blank cells on each side of a cell, as DataTable draws them
 _CELL_CACHE_SIZE = 4096  # parsed cells kept; a tick changes a few, most repeat
@@ -82,11 +86,16 @@ class GpuTable(Widget, can_focus=True):
         super().__init__(id=id, classes=classes)
         self._columns: tuple[TableColumn, ...] = ()
         self._rows: list[TableRow] = []
-        self._lines: list[Text] = []  # one per row, without the cursor style
-        self._header_line = Text()
+        self._lines: list[Line] = []  # one per row, without the cursor style
+        self._header_line: Line = ()
+        self._line_width = 0  # cells of every line: the columns and their padding
+        self._strips: dict[int, Strip] = {}  # drawn rows by index, the cursor's aside
+        self._strips_for: tuple[int, Style] | None = None  # the width and style they have
+        self._styles: tuple[Style, Style, Style] | None = None
+        self._named_styles: dict[str, Style] = {}
         self._cursor_key: str | None = None
         self._first_row = 0  # rows above this scrolled out when the table is cut short
-        self._cell_texts: dict[tuple[str, int], Text] = {}
+        self._cell_cache: dict[tuple[str, int], Line] = {}
         self.rows_repainted = 0  # rows the last set_rows re-rendered (for tests)
 
     # -- data -----------------------------------------------------------------------
@@ -97,8 +106,10 @@ class GpuTable(Widget, can_focus=True):
         shape_changed = columns != self._columns or [r.key for r in rows] != self.row_keys
         if shape_changed:
             self._columns, self._rows = columns, list(rows)
+            self._line_width = sum(column.width + 2 * CELL_PADDING for column in columns)
             self._header_line = self._line({c.key: c.label for c in columns})
             self._lines = [self._line(row.cells) for row in rows]
+            self._strips.clear()
             if self._cursor_key not in self.row_keys or not self._row(self._cursor_key).selectable:
                 self._cursor_key = next((r.key for r in rows if r.selectable), None)
             self._keep_cursor_visible()
@@ -109,6 +120,7 @@ class GpuTable(Widget, can_focus=True):
         for index in changed:
             self._rows[index] = rows[index]
             self._lines[index] = self._line(rows[index].cells)
+            self._strips.pop(index, None)
         self._refresh_rows(changed)
         self.rows_repainted = len(changed)
         return self.rows_repainted
@@ -186,45 +198,88 @@ class GpuTable(Widget, can_focus=True):
     # -- drawing ----------------------------------------------------------------------
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
-        return sum(column.width + 2 * CELL_PADDING for column in self._columns)
+        return self._line_width
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return 1 + len(self._rows) if self._columns else 0
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The styles below walk the DOM (background tints of every ancestor): look them
+        # up once per repaint, not once per line.
+        self._styles = None
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
-        width, base = self.size.width, self.rich_style
+        width = self.size.width
+        base, header, cursor = self._line_styles()
         if y == 0 and self._columns:
-            text = self._header_line.copy()
-            text.stylize_before(self.get_component_rich_style("gpu-table--header"))
-        else:
-            index = self._first_row + y - 1
-            if not 0 <= index < len(self._lines):
-                return Strip.blank(width, base)
-            text = self._lines[index]
-            if self._rows[index].key == self._cursor_key:
-                text = text.copy()
-                text.stylize_before(self.get_component_rich_style("gpu-table--cursor"))
-        strip = Strip(text.render(self.app.console), text.cell_len)
-        return strip.crop_extend(0, width, base).apply_style(base)
+            return self._strip(self._header_line, base + header, width, base)
+        index = self._first_row + y - 1
+        if not 0 <= index < len(self._lines):
+            return Strip.blank(width, base)
+        if self._rows[index].key == self._cursor_key:
+            return self._strip(self._lines[index], base + cursor, width, base)
+        if self._strips_for != (width, base):
+            self._strips_for = (width, base)
+            self._strips.clear()
+        strip = self._strips.get(index)
+        if strip is None:
+            strip = self._strips[index] = self._strip(self._lines[index], base, width, base)
+        return strip
 
-    def _line(self, cells: dict[str, str]) -> Text:
-        line = Text(no_wrap=True, end="")
+    def _line_styles(self) -> tuple[Style, Style, Style]:
+        if self._styles is None:
+            self._styles = (
+                self.rich_style,
+                self.get_component_rich_style("gpu-table--header"),
+                self.get_component_rich_style("gpu-table--cursor"),
+            )
+        return self._styles
+
+    def _strip(self, line: Line, under: Style, width: int, base: Style) -> Strip:
+        """A row as one Strip: each run of one style is one segment, styled over `under`."""
+        segments: list[Segment] = []
+        text_run, style_run = "", None
+        for text, style in line:
+            if style is style_run or style == style_run:
+                text_run += text
+                continue
+            if text_run:
+                segments.append(Segment(text_run, under + style_run if style_run else under))
+            text_run, style_run = text, style
+        if text_run:
+            segments.append(Segment(text_run, under + style_run if style_run else under))
+        if width >= self._line_width:
+            if width > self._line_width:
+                segments.append(Segment(" " * (width - self._line_width), base))
+            return Strip(segments, width)
+        return Strip(segments, self._line_width).crop(0, width)
+
+    def _line(self, cells: dict[str, str]) -> Line:
+        line: list[Piece] = []
         for column in self._columns:
-            line.append_text(self._cell_text(cells.get(column.key, ""), column.width))
-        return line
+            line.extend(self._cell_pieces(cells.get(column.key, ""), column.width))
+        return tuple(line)
 
-    def _cell_text(self, markup: str, width: int) -> Text:
-        """One padded cell, parsed once: markup parsing is most of what building a row costs."""
+    def _cell_pieces(self, markup: str, width: int) -> Line:
+        """One padded cell as (text, style) pieces, built once per distinct value."""
         key = (markup, width)
-        text = self._cell_texts.get(key)
-        if text is None:
-            if len(self._cell_texts) >= _CELL_CACHE_SIZE:
-                self._cell_texts.clear()
-            cell = Text.from_markup(markup, end="")
-            cell.truncate(width, overflow="crop", pad=True)  # cells come clipped
-            pad = " " * CELL_PADDING
-            text = self._cell_texts[key] = Text.assemble(pad, cell, pad, end="")
-        return text
+        pieces = self._cell_cache.get(key)
+        if pieces is None:
+            if len(self._cell_cache) >= _CELL_CACHE_SIZE:
+                self._cell_cache.clear()
+            pad = (" " * CELL_PADDING, None)
+            fitted = fit_pieces(markup_pieces(markup, self._style_named), width)
+            pieces = self._cell_cache[key] = (pad, *fitted, pad)
+        return pieces
+
+    def _style_named(self, name: str) -> Style:
+        style = self._named_styles.get(name)
+        if style is None:
+            style = self._named_styles[name] = self.app.console.get_style(
+                name, default=Style.null()
+            )
+        return style
 
     def _row(self, key: str | None) -> TableRow:
         return next(row for row in self._rows if row.key == key)

@@ -8,6 +8,7 @@ from textual.widgets import Static
 from tui.load_eta import ReadyEstimate
 from tui.loadwatch import LoadProgress
 from tui.metrics import ServerMetrics
+from widgets.quiet_update import update_static
 
 _PHASE_LABELS = {
     "starting": "starting",
@@ -123,8 +124,8 @@ class LoadStrip(Static):
         self.metrics = metrics
         self.ready = ready
         if unknown and (progress is None or progress.phase == "stopped"):
-            self.update(Text(f" service {unknown}", style="yellow"))
+            update_static(self, Text(f" service {unknown}", style="yellow"))
             return
         # 80 columns hold the phase, shard count, a short bar and the ready time on one line.
         bar_width = max(6, min(24, self.size.width - 70)) if self.size.width else 24
-        self.update(render_strip(progress, metrics, bar_width, ready))
+        update_static(self, render_strip(progress, metrics, bar_width, ready))

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.service import UnitState
+from widgets.quiet_update import update_static
 
 _STATE_STYLES = {
     "active": "bold green",
@@ -28,7 +29,7 @@ class ServiceLine(Static):
         if state is None:
             line.append("service: ", style="bold")
             line.append(error or "unknown", style="yellow")
-            self.update(line)
+            update_static(self, line)
             return
         line.append(state.unit, style="bold")
         line.append(" ")
@@ -55,4 +56,4 @@ class ServiceLine(Static):
         for text, style in extras:
             if line.cell_len + len(text) <= room:
                 line.append(text, style=style)
-        self.update(line)
+        update_static(self, line)

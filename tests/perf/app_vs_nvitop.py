@@ -1,6 +1,11 @@
 """Whole-app CPU of the servedeck console against nvitop, side by side, same interval.
 
     python tests/perf/app_vs_nvitop.py [--seconds 60] [--interval 1] [--rounds 3]
+    python tests/perf/app_vs_nvitop.py --load --seconds 30 --rounds 3 --json busy.json
+
+`--load` measures the idle rounds first, then starts tests/perf/gpu_load.py (a
+duty cycle that changes every second and growing memory, one process per GPU) and
+measures the same number of rounds with the GPUs busy; `--json` writes both.
 
 Both run at once in real terminals (tmux, 160x50) on the same GPUs; the CPU time
 of each process tree (utime + stime of every process, plus reaped children) is read
@@ -12,6 +17,7 @@ Needs tmux and nvitop (python -m nvitop); GPUs make the comparison meaningful.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -73,6 +79,8 @@ def main() -> int:
     parser.add_argument(
         "--previous", type=Path, help="another servedeck checkout to run alongside (before/after)"
     )
+    parser.add_argument("--load", action="store_true", help="idle rounds, then busy GPUs")
+    parser.add_argument("--json", type=Path, help="write the rounds and medians here")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("app_vs_nvitop: tmux is not installed", file=sys.stderr)
@@ -92,44 +100,101 @@ def main() -> int:
             f"TERM=xterm-256color {sys.executable} -m tui -p {profile}"
         )
     pids = {}
-    ratios: list[float] = []
+    rounds: dict[str, list[dict[str, float]]] = {}
+    load: subprocess.Popen[str] | None = None
     try:
         for name, command in sessions.items():
             pids[name] = start(f"cpu-{name}", command)
         time.sleep(args.warmup)
-        for name in sessions:
-            screen = subprocess.run(
-                ["tmux", "capture-pane", "-p", "-t", f"cpu-{name}"], capture_output=True, text=True
-            ).stdout
-            (folder / f"{name}-screen.txt").write_text(screen)
-            print(
-                f"--- {name} screen after warm-up (first lines)\n"
-                + "\n".join(screen.splitlines()[:6])
-            )
-        for round_number in range(1, args.rounds + 1):
-            before = {name: tree_cpu_s(pid) for name, pid in pids.items()}
-            time.sleep(args.seconds)
-            after = {name: tree_cpu_s(pid) for name, pid in pids.items()}
-            used = {name: after[name] - before[name] for name in sessions}
-            print(
-                f"\nround {round_number}: CPU seconds over {args.seconds:g} s "
-                f"at {args.interval:g} s refresh (process tree):"
-            )
-            for name, seconds in used.items():
-                share = 100 * seconds / args.seconds
-                print(f"  {name:<10} {seconds:7.2f} s  ({share:5.1f}% of one core)")
-            if used["nvitop"] > 0:
-                ratios.append(used["servedeck"] / used["nvitop"])
-                print(f"  ratio servedeck / nvitop = {ratios[-1]:.2f}")
+        show_screens(sessions, folder, "warm-up")
+        rounds["idle"] = measure(pids, args, "idle" if args.load else "")
+        if args.load:
+            load = start_load(args)
+            time.sleep(args.warmup)
+            show_screens(sessions, folder, "load warm-up")
+            rounds["busy"] = measure(pids, args, "busy")
     finally:
         for name in sessions:
             subprocess.run(["tmux", "kill-session", "-t", f"cpu-{name}"], capture_output=True)
-    if ratios:
-        print(
-            f"\nratio servedeck / nvitop: median {statistics.median(ratios):.2f} over "
-            f"{len(ratios)} round(s) ({', '.join(f'{r:.2f}' for r in ratios)}); target <= 0.5"
-        )
+        if load is not None:
+            load.terminate()
+            try:
+                load.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                load.kill()
+    summary: dict[str, object] = {"gpus": gpu_count(), "interval_s": args.interval}
+    for label, measured in rounds.items():
+        ratios = [r["ratio"] for r in measured if "ratio" in r]
+        if ratios:
+            print(
+                f"\n{label}: ratio servedeck / nvitop: median {statistics.median(ratios):.2f} over "
+                f"{len(ratios)} round(s) ({', '.join(f'{r:.2f}' for r in ratios)}); target <= 0.5"
+            )
+        key = "busy" if args.load else "idle"
+        part = {"rounds": measured, "ratio_median": statistics.median(ratios) if ratios else None}
+        if label == key:
+            summary.update(part)
+        else:
+            summary[label] = part
+    summary["window_s"] = args.seconds
+    if args.json is not None:
+        args.json.write_text(json.dumps(summary, indent=2) + "\n")
     return 0
+
+
+def show_screens(sessions: dict[str, str], folder: Path, when: str) -> None:
+    for name in sessions:
+        screen = subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", f"cpu-{name}"], capture_output=True, text=True
+        ).stdout
+        (folder / f"{name}-screen.txt").write_text(screen)
+        print(
+            f"--- {name} screen after {when} (first lines)\n" + "\n".join(screen.splitlines()[:12])
+        )
+
+
+def measure(pids: dict[str, int], args: argparse.Namespace, label: str) -> list[dict[str, float]]:
+    """args.rounds back-to-back windows: CPU seconds of each process tree, and the ratio."""
+    measured: list[dict[str, float]] = []
+    for round_number in range(1, args.rounds + 1):
+        before = {name: tree_cpu_s(pid) for name, pid in pids.items()}
+        time.sleep(args.seconds)
+        after = {name: tree_cpu_s(pid) for name, pid in pids.items()}
+        used = {name: after[name] - before[name] for name in pids}
+        print(
+            f"\n{label + ' ' if label else ''}round {round_number}: CPU seconds over "
+            f"{args.seconds:g} s at {args.interval:g} s refresh (process tree):"
+        )
+        for name, seconds in used.items():
+            share = 100 * seconds / args.seconds
+            print(f"  {name:<10} {seconds:7.2f} s  ({share:5.1f}% of one core)")
+        entry = {f"{name}_cpu_s": round(seconds, 3) for name, seconds in used.items()}
+        if used["nvitop"] > 0:
+            entry["ratio"] = round(used["servedeck"] / used["nvitop"], 3)
+            print(f"  ratio servedeck / nvitop = {entry['ratio']:.2f}")
+        measured.append(entry)
+    return measured
+
+
+def start_load(args: argparse.Namespace) -> subprocess.Popen[str]:
+    """tests/perf/gpu_load.py for the busy rounds; returns once every GPU is loaded."""
+    seconds = args.warmup + args.rounds * args.seconds + 120
+    load = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("gpu_load.py")), "--seconds", str(seconds)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert load.stdout is not None
+    line = load.stdout.readline()
+    if not line.startswith("ready"):
+        load.kill()
+        raise SystemExit(f"app_vs_nvitop: the GPU load did not start ({line.strip()!r})")
+    print(f"\n--- {line.strip()}")
+    return load
+
+
+def gpu_count() -> int:
+    result = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    return sum(1 for line in result.stdout.splitlines() if line.startswith("GPU "))
 
 
 if __name__ == "__main__":

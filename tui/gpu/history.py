@@ -68,6 +68,9 @@ class GpuHistory:
         self.rising_threshold_bytes_per_s = rising_threshold_bytes_per_s
         self.target_fraction = target_fraction
         self._points: dict[int, deque[_Point]] = {}
+        # The sparkline series (memory %, utilization %) kept in step with the points, so
+        # a trend copies them instead of recomputing them from every point on every tick.
+        self._series: dict[int, tuple[deque[float], deque[float]]] = {}
         self._max_points = max_points
 
     def add(self, snapshot: GpuBoxSnapshot) -> None:
@@ -77,36 +80,42 @@ class GpuHistory:
         for sample in snapshot.samples:
             if sample.lost:
                 continue
-            points = self._points.setdefault(sample.index, deque(maxlen=self._max_points))
+            points = self._points.setdefault(sample.index, deque())
             if points and now <= points[-1].t_s:
                 continue  # the same tick twice, or a clock step back: keep the series monotonic
-            points.append(
-                _Point(
-                    now,
-                    sample.memory_used_bytes,
-                    sample.memory_total_bytes,
-                    sample.utilization_gpu_pct,
-                )
+            memory, utilization = self._series.setdefault(sample.index, (deque(), deque()))
+            point = _Point(
+                now, sample.memory_used_bytes, sample.memory_total_bytes, sample.utilization_gpu_pct
             )
-            while points and now - points[0].t_s > self.window_s:
-                points.popleft()
+            points.append(point)
+            if point.used_bytes is not None and point.total_bytes:
+                memory.append(100.0 * point.used_bytes / point.total_bytes)
+            if point.utilization_pct is not None:
+                utilization.append(point.utilization_pct)
+            while points and (
+                now - points[0].t_s > self.window_s or len(points) > self._max_points
+            ):
+                old = points.popleft()  # its values leave the series too (they are in order)
+                if old.used_bytes is not None and old.total_bytes:
+                    memory.popleft()
+                if old.utilization_pct is not None:
+                    utilization.popleft()
 
     def trend(self, index: int) -> GpuTrend:
         points = self._points.get(index)
         if not points:
             return GpuTrend(index=index)
-        memory_pct = tuple(
-            100.0 * p.used_bytes / p.total_bytes
-            for p in points
-            if p.used_bytes is not None and p.total_bytes
-        )
-        utilization = tuple(p.utilization_pct for p in points if p.utilization_pct is not None)
+        memory_series, utilization_series = self._series[index]
+        memory_pct = tuple(memory_series)
+        utilization = tuple(utilization_series)
         last = points[-1]
-        recent = [
-            (p.t_s, float(p.used_bytes))
-            for p in points
-            if p.used_bytes is not None and last.t_s - p.t_s <= self.rate_window_s
-        ]
+        recent: list[tuple[float, float]] = []
+        for p in reversed(points):  # newest first: stop at the first point out of the window
+            if last.t_s - p.t_s > self.rate_window_s:
+                break
+            if p.used_bytes is not None:
+                recent.append((p.t_s, float(p.used_bytes)))
+        recent.reverse()
         rate = None
         if len(recent) >= 3 and recent[-1][0] - recent[0][0] >= self.rate_window_s / 3:
             rate = least_squares_slope(recent)

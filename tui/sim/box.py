@@ -71,6 +71,7 @@ class SimBox:
         port: int | None = None,
         options: SimServerOptions | None = None,
         restart: str = "no",
+        gpu_churn: bool = False,
     ) -> None:
         self._own_dir = state_dir is None
         if self._own_dir:
@@ -84,7 +85,7 @@ class SimBox:
         self.port = port or free_port()
         self.options = options or SimServerOptions()
         self.unit = SimUnit(spec.UNIT_NAME, self.state_dir, self.port, self.server_argv, restart)
-        self.gpus = SimGpuModel(self.state_dir, seed)
+        self.gpus = SimGpuModel(self.state_dir, seed, churn=gpu_churn)
         self._snapshot_lock = threading.Lock()
 
     @property

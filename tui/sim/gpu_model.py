@@ -11,9 +11,11 @@ utilization with first-order lags and seeded noise.
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
@@ -30,14 +32,26 @@ POWER_TAU_S = 1.5
 # TP all-reduce traffic per generated token on each GPU: hidden 7168 x bf16 x 61 layers x 2.
 ALLREDUCE_BYTES_PER_TOKEN = 7168 * 2 * 61 * 2
 WEIGHTS_LOAD_RX_BYTES_PER_S = 1.6e9
+# Churn mode (a worst case for the console's drawing): memory each GPU gains per tick.
+CHURN_MEMORY_STEP_BYTES = 300 * spec.MIB
+CHURN_BASE_MEMORY_BYTES = 8 * spec.GIB
 
 
 class SimGpuModel:
     """Eight RTX PRO 6000 Blackwell GPUs whose state comes from the state dir."""
 
-    def __init__(self, state_dir: Path, seed: int = 0, gpu_count: int = spec.GPU_COUNT) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        seed: int = 0,
+        gpu_count: int = spec.GPU_COUNT,
+        churn: bool = False,
+    ) -> None:
         self.state_dir = Path(state_dir)
         self.gpu_count = gpu_count
+        # Every displayed field of every GPU changes on every snapshot (a perf worst case).
+        self.churn = churn
+        self._churn_tick = 0
         self._rng = random.Random(seed)
         numa = tuple(spec.GPU_NUMA_NODES[i % len(spec.GPU_NUMA_NODES)] for i in range(gpu_count))
         self.topology = spec.topology_matrix(numa)
@@ -63,6 +77,7 @@ class SimGpuModel:
         self._last_s: float | None = None
         self._last_tokens: tuple[float, int] | None = None
         self._orphan_pids: set[int] = set()
+        self._born_s = time.time()
         # The workers are real local processes: their user and age come from /proc, like NVML's.
         self._details = LocalProcessCache()
 
@@ -131,6 +146,9 @@ class SimGpuModel:
             if util > 0:
                 util = min(max(util + self._rng.uniform(-2.0, 2.0), 0.0), 100.0)
             samples.append(self._sample(i, static, mine, used, util, phase, token_rate, dt))
+        if self.churn:
+            self._churn_tick += 1
+            samples = [self._churned(sample, self._churn_tick) for sample in samples]
         return GpuBoxSnapshot(
             source="simulated",
             taken_at_s=now,
@@ -195,5 +213,37 @@ class SimGpuModel:
             pcie_tx_bytes_per_s=tx,
             pcie_rx_bytes_per_s=rx,
             ecc_uncorrected_errors=0,
+            processes=processes,
+        )
+
+    def _churned(self, sample: GpuSample, tick: int) -> GpuSample:
+        """The sample with every displayed field moved: duty cycle, power, temperature,
+        PCIe traffic, and memory (and its one process) growing by a visible step."""
+        i = sample.index
+        phase = (tick * 0.37 + i * 0.11) % 1.0
+        util = 10.0 + 90.0 * phase
+        total = sample.memory_total_bytes or spec.GPU_MEMORY_TOTAL_BYTES
+        span = total - CHURN_BASE_MEMORY_BYTES
+        grown = (tick * CHURN_MEMORY_STEP_BYTES + i * spec.GIB) % span
+        used = CHURN_BASE_MEMORY_BYTES + grown
+        if not sample.processes:
+            details = self._details.get(os.getpid())
+            user = details.user if details else None
+            load = GpuProcessUsage(os.getpid(), i, 0, "servedeck-sim-load", user=user)
+            sample = replace(sample, processes=(replace(load, started_at_s=self._born_s),))
+        processes = sample.processes
+        share = used // len(processes)
+        processes = tuple(replace(p, used_memory_bytes=share) for p in processes)
+        rate = 1e8 * (1 + (tick + i) % 97)
+        return replace(
+            sample,
+            memory_used_bytes=used,
+            utilization_gpu_pct=round(util, 1),
+            utilization_memory_pct=round(util * 0.6, 1),
+            temperature_c=40.0 + (tick + 3 * i) % 40,
+            power_w=100.0 + 480.0 * phase,  # under the 600 W limit
+            sm_clock_mhz=1500 + (tick * 7 + i) % 500,
+            pcie_tx_bytes_per_s=rate,
+            pcie_rx_bytes_per_s=rate * 1.7,
             processes=processes,
         )

@@ -1,0 +1,46 @@
+"""A screen whose partial updates draw only the lines that changed.
+
+On a partial update (a few GPU rows, the process list) Textual's compositor asks
+every widget on the screen to render its whole region, the header, the footer,
+the log and each container behind the table included, then keeps only the
+changed lines: most of a refresh tick's CPU. This compositor asks each widget
+for just the lines of the update, at full width (so the column cuts, and the
+output, are Textual's own). Full updates (a layout, a resize) are unchanged.
+Relies on Textual internals, which is why Textual is pinned exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual._compositor import Compositor
+from textual.geometry import Region
+from textual.screen import Screen
+from textual.strip import Strip
+
+
+class LineCroppingCompositor(Compositor):
+    """Renders, for a partial update, only the widgets' lines inside the update."""
+
+    def _get_renders(
+        self, crop: Region | None = None
+    ) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        if crop is None:
+            yield from super()._get_renders(crop)
+            return
+        intersection = Region.intersection
+        for widget, (region, clip) in self.visible_widgets.items():
+            # the update's lines, across the widget's whole clip: columns as Textual cuts them
+            clip = intersection(clip, Region(clip.x, crop.y, clip.width, crop.height))
+            x, y, width, height = intersection(region, clip)
+            if width and height:
+                lines = Region(x - region.x, y - region.y, width, height)
+                yield region, clip, widget.render_lines(lines)
+
+
+class CroppedScreen(Screen[None]):
+    """The console's main screen, with the line-cropping compositor."""
+
+    def __init__(self, name: str | None = None, id: str | None = None) -> None:
+        super().__init__(name=name, id=id)
+        self._compositor = LineCroppingCompositor()
