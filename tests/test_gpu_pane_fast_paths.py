@@ -48,7 +48,7 @@ REAL_CELLS = [
     fmt.power_cell(512.3, 700.0),
     fmt.pcie_link_cell(1, 16, 5),
     fmt.pcie_traffic_cell(1.2e9, 3e5),
-    fmt.fill_cell(1.5 * GIB, True, 250.0),
+    fmt.fill_cell(1.5 * GIB, True),
     f"[magenta]{fmt.sparkline([1.0, 50.0, 100.0], 12)}[/]",
     fmt.clip("name [with] brackets\\", 30),
     "[b]Σ[/]",
