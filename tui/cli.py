@@ -32,6 +32,7 @@ COMMAND_MODULES: dict[str, str] = {
     "kill": "tui.commands.kill_cmd",
     "bench": "tui.commands.bench_cmd",
     "summary": "tui.commands.summary_cmd",
+    "service": "tui.commands.service_cmd",
 }
 
 
