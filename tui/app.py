@@ -465,7 +465,13 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             if answer:
                 self._run_service_action(verb)
 
-        self.push_screen(ConfirmActionScreen(action, note), confirmed)
+        from tui.screens.restart_guard_screen import guard_then_confirm
+
+        def ask() -> None:
+            self.push_screen(ConfirmActionScreen(action, note), confirmed)
+
+        # start/restart: the guard first (leftovers holding GPU memory or the port).
+        self.run_worker(guard_then_confirm(self, verb, ask), group="service-guard", exclusive=True)
 
     @work(exclusive=True, group="service-action")
     async def _run_service_action(self, verb: str) -> None:
