@@ -127,7 +127,7 @@ def test_guard_refuses_over_real_orphans_then_k_then_restart_succeeds(
                 assert by_pid[worker.pid].gpu_memory_bytes == 30 * GIB
                 assert "child of orphan" in by_pid[worker.pid].reason
                 assert by_pid[squatter.pid].reason == (
-                    f"holds port {server.port} while crashed-vllm is not running"
+                    f"holds port {server.port} while the service is not running"
                 )
 
                 with pytest.raises(GuardRefused) as refused:

@@ -48,6 +48,7 @@ from tui.screens.console_handoff import HandoffMixin
 from tui.screens.console_processes import ProcessesMixin
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
+from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
 from tui.service import ActionOutcome, UnitState
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
@@ -331,6 +332,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self.metrics = None
             self.tracker.observe_exit(None, time.time())
             self._refresh_procs()
+        watch_restart_loop(self, state=state)
         self._render_service_line(message.error)
         self._update_load()
         if message.state is not None or message.error != "no systemd unit in this profile":
@@ -365,6 +367,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             return
         batch, self._incoming_lines = self._incoming_lines, []
         self.tracker.feed_many(batch)
+        watch_restart_loop(self, lines=batch)
         self.query_one(LogPane).add_lines(batch)
         self._update_load()
 
@@ -464,8 +467,6 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
         def confirmed(answer: bool | None) -> None:
             if answer:
                 self._run_service_action(verb)
-
-        from tui.screens.restart_guard_screen import guard_then_confirm
 
         def ask() -> None:
             self.push_screen(ConfirmActionScreen(action, note), confirmed)

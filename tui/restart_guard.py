@@ -14,7 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tui.audit import append_audit
-from tui.deck import Deck
+from tui.config import Profile
+from tui.deck import Deck, open_deck
+from tui.doctor import OK, SKIP, WARN, DoctorCheck
 from tui.errors import ServedeckError
 from tui.procs.gpu_hints import deck_context, gpu_snapshot
 from tui.procs.kill import leftovers
@@ -185,3 +187,33 @@ def inactive_note(listing: ProcListing) -> str | None:
     held = sum(proc.gpu_memory_bytes or 0 for proc in found)
     pids = ", ".join(str(proc.pid) for proc in found)
     return f"service inactive but {held / GIB:.1f} GiB held by leftovers (pids {pids})"
+
+
+async def leftovers_note(deck: Deck) -> str | None:
+    """The "service inactive but N GiB held by leftovers" line for this deck, or None."""
+    listing = await list_gpu_processes(
+        deck.host, await gpu_snapshot(deck), await deck_context(deck)
+    )
+    return inactive_note(listing)
+
+
+async def leftovers_checks(profile: Profile, deck: Deck | None = None) -> list[DoctorCheck]:
+    """doctor's "leftovers" line when the service is inactive but leftovers hold memory."""
+    own = deck is None
+    deck = deck or open_deck(profile)
+    try:
+        service = deck.service()
+        if service is None:
+            return []
+        state = await service.state()
+        if state.is_active:
+            return []
+        note = await leftovers_note(deck)
+    except ServedeckError as error:
+        return [DoctorCheck("leftovers", SKIP, f"could not list leftovers: {error}")]
+    finally:
+        if own:
+            await deck.close()
+    if note is None:
+        return [DoctorCheck("leftovers", OK, "service inactive and nothing left behind")]
+    return [DoctorCheck("leftovers", WARN, f"{note}: end them with `servedeck kill --leftovers`")]

@@ -11,6 +11,7 @@ from tui.deck import open_deck
 from tui.doctor import DoctorCheck, doctor_verdict, run_doctor
 from tui.doctor_demo import run_demo_doctor
 from tui.profile_store import load_profile
+from tui.restart_guard import leftovers_checks
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 
@@ -34,14 +35,15 @@ def _doctor(args: argparse.Namespace) -> int:
         if profile.is_demo:  # about the simulator, never this machine's driver or systemd
             deck = open_deck(profile, demo_autostart=True, demo_wait_ready=True)
             try:
-                return await run_demo_doctor(deck)
+                return [*await run_demo_doctor(deck), *await leftovers_checks(profile, deck)]
             finally:
                 await deck.close()
         host = host_for(profile)
         try:
-            return await run_doctor(host, profile)
+            checks = await run_doctor(host, profile)
         finally:
             await host.close()
+        return [*checks, *await leftovers_checks(profile)]
 
     checks = asyncio.run(_run())
     where = "simulator" if profile.is_demo else profile.host.route

@@ -14,6 +14,7 @@ from tui.errors import CommandTimeout, HostError, ServedeckError
 from tui.loadwatch import LoadTracker
 from tui.metrics import MetricsPoller, metrics_from_log
 from tui.readiness import ReadinessProbe
+from tui.restart_guard import leftovers_note
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -51,6 +52,8 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 unit = await controller.state()
                 report["unit"] = dataclasses.asdict(unit)
+                if not unit.is_active:
+                    report["leftovers"] = await leftovers_note(deck)
             except ServedeckError as error:
                 failed(error)
         tracker = LoadTracker()
@@ -101,6 +104,8 @@ def _text(report: dict[str, Any]) -> str:
             f"unit    {unit['unit']}: {unit['active_state']} ({unit['sub_state']}), "
             f"pid {unit['main_pid'] or '-'}, restarts {unit['n_restarts']}"
         )
+    if report.get("leftovers"):
+        out.append(f"procs   {report['leftovers']}")
     load = report.get("load")
     if load:
         shards = (

@@ -6,7 +6,8 @@ it never starts anything itself. The guard's listing runs in a worker off the UI
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -16,7 +17,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from tui.errors import ServedeckError
+from tui.logs.line import LogLine
 from tui.restart_guard import GUARDED_VERBS, GuardVerdict, check
+from tui.restart_loop import RestartLoopDetector, record
+from tui.service import UnitState
 
 if TYPE_CHECKING:
     from tui.app import ServedeckApp
@@ -89,3 +93,20 @@ async def guard_then_confirm(app: ServedeckApp, verb: str, confirm: Callable[[],
             app.action_kill_leftovers()
 
     app.push_screen(GuardRefusedScreen(verdict), answered)
+
+
+def watch_restart_loop(
+    app: ServedeckApp, state: UnitState | None = None, lines: Iterable[LogLine] = ()
+) -> None:
+    """Feed the app's restart-loop detector; a new loop becomes an incident and an alert."""
+    detector = getattr(app, "_restart_loop_detector", None)
+    if detector is None:
+        detector = RestartLoopDetector(app.profile.service.unit or app.profile.name)
+        app._restart_loop_detector = detector  # type: ignore[attr-defined]
+    if state is not None:
+        detector.observe(state.n_restarts, time.time())
+    detector.feed(line.text for line in lines)
+    loop = detector.check()
+    if loop is not None:
+        record(loop, app.deck.host.label)
+        app.notify(loop.message(), title="Restart loop", severity="error", timeout=30)
