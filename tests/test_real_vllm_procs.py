@@ -117,8 +117,10 @@ async def library_listing(server: VllmServer, orphans: list[ProcInfo]) -> None:
     # Stand-in for /dev/nvidia*: the log file every vLLM process holds open as stdout.
     context = replace(context_for(profile, host), device_prefix=str(server.log_path))
     listing = await list_gpu_processes(host, None, context)
-    by_pid = {proc.pid: proc for proc in listing.processes}
-    assert set(by_pid) == {core.pid, worker.pid, tracker.pid}, listing.processes
+    own = {core.pid, worker.pid, tracker.pid}
+    # Other servers' orphans may share this machine: look at this server's own.
+    by_pid = {proc.pid: proc for proc in listing.processes if proc.pid in own}
+    assert set(by_pid) == own, listing.processes
     for info in (core, worker, tracker):
         found = by_pid[info.pid]
         assert found.klass == "leftover", found
@@ -126,7 +128,8 @@ async def library_listing(server: VllmServer, orphans: list[ProcInfo]) -> None:
         assert found.identity.start_ticks == info.start_ticks
     # The default patterns know vLLM's workers but not a generic resource_tracker.
     plain = replace(context_for(Profile(name="plain"), host), device_prefix=str(server.log_path))
-    classes = {p.pid: p.klass for p in (await list_gpu_processes(host, None, plain)).processes}
+    plain_listing = await list_gpu_processes(host, None, plain)
+    classes = {p.pid: p.klass for p in plain_listing.processes if p.pid in own}
     assert classes == {core.pid: "leftover", worker.pid: "leftover", tracker.pid: "foreign"}
 
 

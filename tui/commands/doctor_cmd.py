@@ -20,6 +20,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser = subparsers.add_parser(
         "doctor", parents=[common], help="check the host, GPU tools, systemd and the service port"
     )
+    parser.add_argument(
+        "--unit",
+        action="store_true",
+        help="lint the profile's systemd unit (KillMode, timeouts, restarts, limits, env)",
+    )
+    parser.add_argument("--json", action="store_true", help="with --unit: print JSON")
     parser.set_defaults(func=_doctor)
 
 
@@ -30,6 +36,10 @@ def format_check(check: DoctorCheck) -> str:
 
 def _doctor(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
+    if args.unit:
+        from tui.commands.unit_lint_out import run_unit_lint
+
+        return run_unit_lint(profile, as_json=args.json)
 
     async def _run() -> list[DoctorCheck]:
         if profile.is_demo:  # about the simulator, never this machine's driver or systemd
