@@ -150,15 +150,26 @@ def _logged_s(phase: str, progress: LoadProgress) -> float | None:
 
 
 def waterfall(
-    progress: LoadProgress, first_answer_at_s: float | None = None
+    progress: LoadProgress,
+    first_answer_at_s: float | None = None,
+    process_started_at_s: float | None = None,
 ) -> tuple[WaterfallStep, ...]:
     """process start -> weights -> compile -> KV profile -> CUDA graphs -> API up -> first
-    answer; where the log reports a phase's own duration, the rest of it is a gap."""
+    answer; where the log reports a phase's own duration, the rest of it is a gap, and so
+    is the time from the process's start (systemd's ExecMainStartTimestamp) to its first
+    log line (Python imports)."""
     spans = [s for s in progress.timeline if s.phase in STEP_NAMES]
     if not spans:
         return ()
     origin = spans[0].started_at_s
     steps: list[WaterfallStep] = []
+    if process_started_at_s is not None and origin - process_started_at_s >= GAP_MIN_S:
+        steps.append(
+            WaterfallStep(
+                "process start -> first log line", 0.0, origin - process_started_at_s, False
+            )
+        )
+        origin = process_started_at_s
     for span in spans:
         start = span.started_at_s - origin
         if span.phase == "serving":
@@ -186,11 +197,15 @@ def predict_next_s(
     resident_before_pct: float | None,
     resident_now_pct: float | None,
     wall_s: float | None,
+    disk_bytes_per_s: float | None = None,
+    warm_weights_s: float | None = None,
 ) -> float | None:
-    """Next load = this load with the weights phase's uncached reading rescaled.
+    """Next load = this load with its weights phase re-estimated for what is cached now.
 
-    weights_s = fixed_s + uncached_bytes / disk_rate, with disk_rate the weights
-    phase's measured read rate; the other phases are taken as they were."""
+    weights_next = max(floor, uncached_next / disk_rate): disk_rate is the fastest the
+    tree read during the weights phase (or its average), the floor is what the phase
+    costs without disk reads (its CPU time, the unexplained rest of this phase, or an
+    earlier warm load's weights phase). The other phases are taken as they were."""
     if wall_s is None:
         return None
     weights = next((c for c in costs if c.name == "weights"), None)
@@ -202,9 +217,24 @@ def predict_next_s(
     read = weights.read_bytes or 0
     if read <= 0 or uncached_now <= 0 or weights.wall_s <= 0:
         return wall_s  # nothing was read from disk: the next load reads as little
-    disk_rate = read / weights.wall_s
-    fixed_s = max(0.0, weights.wall_s - uncached_now / disk_rate)
-    return wall_s - weights.wall_s + fixed_s + uncached_next / disk_rate
+    rate = disk_bytes_per_s or read / weights.wall_s
+    floor = max(weights.wall_s - uncached_now / rate, weights.cpu_s or 0.0, 0.0)
+    if warm_weights_s is not None:
+        floor = max(floor, warm_weights_s)
+    return wall_s - weights.wall_s + max(floor, uncached_next / rate)
+
+
+def weights_read_peak(progress: LoadProgress, samples: Sequence[IoSample]) -> float | None:
+    """The fastest sample-to-sample read rate of the tree during the weights phase."""
+    span = next((s for s in progress.timeline if s.phase == "weights"), None)
+    if span is None:
+        return None
+    inside = [
+        s
+        for s in samples
+        if span.started_at_s - 1 <= s.at_s <= span.started_at_s + span.duration_s + 1
+    ]
+    return peak_rate(inside, "tree_read_bytes") or None
 
 
 def diagnose(explain: LoadExplain) -> str:
@@ -242,16 +272,34 @@ class LoadExplainer:
         progress: LoadProgress,
         first_answer_at_s: float | None = None,
         earlier: Sequence[dict[str, Any]] = (),
+        process_started_at_s: float | None = None,
     ) -> LoadExplain:
         costs = phase_costs(progress, self.samples)
-        steps = waterfall(progress, first_answer_at_s)
+        steps = waterfall(progress, first_answer_at_s, process_started_at_s)
         wall = (steps[-1].start_s + steps[-1].wall_s) if steps else None
         now = self.residency_now or self.residency_before
         before_pct = self.residency_before.resident_pct if self.residency_before else None
         now_pct = now.resident_pct if now else None
         size = now.size_bytes if now else None
-        predicted = predict_next_s(costs, size, before_pct, now_pct, wall)
-        previous = next((r for r in reversed(earlier) if r.get("predicted_next_load_s")), None)
+        warm = [
+            phase["wall_s"]
+            for record in earlier
+            if (record.get("cache_resident_before_pct") or 0) >= 95
+            for phase in record.get("phases") or ()
+            if phase.get("name") == "weights"
+        ]
+        predicted = predict_next_s(
+            costs,
+            size,
+            before_pct,
+            now_pct,
+            wall,
+            weights_read_peak(progress, self.samples),
+            min(warm) if warm else None,
+        )
+        previous = next(
+            (r for r in reversed(earlier) if r.get("predicted_next_load_s") is not None), None
+        )
         error = (
             wall - float(previous["predicted_next_load_s"])
             if previous is not None and wall is not None

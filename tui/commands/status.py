@@ -11,6 +11,7 @@ from tui.cli import run_async
 from tui.commands._target import deck_from_args
 from tui.commands._width import hanging
 from tui.errors import CommandTimeout, HostError, ServedeckError
+from tui.load_explain_status import load_explain_report
 from tui.loadwatch import LoadTracker
 from tui.metrics import MetricsPoller, metrics_from_log
 from tui.readiness import ReadinessProbe
@@ -67,6 +68,8 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
             failed(error)
         progress = tracker.snapshot()
         report["load"] = dataclasses.asdict(progress) if lines else None
+        main_pid = (report.get("unit") or {}).get("main_pid")
+        report["load_explain"] = await load_explain_report(deck, progress, main_pid)
         base_url = service.base_url
         try:
             base_url = await deck.reachable_base_url()
@@ -114,6 +117,9 @@ def _text(report: dict[str, Any]) -> str:
         out.append(f"load    {load['phase']}{shards}")
         if load["failure_line"]:
             out.append(f"failure {load['failure_line']}")
+    explain = report.get("load_explain") or {}
+    if explain.get("diagnosis") and explain.get("wall_s"):
+        out.append(f"why     {explain['diagnosis']}")
     ready = report["readiness"]
     if ready["checked"]:
         state = "ready" if ready["health_ok"] else f"not answering ({ready['error']})"
