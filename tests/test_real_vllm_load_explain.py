@@ -10,6 +10,7 @@ the block device under the model folder. Nothing here is a stand-in.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from pathlib import Path
@@ -68,7 +69,7 @@ def load_once(
     host = LocalHost()
     explainer = LoadExplainer()
     explainer.residency_before = asyncio.run(checkpoint_residency(host, str(model_dir)))
-    sampler = Sampler(__import__("os").getpid(), str(model_dir))
+    sampler = Sampler(os.getpid(), str(model_dir))
     sampler.start()
     started = time.time()
     server = factory()
@@ -124,7 +125,12 @@ def test_cold_then_warm_load_explained(
     print(f"warm: {warm.diagnosis}; prediction error {warm.previous_prediction_error_s:.1f} s")
     assert warm.cache_resident_before_pct is not None and warm.cache_resident_before_pct > 95
     warm_read = read_during(warm_samples)
-    assert warm_read < dropped.size_bytes, (warm_read, cold_read)  # ~0: all from the cache
+    # ~0: the shards come from the page cache. What else a start reads varies with what
+    # the machine cached before (measured cold 6.7-36 MB, warm 1.0-1.5 MB): the warm load
+    # reads at least the shards' size less, and under half of the cold one.
+    assert warm_read < cold_read / 2, (warm_read, cold_read)
+    assert cold_read - warm_read >= 0.9 * dropped.size_bytes, (warm_read, cold_read)
+    assert warm_read < 4 * MIB
     assert abs(sum(s.wall_s for s in warm.waterfall) - warm_wall) <= 2.0
     assert warm.previous_prediction_error_s is not None
     assert warm.earlier_wall_s == (cold.wall_s,)
