@@ -13,6 +13,7 @@ import pytest
 from tui.app import ServedeckApp
 from tui.config import demo_profile
 from tui.deck import open_deck
+from tui.load_explain import earlier_loads
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.screens.restart_guard_screen import GuardRefusedScreen
@@ -40,6 +41,17 @@ async def test_start_over_leftovers_is_refused_and_offers_k() -> None:
             await until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), 20, "ask")
             await pilot.press("shift+tab", "enter")
             await until(pilot, lambda: app.ready, 120, "ready")
+            # After ready: the one-line diagnosis, and the load kept for the next prediction.
+            await until(
+                pilot,
+                lambda: any(n.title == "Load" for n in app._notifications),
+                60,
+                "the load diagnosis",
+            )
+            (note,) = [n for n in app._notifications if n.title == "Load"]
+            assert note.message.startswith("load ") and "next load" in note.message
+            (record,) = earlier_loads(deck.host_label, deck.profile.model.name)
+            assert record["wall_s"] and record["predicted_next_load_s"] is not None
             await pilot.press("X")
             await until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), 20, "ask")
             await pilot.press("shift+tab", "enter")

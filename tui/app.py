@@ -48,6 +48,7 @@ from tui.screens.console_handoff import HandoffMixin
 from tui.screens.console_processes import ProcessesMixin
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
+from tui.screens.load_explain_watch import explain_after_ready
 from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
 from tui.service import ActionOutcome, UnitState
 from widgets.bench_view import FORMULAS, BenchView
@@ -419,6 +420,7 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self.bell()
             self._render_service_line()
             self._poll_metrics()
+            self.run_worker(explain_after_ready(self), group="load-explain", exclusive=True)
 
     @work(exclusive=True, group="metrics")
     async def _poll_metrics(self) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from tui.deck import Deck
 from tui.errors import ServedeckError
-from tui.load_explain import LoadExplainer, earlier_loads
+from tui.load_explain import LoadExplain, LoadExplainer, earlier_loads
 from tui.load_io import checkpoint_residency, io_sample
 from tui.loadwatch import LoadProgress
 
@@ -28,9 +28,13 @@ def checkpoint_path(deck: Deck) -> str | None:
     return deck.profile.model.path
 
 
-async def load_explain_report(
-    deck: Deck, progress: LoadProgress, main_pid: int | None
-) -> dict[str, Any]:
+async def collect_explain(
+    deck: Deck,
+    progress: LoadProgress,
+    main_pid: int | None,
+    first_answer_at_s: float | None = None,
+) -> tuple[LoadExplain, str, str | None, str | None]:
+    """(explanation, model key, checkpoint path, what could not be read)."""
     explainer = LoadExplainer()
     errors: list[str] = []
     path = checkpoint_path(deck)
@@ -46,8 +50,19 @@ async def load_explain_report(
     except ServedeckError as error:
         errors.append(str(error))
     model = deck.profile.model.name or (path or "")
-    explain = explainer.explain(progress, earlier=earlier_loads(deck.host_label, model))
+    explain = explainer.explain(
+        progress,
+        first_answer_at_s=first_answer_at_s,
+        earlier=earlier_loads(deck.host_label, model),
+    )
+    return explain, model, path, "; ".join(errors) or None
+
+
+async def load_explain_report(
+    deck: Deck, progress: LoadProgress, main_pid: int | None
+) -> dict[str, Any]:
+    explain, _model, path, error = await collect_explain(deck, progress, main_pid)
     data = explain.as_json()
     data["checkpoint_path"] = path
-    data["error"] = "; ".join(errors) or None
+    data["error"] = error
     return data
