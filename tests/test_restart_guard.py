@@ -9,6 +9,7 @@ guard must still handle (it takes the service as meant to be down).
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -156,3 +157,20 @@ def test_cli_service_needs_yes_off_a_terminal(tmp_path: Path, capsys) -> None:  
     profile.write_text('[service]\nunit = "servedeck-guard-test.service"\n')
     assert main(["--profile", str(profile), "service", "start"]) == 2
     assert "--yes" in capsys.readouterr().err
+
+
+def test_procs_json_lists_an_orphan_without_gpu_memory_with_its_reason(  # type: ignore[no-untyped-def]
+    spawn_orphan, capsys, monkeypatch
+) -> None:
+    from tests import procs_fixtures
+
+    async def hint_source(deck: object) -> procs_fixtures.HintGpuSource:
+        return procs_fixtures.HintGpuSource()  # no GPU here: no process holds memory
+
+    monkeypatch.setattr("tui.deck.Deck.gpu_source", hint_source)
+    engine = spawn_orphan("VLLM::EngineCore", adopted_by_test=True)
+    assert main(["procs", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    (found,) = [p for p in listing["processes"] if p["identity"]["pid"] == engine.pid]
+    assert found["klass"] == "leftover" and found["gpu_memory_bytes"] is None
+    assert found["reason"].startswith("orphan (parent ") and "no GPU memory" in found["reason"]
