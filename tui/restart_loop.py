@@ -15,7 +15,8 @@ from pathlib import Path
 
 from tui.audit import append_audit
 
-# (cause, pattern) in the order they are checked; the texts are vLLM's and torch's own.
+# (cause, pattern) in the order they are checked; the texts are vLLM's and torch's own
+# (the free-memory check is vLLM's gpu_worker startup check, which leftovers fail).
 CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("address already in use", re.compile(r"address already in use", re.IGNORECASE)),
     (
@@ -27,6 +28,10 @@ CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"insufficient .*KV cache",
             re.IGNORECASE,
         ),
+    ),
+    (
+        "free-memory check",
+        re.compile(r"Free memory on device .* is less than desired GPU memory utilization"),
     ),
     (
         "out of memory",
