@@ -21,6 +21,7 @@ import sys
 import time
 
 PROC = "/proc"
+_LOW_BIT = bytes(value & 1 for value in range(256))
 
 
 def _libc():
@@ -58,7 +59,9 @@ def resident_bytes(path, libc=None):
             vec = (ctypes.c_ubyte * pages)()
             if libc.mincore(address, size, vec) != 0:
                 raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), path)
-            resident = sum(flag & 1 for flag in vec)
+            # Only bit 0 is defined; count it in C, not per page in Python (550 GB is
+            # 134 million pages).
+            resident = bytes(vec).translate(_LOW_BIT).count(1)
         finally:
             libc.munmap(address, size)
     finally:
