@@ -59,6 +59,8 @@ from tui.screens.console_record import RecordMixin
 from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
+from tui.screens.load_explain_watch import explain_after_ready
+from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
 from tui.service import ActionOutcome, UnitState, audit_refusal
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
@@ -399,6 +401,7 @@ class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, Handoff
             self.metrics = None
             self.tracker.observe_exit(None, time.time())
             self._refresh_procs()
+        watch_restart_loop(self, state=state)
         self._render_service_line(message.error)
         if previous is None or state is None or previous.is_active != state.is_active:
             self.refresh_bindings()  # Start or Stop: the footer offers what can be done now
@@ -445,6 +448,7 @@ class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, Handoff
             self._host_reached()  # lines arrive: the host answers again
         self.tracker.feed_many(batch)
         self._record_lines(batch)
+        watch_restart_loop(self, lines=batch)
         self.query_one(LogPane).add_lines(batch)
         self._update_load()
 
@@ -507,6 +511,11 @@ class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, Handoff
             self.bell()
             self._render_service_line()
             self._poll_metrics()
+            self._explain_load()
+
+    @console_worker("load-explain", pane="deck", what="explain the load")
+    async def _explain_load(self) -> None:
+        await explain_after_ready(self)
 
     @console_worker("metrics", pane="metrics", what="read the server's metrics")
     async def _poll_metrics(self) -> None:
@@ -575,7 +584,20 @@ class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, Handoff
             if answer:
                 self._run_service_action(verb)
 
-        self.push_screen(ConfirmActionScreen(action, note), confirmed)
+        def ask() -> None:
+            self.push_screen(ConfirmActionScreen(action, note), confirmed)
+
+        # start/restart: the guard first (leftovers holding GPU memory or the port).
+        self._guard_then_confirm(verb, ask)
+
+    @console_worker(
+        "service-guard",
+        pane="service",
+        what=lambda app, verb, ask: f"check for leftovers before {verb}",
+        user_action=True,
+    )
+    async def _guard_then_confirm(self, verb: str, ask: Callable[[], None]) -> None:
+        await guard_then_confirm(self, verb, ask)
 
     @console_worker(
         "service-action",

@@ -36,6 +36,7 @@ COMMAND_MODULES: dict[str, str] = {
     "record": "tui.commands.record_cmd",
     "timeline": "tui.commands.timeline_cmd",
     "replay": "tui.commands.replay_cmd",
+    "service": "tui.commands.service_cmd",
 }
 
 

@@ -97,6 +97,8 @@ class ServiceConfig:
     python: str | None = None
     process_patterns: tuple[str, ...] = ("VLLM::*", "*vllm serve*", "*vllm.entrypoints*")
     use_sudo: bool = False
+    # Variables the unit must set (CUDA/NCCL), checked by `servedeck doctor --unit`.
+    unit_environment: tuple[str, ...] = ()
 
     @property
     def port(self) -> int:
@@ -435,6 +437,7 @@ def _service(table: _Table) -> ServiceConfig:
         python=table.string("python"),
         process_patterns=table.strings("process_patterns", defaults.process_patterns),
         use_sudo=table.boolean("use_sudo", False),
+        unit_environment=table.strings("unit_environment", ()),
     )
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -11,6 +11,7 @@ from tui.deck import open_deck
 from tui.doctor import DoctorCheck, doctor_verdict, run_doctor
 from tui.doctor_demo import run_demo_doctor
 from tui.profile_store import load_profile
+from tui.restart_guard import leftovers_checks
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 
@@ -19,6 +20,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser = subparsers.add_parser(
         "doctor", parents=[common], help="check the host, GPU tools, systemd and the service port"
     )
+    parser.add_argument(
+        "--unit",
+        action="store_true",
+        help="lint the profile's systemd unit (KillMode, timeouts, restarts, limits, env)",
+    )
+    parser.add_argument("--json", action="store_true", help="with --unit: print JSON")
     parser.set_defaults(func=_doctor)
 
 
@@ -29,19 +36,24 @@ def format_check(check: DoctorCheck) -> str:
 
 def _doctor(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
+    if args.unit:
+        from tui.commands.unit_lint_out import run_unit_lint
+
+        return run_unit_lint(profile, as_json=args.json)
 
     async def _run() -> list[DoctorCheck]:
         if profile.is_demo:  # about the simulator, never this machine's driver or systemd
             deck = open_deck(profile, demo_autostart=True, demo_wait_ready=True)
             try:
-                return await run_demo_doctor(deck)
+                return [*await run_demo_doctor(deck), *await leftovers_checks(profile, deck)]
             finally:
                 await deck.close()
         host = host_for(profile)
         try:
-            return await run_doctor(host, profile)
+            checks = await run_doctor(host, profile)
         finally:
             await host.close()
+        return [*checks, *await leftovers_checks(profile)]
 
     checks = asyncio.run(_run())
     where = "simulator" if profile.is_demo else profile.host.route

@@ -11,10 +11,12 @@ from tui.cli import run_async
 from tui.commands._target import deck_from_args
 from tui.commands._width import hanging
 from tui.errors import CommandTimeout, HostError, ServedeckError
+from tui.load_explain_status import load_explain_report
 from tui.loadwatch import LoadTracker
 from tui.metrics import MetricsPoller, metrics_from_log
 from tui.readiness import ReadinessProbe
 from tui.redact import redact_data
+from tui.restart_guard import leftovers_note
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -52,6 +54,8 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 unit = await controller.state()
                 report["unit"] = dataclasses.asdict(unit)
+                if not unit.is_active:
+                    report["leftovers"] = await leftovers_note(deck)
             except ServedeckError as error:
                 failed(error)
         tracker = LoadTracker()
@@ -65,6 +69,8 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
             failed(error)
         progress = tracker.snapshot()
         report["load"] = dataclasses.asdict(progress) if lines else None
+        main_pid = (report.get("unit") or {}).get("main_pid")
+        report["load_explain"] = await load_explain_report(deck, progress, main_pid)
         base_url = service.base_url
         try:
             base_url = await deck.reachable_base_url()
@@ -104,6 +110,8 @@ def _text(report: dict[str, Any]) -> str:
             f"unit    {unit['unit']}: {unit['active_state']} ({unit['sub_state']}), "
             f"pid {unit['main_pid'] or '-'}, restarts {unit['n_restarts']}"
         )
+    if report.get("leftovers"):
+        out.append(f"procs   {report['leftovers']}")
     load = report.get("load")
     if load:
         shards = (
@@ -112,6 +120,9 @@ def _text(report: dict[str, Any]) -> str:
         out.append(f"load    {load['phase']}{shards}")
         if load["failure_line"]:
             out.append(f"failure {load['failure_line']}")
+    explain = report.get("load_explain") or {}
+    if explain.get("diagnosis") and explain.get("wall_s"):
+        out.append(f"why     {explain['diagnosis']}")
     ready = report["readiness"]
     if ready["checked"]:
         state = "ready" if ready["health_ok"] else f"not answering ({ready['error']})"

@@ -184,6 +184,44 @@ def protected_pids(console_pid, proc=PROC):
     return protected
 
 
+def listening_inodes(port, proc=PROC):
+    """Socket inodes listening on TCP `port` (IPv4 and IPv6) in this network namespace."""
+    inodes = set()
+    for name in ("tcp", "tcp6"):
+        for line in (_read(f"{proc}/net/{name}") or "").splitlines()[1:]:
+            fields = line.split()
+            if len(fields) < 10 or fields[3] != "0A":  # 0A: TCP_LISTEN
+                continue
+            try:
+                local_port = int(fields[1].rsplit(":", 1)[1], 16)
+            except (IndexError, ValueError):
+                continue
+            if local_port == port:
+                inodes.add(fields[9])
+    return inodes
+
+
+def socket_holders(inodes, proc=PROC):
+    """Pids with one of these socket inodes open."""
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    holders = set()
+    if not wanted:
+        return holders
+    for pid in all_pids(proc):
+        try:
+            names = os.listdir(f"{proc}/{pid}/fd")
+        except OSError:
+            continue
+        for name in names:
+            try:
+                if os.readlink(f"{proc}/{pid}/fd/{name}") in wanted:
+                    holders.add(pid)
+                    break
+            except OSError:
+                continue
+    return holders
+
+
 # ----------------------------------------------------------------- classification
 
 
@@ -356,8 +394,63 @@ def list_processes(request, proc=PROC):
             parent_command=command_text(parent) if parent else "",
         )
         result.append(info)
+    if request.get("wide"):
+        result.extend(wider_leftovers(request, set(by_pid) | {os.getpid()}, proc))
     result.sort(key=lambda item: item["pid"])
     return {"processes": result, "notes": notes}
+
+
+def wider_leftovers(request, listed, proc=PROC):
+    """Leftovers that hold no GPU (yet): orphans matching the service's patterns (an engine
+    that has not touched the GPU, its resource_tracker) and whoever holds the service's
+    port while the service is not running."""
+    unit = request.get("unit")
+    unit_active = request.get("unit_active")
+    patterns = request.get("patterns", [])
+    subreapers = set(request.get("subreaper_pids", []))
+    main_pid = request.get("main_pid")
+    port = request.get("port")
+    stopped = unit_active is False or bool(request.get("service_stopped"))
+    console = request.get("console_pid")
+    port_holders = socket_holders(listening_inodes(port, proc), proc) if port else set()
+    found = []
+    for pid in all_pids(proc):
+        if pid in listed or pid == console:
+            continue
+        info = read_process(pid, proc)
+        if info is None or info["kthread"]:
+            continue
+        holds_port = pid in port_holders
+        if not (
+            holds_port or matches_patterns(info, patterns) or in_unit_cgroup(info["cgroup"], unit)
+        ):
+            continue
+        parent = read_process(info["ppid"], proc) if info["ppid"] > 0 else None
+        above = orphaned_ancestor(parent, patterns, subreapers, proc)
+        under_main = descends_from(info, main_pid, proc)
+        klass, reason = classify(
+            info, parent, unit, unit_active, patterns, subreapers, under_main, above
+        )
+        if holds_port and klass == "foreign" and stopped:
+            service = unit or "the service"
+            klass, reason = "leftover", f"holds port {port} while {service} is not running"
+        elif holds_port and klass == "leftover":
+            reason += f"; holds port {port}"
+        if klass != "leftover":
+            continue
+        source = "port" if holds_port else "pattern"
+        found.append(
+            {
+                **info,
+                "gpu": [],
+                "pid_source": source,
+                "hint_pid": pid,
+                "klass": klass,
+                "reason": reason + " (no GPU memory)" if not holds_port else reason,
+                "parent_command": command_text(parent) if parent else "",
+            }
+        )
+    return found
 
 
 # ----------------------------------------------------------------- killing

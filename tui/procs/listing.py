@@ -48,6 +48,12 @@ class ClassifyContext:
     console_pid: int | None = None
     # Which open files count as holding a GPU (tests point it at a file of their own).
     device_prefix: str = "/dev/nvidia"
+    # Wider leftovers (no GPU needed): pattern orphans and holders of the service's port.
+    wide: bool = False
+    port: int | None = None
+    # Set by the restart guard: the service is meant to be down, so a port holder outside
+    # the unit is in the way even when the unit's state is unknown.
+    service_stopped: bool = False
 
     def as_request(self) -> dict[str, Any]:
         return {
@@ -58,6 +64,9 @@ class ClassifyContext:
             "subreaper_pids": list(self.subreaper_pids),
             "console_pid": self.console_pid,
             "device_prefix": self.device_prefix,
+            "wide": self.wide,
+            "port": self.port,
+            "service_stopped": self.service_stopped,
         }
 
 
@@ -94,6 +103,8 @@ def context_for(
         patterns=patterns,
         subreaper_pids=subreapers,
         console_pid=os.getpid() if host.is_local else None,
+        wide=True,
+        port=profile.service.port,
     )
 
 

@@ -41,7 +41,8 @@ class GpuProcess:
     command: str  # redacted
     cgroup: str
     gpus: tuple[GpuMemoryShare, ...] = ()
-    pid_source: str = "direct"  # direct | nspid (NVML gave a namespace pid) | device
+    # direct | nspid (NVML gave a namespace pid) | device | pattern / port (holds no GPU)
+    pid_source: str = "direct"
     hint_pid: int | None = None
     parent_command: str = ""  # redacted; for defunct ones: who must reap it
 

@@ -57,6 +57,10 @@ class SimServerOptions:
     defunct_worker: bool = False
     http_5xx_rate: float | None = None
     cut_stream_after_tokens: int | None = None
+    # Slow-disk mode: real shard files (tui.sim.shards.make_shards) read during the
+    # weights phase, the part not in the page cache at this many bytes per second.
+    shard_dir: str | None = None
+    disk_bytes_per_s: float | None = None
     extra_args: tuple[str, ...] = field(default=())
 
 
@@ -130,6 +134,8 @@ class SimBox:
             "--fail-at-shard": o.fail_at_shard,
             "--http-5xx-rate": o.http_5xx_rate,
             "--cut-stream-after-tokens": o.cut_stream_after_tokens,
+            "--shard-dir": o.shard_dir,
+            "--disk-bytes-per-s": o.disk_bytes_per_s,
         }
         for flag, value in optional.items():
             if value is not None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tui.sim.procs import is_alive, read_json, write_json_atomic
+from tui.sim.shards import read_shard, shard_files
 from tui.sim.spec import (
     CUDA_GRAPHS_BYTES,
     GIB,
@@ -193,7 +194,10 @@ class LoadSequence:
         begin = time.monotonic()
         per_shard = self._phase_s("weights") / max(s.shards, 1)
         self.log.raw(shard_bar(0, s.shards, 0.0))
+        files = shard_files(s.shard_dir) if s.shard_dir else []
         for done in range(1, s.shards + 1):
+            if done <= len(files):
+                await asyncio.to_thread(read_shard, files[done - 1], s.disk_bytes_per_s)
             await asyncio.sleep(max(begin + per_shard * done - time.monotonic(), 0.0))
             if s.faults.fail_at_shard is not None and done >= s.faults.fail_at_shard:
                 self._crash()

@@ -303,6 +303,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--defunct-worker", action="store_true")
     p.add_argument("--http-5xx-rate", type=float, default=0.0)
     p.add_argument("--cut-stream-after-tokens", type=int, default=None)
+    p.add_argument("--shard-dir", default=None)
+    p.add_argument("--disk-bytes-per-s", type=float, default=None)
     a = p.parse_args(argv)
     faults = ServerFaults(a.fail_at_shard, a.orphans_on_stop, a.stubborn_orphans, a.defunct_worker)
     settings = ServerSettings(
@@ -324,6 +326,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
         max_num_batched_tokens=a.max_num_batched_tokens,
         log_interval_s=a.log_interval_s,
         faults=faults,
+        shard_dir=a.shard_dir,
+        disk_bytes_per_s=a.disk_bytes_per_s,
     )
     return settings, RuntimeFaults(a.http_5xx_rate, a.cut_stream_after_tokens)
 

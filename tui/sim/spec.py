@@ -105,6 +105,8 @@ class ServerSettings:
     max_num_batched_tokens: int = 8192
     log_interval_s: float = 10.0
     faults: ServerFaults = field(default_factory=ServerFaults)
+    shard_dir: str | None = None
+    disk_bytes_per_s: float | None = None
 
     @property
     def kv_cache_tokens(self) -> int:

@@ -12,7 +12,12 @@ from typing import Any
 from tui.summary.inputs import Incident
 
 KILL_EVENTS = ("kill-request", "kill-outcome", "kill-refused")
-SERVICE_EVENTS = ("service.request", "service.outcome", "service.refused")
+SERVICE_EVENTS = (
+    "service.request",
+    "service.outcome",
+    "service.refused",
+    "service.restart-loop",
+)
 MAX_INCIDENTS = 20
 GIB = 1024**3
 
@@ -44,6 +49,11 @@ def _text(record: Mapping[str, Any]) -> str | None:
         verb, unit = record.get("action", "?"), record.get("unit", "?")
         if event == "service.request":
             return f"{verb} {unit} requested"
+        if event == "service.restart-loop":
+            return (
+                f"{unit} restart loop: {record.get('restarts')} restarts, failing on "
+                f"{record.get('cause')}: {str(record.get('evidence', ''))[:100]}"
+            )
         if event == "service.refused":
             return f"{verb} {unit} refused: {record.get('reason')}"
         result = (

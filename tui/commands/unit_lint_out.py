@@ -1,0 +1,33 @@
+"""`servedeck doctor --unit`: print the unit lint's findings (text or JSON)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from tui.config import Profile
+from tui.console import host_for
+from tui.unit_lint import finding_lines
+from tui.unit_lint_run import UnitLintReport, lint_profile_unit
+
+
+def run_unit_lint(profile: Profile, *, as_json: bool) -> int:
+    """0 when nothing fails (warnings allowed), 1 when a finding fails."""
+
+    async def _run() -> UnitLintReport:
+        if profile.is_demo:
+            return await lint_profile_unit(profile, None)
+        host = host_for(profile)
+        try:
+            return await lint_profile_unit(profile, host)
+        finally:
+            await host.close()
+
+    report = asyncio.run(_run())
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        sources = ", ".join(report.sources) or "unit text"
+        print(f"servedeck doctor --unit: {report.unit} ({sources})")
+        print("\n".join(finding_lines(list(report.findings))) or "no findings: the unit is fine")
+    return 0 if report.ok else 1

@@ -1,0 +1,219 @@
+"""The restart guard: no start or restart while the last run's leftovers are in the way.
+
+vLLM's engine and TP workers survive a SIGKILLed API server; systemd restarts the
+unit, and the new engine fails its KV-cache check, OOMs or finds its port taken with
+no hint why. Before `start`/`restart` the guard lists the service's leftovers
+(GPU holders, pattern orphans, port holders) and refuses while they hold more GPU
+memory than a threshold or hold the service's port, naming each PID and its GiB.
+`stop` is never guarded: stopping cannot make things worse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tui.audit import append_audit
+from tui.config import Profile
+from tui.deck import Deck, open_deck
+from tui.doctor import OK, SKIP, WARN, DoctorCheck
+from tui.errors import ServedeckError
+from tui.procs.gpu_hints import deck_context, gpu_snapshot
+from tui.procs.kill import leftovers
+from tui.procs.listing import list_gpu_processes
+from tui.procs.model import GpuProcess, ProcListing
+from tui.service import ActionOutcome
+
+GIB = 1024**3
+# Less than this held by leftovers cannot fail a new engine's KV-cache check on its own.
+DEFAULT_THRESHOLD_BYTES = 1 * GIB
+GUARDED_VERBS = ("start", "restart")
+
+
+class GuardRefused(ServedeckError):
+    """A start/restart refused because leftovers hold GPU memory or the port."""
+
+    exit_code = 4
+
+
+def holds_port(proc: GpuProcess) -> bool:
+    return proc.pid_source == "port" or "holds port" in proc.reason
+
+
+@dataclass(frozen=True, slots=True)
+class GuardVerdict:
+    """What the guard found: the leftovers, what they hold, and whether that blocks."""
+
+    verb: str
+    service: str
+    host_label: str
+    leftovers: tuple[GpuProcess, ...]
+    threshold_bytes: int
+    port: int | None = None
+
+    @property
+    def held_bytes(self) -> int:
+        return sum(proc.gpu_memory_bytes or 0 for proc in self.leftovers)
+
+    @property
+    def port_holders(self) -> tuple[GpuProcess, ...]:
+        return tuple(proc for proc in self.leftovers if holds_port(proc))
+
+    @property
+    def blocked(self) -> bool:
+        if self.verb not in GUARDED_VERBS or not self.leftovers:
+            return False
+        return self.held_bytes > self.threshold_bytes or bool(self.port_holders)
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return tuple(proc.pid for proc in self.leftovers)
+
+    def why(self) -> str:
+        """One line: what is held, by how many leftovers."""
+        parts = []
+        if self.held_bytes > self.threshold_bytes:
+            parts.append(f"{self.held_bytes / GIB:.1f} GiB GPU memory")
+        if self.port_holders:
+            parts.append(f"port {self.port}")
+        held = " and ".join(parts) or f"{self.held_bytes / GIB:.1f} GiB GPU memory"
+        return f"{len(self.leftovers)} leftover process(es) of {self.service} hold {held}"
+
+    def process_lines(self) -> list[str]:
+        lines = []
+        for proc in self.leftovers:
+            memory = proc.gpu_memory_bytes
+            held = f"{memory / GIB:.1f} GiB" if memory else "no GPU memory"
+            port = f", port {self.port}" if holds_port(proc) else ""
+            lines.append(f"pid {proc.pid} ({held}{port}): {proc.command[:80]} [{proc.reason}]")
+        return lines
+
+    def message(self) -> str:
+        """The refusal, naming every PID and its GiB, with the way out first."""
+        head = f"{self.host_label}: {self.verb} {self.service} refused: {self.why()}"
+        body = "\n".join(f"  {line}" for line in self.process_lines())
+        return (
+            f"{head}\n{body}\n  end them first: K in the console, or `servedeck kill --leftovers`"
+        )
+
+
+def assess(
+    listing: ProcListing,
+    verb: str,
+    *,
+    service: str,
+    port: int | None,
+    threshold_bytes: int = DEFAULT_THRESHOLD_BYTES,
+) -> GuardVerdict:
+    """The verdict for one listing (pure: tests and the console share it)."""
+    return GuardVerdict(
+        verb=verb,
+        service=service,
+        host_label=listing.host_label,
+        leftovers=tuple(leftovers(listing.processes)),
+        threshold_bytes=threshold_bytes,
+        port=port,
+    )
+
+
+async def guard_listing(deck: Deck) -> ProcListing:
+    """A fresh listing with the service taken as down: a port holder outside it is in the way."""
+    snapshot = await gpu_snapshot(deck)
+    context = replace(await deck_context(deck), wide=True, service_stopped=True)
+    return await list_gpu_processes(deck.host, snapshot, context)
+
+
+def service_name(deck: Deck) -> str:
+    return deck.profile.service.unit or deck.profile.name
+
+
+async def check(
+    deck: Deck, verb: str, threshold_bytes: int = DEFAULT_THRESHOLD_BYTES
+) -> GuardVerdict:
+    listing = await guard_listing(deck)
+    return assess(
+        listing,
+        verb,
+        service=service_name(deck),
+        port=deck.profile.service.port,
+        threshold_bytes=threshold_bytes,
+    )
+
+
+def refuse(verdict: GuardVerdict, audit_path: Path | None = None) -> GuardRefused:
+    """Audit the refusal and return the error to raise."""
+    append_audit(
+        "service.refused",
+        verdict.host_label,
+        {
+            "unit": verdict.service,
+            "action": verdict.verb,
+            "reason": "leftovers",
+            "held_bytes": verdict.held_bytes,
+            "port": verdict.port if verdict.port_holders else None,
+            "pids": list(verdict.pids),
+        },
+        audit_path,
+    )
+    return GuardRefused(verdict.message())
+
+
+async def guarded_action(
+    deck: Deck,
+    verb: str,
+    *,
+    confirmed: bool,
+    threshold_bytes: int = DEFAULT_THRESHOLD_BYTES,
+    audit_path: Path | None = None,
+) -> ActionOutcome:
+    """start/restart only once the guard passes; stop always. Raises GuardRefused."""
+    controller = deck.service()
+    if controller is None:
+        raise ServedeckError(f"profile {deck.profile.name} names no systemd unit")
+    if verb in GUARDED_VERBS:
+        verdict = await check(deck, verb, threshold_bytes)
+        if verdict.blocked:
+            raise refuse(verdict, audit_path)
+    return await getattr(controller, verb)(confirmed=confirmed)
+
+
+def inactive_note(listing: ProcListing) -> str | None:
+    """ "service inactive but N GiB held by leftovers", for status and doctor; None if not so."""
+    if listing.unit_active is not False:
+        return None
+    found = leftovers(listing.processes)
+    if not found:
+        return None
+    held = sum(proc.gpu_memory_bytes or 0 for proc in found)
+    pids = ", ".join(str(proc.pid) for proc in found)
+    return f"service inactive but {held / GIB:.1f} GiB held by leftovers (pids {pids})"
+
+
+async def leftovers_note(deck: Deck) -> str | None:
+    """The "service inactive but N GiB held by leftovers" line for this deck, or None."""
+    listing = await list_gpu_processes(
+        deck.host, await gpu_snapshot(deck), await deck_context(deck)
+    )
+    return inactive_note(listing)
+
+
+async def leftovers_checks(profile: Profile, deck: Deck | None = None) -> list[DoctorCheck]:
+    """doctor's "leftovers" line when the service is inactive but leftovers hold memory."""
+    own = deck is None
+    deck = deck or open_deck(profile)
+    try:
+        service = deck.service()
+        if service is None:
+            return []
+        state = await service.state()
+        if state.is_active:
+            return []
+        note = await leftovers_note(deck)
+    except ServedeckError as error:
+        return [DoctorCheck("leftovers", SKIP, f"could not list leftovers: {error}")]
+    finally:
+        if own:
+            await deck.close()
+    if note is None:
+        return [DoctorCheck("leftovers", OK, "service inactive and nothing left behind")]
+    return [DoctorCheck("leftovers", WARN, f"{note}: end them with `servedeck kill --leftovers`")]

@@ -1,0 +1,127 @@
+"""The restart-loop detector: systemd restarting a unit that fails the same way each time.
+
+Leftovers of a crashed run make every restart fail: the new engine OOMs, fails its
+KV-cache check, or finds its port taken. NRestarts rising while the log shows one
+of those causes becomes one incident (in the audit log, so the state summary lists
+it) and one alert, not one per restart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui.audit import append_audit
+
+# (cause, pattern) in the order they are checked; the texts are vLLM's and torch's own
+# (the free-memory check is vLLM's gpu_worker startup check, which leftovers fail).
+CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("address already in use", re.compile(r"address already in use", re.IGNORECASE)),
+    (
+        "KV-cache check",
+        re.compile(
+            r"No available memory for the cache blocks|"
+            r"larger than the maximum number of tokens that can be stored in KV cache|"
+            r"KV cache is needed, which is larger than the available KV cache memory|"
+            r"insufficient .*KV cache",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "free-memory check",
+        re.compile(r"Free memory on device .* is less than desired GPU memory utilization"),
+    ),
+    (
+        "out of memory",
+        re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory", re.I),
+    ),
+)
+DEFAULT_WINDOW_S = 900.0
+DEFAULT_MIN_RESTARTS = 2
+AUDIT_EVENT = "service.restart-loop"
+
+
+def cause_of(text: str) -> str | None:
+    for cause, pattern in CAUSES:
+        if pattern.search(text):
+            return cause
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RestartLoop:
+    """One detected loop: how many restarts in how long, and the log line that says why."""
+
+    unit: str
+    cause: str
+    restarts: int
+    window_s: float
+    evidence: str
+
+    def message(self) -> str:
+        return (
+            f"{self.unit} is in a restart loop: {self.restarts} restarts in "
+            f"{self.window_s / 60:.0f} min, each failing on {self.cause} "
+            f"({self.evidence[:120]}); leftovers of an earlier run are the usual reason: "
+            "check Processes (3) and end them (K)"
+        )
+
+
+class RestartLoopDetector:
+    """Feed it NRestarts readings and log lines; `check` reports each loop once."""
+
+    def __init__(
+        self,
+        unit: str,
+        window_s: float = DEFAULT_WINDOW_S,
+        min_restarts: int = DEFAULT_MIN_RESTARTS,
+    ) -> None:
+        self.unit = unit
+        self.window_s = window_s
+        self.min_restarts = min_restarts
+        self._readings: list[tuple[float, int]] = []
+        self._evidence: tuple[str, str] | None = None
+        self._reported_at: int | None = None
+
+    def observe(self, n_restarts: int, now_s: float) -> None:
+        self._readings.append((now_s, n_restarts))
+        self._readings = [(t, n) for t, n in self._readings if now_s - t <= self.window_s]
+
+    def feed(self, lines: Iterable[str]) -> None:
+        for text in lines:
+            cause = cause_of(text)
+            if cause:
+                self._evidence = (cause, text.strip())
+
+    def check(self) -> RestartLoop | None:
+        """A loop seen for the first time since the last report, or None."""
+        if len(self._readings) < 2 or self._evidence is None:
+            return None
+        (first_s, first_n), (last_s, last_n) = self._readings[0], self._readings[-1]
+        rose = last_n - first_n
+        if rose < self.min_restarts or self._reported_at == last_n:
+            return None
+        if self._reported_at is not None and last_n - self._reported_at < self.min_restarts:
+            return None
+        self._reported_at = last_n
+        cause, evidence = self._evidence
+        return RestartLoop(self.unit, cause, rose, max(last_s - first_s, 1.0), evidence)
+
+
+def record(loop: RestartLoop, host_label: str, audit_path: Path | None = None) -> None:
+    """The incident: one audit record, which the state summary lists."""
+    append_audit(
+        AUDIT_EVENT,
+        host_label,
+        {
+            "unit": loop.unit,
+            "action": "restart-loop",
+            "cause": loop.cause,
+            "restarts": loop.restarts,
+            "window_s": round(loop.window_s, 1),
+            "evidence": loop.evidence[:300],
+        },
+        audit_path,
+    )

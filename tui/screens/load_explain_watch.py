@@ -1,0 +1,35 @@
+"""After a load: the one-line diagnosis as a notification, and the load kept in the history.
+
+Runs once per ready (a worker, off the UI thread); the next load's explanation
+checks this one's prediction against what it took.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from tui.errors import ServedeckError
+from tui.load_explain import record_load
+from tui.load_explain_status import collect_explain
+
+if TYPE_CHECKING:
+    from tui.app import ServedeckApp
+
+
+async def explain_after_ready(app: ServedeckApp) -> None:
+    progress = app.tracker.snapshot()
+    if not progress.timeline:
+        return
+    main_pid = app.unit_state.main_pid if app.unit_state is not None else None
+    try:
+        explain, model, _path, _error = await collect_explain(
+            app.deck, progress, main_pid, first_answer_at_s=time.time()
+        )
+    except ServedeckError as error:
+        app.notify(f"load explainer: {error}", severity="warning")
+        return
+    record_load(app.deck.host_label, model, explain)
+    error = explain.previous_prediction_error_s
+    checked = f" (last prediction off by {error:+.0f} s)" if error is not None else ""
+    app.notify(f"{explain.diagnosis}{checked}", title="Load", timeout=15)

@@ -1,0 +1,112 @@
+"""S/R behind the restart guard: leftovers in the way open this dialog, not the confirm.
+
+The dialog names each leftover's PID, GiB and reason and offers K (end them) first;
+it never starts anything itself. The guard's listing runs in a worker off the UI.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+from tui.errors import ServedeckError
+from tui.logs.line import LogLine
+from tui.restart_guard import GUARDED_VERBS, GuardVerdict, check
+from tui.restart_loop import RestartLoopDetector, record
+from tui.service import UnitState
+
+if TYPE_CHECKING:
+    from tui.app import ServedeckApp
+
+
+class GuardRefusedScreen(ModalScreen[bool]):
+    """Dismissed True when the operator chose K (end the leftovers first)."""
+
+    DEFAULT_CSS = """
+    GuardRefusedScreen { align: center middle; }
+    GuardRefusedScreen > Vertical {
+        width: 90%; max-width: 140; height: auto;
+        border: thick $error; background: $surface; padding: 1 2;
+    }
+    GuardRefusedScreen Horizontal { height: auto; margin-top: 1; }
+    GuardRefusedScreen Button { margin-right: 2; }
+    """
+    AUTO_FOCUS = "#guard-cancel"
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="guard-cancel"),
+        Binding("K", "kill_first", "End leftovers", id="guard-kill"),
+    ]
+
+    def __init__(self, verdict: GuardVerdict) -> None:
+        super().__init__()
+        self.verdict = verdict
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(
+                f"{self.verdict.verb.capitalize()} refused: {self.verdict.why()}",
+                id="guard-title",
+            )
+            yield Static("\n".join(self.verdict.process_lines()), id="guard-procs", markup=False)
+            yield Static(
+                "[dim]A new engine would fail its KV-cache check, OOM or find "
+                "its port taken. End the leftovers first.[/]"
+            )
+            with Horizontal():
+                yield Button("K: end leftovers", variant="error", id="guard-kill")
+                yield Button("Cancel", id="guard-cancel")
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+    def action_kill_first(self) -> None:
+        self.dismiss(True)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "guard-kill")
+
+
+async def guard_then_confirm(app: ServedeckApp, verb: str, confirm: Callable[[], None]) -> None:
+    """Open the confirm dialog only when the guard passes; else the refusal offering K."""
+    if verb not in GUARDED_VERBS:
+        confirm()
+        return
+    try:
+        verdict = await check(app.deck, verb)
+    except ServedeckError as error:
+        app.notify(f"restart guard could not list leftovers: {error}", severity="warning")
+        confirm()
+        return
+    if not verdict.blocked:
+        confirm()
+        return
+
+    def answered(kill_first: bool | None) -> None:
+        if kill_first:
+            app.action_kill_leftovers()
+
+    app.push_screen(GuardRefusedScreen(verdict), answered)
+
+
+def watch_restart_loop(
+    app: ServedeckApp, state: UnitState | None = None, lines: Iterable[LogLine] = ()
+) -> None:
+    """Feed the app's restart-loop detector; a new loop becomes an incident and an alert."""
+    detector = getattr(app, "_restart_loop_detector", None)
+    if detector is None:
+        detector = RestartLoopDetector(app.profile.service.unit or app.profile.name)
+        app._restart_loop_detector = detector  # type: ignore[attr-defined]
+    if state is not None:
+        detector.observe(state.n_restarts, time.time())
+    detector.feed(line.text for line in lines)
+    loop = detector.check()
+    if loop is not None:
+        record(loop, app.deck.host.label)
+        app.notify(loop.message(), title="Restart loop", severity="error", timeout=30)
