@@ -19,6 +19,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser = subparsers.add_parser(
         "doctor", parents=[common], help="check the host, GPU tools, systemd and the service port"
     )
+    parser.add_argument(
+        "--interconnect",
+        action="store_true",
+        help="check P2P, ACS, IOMMU, BAR1, PCIe links and NUMA placement (read-only)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON (with --interconnect)")
     parser.set_defaults(func=_doctor)
 
 
@@ -29,6 +35,10 @@ def format_check(check: DoctorCheck) -> str:
 
 def _doctor(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
+    if args.interconnect:
+        from tui.commands.interconnect_cmd import run_interconnect_doctor
+
+        return run_interconnect_doctor(args, profile)
 
     async def _run() -> list[DoctorCheck]:
         if profile.is_demo:  # about the simulator, never this machine's driver or systemd
