@@ -22,6 +22,7 @@ COMMAND_MODULES: dict[str, str] = {
     "profiles": "tui.commands.profiles_cmd",
     "doctor": "tui.commands.doctor_cmd",
     "health": "tui.commands.health_cmd",
+    "probe": "tui.commands.probe_cmd",
     "plan": "tui.commands.plan_cmd",
     "sim": "tui.commands.sim_cmd",
     "demo": "tui.commands.demo_cmd",
