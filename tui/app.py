@@ -45,6 +45,7 @@ from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.console_bench import BenchMixin
 from tui.screens.console_guard import console_closing, while_open
 from tui.screens.console_handoff import HandoffMixin
+from tui.screens.console_health import HealthMixin
 from tui.screens.console_processes import ProcessesMixin
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
@@ -52,6 +53,7 @@ from tui.service import ActionOutcome, UnitState
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
 from widgets.header_bar import HeaderBar
+from widgets.health_view import HealthView
 from widgets.host_overview import HostOverviewView
 from widgets.load_strip import LoadStrip
 from widgets.log_pane import LogPane
@@ -83,7 +85,7 @@ def _bindings() -> list[Binding]:
     ]
 
 
-class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
+class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, HealthMixin, App[int]):
     """One console for one profile's Deck."""
 
     CSS_PATH = "app.tcss"
@@ -197,6 +199,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             with TabPane("5 Plan", id="plan"), Vertical():
                 yield Static("", id="plan-status", classes="pane-note")
                 yield PlanView(id="plan-view")
+            with TabPane("6 Health", id="health"):
+                yield HealthView(id="health-view")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -227,6 +231,8 @@ class ServedeckApp(ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
             self._refresh_procs()
         elif pane_id == "plan":
             self._show_plan()
+        elif pane_id == "health":
+            self._show_health()
 
     # --- overview -----------------------------------------------------------------
     @work(exclusive=True, group="overview")

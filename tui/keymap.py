@@ -70,6 +70,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _tab(3, "procs", "Processes", "GPU processes: service, leftover, defunct, foreign"),
     _tab(4, "bench", "Bench", "Benchmark results and the comparison of runs"),
     _tab(5, "plan", "Plan", "Deployment preflight: which TP/EP layouts fit"),
+    _tab(6, "health", "Health", "Interconnect doctor and GPU health (XID, ECC, remaps)"),
     ConsoleCommand(
         "service-start",
         "S",
