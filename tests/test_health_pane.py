@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tui.app import ServedeckApp
@@ -36,4 +37,24 @@ async def test_health_pane_shows_faults_and_xids(monkeypatch: pytest.MonkeyPatch
         assert "WARN bar1" in text and "GPU3" in text
         assert "XID 79 GPU has fallen off the bus" in text and "reboot the node" in text
         assert app.query_one(HealthView).display
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize(
+    ("autostart", "expected"),
+    [
+        (False, "Probe refused: the simulator's GPUs cannot run the probe"),
+        (True, "Probe refused: the service is active (vllm-kimi-k25-int4.service"),
+    ],
+)
+async def test_probe_key_refuses_and_says_why(autostart: bool, expected: str) -> None:
+    deck = open_deck(demo_profile(), demo_autostart=autostart, demo_load_s=5.0)
+    app = ServedeckApp(deck.profile, deck)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("6")
+        line = app.query_one("#health-probe", Static)
+        await pilot.press("p")
+        await _until(pilot, lambda: "refused" in str(line.render()), 60, "the refusal")
+        assert str(line.render()).startswith(expected)
+        assert not isinstance(app.screen, ModalScreen)  # nothing was offered to confirm
         await pilot.press("q")

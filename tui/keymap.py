@@ -140,6 +140,16 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         False,
     ),
     ConsoleCommand(
+        "health-probe",
+        "p",
+        "probe",
+        "Probe",
+        "Measure P2P and all-reduce bandwidth on idle GPUs (asks first)",
+        "Health",
+        False,
+        "p",
+    ),
+    ConsoleCommand(
         "plan", "P", "show_tab('plan')", "Plan", "Show the deployment preflight", "Plan", False, "P"
     ),
 )

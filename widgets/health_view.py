@@ -23,13 +23,20 @@ class HealthView(Vertical):
     DEFAULT_CSS = """
     HealthView { height: 1fr; }
     HealthView > #health-title { height: auto; padding: 0 1; color: $text-muted; }
+    HealthView > #health-probe { height: auto; padding: 0 1; }
     HealthView #health-body { padding: 0 1; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static("Reading the interconnect and GPU health ...", id="health-title")
+        yield Static(
+            "p: run the interconnect probe (idle GPUs only; asks first)", id="health-probe"
+        )
         with VerticalScroll(id="health-scroll"):
             yield Static(id="health-body")
+
+    def show_probe(self, line: str) -> None:
+        self.query_one("#health-probe", Static).update(line)
 
     def show_error(self, message: str) -> None:
         self.query_one("#health-title", Static).update(message)

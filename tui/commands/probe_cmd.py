@@ -6,19 +6,14 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 
-from tui import paths
 from tui.audit import append_audit
 from tui.commands._width import hanging
 from tui.config import Profile
 from tui.deck import open_deck
 from tui.errors import ServedeckError
-from tui.health.doctor_run import run_interconnect
-from tui.health.probe import judge, refusal, run_probe_script
+from tui.health.probe_run import probe_refusal, run_and_record
 from tui.profile_store import load_profile
-
-HISTORY_NAME = "probe-history.jsonl"
 
 
 class ProbeRefused(ServedeckError):
@@ -40,20 +35,9 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
 
 
 async def _refusal(profile: Profile) -> tuple[str | None, int]:
-    """(why not, GPU count): the service must be inactive and every GPU idle."""
     deck = open_deck(profile, demo_autostart=False)
     try:
-        controller = deck.service()
-        active = None
-        if controller is not None:
-            state = await controller.state()
-            if state.active_state in ("active", "activating", "reloading"):
-                active = f"{state.unit} {state.active_state}"
-        source = await deck.gpu_source()
-        snapshot = await source.sample()
-        if deck.box is not None and active is None:
-            return "the simulator's GPUs cannot run the probe (no CUDA there)", 0
-        return refusal(active, snapshot), snapshot.gpu_count
+        return await probe_refusal(deck)
     finally:
         await deck.close()
 
@@ -69,24 +53,11 @@ def _confirm(profile: Profile, gpus: int) -> bool:
 
 
 async def _measure(profile: Profile, max_bytes: int) -> dict[str, object]:
-    from tui.console import host_for
-
-    python = profile.service.python
-    if not python:
-        raise ServedeckError(
-            f"profile {profile.name}: service.python is not set (the serving venv's Python, "
-            "with torch and NCCL)"
-        )
-    host = host_for(profile)
+    deck = open_deck(profile, demo_autostart=False)
     try:
-        doctor = await run_interconnect(host, profile)
-        try:
-            raw = await run_probe_script(host, python, ["--max-bytes", str(max_bytes)])
-        except ValueError as error:
-            raise ServedeckError(f"probe on {profile.host.route}: {error}") from None
+        return await run_and_record(deck, max_bytes)
     finally:
-        await host.close()
-    return judge(raw, doctor).as_dict()
+        await deck.close()
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -101,14 +72,7 @@ def _probe(args: argparse.Namespace) -> int:
     if not args.yes and not _confirm(profile, gpus):
         print("probe: not run")
         return 1
-    append_audit("probe_request", where, {"gpus": gpus, "max_bytes": args.max_bytes})
-    started = time.time()
     result = asyncio.run(_measure(profile, args.max_bytes))
-    append_audit("probe_outcome", where, {"verdict": result["verdict"]})
-    history = paths.data_dir() / HISTORY_NAME
-    history.parent.mkdir(parents=True, exist_ok=True)
-    with history.open("a") as handle:
-        handle.write(json.dumps({"ts": started, "host": where, **result}) + "\n")
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

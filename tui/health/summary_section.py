@@ -14,10 +14,9 @@ from typing import Any
 from tui import paths
 from tui.deck import Deck
 from tui.health.interconnect import InterconnectReport
+from tui.health.probe_run import PROBE_HISTORY
 from tui.health.report import HealthReport
 from tui.summary.mdtable import table
-
-PROBE_HISTORY = "probe-history.jsonl"
 
 
 @dataclass(frozen=True, slots=True)

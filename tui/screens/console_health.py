@@ -52,6 +52,78 @@ class HealthMixin:
         else:
             self.post_message(self.HealthReady(interconnect, health))  # type: ignore[attr-defined]
 
+    @dataclass
+    class ProbeChecked(Message):
+        refusal: str | None
+        gpus: int
+
+    @dataclass
+    class ProbeDone(Message):
+        result: dict[str, object] | None
+        error: str | None = None
+
+    def action_probe(self) -> None:
+        """`p`: check that the GPUs are idle, then ask, then run the probe."""
+        if self.profile.read_only:  # type: ignore[attr-defined]
+            self.notify("Read-only: the probe loads every GPU.", severity="warning")  # type: ignore[attr-defined]
+            return
+        self._check_probe()
+
+    @work(exclusive=True, group="probe")
+    async def _check_probe(self) -> None:
+        from tui.health.probe_run import probe_refusal
+
+        try:
+            why, gpus = await probe_refusal(self.deck)  # type: ignore[attr-defined]
+        except ServedeckError as error:
+            why, gpus = str(error), 0
+        self.post_message(self.ProbeChecked(why, gpus))  # type: ignore[attr-defined]
+
+    @while_open
+    def on_health_mixin_probe_checked(self, message: HealthMixin.ProbeChecked) -> None:
+        from tui.screens.confirm_action import ConfirmActionScreen
+        from tui.service import ServiceAction
+
+        view = self.query_one(HealthView)  # type: ignore[attr-defined]
+        if message.refusal:
+            view.show_probe(f"Probe refused: {message.refusal}")
+            self.notify(message.refusal, title="Probe refused", severity="warning")  # type: ignore[attr-defined]
+            return
+        python = self.profile.service.python or "(service.python not set)"  # type: ignore[attr-defined]
+        action = ServiceAction(
+            self.deck.host_label,  # type: ignore[attr-defined]
+            f"{message.gpus} GPUs",
+            "probe",
+            (python, "-", "<servedeck probe script on stdin>"),
+        )
+        note = "Loads every GPU for up to 90 s: P2P copies, then an all-reduce sweep 8 B..1 GiB."
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                view.show_probe("Probe running (up to 90 s) ...")
+                self._run_probe()
+
+        self.push_screen(ConfirmActionScreen(action, note), confirmed)  # type: ignore[attr-defined]
+
+    @work(exclusive=True, group="probe")
+    async def _run_probe(self) -> None:
+        from tui.health.probe_run import run_and_record
+
+        try:
+            result = await run_and_record(self.deck)  # type: ignore[attr-defined]
+        except ServedeckError as error:
+            self.post_message(self.ProbeDone(None, str(error)))  # type: ignore[attr-defined]
+        else:
+            self.post_message(self.ProbeDone(result))  # type: ignore[attr-defined]
+
+    @while_open
+    def on_health_mixin_probe_done(self, message: HealthMixin.ProbeDone) -> None:
+        view = self.query_one(HealthView)  # type: ignore[attr-defined]
+        if message.result is None:
+            view.show_probe(f"Probe failed: {message.error}")
+            return
+        view.show_probe(f"Probe: {message.result['verdict']}")
+
     @while_open
     def on_health_mixin_health_ready(self, message: HealthMixin.HealthReady) -> None:
         view = self.query_one(HealthView)  # type: ignore[attr-defined]
