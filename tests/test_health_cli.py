@@ -37,3 +37,17 @@ def test_health_on_a_host_without_a_driver(cli_env: dict[str, str]) -> None:  # 
     result = run(cli_env, "health")
     assert result.returncode == 0, result.stderr
     assert "no GPU counters" in result.stdout and "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this machine has a driver")
+def test_probe_refuses_where_no_gpu_answers(cli_env: dict[str, str]) -> None:  # noqa: F811
+    result = run(cli_env, "probe", "--yes")
+    assert result.returncode == 3, result.stderr
+    assert "probe refused on local: GPUs unreadable" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_probe_refuses_on_a_read_only_profile(cli_env: dict[str, str]) -> None:  # noqa: F811
+    result = run(cli_env, "probe", "--read-only", "--yes")
+    assert result.returncode == 1
+    assert "probe: the profile is read-only" in result.stderr and "Traceback" not in result.stderr

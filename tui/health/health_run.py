@@ -42,6 +42,17 @@ async def read_events(
     host: Host, buses: dict[str, int], journal_file: str | None = None
 ) -> tuple[list[XidEvent], str, str | None]:
     """(events, where from, a note): the journal first, dmesg when journalctl fails."""
+    if journal_file is None:
+        # journalctl exits 0 with no entries when the user may not read the kernel's
+        # messages: say so instead of reporting a clean log.
+        probe = await host.run(["journalctl", "-k", "-n", "0", "--no-pager"], timeout_s=15)
+        if "insufficient permissions" in probe.stderr or "No journal files" in probe.stderr:
+            line = probe.stderr.strip().splitlines()[0][:160]
+            note = f"kernel journal unreadable as this user ({line}); run as root or join adm"
+            try:
+                return [e async for e in dmesg_events(host, buses)], "dmesg", None
+            except (OSError, ServedeckError) as error:
+                return [], "none", f"{note}; dmesg: {error}"
     follower = KernelLogFollower(host, journal_file=journal_file, follow=False)
     try:
         return [e async for e in follower.events(buses)], "journal", None

@@ -11,6 +11,9 @@ copy engine) in its own process, then starts one worker process per rank for
 the all-reduce sweep (torch.distributed; NCCL on GPUs, gloo on CPU for CI) and
 prints one JSON object between `@@servedeck:result` marker lines. Bus bandwidth
 follows nccl-tests: busbw = algbw x 2(n-1)/n. NVLink multicast (NVLS) is off.
+`p2p_latency_us` is the median of a 4-byte copy plus its synchronize, so it holds
+the launch and sync overhead (~10 us) on top of the wire latency: compare pairs
+with each other, and with and without P2P, rather than with a hardware figure.
 """
 
 from __future__ import annotations
