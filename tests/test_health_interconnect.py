@@ -256,6 +256,7 @@ async def test_doctor_over_ssh_is_read_only_and_fast(sshd: SshdPair) -> None:
         took_s = time.monotonic() - started
     finally:
         await host.close()
+    print(f"doctor --interconnect over ssh: {took_s:.2f} s")
     assert took_s < 5.0, f"took {took_s:.1f} s"
     assert "no GPU link data" in " ".join(report.notes)
 
