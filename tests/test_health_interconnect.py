@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import cli_env, run  # noqa: F401  (fixture)
+from tests.cli_support import assert_fits, cli_env, run  # noqa: F401  (fixture)
 from tests.sshd_fixtures import SshdPair
 from tui.health.doctor_run import run_interconnect
 from tui.health.findings import CRIT, INFO, WARN, Finding
@@ -296,3 +296,7 @@ def test_cli_demo_clean_box_text(cli_env: dict[str, str]) -> None:  # noqa: F811
     assert result.returncode == 0, result.stderr
     assert "verdict: no interconnect problem found" in result.stdout
     assert "Traceback" not in result.stderr
+    env = cli_env | {"SERVEDECK_SIM_INTERCONNECT": "acs=2,iommu,downtrain=5,bar1=3,hmm"}
+    faulty = run(env, "doctor", "--interconnect", "--demo")
+    assert faulty.returncode == 1 and "verdict: 4 problem(s)" in faulty.stdout, faulty.stdout
+    assert_fits(faulty.stdout, "doctor --interconnect")
