@@ -12,7 +12,7 @@ import pytest
 from tests.cli_support import cli_env, run  # noqa: F401  (fixture)
 from tests.sim_fixtures import serving_box  # noqa: F401  (fixture)
 from tests.sshd_fixtures import SshdPair
-from tests.vllm_install import cache_root
+from tests.vllm_install import cache_root, ensure_vllm_venv
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
 from tui.health.findings import CRIT, Finding
 from tui.health.interconnect import InterconnectReport
@@ -25,8 +25,11 @@ GIB = 1024**3
 
 
 def torch_python() -> str:
-    """A Python with torch: SERVEDECK_PROBE_PYTHON, or the real-vLLM tier's cached venv."""
+    """A Python with torch: SERVEDECK_PROBE_PYTHON, or the real-vLLM tier's cached venv
+    (built, or waited for, when that tier is on, as in CI)."""
     chosen = os.environ.get("SERVEDECK_PROBE_PYTHON")
+    if not chosen and os.environ.get("SERVEDECK_REAL_VLLM") == "1":
+        return str(ensure_vllm_venv().python)
     path = Path(chosen) if chosen else cache_root() / "venv" / "bin" / "python"
     if not path.exists():
         pytest.skip(f"no Python with torch at {path} (python -m tests.vllm_install builds it)")
