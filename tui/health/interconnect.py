@@ -56,10 +56,12 @@ class InterconnectReport:
         return {
             "findings": [f.as_dict() for f in self.findings],
             "gpus": [
-                {"index": i, "bus_id": bus, "numa_node": numa}
-                for i, (bus, numa) in enumerate(
-                    zip(self.gpu_bus_ids, self.numa_nodes or (None,) * 99, strict=False)
-                )
+                {
+                    "index": i,
+                    "bus_id": bus,
+                    "numa_node": self.numa_nodes[i] if i < len(self.numa_nodes) else None,
+                }
+                for i, bus in enumerate(self.gpu_bus_ids)
             ],
             "topology": [list(row) for row in self.topology],
             "p2p_read": [list(row) for row in self.p2p_read],

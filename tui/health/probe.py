@@ -144,7 +144,7 @@ def parse_output(stdout: str) -> dict[str, object]:
     return data
 
 
-def classify(report: InterconnectReport | None, gpu_count: int) -> str:
+def classify(report: InterconnectReport | None) -> str:
     """The reference class: NVLink generation from `topo -m`, else PCIe generation."""
     cells = [c for row in (report.topology if report else ()) for c in row if c.startswith("NV")]
     if cells:
@@ -172,7 +172,7 @@ def judge(raw: dict[str, object], doctor: InterconnectReport | None) -> ProbeRes
     p2p = tuple(tuple(row) for row in raw.get("p2p", []) or [])  # type: ignore[union-attr]
     lat = tuple(tuple(row) for row in raw.get("p2p_latency_us", []) or [])  # type: ignore[union-attr]
     world = int(raw.get("world_size", len(p2p)) or 0)  # type: ignore[call-overload]
-    cls = classify(doctor, world)
+    cls = classify(doctor)
     ref = REFERENCE[cls]
     lo, hi = ref["busbw_gbps"]  # type: ignore[misc]
     big = [r["busbw_gbps"] for r in rows if r.get("bytes", 0) >= 64 * 1024**2] or [
