@@ -14,8 +14,8 @@ from textual.app import App
 from textual.widgets import Static
 
 from tui import paths
-from tui.health import SourceHealth, format_age
 from tui.screens.console_workers import WorkerFailed, console_worker
+from tui.source_health import SourceHealth, format_age
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNER = REPO / "tui" / "screens" / "console_workers.py"

@@ -36,7 +36,6 @@ from tui.deck import Deck
 from tui.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
-from tui.health import unknown_since_text
 from tui.hints import setup_hint, short_setup_hint
 from tui.hostinfo import HostOverview
 from tui.keymap import COMMANDS, commands_in
@@ -53,6 +52,7 @@ from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.console_bench import BenchMixin
 from tui.screens.console_guard import console_closing, while_open
 from tui.screens.console_handoff import HandoffMixin
+from tui.screens.console_hardware import HardwareHealthMixin
 from tui.screens.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
 from tui.screens.console_processes import ProcessesMixin
 from tui.screens.console_record import RecordMixin
@@ -62,9 +62,11 @@ from tui.screens.kill_confirm import KillConfirmScreen
 from tui.screens.load_explain_watch import explain_after_ready
 from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
 from tui.service import ActionOutcome, UnitState, audit_refusal
+from tui.source_health import unknown_since_text
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
 from widgets.header_bar import HeaderBar
+from widgets.health_view import HealthView
 from widgets.host_overview import HostOverviewView
 from widgets.load_strip import LoadStrip
 from widgets.log_pane import LogPane
@@ -97,7 +99,15 @@ def _bindings() -> list[Binding]:
     ]
 
 
-class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, HandoffMixin, App[int]):
+class ServedeckApp(
+    HealthMixin,
+    HardwareHealthMixin,
+    RecordMixin,
+    ProcessesMixin,
+    BenchMixin,
+    HandoffMixin,
+    App[int],
+):
     """One console for one profile's Deck."""
 
     CSS_PATH = "app.tcss"
@@ -229,6 +239,8 @@ class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, Handoff
             with TabPane("5 Plan", id="plan"), Vertical():
                 yield Static("", id="plan-status", classes="pane-note")
                 yield PlanView(id="plan-view")
+            with TabPane("7 Health", id="health"):
+                yield HealthView(id="health-view")
         # The palette is on `?`, `:` and ctrl+p: 80 columns of footer go to the keys that work here.
         yield Footer(show_command_palette=False)
 
@@ -267,6 +279,8 @@ class ServedeckApp(HealthMixin, RecordMixin, ProcessesMixin, BenchMixin, Handoff
             self._refresh_procs()
         elif pane_id == "plan":
             self._show_plan()
+        elif pane_id == "health":
+            self._show_health()
 
     # --- overview -----------------------------------------------------------------
     @console_worker("overview", pane="overview", what="read the host overview")

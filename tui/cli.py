@@ -21,6 +21,8 @@ from tui.errors import ServedeckError
 COMMAND_MODULES: dict[str, str] = {
     "profiles": "tui.commands.profiles_cmd",
     "doctor": "tui.commands.doctor_cmd",
+    "health": "tui.commands.health_cmd",
+    "probe": "tui.commands.probe_cmd",
     "plan": "tui.commands.plan_cmd",
     "sim": "tui.commands.sim_cmd",
     "demo": "tui.commands.demo_cmd",

@@ -108,6 +108,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _tab(3, "procs", "Processes", "GPU processes: service, leftover, defunct, foreign"),
     _tab(4, "bench", "Bench", "Benchmark results and the comparison of runs"),
     _tab(5, "plan", "Plan", "Deployment preflight: which TP/EP layouts fit"),
+    _tab(7, "health", "Health", "Interconnect doctor and GPU health (XID, ECC, remaps)"),
     ConsoleCommand(
         "timeline",
         "6",
@@ -193,6 +194,16 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "Cancel the running benchmark (partial results kept)",
         "Bench",
         False,
+    ),
+    ConsoleCommand(
+        "health-probe",
+        "p",
+        "probe",
+        "Probe",
+        "Measure P2P and all-reduce bandwidth on idle GPUs (asks first)",
+        "Health",
+        False,
+        "p",
     ),
     ConsoleCommand(
         "plan", "P", "show_tab('plan')", "Plan", "Show the deployment preflight", "Plan", False, "P"

@@ -25,7 +25,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         action="store_true",
         help="lint the profile's systemd unit (KillMode, timeouts, restarts, limits, env)",
     )
-    parser.add_argument("--json", action="store_true", help="with --unit: print JSON")
+    parser.add_argument(
+        "--interconnect",
+        action="store_true",
+        help="check P2P, ACS, IOMMU, BAR1, PCIe links and NUMA placement (read-only)",
+    )
+    parser.add_argument("--json", action="store_true", help="with --unit or --interconnect: JSON")
     parser.set_defaults(func=_doctor)
 
 
@@ -40,6 +45,10 @@ def _doctor(args: argparse.Namespace) -> int:
         from tui.commands.unit_lint_out import run_unit_lint
 
         return run_unit_lint(profile, as_json=args.json)
+    if args.interconnect:
+        from tui.commands.interconnect_cmd import run_interconnect_doctor
+
+        return run_interconnect_doctor(args, profile)
 
     async def _run() -> list[DoctorCheck]:
         if profile.is_demo:  # about the simulator, never this machine's driver or systemd

@@ -22,8 +22,8 @@ from textual.message import Message
 from textual.worker import Worker
 
 from tui import paths
-from tui.health import one_line
 from tui.redact import redact_text
+from tui.source_health import one_line
 
 logger = logging.getLogger("servedeck.console")
 

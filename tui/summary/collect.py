@@ -206,6 +206,12 @@ def _files(deck: Deck, service: ServiceSummary | None) -> tuple[tuple[str, str],
     return tuple(found)
 
 
+async def _hardware_health(deck: Deck) -> Any:
+    from tui.health.summary_section import collect_hardware_health
+
+    return await collect_hardware_health(deck)
+
+
 async def collect_summary(
     deck: Deck,
     *,
@@ -224,6 +230,7 @@ async def collect_summary(
         "serving metrics": (lambda: _metrics(deck), t.metrics_s),
         "model": (lambda: _model(deck), t.model_s),
         "history": (lambda: asyncio.to_thread(_local_history, deck), t.local_files_s),
+        "hardware health": (lambda: _hardware_health(deck), t.facts_s),
     }
     if load is None:
         jobs["load timeline"] = (lambda: _load_from_log(deck), t.log_s)
@@ -272,6 +279,7 @@ async def collect_summary(
         plan=plan,
         chosen_layout=Layout(m.tp, m.pp, m.dp, m.ep) if m.path or m.name else None,
         files=_files(deck, service),
+        hardware_health=got.get("hardware health"),
         problems=tuple(problems),
         timings_s=timings,
     )

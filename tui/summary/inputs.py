@@ -75,6 +75,7 @@ class SummaryInputs:
     plan: Plan | None = None
     chosen_layout: Layout | None = None
     files: tuple[tuple[str, str], ...] = ()
+    hardware_health: Any = None  # tui.health.summary_section.HardwareHealth
     problems: tuple[str, ...] = ()
     timings_s: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 

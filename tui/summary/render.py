@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from tui.bench.model import BenchResult
+from tui.health.summary_section import hardware_health_markdown
 from tui.plan.render import plan_markdown
 from tui.redact import redact_data, redact_text
 from tui.summary import sections
@@ -239,6 +240,7 @@ def render_markdown(inputs: SummaryInputs, extra_secrets: tuple[str, ...] = ()) 
         sections.model(inputs),
         sections.service(inputs),
         sections.now(inputs),
+        hardware_health_markdown(inputs.hardware_health),
         benchmarks(inputs),
         incidents(inputs),
         deployment_attempts_lines(inputs.recorded),

@@ -1,0 +1,57 @@
+"""`servedeck doctor --interconnect`: P2P, ACS, IOMMU, BAR1, links, NUMA; read-only."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+from tui.commands._width import hanging
+from tui.config import Profile
+from tui.console import host_for
+from tui.deck import open_deck
+from tui.health.doctor_run import run_demo_interconnect, run_interconnect
+from tui.health.findings import CRIT, WARN, Finding
+from tui.health.interconnect import InterconnectReport
+
+_MARKS = {"crit": "CRIT", "warn": "WARN", "info": "INFO"}
+
+
+def format_finding(finding: Finding) -> list[str]:
+    """Two lines per finding: mark, check, GPU and evidence; then the fix."""
+    gpu = f"GPU{finding.gpu}" if finding.gpu is not None else "box"
+    head = f"[{_MARKS.get(finding.severity, finding.severity)}] {finding.check:<16} {gpu:<5} "
+    return [hanging(head, finding.evidence), hanging(" " * 7 + "fix: ", finding.fix)]
+
+
+async def interconnect_report(profile: Profile) -> InterconnectReport:
+    if profile.is_demo:  # about the simulated box, never this machine's PCIe
+        deck = open_deck(profile, demo_autostart=False)
+        try:
+            return await run_demo_interconnect(deck.box)
+        finally:
+            await deck.close()
+    host = host_for(profile)
+    try:
+        return await run_interconnect(host, profile)
+    finally:
+        await host.close()
+
+
+def run_interconnect_doctor(args: argparse.Namespace, profile: Profile) -> int:
+    """Print the findings; exit 1 when any is a warning or worse."""
+    report = asyncio.run(interconnect_report(profile))
+    if getattr(args, "json", False):
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        where = "simulator" if profile.is_demo else profile.host.route
+        print(hanging("servedeck doctor --interconnect: ", f"profile {profile.name} ({where})"))
+        for note in report.notes:
+            print(hanging("note: ", note))
+        for finding in report.findings:
+            print("\n".join(format_finding(finding)))
+        bad = [f for f in report.findings if f.severity in (CRIT, WARN)]
+        took = f" in {report.elapsed_s:.2f} s" if report.elapsed_s else ""
+        verdict = f"{len(bad)} problem(s){took}" if bad else f"no interconnect problem found{took}"
+        print(hanging("verdict: ", verdict))
+    return 1 if any(f.severity in (CRIT, WARN) for f in report.findings) else 0

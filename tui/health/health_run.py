@@ -1,0 +1,91 @@
+"""Read a host's GPU health once: counters from `nvidia-smi -q`, XIDs from the kernel log."""
+
+from __future__ import annotations
+
+from tui.errors import ServedeckError
+from tui.health.counters import HealthCounters, parse_counters
+from tui.health.interconnect_parse import norm_bdf, split_sections
+from tui.health.kernel_log import KernelLogFollower, dmesg_events
+from tui.health.report import HealthReport, build_report
+from tui.health.xid import XidEvent
+from tui.hosts.base import Host
+
+_SCRIPT = r"""
+echo "@@servedeck:ids"; nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>&1
+echo "@@servedeck:q"; nvidia-smi -q 2>&1
+"""
+
+
+def bus_map(ids_text: str) -> dict[str, int]:
+    """`index, pci.bus_id` CSV rows to bus id -> GPU index."""
+    found = {}
+    for line in ids_text.splitlines():
+        index, _, bus = (cell.strip() for cell in line.partition(","))
+        if index.isdigit() and bus:
+            found[norm_bdf(bus)] = int(index)
+    return found
+
+
+async def read_counters(host: Host) -> tuple[list[HealthCounters], dict[str, int], str | None]:
+    """(counters, bus id -> index, why there are none)."""
+    result = await host.run(["/bin/sh", "-s"], timeout_s=30, stdin_text=_SCRIPT)
+    sections = split_sections(result.stdout)
+    buses = bus_map(sections.get("ids", ""))
+    counters = parse_counters(sections.get("q", ""), buses)
+    if not counters:
+        first = (sections.get("ids", "").strip().splitlines() or ["nvidia-smi: not found"])[0]
+        return [], buses, f"no GPU counters: {first[:160]}"
+    return counters, buses, None
+
+
+async def read_events(
+    host: Host, buses: dict[str, int], journal_file: str | None = None
+) -> tuple[list[XidEvent], str, str | None]:
+    """(events, where from, a note): the journal first, dmesg when journalctl fails."""
+    if journal_file is None:
+        # journalctl exits 0 with no entries when the user may not read the kernel's
+        # messages: say so instead of reporting a clean log.
+        probe = await host.run(["journalctl", "-k", "-n", "0", "--no-pager"], timeout_s=15)
+        if "insufficient permissions" in probe.stderr or "No journal files" in probe.stderr:
+            line = probe.stderr.strip().splitlines()[0][:160]
+            note = f"kernel journal unreadable as this user ({line}); run as root or join adm"
+            try:
+                return [e async for e in dmesg_events(host, buses)], "dmesg", None
+            except (OSError, ServedeckError) as error:
+                return [], "none", f"{note}; dmesg: {error}"
+    follower = KernelLogFollower(host, journal_file=journal_file, follow=False)
+    try:
+        return [e async for e in follower.events(buses)], "journal", None
+    except (OSError, ServedeckError) as error:
+        journal_error = str(error)
+    try:
+        return [e async for e in dmesg_events(host, buses)], "dmesg", None
+    except (OSError, ServedeckError) as error:
+        return [], "none", f"kernel log unreadable: journal ({journal_error}); dmesg ({error})"
+
+
+async def collect_health(host: Host, journal_file: str | None = None) -> HealthReport:
+    """Counters and the XIDs logged this boot; a dead host is a note, never a traceback."""
+    notes = []
+    try:
+        counters, buses, why = await read_counters(host)
+    except ServedeckError as error:
+        return build_report([], [], "none", [f"{host.label}: {error}"])
+    if why:
+        notes.append(why)
+    events, source, note = await read_events(host, buses, journal_file)
+    if note:
+        notes.append(note)
+    return build_report(counters, events, source, notes)
+
+
+async def collect_demo_health() -> HealthReport:
+    """The simulated box: events from SERVEDECK_SIM_XID through the real decoder."""
+    from tui.health.xid import decode_xid
+    from tui.sim.health import query_text, xid_line, xids_from_env
+
+    xids = xids_from_env()
+    ids, q = query_text(xids)
+    buses = bus_map(ids)
+    events = [e for x, g in xids if (e := decode_xid(xid_line(x, g), buses)) is not None]
+    return build_report(parse_counters(q, buses), events, "simulated")

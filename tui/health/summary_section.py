@@ -1,0 +1,123 @@
+"""The state summary's "Hardware health" section: doctor findings, GPU health, last probe.
+
+Collected with the rest of the summary (read-only: the probe is never run from
+here, only its last recorded result for this host is quoted).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tui import paths
+from tui.deck import Deck
+from tui.health.interconnect import InterconnectReport
+from tui.health.probe_run import PROBE_HISTORY
+from tui.health.report import HealthReport
+from tui.summary.mdtable import table
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareHealth:
+    interconnect: InterconnectReport | None
+    health: HealthReport | None
+    probe: dict[str, Any] | None = None  # the last `servedeck probe` record for this host
+
+
+def last_probe(host_label: str, path: Path | None = None) -> dict[str, Any] | None:
+    """The newest probe record for the host; a torn or foreign line is skipped."""
+    target = path or paths.data_dir() / PROBE_HISTORY
+    found = None
+    try:
+        lines = target.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("host") == host_label:
+            found = record
+    return found
+
+
+async def collect_hardware_health(deck: Deck) -> HardwareHealth:
+    from tui.health.doctor_run import run_demo_interconnect, run_interconnect
+    from tui.health.health_run import collect_demo_health, collect_health
+
+    if deck.box is not None:
+        interconnect = await run_demo_interconnect(deck.box)
+        health = await collect_demo_health()
+    else:
+        interconnect = await run_interconnect(deck.host, deck.profile)
+        health = await collect_health(deck.host)
+    return HardwareHealth(interconnect, health, last_probe(deck.host_label))
+
+
+def _probe_lines(probe: dict[str, Any] | None) -> list[str]:
+    lines = ["### Interconnect probe", ""]
+    if not probe:
+        return [
+            *lines,
+            "Not run on this host. `servedeck probe` measures P2P and all-reduce bandwidth "
+            "(idle GPUs only).",
+            "",
+        ]
+    rows = [
+        (r.get("bytes"), r.get("time_us"), r.get("algbw_gbps"), r.get("busbw_gbps"))
+        for r in probe.get("allreduce", [])
+        if isinstance(r, dict) and r.get("bytes", 0) in (8, 32 * 1024, 64 * 1024**2, 1024**3)
+    ]
+    return [
+        *lines,
+        f"Verdict: {probe.get('verdict', 'n/a')}",
+        "",
+        *table(["bytes", "time (us)", "algbw (GB/s)", "busbw (GB/s)"], rows, right=(0, 1, 2, 3)),
+    ]
+
+
+def hardware_health_markdown(hh: HardwareHealth | None) -> list[str]:
+    if hh is None:
+        return []
+    lines = ["## Hardware health", "", "### Interconnect findings", ""]
+    ic = hh.interconnect
+    if ic is not None:
+        lines += [f"- {note}" for note in ic.notes]
+        if ic.findings:
+            rows = [
+                (f.severity, f.check, "box" if f.gpu is None else f"GPU{f.gpu}", f.evidence, f.fix)
+                for f in ic.findings
+            ]
+            lines += table(["severity", "check", "GPU", "evidence", "fix"], rows)
+        else:
+            lines += ["No interconnect problem found.", ""]
+    lines += ["### GPU health", ""]
+    health = hh.health
+    if health is not None:
+        lines += [f"- {note}" for note in health.notes]
+        rows = []
+        for gpu in health.gpus:
+            c = gpu.counters
+            rows.append(
+                (
+                    f"GPU{gpu.index}",
+                    gpu.bus_id,
+                    gpu.badge,
+                    ", ".join(f"{e.xid} ({e.name})" for e in gpu.events) or "none",
+                    f"{c.ecc_volatile_uncorrected}/{c.ecc_aggregate_uncorrected}" if c else None,
+                    ("yes" if c.remapped_rows_pending else "no") if c else None,
+                    c.pcie_replays if c else None,
+                    "; ".join(r for r in gpu.reasons if not r.startswith("XID ")) or "-",
+                )
+            )
+        if rows:
+            headers = ["GPU", "bus", "badge", "XIDs", "ECC unc. vol/agg", "remap pending"]
+            lines += table([*headers, "PCIe replays", "other"], rows, right=(6,))
+        lines += [
+            f"- XID {e.xid} on {e.bus_id} (no GPU answers there): {e.name}"
+            for e in health.unmatched_events
+        ]
+    return [*lines, *_probe_lines(hh.probe)]

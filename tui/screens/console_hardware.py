@@ -1,0 +1,140 @@
+"""The console's Health pane: interconnect doctor and GPU health, read when it is shown."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from tui.errors import ServedeckError
+from tui.health.interconnect import InterconnectReport
+from tui.health.report import HealthReport
+from tui.screens.console_guard import while_open
+from tui.screens.console_workers import console_worker
+from widgets.health_view import HealthView
+
+# Re-read at most this often when the tab is shown again (the doctor runs ~15 commands).
+HEALTH_REFRESH_S = 30.0
+
+
+class HardwareHealthMixin:
+    """Mixed into ServedeckApp (whose deck and profile it uses)."""
+
+    _health_read_at_s: float = 0.0
+
+    @dataclass
+    class HealthReady(Message):
+        interconnect: InterconnectReport | None
+        health: HealthReport | None
+        error: str | None = None
+
+    def _show_health(self) -> None:
+        if time.monotonic() - self._health_read_at_s >= HEALTH_REFRESH_S:
+            self._health_read_at_s = time.monotonic()
+            self._read_health()
+
+    @console_worker("health", pane="health", what="read the hardware health")
+    async def _read_health(self) -> None:
+        from tui.health.doctor_run import run_demo_interconnect, run_interconnect
+        from tui.health.health_run import collect_demo_health, collect_health
+
+        deck = self.deck  # type: ignore[attr-defined]
+        try:
+            if deck.box is not None:
+                interconnect = await run_demo_interconnect(deck.box)
+                health = await collect_demo_health()
+            else:
+                interconnect = await run_interconnect(deck.host, self.profile)  # type: ignore[attr-defined]
+                health = await collect_health(deck.host)
+        except ServedeckError as error:
+            self.post_message(self.HealthReady(None, None, str(error)))  # type: ignore[attr-defined]
+        else:
+            self.post_message(self.HealthReady(interconnect, health))  # type: ignore[attr-defined]
+
+    @dataclass
+    class ProbeChecked(Message):
+        refusal: str | None
+        gpus: int
+
+    @dataclass
+    class ProbeDone(Message):
+        result: dict[str, object] | None
+        error: str | None = None
+
+    def action_probe(self) -> None:
+        """`p`: check that the GPUs are idle, then ask, then run the probe."""
+        if self.profile.read_only:  # type: ignore[attr-defined]
+            self.notify("Read-only: the probe loads every GPU.", severity="warning")  # type: ignore[attr-defined]
+            return
+        self._check_probe()
+
+    @console_worker(
+        "probe", pane="health", what="check that the GPUs are idle for the probe", user_action=True
+    )
+    async def _check_probe(self) -> None:
+        from tui.health.probe_run import probe_refusal
+
+        try:
+            why, gpus = await probe_refusal(self.deck)  # type: ignore[attr-defined]
+        except ServedeckError as error:
+            why, gpus = str(error), 0
+        self.post_message(self.ProbeChecked(why, gpus))  # type: ignore[attr-defined]
+
+    @while_open
+    def on_hardware_health_mixin_probe_checked(
+        self, message: HardwareHealthMixin.ProbeChecked
+    ) -> None:
+        from tui.screens.confirm_action import ConfirmActionScreen
+        from tui.service import ServiceAction
+
+        view = self.query_one(HealthView)  # type: ignore[attr-defined]
+        if message.refusal:
+            view.show_probe(f"Probe refused: {message.refusal}")
+            self.notify(message.refusal, title="Probe refused", severity="warning")  # type: ignore[attr-defined]
+            return
+        python = self.profile.service.python or "(service.python not set)"  # type: ignore[attr-defined]
+        action = ServiceAction(
+            self.deck.host_label,  # type: ignore[attr-defined]
+            f"{message.gpus} GPUs",
+            "probe",
+            (python, "-", "<servedeck probe script on stdin>"),
+        )
+        note = "Loads every GPU for up to 90 s: P2P copies, then an all-reduce sweep 8 B..1 GiB."
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                view.show_probe("Probe running (up to 90 s) ...")
+                self._run_probe()
+
+        self.push_screen(ConfirmActionScreen(action, note), confirmed)  # type: ignore[attr-defined]
+
+    @console_worker("probe", pane="health", what="run the interconnect probe", user_action=True)
+    async def _run_probe(self) -> None:
+        from tui.health.probe_run import run_and_record
+
+        try:
+            result = await run_and_record(self.deck)  # type: ignore[attr-defined]
+        except ServedeckError as error:
+            self.post_message(self.ProbeDone(None, str(error)))  # type: ignore[attr-defined]
+        else:
+            self.post_message(self.ProbeDone(result))  # type: ignore[attr-defined]
+
+    @while_open
+    def on_hardware_health_mixin_probe_done(self, message: HardwareHealthMixin.ProbeDone) -> None:
+        view = self.query_one(HealthView)  # type: ignore[attr-defined]
+        if message.result is None:
+            view.show_probe(f"Probe failed: {message.error}")
+            return
+        view.show_probe(f"Probe: {message.result['verdict']}")
+
+    @while_open
+    def on_hardware_health_mixin_health_ready(
+        self, message: HardwareHealthMixin.HealthReady
+    ) -> None:
+        view = self.query_one(HealthView)  # type: ignore[attr-defined]
+        if message.error:
+            view.show_error(f"Health unreadable: {message.error}")
+            self._health_read_at_s = 0.0
+            return
+        view.show(message.interconnect, message.health)

@@ -1,0 +1,85 @@
+"""HealthView: the interconnect doctor's findings and each GPU's health, as text.
+
+A pure view: handed finished reports (tui.health), it draws them; it computes nothing.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from tui.health.interconnect import InterconnectReport
+from tui.health.report import HealthReport
+
+STYLES = {"crit": "bold red", "warn": "bold yellow", "info": "cyan", "ok": "bold green"}
+MARKS = {"crit": "CRIT", "warn": "WARN", "info": "INFO", "ok": " OK "}
+
+
+class HealthView(Vertical):
+    """Interconnect findings (check, GPU, evidence, fix), then a badge and events per GPU."""
+
+    DEFAULT_CSS = """
+    HealthView { height: 1fr; }
+    HealthView > #health-title { height: auto; padding: 0 1; color: $text-muted; }
+    HealthView > #health-probe { height: auto; padding: 0 1; }
+    HealthView #health-body { padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("Reading the interconnect and GPU health ...", id="health-title")
+        yield Static(
+            "p: run the interconnect probe (idle GPUs only; asks first)", id="health-probe"
+        )
+        with VerticalScroll(id="health-scroll"):
+            yield Static(id="health-body")
+
+    def show_probe(self, line: str) -> None:
+        self.query_one("#health-probe", Static).update(line)
+
+    def show_error(self, message: str) -> None:
+        self.query_one("#health-title", Static).update(message)
+
+    def show(self, interconnect: InterconnectReport | None, health: HealthReport | None) -> None:
+        text = Text()
+        text.append("Interconnect (read-only doctor)\n", style="bold")
+        if interconnect is not None:
+            for note in interconnect.notes:
+                text.append(f"  note: {note}\n", style="dim")
+            if not interconnect.findings:
+                text.append("  no interconnect problem found\n", style=STYLES["ok"])
+            for f in interconnect.findings:
+                gpu = f"GPU{f.gpu}" if f.gpu is not None else "box"
+                text.append(f"  {MARKS.get(f.severity, f.severity)} ", style=STYLES.get(f.severity))
+                text.append(f"{f.check:<16} {gpu:<5} {f.evidence}\n")
+                text.append(f"       fix: {f.fix}\n", style="dim")
+        text.append("\nGPU health (XID events, ECC, row remaps, PCIe replays)\n", style="bold")
+        if health is not None:
+            for note in health.notes:
+                text.append(f"  note: {note}\n", style="dim")
+            for gpu in health.gpus:
+                text.append(f"  {MARKS.get(gpu.badge, gpu.badge)} ", style=STYLES.get(gpu.badge))
+                c = gpu.counters
+                figures = (
+                    f"ECC unc. {c.ecc_volatile_uncorrected}/{c.ecc_aggregate_uncorrected}  "
+                    f"replays {c.pcie_replays}"
+                    if c
+                    else "no counters"
+                )
+                text.append(f"GPU{gpu.index} {gpu.bus_id}  {figures}\n")
+                for reason in gpu.reasons:
+                    if not reason.startswith("XID "):
+                        text.append(f"       {reason}\n", style="dim")
+                for event in gpu.events:
+                    text.append(f"       XID {event.xid} {event.name}: ", style="yellow")
+                    text.append(f"{event.detail or event.meaning} -> {event.action}\n")
+            for event in health.unmatched_events:
+                text.append(f"  XID {event.xid} on {event.bus_id} (no GPU there now): ")
+                text.append(f"{event.name} -> {event.action}\n")
+        where = f"{interconnect.elapsed_s:.1f} s" if interconnect and interconnect.elapsed_s else ""
+        source = health.event_source if health else "?"
+        self.query_one("#health-title", Static).update(
+            f"Kernel log: {source}. Doctor took {where or 'n/a'}. Switch tabs to re-read."
+        )
+        self.query_one("#health-body", Static).update(text)
