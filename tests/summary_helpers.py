@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import replace
 
 from markdown_it import MarkdownIt
@@ -65,6 +66,10 @@ def table_lines_outside_tables(markdown: str) -> list[str]:
     ]
 
 
+# A vLLM log line's pid and clock, e.g. `(Worker_TP0 pid=2415) WARNING 11-30 16:50:19`.
+_VOLATILE_LOG_PREFIX = re.compile(r"\(\w+ pid=\d+\) \w+ \d\d-\d\d \d\d:\d\d:\d\d")
+
+
 def normalised(inputs: SummaryInputs) -> SummaryInputs:
     """Replace every value that changes from run to run (times, pids, ports, noise)."""
     gpu = inputs.gpu
@@ -98,8 +103,16 @@ def normalised(inputs: SummaryInputs) -> SummaryInputs:
             if f.name.endswith("_s") and getattr(load.facts, f.name) is not None
         }
         load = replace(load, timeline=spans, facts=replace(load.facts, **volatile), at_s=FIXED_S)
+    hardware = inputs.hardware_health
+    if hardware is not None and hardware.interconnect is not None:
+        findings = tuple(
+            replace(f, evidence=_VOLATILE_LOG_PREFIX.sub("(log line)", f.evidence))
+            for f in hardware.interconnect.findings
+        )
+        hardware = replace(hardware, interconnect=replace(hardware.interconnect, findings=findings))
     return replace(
         inputs,
+        hardware_health=hardware,
         generated_at_s=FIXED_S,
         gpu=gpu,
         service=service,

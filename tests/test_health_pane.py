@@ -1,4 +1,4 @@
-"""The console's Health pane on the simulated box: key 6 shows the doctor and GPU health."""
+"""The console's Health pane on the simulated box: key 7 shows the doctor and GPU health."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ async def test_health_pane_shows_faults_and_xids(monkeypatch: pytest.MonkeyPatch
     deck = open_deck(demo_profile())
     app = ServedeckApp(deck.profile, deck)
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("6")
+        await pilot.press("7")
         body = app.query_one("#health-body", Static)
         await _until(pilot, lambda: "GPU7" in str(body.render()), 60, "the health report")
         text = str(body.render())
@@ -51,7 +51,7 @@ async def test_probe_key_refuses_and_says_why(autostart: bool, expected: str) ->
     deck = open_deck(demo_profile(), demo_autostart=autostart, demo_load_s=5.0)
     app = ServedeckApp(deck.profile, deck)
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("6")
+        await pilot.press("7")
         line = app.query_one("#health-probe", Static)
         await pilot.press("p")
         await _until(pilot, lambda: "refused" in str(line.render()), 60, "the refusal")

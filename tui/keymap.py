@@ -122,7 +122,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "timeline-anywhere",
         "T",
         "timeline",
-        "Timeline",
+        "Timeline (T)",
         "Open the Timeline from anywhere",
         "Panes",
         False,
