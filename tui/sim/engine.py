@@ -16,6 +16,11 @@ one that arrives mid-step waits for the step to end (queue time). At most
 `max_batch` requests run; admission reserves prompt + max_tokens of KV cache,
 so the simulator never preempts (`num_preemptions` stays 0).
 
+Steps that follow each other without a pause keep to an ideal timeline: a
+step that starts late because the machine is loaded is shortened by the
+lateness (up to CATCH_UP_S), so the simulator's clock does not drift slow.
+`time_scale` > 1 runs the same schedule faster than real time.
+
 Every token time recorded is the moment the step ended and the token was
 handed to the HTTP layer, so the truth is what a client can observe.
 """
@@ -53,6 +58,10 @@ class SimRequest:
     finished: bool = False
     aborted: bool = False
     event: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+# How late a step may start and still be pulled back onto the ideal timeline (real s).
+CATCH_UP_S = 0.02
 
 
 class Histogram:
@@ -192,6 +201,7 @@ class SimEngine:
         truth_path = Path(settings.state_dir) / "truth.jsonl"
         self._truth_file = truth_path.open("a", encoding="utf-8")
         self._task: asyncio.Task[None] | None = None
+        self._ideal_end_s = -1.0
 
     # -- public ---------------------------------------------------------------
     def start(self) -> None:
@@ -282,6 +292,7 @@ class SimEngine:
             if not self.running and not self.waiting:
                 self._wake.clear()
                 await self._wake.wait()
+                self._ideal_end_s = -1.0  # idle: the next step starts when it is woken
             pause = self.stall_until_s - loop.time()
             if pause > 0:
                 # Wait on the wake-up event, so a shorter or cleared stall takes effect at once.
@@ -290,6 +301,10 @@ class SimEngine:
                     await asyncio.wait_for(self._wake.wait(), pause)
                 continue
             step_start = loop.time()
+            if 0.0 <= step_start - self._ideal_end_s <= CATCH_UP_S:
+                # Busy back to back: start where the last step should have ended, so a late
+                # wake-up (a loaded machine) shortens this step instead of slowing the clock.
+                step_start = self._ideal_end_s
             decoding, chunks, admitted = self._plan_step()
             prefill_tokens = sum(chunks.values())
             duration = self.settings.step_s(len(decoding)) if decoding else 0.0
@@ -297,7 +312,9 @@ class SimEngine:
             for request in admitted:
                 request.scheduled_s = step_start
             self.running.extend(admitted)
-            await asyncio.sleep(max(step_start + duration - loop.time(), 0.0))
+            real_s = duration / self.settings.time_scale  # a fast clock for capacity tests
+            self._ideal_end_s = step_start + real_s
+            await asyncio.sleep(max(step_start + real_s - loop.time(), 0.0))
             step_end = loop.time()
             self.busy_s += step_end - step_start
             self._complete_step(decoding, chunks, step_end, step_end - step_start)

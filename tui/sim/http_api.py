@@ -8,6 +8,7 @@ test set runtime faults.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import random
@@ -21,6 +22,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from tui.sim import tokens
+from tui.sim.capacity import SloTarget, true_capacity
 from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.metrics import build_registry, exposition
 from tui.sim.spec import VLLM_VERSION, ServerSettings
@@ -44,6 +46,10 @@ class RuntimeFaults:
 def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
     body = {"error": {"message": message, "type": kind, "param": param, "code": status}}
     return _json_response(body, status=status)
+
+
+def _optional_float(text: str) -> float | None:
+    return None if text.lower() in ("", "none", "off") else float(text)
 
 
 def _json_response(body: object, status: int = 200) -> web.Response:
@@ -78,6 +84,8 @@ class SimApi:
                 web.post("/v1/completions", self.completions),
                 web.post("/v1/chat/completions", self.chat_completions),
                 web.get("/_sim/truth", self.truth),
+                web.get("/_sim/truth/capacity", self.capacity_truth),
+                web.get("/_sim/clock", self.clock),
                 web.post("/_sim/fault", self.fault),
             ]
         )
@@ -156,6 +164,31 @@ class SimApi:
         since = int(request.query.get("since", "0"))
         records = [r for r in self.engine.truth if int(r["number"]) > since]  # type: ignore[call-overload]
         return _json_response({"requests": records})
+
+    async def clock(self, _request: web.Request) -> web.Response:
+        """Simulated seconds per real second: clients scale what they measure by it."""
+        return _json_response({"time_scale": self.settings.time_scale})
+
+    async def capacity_truth(self, request: web.Request) -> web.Response:
+        """True capacity at an SLO for a closed-loop workload (tui.sim.capacity)."""
+        query = request.query
+        try:
+            slo = SloTarget(
+                **{
+                    name: _optional_float(query.get(name, str(default)))
+                    for name, default in asdict(SloTarget()).items()
+                }
+            )
+            prompt_tokens = int(query.get("input_tokens", "1024"))
+            output_tokens = int(query.get("output_tokens", "256"))
+        except ValueError as error:
+            return _error(400, f"bad capacity query: {error}", "BadRequestError")
+        if not 0 < prompt_tokens <= 65_536 or not 0 < output_tokens <= 65_536:
+            return _error(400, "input_tokens and output_tokens must be 1..65536", "BadRequestError")
+        body = await asyncio.to_thread(
+            true_capacity, self.settings, slo, prompt_tokens, output_tokens
+        )
+        return _json_response(body)
 
     async def fault(self, request: web.Request) -> web.Response:
         body = await self._json(request)

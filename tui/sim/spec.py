@@ -104,6 +104,8 @@ class ServerSettings:
     # vLLM's per-step token budget (its default for the OpenAI server on large GPUs).
     max_num_batched_tokens: int = 8192
     log_interval_s: float = 10.0
+    # Simulated seconds per real second: a step of d simulated seconds lasts d / time_scale.
+    time_scale: float = 1.0
     faults: ServerFaults = field(default_factory=ServerFaults)
 
     @property
