@@ -1,9 +1,10 @@
 """Capacity under an SLO: the search over concurrency, its levels and its one-sentence answer.
 
-The search brackets (x4 per level while the SLO holds, sooner when the measured
-margins extrapolate to a crossing), then narrows the bracket by interpolating
-the SLO margin between the highest passing and the lowest failing level, and
-stops once the bracket is within `tolerance` of the passing end. A level that
+The search brackets (x4 per level while the SLO holds, less when the measured
+margins extrapolate to a crossing), then narrows the bracket: by geometric
+bisection, or by interpolating the SLO margin when the highest passing level is
+already close to a smoothly rising limit. It stops once every untested level
+in the bracket is within `tolerance` (10 %) of the highest passing one. A level that
 over-saturates (errors, preemptions, a waiting queue that keeps growing) fails
 whatever its latencies. Pure logic: `tui.bench.capacity_runner` measures levels.
 """
@@ -17,6 +18,8 @@ from typing import Any
 from tui.errors import UsageError
 
 DEFAULT_SLO_TEXT = "ttft_p99_ms=2000,itl_p99_ms=100,min_user_tok_s=20"
+# The passing level's margin above which interpolation beats bisection.
+INTERPOLATE_FROM = 0.7
 FAILURE_LABELS = {
     "ttft": "TTFT",
     "itl": "ITL",
@@ -185,7 +188,7 @@ class CapacitySearch:
     start: int = 1
     max_concurrency: int = 1024
     max_levels: int = 8
-    tolerance: float = 0.08
+    tolerance: float = 0.1
     growth: int = 4
     levels: list[CapacityLevel] = field(default_factory=list)
 
@@ -204,7 +207,8 @@ class CapacitySearch:
         return low, high
 
     def _closed(self, low: int, high: int) -> bool:
-        return high - low <= max(1, math.floor(self.tolerance * low))
+        """Every untested level between the bounds is within `tolerance` of the passing one."""
+        return high - low - 1 <= math.floor(self.tolerance * low)
 
     def next_concurrency(self) -> int | None:
         """The next level to measure, or None when the answer is known (or levels ran out)."""
@@ -228,15 +232,15 @@ class CapacitySearch:
         if self._closed(lo, hi):
             return None
         m_lo, m_hi = low.margin(self.slo), high.margin(self.slo)
-        if math.isfinite(m_hi) and m_hi > m_lo:
+        if m_lo >= INTERPOLATE_FROM and math.isfinite(m_hi) and m_hi > m_lo:
+            # Near a smoothly rising limit: aim where the margin reaches 1, and when that is
+            # next to the passing end, test the closing point (a miss ends the search).
             estimate = lo + (1.0 - m_lo) / (m_hi - m_lo) * (hi - lo)
+            guess = max(round(estimate), lo + 1 + math.floor(self.tolerance * lo))
         else:
-            estimate = math.sqrt(lo * hi)
-        guess = min(max(round(estimate), lo + 1), hi - 1)
-        step = max(1, math.floor(self.tolerance * lo))
-        if guess - lo < step:
-            guess = min(lo + step, hi - 1)  # test the closing point: a miss ends the search
-        return guess
+            # Far from the limit, or a knee (a flat margin, then a jump): bisect.
+            guess = round(math.sqrt(lo * hi))
+        return min(max(guess, lo + 1), hi - 1)
 
     def _extrapolate(self) -> float | None:
         """Where the two highest passing levels' margins reach 1, if they rise."""

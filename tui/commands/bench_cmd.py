@@ -37,6 +37,17 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--timeout", type=float, metavar="S", help="read timeout per request")
     parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
     parser.add_argument("--save", action="store_true", help="append the result to the history")
+    parser.add_argument(
+        "--capacity",
+        action="store_true",
+        help="find how many concurrent users meet the SLO (one-sentence answer)",
+    )
+    parser.add_argument(
+        "--slo",
+        metavar="LIST",
+        help="with --capacity: e.g. ttft_p99_ms=2000,itl_p99_ms=100,min_user_tok_s=20 "
+        "(default: the profile's [benchmark.slo]; a value of off drops one)",
+    )
     parser.set_defaults(func=_bench)
 
 
@@ -214,6 +225,12 @@ async def _bench_profile(args: argparse.Namespace, show_progress: bool) -> Bench
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.capacity:
+        from tui.commands.capacity_cmd import run_capacity
+
+        return run_capacity(args)
+    if args.slo is not None:
+        raise UsageError("--slo needs --capacity")
     show_progress = sys.stderr.isatty() and not args.json
     if args.url:
         result = asyncio.run(_drive(build_spec(args), show_progress))
