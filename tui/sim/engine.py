@@ -16,10 +16,12 @@ one that arrives mid-step waits for the step to end (queue time). At most
 `max_batch` requests run; admission reserves prompt + max_tokens of KV cache,
 so the simulator never preempts (`num_preemptions` stays 0).
 
-Steps that follow each other without a pause keep to an ideal timeline: a
-step that starts late because the machine is loaded is shortened by the
-lateness (up to CATCH_UP_S), so the simulator's clock does not drift slow.
-`time_scale` > 1 runs the same schedule faster than real time.
+`time_scale` > 1 runs the same schedule faster than real time (a fast clock
+for capacity searches). On a fast clock, steps that follow each other without
+a pause keep to an ideal timeline: a step that starts late because the
+machine is loaded is shortened by the lateness (up to CATCH_UP_S), since a
+wake-up delay multiplied by the scale would otherwise slow the clock. At the
+real-time scale of 1 a step never lasts less than its model duration.
 
 Every token time recorded is the moment the step ended and the token was
 handed to the HTTP layer, so the truth is what a client can observe.
@@ -288,6 +290,7 @@ class SimEngine:
 
     async def _run(self) -> None:
         loop = self._loop
+        fast = self.settings.time_scale != 1.0
         while True:
             if not self.running and not self.waiting:
                 self._wake.clear()
@@ -301,9 +304,9 @@ class SimEngine:
                     await asyncio.wait_for(self._wake.wait(), pause)
                 continue
             step_start = loop.time()
-            if 0.0 <= step_start - self._ideal_end_s <= CATCH_UP_S:
-                # Busy back to back: start where the last step should have ended, so a late
-                # wake-up (a loaded machine) shortens this step instead of slowing the clock.
+            if fast and 0.0 <= step_start - self._ideal_end_s <= CATCH_UP_S:
+                # Busy back to back on a fast clock: start where the last step should have
+                # ended, so a late wake-up shortens this step instead of slowing the clock.
                 step_start = self._ideal_end_s
             decoding, chunks, admitted = self._plan_step()
             prefill_tokens = sum(chunks.values())
