@@ -56,6 +56,12 @@ class CapacityProcess:
             with contextlib.suppress(ProcessLookupError):
                 self._process.send_signal(signal.SIGINT)
 
+    async def kill(self) -> None:
+        if self._process is not None and self._process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
+            await self._process.wait()
+
     async def _drain_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
         async for raw in self._process.stderr:
