@@ -25,7 +25,7 @@ def _level_row(level: dict[str, Any]) -> list[Text | str]:
     verdict = (
         Text("meets", style="bold green")
         if level.get("meets_slo")
-        else Text(f"misses: {level.get('limited_by') or 'partial'}", style="bold red")
+        else Text(f"miss: {level.get('limited_by') or 'partial'}", style="bold red")
     )
     per_joule = gpu.get("tokens_per_joule")
     return [
