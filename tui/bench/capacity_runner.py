@@ -45,10 +45,10 @@ from tui.bench.workload import (
     BenchSpec,
     api_url,
     endpoint_path,
-    make_prompts,
     request_payload,
     words_for_tokens,
 )
+from tui.bench.workloads import workload_prompts
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +235,9 @@ async def measure_level(
 ) -> CapacityLevel:
     """Run one closed-loop level, stopping early when the server over-saturates."""
     bench = spec.bench
-    prompts = make_prompts(words, concurrency * rounds_for(spec, concurrency), bench.seed)
+    # A fresh seed per level: a prompt repeated from an earlier level would hit the prefix cache.
+    count = concurrency * rounds_for(spec, concurrency)
+    prompts = workload_prompts(bench, words, count, bench.seed + 7919 * concurrency)
     loop_run = ClosedLoop()
     stop = asyncio.Event()
     poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)

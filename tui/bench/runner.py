@@ -44,6 +44,7 @@ from tui.bench.workload import (
     make_prompts,
     words_for_tokens,
 )
+from tui.bench.workloads import intended_prefix_hit_rate, reset_prefix_cache, workload_prompts
 
 STREAMS_PER_PROCESS = 256
 
@@ -202,6 +203,9 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
         if version:
             context = replace(context, engine_version=version)
         words, prompt_method = await words_for_tokens(control, spec)
+        reset = (
+            await reset_prefix_cache(control, spec.base_url) if spec.workload != "random" else ""
+        )
         levels = spec.levels()
         emit(
             "start",
@@ -253,7 +257,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                 )  # fmt: skip
                 try:
                     if processes == 1:
-                        prompts = make_prompts(words, total, seed)
+                        prompts = workload_prompts(spec, words, total, seed)
                         await run_level(
                             client, url, spec, prompts, concurrency=concurrency, rate=rate,
                             seed=seed, cancel=cancel, run=run,
@@ -301,8 +305,28 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
             "prompt_method": prompt_method,
             "warmup_requests": spec.warmup_requests,
             "read_timeout_s": spec.read_timeout_s,
+            **_workload_notes(spec, results, reset),
         },
     )
+
+
+def _workload_notes(spec: BenchSpec, levels: list[LevelResult], reset: str) -> dict[str, Any]:
+    """The workload, its intended prefix-cache hit rate and the measured one (0..1)."""
+    if spec.workload == "random":
+        return {}
+    requests = sum(level.completed + level.failed for level in levels)
+    views = [level.server for level in levels if level.server is not None]
+    queries = sum(view.prefix_queries for view in views)
+    return {
+        "workload": spec.workload,
+        "prefix_groups": spec.prefix_groups,
+        "prefix_tokens": spec.prefix_tokens,
+        "prefix_cache_reset": reset or "not offered by the server",
+        "intended_prefix_hit_rate": intended_prefix_hit_rate(spec, requests),
+        "measured_prefix_hit_rate": (
+            sum(view.prefix_hits for view in views) / queries if queries else None
+        ),
+    }
 
 
 def level_to_dict(level: LevelResult) -> dict[str, Any]:
@@ -321,7 +345,7 @@ def _duration_s(outcomes: list[RequestOutcome]) -> float:
 async def _worker(job: dict[str, Any], cancel: asyncio.Event) -> None:
     spec = BenchSpec.from_dict(job["spec"])
     url = api_url(spec.base_url, endpoint_path(spec.endpoint))
-    prompts = make_prompts(job["words"], job["num_requests"], job["seed"])
+    prompts = workload_prompts(spec, job["words"], job["num_requests"], job["seed"])
     run = LevelRun()
 
     async def live() -> None:

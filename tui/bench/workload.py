@@ -157,6 +157,9 @@ class BenchSpec:
     seed: int = 0
     progress_interval_s: float = 0.5
     scrape_metrics: bool = True
+    workload: str = "random"  # tui.bench.workloads.WORKLOADS
+    prefix_groups: int = 4  # shared-prefix: groups, each with its own system prompt
+    prefix_tokens: int = 512  # shared-prefix: system prompt tokens
     slos: SloSpec = field(default_factory=SloSpec)
     context: RunContext = field(default_factory=RunContext)
 

@@ -53,6 +53,7 @@ class SimServerOptions:
     log_interval_s: float | None = None
     kv_bytes_per_gpu: int | None = None
     time_scale: float | None = None
+    prefix_caching: bool = False
     fail_at_shard: int | None = None
     orphans_on_stop: int = 0
     stubborn_orphans: bool = False
@@ -143,6 +144,8 @@ class SimBox:
             argv.append("--stubborn-orphans")
         if o.defunct_worker:
             argv.append("--defunct-worker")
+        if o.prefix_caching:
+            argv.append("--enable-prefix-caching")
         return argv + list(o.extra_args)
 
     # -- service --------------------------------------------------------------

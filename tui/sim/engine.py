@@ -190,6 +190,8 @@ class SimEngine:
         self.histograms = {name: Histogram(b) for name, b in HISTOGRAM_BUCKETS.items()}
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
+        self.prefix_queries_total = 0
+        self.prefix_hits_total = 0
         self.success: collections.Counter[str] = collections.Counter()
         self.busy_s = 0.0
         self.stall_until_s = 0.0
@@ -219,9 +221,15 @@ class SimEngine:
         """Loop (monotonic) time as wall-clock seconds since the epoch."""
         return loop_s + self._wall_offset_s
 
-    def submit(self, prompt_tokens: int, max_tokens: int) -> SimRequest:
-        """Queue a request; its tokens appear in `pieces[:emitted]` as steps end."""
+    def submit(self, prompt_tokens: int, max_tokens: int, cached_tokens: int = 0) -> SimRequest:
+        """Queue a request; its tokens appear in `pieces[:emitted]` as steps end.
+
+        `cached_tokens` of the prompt hit the prefix cache: they are never prefilled.
+        """
         self._number += 1
+        cached = min(max(cached_tokens, 0), max(prompt_tokens, 1) - 1)
+        self.prefix_queries_total += max(prompt_tokens, 1)
+        self.prefix_hits_total += cached
         request = SimRequest(
             number=self._number,
             request_id=f"{self._ids.getrandbits(64):016x}",
@@ -229,6 +237,7 @@ class SimEngine:
             max_tokens=max(max_tokens, 1),
             pieces=output_pieces(self.settings.seed, self._number, max(max_tokens, 1)),
             arrival_s=self._loop.time(),
+            prefilled=cached,
         )
         self.histograms["request_params_max_tokens"].observe(request.max_tokens)
         self.waiting.append(request)
@@ -268,7 +277,7 @@ class SimEngine:
                 break
             self.waiting.popleft()
             reserved += need
-            budget -= min(candidate.prompt_tokens, budget)
+            budget -= min(candidate.prompt_tokens - candidate.prefilled, budget)
             admitted.append(candidate)
         return admitted
 
@@ -284,7 +293,7 @@ class SimEngine:
                 budget -= chunks[request]
         admitted = self._admit(budget)
         for request in admitted:
-            chunks[request] = min(request.prompt_tokens, budget)
+            chunks[request] = min(request.prompt_tokens - request.prefilled, budget)
             budget -= chunks[request]
         return decoding, chunks, admitted
 

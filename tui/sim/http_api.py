@@ -25,6 +25,7 @@ from tui.sim import tokens
 from tui.sim.capacity import SloTarget, true_capacity
 from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.metrics import build_registry, exposition
+from tui.sim.prefix_cache import BLOCK_TOKENS, PrefixCache
 from tui.sim.spec import VLLM_VERSION, ServerSettings
 
 SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
@@ -67,6 +68,8 @@ class SimApi:
         self.rng = random.Random(settings.seed)
         self.created = int(time.time())
         self.fingerprint = f"vllm-{VLLM_VERSION}-sim"
+        blocks = settings.kv_cache_tokens // BLOCK_TOKENS if settings.prefix_caching else 0
+        self.prefix_cache = PrefixCache(blocks)
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -83,6 +86,7 @@ class SimApi:
                 web.post("/detokenize", self.detokenize),
                 web.post("/v1/completions", self.completions),
                 web.post("/v1/chat/completions", self.chat_completions),
+                web.post("/reset_prefix_cache", self.reset_prefix_cache),
                 web.get("/_sim/truth", self.truth),
                 web.get("/_sim/truth/capacity", self.capacity_truth),
                 web.get("/_sim/clock", self.clock),
@@ -165,6 +169,11 @@ class SimApi:
         records = [r for r in self.engine.truth if int(r["number"]) > since]  # type: ignore[call-overload]
         return _json_response({"requests": records})
 
+    async def reset_prefix_cache(self, _request: web.Request) -> web.Response:
+        """vLLM's POST /reset_prefix_cache (a dev endpoint there): drop every cached block."""
+        self.prefix_cache.reset()
+        return web.Response(status=200)
+
     async def clock(self, _request: web.Request) -> web.Response:
         """Simulated seconds per real second: clients scale what they measure by it."""
         return _json_response({"time_scale": self.settings.time_scale})
@@ -231,12 +240,12 @@ class SimApi:
             return refusal
         prompt = body.get("prompt", "")
         if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
-            prompt_tokens = len(prompt)
+            ids = list(prompt)
         elif isinstance(prompt, list):
-            prompt_tokens = sum(tokens.count_tokens(str(p)) for p in prompt)
+            ids = tokens.tokenize("".join(str(p) for p in prompt))
         else:
-            prompt_tokens = tokens.count_tokens(str(prompt))
-        return await self._generate(request, body, prompt_tokens, chat=False)
+            ids = tokens.tokenize(str(prompt))
+        return await self._generate(request, body, max(len(ids), 1), chat=False, ids=ids)
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         body = await self._json(request)
@@ -248,10 +257,17 @@ class SimApi:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return _error(400, "messages must be a non-empty list", "BadRequestError", "messages")
-        return await self._generate(request, body, tokens.chat_prompt_tokens(messages), chat=True)
+        ids = tokens.tokenize("".join(str(m.get("content", "")) for m in messages))
+        prompt_tokens = tokens.chat_prompt_tokens(messages)
+        return await self._generate(request, body, prompt_tokens, chat=True, ids=ids)
 
     async def _generate(
-        self, request: web.Request, body: dict[str, Any], prompt_tokens: int, chat: bool
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        prompt_tokens: int,
+        chat: bool,
+        ids: list[int] | None = None,
     ) -> web.StreamResponse:
         default = DEFAULT_CHAT_MAX_TOKENS if chat else DEFAULT_COMPLETION_MAX_TOKENS
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default
@@ -264,7 +280,10 @@ class SimApi:
                 f"However, you requested {prompt_tokens + max_tokens} tokens.",
                 "BadRequestError",
             )
-        sim_request = self.engine.submit(prompt_tokens, max_tokens)
+        cached = 0
+        if self.settings.prefix_caching and ids:
+            cached = min(self.prefix_cache.lookup_and_insert(ids), prompt_tokens - 1)
+        sim_request = self.engine.submit(prompt_tokens, max_tokens, cached)
         try:
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

@@ -298,6 +298,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--max-num-batched-tokens", type=int, default=d.max_num_batched_tokens)
     p.add_argument("--log-interval-s", type=float, default=d.log_interval_s)
     p.add_argument("--time-scale", type=float, default=d.time_scale)
+    p.add_argument("--enable-prefix-caching", action="store_true")
     p.add_argument("--fail-at-shard", type=int, default=None)
     p.add_argument("--orphans-on-stop", type=int, default=0)
     p.add_argument("--stubborn-orphans", action="store_true")
@@ -325,6 +326,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
         max_num_batched_tokens=a.max_num_batched_tokens,
         log_interval_s=a.log_interval_s,
         time_scale=a.time_scale if a.time_scale > 0 else 1.0,
+        prefix_caching=a.enable_prefix_caching,
         faults=faults,
     )
     return settings, RuntimeFaults(a.http_5xx_rate, a.cut_stream_after_tokens)

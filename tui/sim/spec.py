@@ -106,6 +106,8 @@ class ServerSettings:
     log_interval_s: float = 10.0
     # Simulated seconds per real second: a step of d simulated seconds lasts d / time_scale.
     time_scale: float = 1.0
+    # vLLM's --enable-prefix-caching (tui.sim.prefix_cache); off keeps every prefill whole.
+    prefix_caching: bool = False
     faults: ServerFaults = field(default_factory=ServerFaults)
 
     @property

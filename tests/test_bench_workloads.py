@@ -1,0 +1,90 @@
+"""Workload presets: deterministic prompts, and the simulator's prefix cache hit as intended."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tui.bench.driver import run_bench
+from tui.bench.workload import BenchSpec
+from tui.bench.workloads import intended_prefix_hit_rate, workload_prompts
+from tui.sim.box import SimBox, SimServerOptions
+from tui.sim.prefix_cache import PrefixCache
+
+
+def _shared(base_url: str = "http://127.0.0.1:9", **overrides: object) -> BenchSpec:
+    values: dict[str, object] = dict(
+        base_url=base_url, workload="shared-prefix", prefix_groups=4, prefix_tokens=512,
+        input_tokens=64, output_tokens=8, concurrency=(4,), num_requests=48,
+        warmup_requests=0, read_timeout_s=60.0,
+    )  # fmt: skip
+    values.update(overrides)
+    return BenchSpec(**values)  # type: ignore[arg-type]
+
+
+def test_same_seed_same_bytes_and_groups_share_a_prefix() -> None:
+    spec = _shared()
+    first = workload_prompts(spec, 64, 12, seed=3)
+    assert first == workload_prompts(spec, 64, 12, seed=3)
+    assert first != workload_prompts(spec, 64, 12, seed=4)
+    system = first[0].split("\n")[0]
+    assert first[4].startswith(system + "\n") and not first[1].startswith(system)
+    assert len({prompt.split("\n")[1] for prompt in first}) == 12  # every question differs
+
+
+def test_intended_rate_counts_each_groups_first_request_as_a_miss() -> None:
+    spec = _shared()
+    assert intended_prefix_hit_rate(spec, 48) == pytest.approx(44 * 512 / (48 * 576))
+    assert intended_prefix_hit_rate(spec, 4) == 0.0
+    assert intended_prefix_hit_rate(BenchSpec(base_url=""), 10) is None
+
+
+def test_prefix_cache_hits_whole_blocks_and_evicts_least_recent() -> None:
+    cache = PrefixCache(capacity_blocks=4, block_tokens=4)
+    assert cache.lookup_and_insert(list(range(10))) == 0
+    assert cache.lookup_and_insert([*range(8), 99, 98]) == 8  # two shared blocks
+    assert cache.lookup_and_insert(list(range(8))) == 4  # the last token is always computed
+    cache.lookup_and_insert(list(range(100, 117)))  # four new blocks push the old ones out
+    assert cache.lookup_and_insert(list(range(10))) == 0
+    cache.reset()
+    assert cache.lookup_and_insert(list(range(100, 117))) == 0
+
+
+@pytest.fixture(scope="module")
+def caching_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
+    options = SimServerOptions(
+        shards=4, prefix_caching=True, decode_step_s=0.004, prefill_tok_s=50_000.0
+    )
+    box = SimBox(tmp_path_factory.mktemp("prefix"), load_seconds=1.5, options=options)
+    try:
+        box.start()
+        assert box.wait_until_active(timeout_s=90) == "active", box.log_path.read_text()[-3000:]
+        yield box
+    finally:
+        box.close()
+
+
+async def test_shared_prefix_hit_rate_within_five_points(caching_box: SimBox) -> None:
+    for _ in range(2):  # the second run starts from a reset cache, so it measures the same
+        result = await asyncio.wait_for(run_bench(_shared(caching_box.base_url)), 120)
+        level = result.levels[0]
+        assert (level.completed, level.failed) == (48, 0)
+        notes = result.client
+        assert notes["prefix_cache_reset"] == "/reset_prefix_cache"
+        intended, measured = notes["intended_prefix_hit_rate"], notes["measured_prefix_hit_rate"]
+        assert intended == pytest.approx(44 * 512 / (48 * 576), abs=0.02)
+        assert abs(measured - intended) <= 0.05, (measured, intended)
+        print(f"prefix hit rate: intended {intended:.3f}, measured {measured:.3f}")
+
+
+async def test_random_prompts_do_not_hit(caching_box: SimBox) -> None:
+    async with httpx.AsyncClient() as client:
+        await client.post(f"{caching_box.base_url}/reset_prefix_cache")
+    spec = _shared(caching_box.base_url, workload="random", num_requests=16)
+    result = await asyncio.wait_for(run_bench(spec), 120)
+    server = result.levels[0].server
+    assert server is not None and server.prefix_queries > 0 and server.prefix_hits == 0
+    assert "measured_prefix_hit_rate" not in result.client
