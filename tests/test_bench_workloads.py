@@ -11,6 +11,7 @@ import pytest
 from tui.bench.driver import run_bench
 from tui.bench.workload import BenchSpec
 from tui.bench.workloads import intended_prefix_hit_rate, workload_prompts
+from tui.cli import main
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.prefix_cache import PrefixCache
 
@@ -88,3 +89,20 @@ async def test_random_prompts_do_not_hit(caching_box: SimBox) -> None:
     server = result.levels[0].server
     assert server is not None and server.prefix_queries > 0 and server.prefix_hits == 0
     assert "measured_prefix_hit_rate" not in result.client
+
+
+def test_cli_workload_prints_measured_and_intended(
+    caching_box: SimBox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main([
+        "bench", "--url", caching_box.base_url, "--workload", "shared-prefix",
+        "--prefix-groups", "2", "--prefix-tokens", "256", "--num-requests", "16",
+        "--input-tokens", "32", "--output-tokens", "4",
+    ])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    line = next(line for line in out.splitlines() if line.startswith("prefix cache hit rate"))
+    assert "intended 77.8%" in line and "reset: /reset_prefix_cache" in line, line
+    measured = float(line.split("measured ")[1].split("%")[0])
+    assert abs(measured - 77.8) <= 5.0, line
+    assert main(["bench", "--url", caching_box.base_url, "--prefix-groups", "0"]) == 2

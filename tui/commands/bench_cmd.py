@@ -27,6 +27,9 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         parents=[common],
         help="benchmark the server (vLLM `bench serve` metrics) and optionally save the result",
     )
+    parser.add_argument(
+        "operands", nargs="*", metavar="compare A B", help="compare two runs of the history"
+    )
     parser.add_argument("--url", help="server base URL (instead of a profile)")
     parser.add_argument("--model", help="model name to request (default: first of /v1/models)")
     parser.add_argument("--preset", help="preset name (quick, sweep, prefill, rate or a profile's)")
@@ -37,6 +40,9 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--timeout", type=float, metavar="S", help="read timeout per request")
     parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
     parser.add_argument("--save", action="store_true", help="append the result to the history")
+    parser.add_argument("--workload", choices=("random", "shared-prefix"), help="prompt preset")
+    parser.add_argument("--prefix-groups", type=int, metavar="G", help="shared-prefix groups")
+    parser.add_argument("--prefix-tokens", type=int, metavar="S", help="shared-prefix tokens")
     parser.add_argument(
         "--capacity",
         action="store_true",
@@ -58,8 +64,9 @@ def _positive(name: str, value: int | float | None) -> None:
 
 def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | None) -> None:
     """Refuse bad numbers and unknown presets before anything (a simulator) is started."""
-    for name in ("num_requests", "input_tokens", "output_tokens", "timeout"):
-        _positive(name.replace("_", "-"), getattr(args, name))
+    numbers = ("num_requests", "input_tokens", "output_tokens", "timeout")
+    for name in (*numbers, "prefix_groups", "prefix_tokens"):
+        _positive(name.replace("_", "-"), getattr(args, name, None))
     for level in args.concurrency or ():
         _positive("concurrency", level)
     known = default_presets() if presets is None else presets
@@ -101,6 +108,9 @@ def build_spec(
         input_tokens=args.input_tokens,
         output_tokens=args.output_tokens,
         read_timeout_s=args.timeout,
+        workload=getattr(args, "workload", None),
+        prefix_groups=getattr(args, "prefix_groups", None),
+        prefix_tokens=getattr(args, "prefix_tokens", None),
         api_key_env=api_key_env,
         context=replace(context, base_url=base_url),
     )
@@ -173,6 +183,14 @@ def format_result(result: BenchResult) -> str:
         lines.append(f"prefill {prefill[0]:,.0f} prompt tok/s per request (prompt / TTFT)")
     if result.levels and result.levels[0].output_tokens_source != "usage":
         lines.append(f"output tokens: {result.levels[0].output_tokens_source}")
+    intended = result.client.get("intended_prefix_hit_rate")
+    if intended is not None:
+        measured = result.client.get("measured_prefix_hit_rate")
+        shown = "n/a (no prefix-cache metrics)" if measured is None else f"{100 * measured:.1f}%"
+        lines.append(
+            f"prefix cache hit rate: measured {shown}, intended {100 * intended:.1f}% "
+            f"({result.client.get('workload')}; reset: {result.client.get('prefix_cache_reset')})"
+        )
     if result.partial:
         lines.append("PARTIAL: the run was cancelled or did not finish every level")
     return "\n".join(lines)
@@ -225,6 +243,10 @@ async def _bench_profile(args: argparse.Namespace, show_progress: bool) -> Bench
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.operands:
+        from tui.commands.compare_cmd import run_compare
+
+        return run_compare(args)
     if args.capacity:
         from tui.commands.capacity_cmd import run_capacity
 
