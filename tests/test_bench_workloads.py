@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tui.bench.chat_loop import chat_questions
 from tui.bench.driver import run_bench
 from tui.bench.workload import BenchSpec
 from tui.bench.workloads import intended_prefix_hit_rate, workload_prompts
@@ -106,3 +107,29 @@ def test_cli_workload_prints_measured_and_intended(
     measured = float(line.split("measured ")[1].split("%")[0])
     assert abs(measured - 77.8) <= 5.0, line
     assert main(["bench", "--url", caching_box.base_url, "--prefix-groups", "0"]) == 2
+
+
+def test_chat_questions_are_reproducible() -> None:
+    talks = chat_questions(12, 3, 4, seed=9)
+    assert talks == chat_questions(12, 3, 4, seed=9) and talks != chat_questions(12, 3, 4, 10)
+    assert [len(turns) for turns in talks] == [4, 4, 4]
+    assert talks[0][1].startswith("Question 2:")
+
+
+async def test_chat_sends_the_real_answers_back_and_hits_its_history(caching_box: SimBox) -> None:
+    spec = _shared(
+        caching_box.base_url, workload="chat", chat_turns=4, input_tokens=48,
+        output_tokens=24, num_requests=24, concurrency=(3,),
+    )  # fmt: skip
+    result = await asyncio.wait_for(run_bench(spec), 120)
+    level = result.levels[0]
+    assert (level.completed, level.failed) == (24, 0)
+    async with httpx.AsyncClient() as client:
+        records = (await client.get(f"{caching_box.base_url}/_sim/truth")).json()["requests"]
+    prompts = sorted(int(r["prompt_tokens"]) for r in records[-24:])
+    # Turn 4 carries three questions and three 24-token answers before its own question.
+    assert prompts[-1] >= 4 * 48 + 3 * 24, prompts
+    notes = result.client
+    intended, measured = notes["intended_prefix_hit_rate"], notes["measured_prefix_hit_rate"]
+    assert intended > 0.4 and abs(measured - intended) <= 0.05, (measured, intended)
+    print(f"chat prefix hit rate: intended {intended:.3f}, measured {measured:.3f}")

@@ -70,6 +70,13 @@ def _error_text(data: Mapping[str, Any]) -> str:
     return _short(str(error))
 
 
+def _choice_text(choice: Mapping[str, Any]) -> str:
+    delta = choice.get("delta")
+    if isinstance(delta, Mapping):
+        return str(delta.get("content") or "")
+    return str(choice.get("text") or "")
+
+
 async def stream_request(
     client: httpx.AsyncClient,
     url: str,
@@ -77,8 +84,13 @@ async def stream_request(
     outcome: RequestOutcome,
     *,
     read_timeout_s: float | None = None,
+    text_parts: list[str] | None = None,
 ) -> RequestOutcome:
-    """Send one streaming request and fill `outcome`; never raises except on cancellation."""
+    """Send one streaming request and fill `outcome`; never raises except on cancellation.
+
+    With `text_parts`, the generated text is collected too (multi-turn workloads
+    send the assistant's actual answer back).
+    """
     perf_counter = time.perf_counter
     loads = json.loads
     start = perf_counter()
@@ -112,6 +124,8 @@ async def stream_request(
                             continue
                         data = loads(body_bytes)
                         if data.get("choices"):
+                            if text_parts is not None:
+                                text_parts.append(_choice_text(data["choices"][0]))
                             if outcome.chunks == 0:
                                 outcome.ttft_s = now - start
                             else:

@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 
+from tui.bench.chat_loop import PrefixIntent, chat_questions, run_conversations
 from tui.bench.client import make_client
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import Slos, summarize_level
@@ -219,6 +220,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
         metrics_url = api_url(spec.base_url, "/metrics")
         top = max(c for c, _ in levels) if levels else 1
         results: list[LevelResult] = []
+        intent = PrefixIntent()
         used_processes = 1
         async with make_client(
             max_connections=top,
@@ -243,7 +245,8 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                 total = spec.requests_for(concurrency) if rate is None else spec.requests_for(1)
                 if rate is not None and spec.num_requests <= 0:
                     total = max(8, math.ceil(rate * 30))
-                processes = processes_for(spec, concurrency)
+                # A conversation needs its own answers back: chat runs in this process.
+                processes = 1 if spec.workload == "chat" else processes_for(spec, concurrency)
                 used_processes = max(used_processes, processes)
                 seed = spec.seed + 1000 * (index + 1)
                 before = await scrape(control, metrics_url) if spec.scrape_metrics else None
@@ -256,7 +259,14 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                     )
                 )  # fmt: skip
                 try:
-                    if processes == 1:
+                    if spec.workload == "chat":
+                        turns = max(spec.chat_turns, 1)
+                        talks = chat_questions(words, math.ceil(total / turns), turns, seed)
+                        await run_conversations(
+                            client, api_url(spec.base_url, endpoint_path("chat")), spec, talks,
+                            concurrency=concurrency, cancel=cancel, run=run, intent=intent,
+                        )  # fmt: skip
+                    elif processes == 1:
                         prompts = workload_prompts(spec, words, total, seed)
                         await run_level(
                             client, url, spec, prompts, concurrency=concurrency, rate=rate,
@@ -305,12 +315,14 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
             "prompt_method": prompt_method,
             "warmup_requests": spec.warmup_requests,
             "read_timeout_s": spec.read_timeout_s,
-            **_workload_notes(spec, results, reset),
+            **_workload_notes(spec, results, reset, intent),
         },
     )
 
 
-def _workload_notes(spec: BenchSpec, levels: list[LevelResult], reset: str) -> dict[str, Any]:
+def _workload_notes(
+    spec: BenchSpec, levels: list[LevelResult], reset: str, intent: PrefixIntent
+) -> dict[str, Any]:
     """The workload, its intended prefix-cache hit rate and the measured one (0..1)."""
     if spec.workload == "random":
         return {}
@@ -322,7 +334,9 @@ def _workload_notes(spec: BenchSpec, levels: list[LevelResult], reset: str) -> d
         "prefix_groups": spec.prefix_groups,
         "prefix_tokens": spec.prefix_tokens,
         "prefix_cache_reset": reset or "not offered by the server",
-        "intended_prefix_hit_rate": intended_prefix_hit_rate(spec, requests),
+        "intended_prefix_hit_rate": (
+            intent.rate if spec.workload == "chat" else intended_prefix_hit_rate(spec, requests)
+        ),
         "measured_prefix_hit_rate": (
             sum(view.prefix_hits for view in views) / queries if queries else None
         ),

@@ -160,6 +160,7 @@ class BenchSpec:
     workload: str = "random"  # tui.bench.workloads.WORKLOADS
     prefix_groups: int = 4  # shared-prefix: groups, each with its own system prompt
     prefix_tokens: int = 512  # shared-prefix: system prompt tokens
+    chat_turns: int = 4  # chat: turns per conversation
     slos: SloSpec = field(default_factory=SloSpec)
     context: RunContext = field(default_factory=RunContext)
 

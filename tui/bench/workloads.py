@@ -21,7 +21,7 @@ import httpx
 
 from tui.bench.workload import BenchSpec, api_url, make_prompts, random_words
 
-WORKLOADS = ("random", "shared-prefix")
+WORKLOADS = ("random", "shared-prefix", "chat")  # chat: tui.bench.chat_loop
 RESET_PATHS = ("/reset_prefix_cache", "/flush_cache")
 
 

@@ -40,7 +40,10 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--timeout", type=float, metavar="S", help="read timeout per request")
     parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
     parser.add_argument("--save", action="store_true", help="append the result to the history")
-    parser.add_argument("--workload", choices=("random", "shared-prefix"), help="prompt preset")
+    parser.add_argument(
+        "--workload", choices=("random", "shared-prefix", "chat"), help="prompt preset"
+    )
+    parser.add_argument("--chat-turns", type=int, metavar="T", help="chat: turns per conversation")
     parser.add_argument("--prefix-groups", type=int, metavar="G", help="shared-prefix groups")
     parser.add_argument("--prefix-tokens", type=int, metavar="S", help="shared-prefix tokens")
     parser.add_argument(
@@ -65,7 +68,7 @@ def _positive(name: str, value: int | float | None) -> None:
 def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | None) -> None:
     """Refuse bad numbers and unknown presets before anything (a simulator) is started."""
     numbers = ("num_requests", "input_tokens", "output_tokens", "timeout")
-    for name in (*numbers, "prefix_groups", "prefix_tokens"):
+    for name in (*numbers, "prefix_groups", "prefix_tokens", "chat_turns"):
         _positive(name.replace("_", "-"), getattr(args, name, None))
     for level in args.concurrency or ():
         _positive("concurrency", level)
@@ -111,6 +114,7 @@ def build_spec(
         workload=getattr(args, "workload", None),
         prefix_groups=getattr(args, "prefix_groups", None),
         prefix_tokens=getattr(args, "prefix_tokens", None),
+        chat_turns=getattr(args, "chat_turns", None),
         api_key_env=api_key_env,
         context=replace(context, base_url=base_url),
     )

@@ -14,6 +14,7 @@ import json
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
@@ -241,11 +242,13 @@ class SimApi:
         prompt = body.get("prompt", "")
         if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
             ids = list(prompt)
-        elif isinstance(prompt, list):
-            ids = tokens.tokenize("".join(str(p) for p in prompt))
-        else:
-            ids = tokens.tokenize(str(prompt))
-        return await self._generate(request, body, max(len(ids), 1), chat=False, ids=ids)
+            return await self._generate(request, body, len(ids), chat=False, ids=ids)
+        text = "".join(str(p) for p in prompt) if isinstance(prompt, list) else str(prompt)
+        ids = tokens.tokenize(text)
+        return await self._generate(
+            request, body, max(len(ids), 1), chat=False, ids=ids,
+            with_answer=lambda answer: tokens.tokenize(text + answer),
+        )  # fmt: skip
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         body = await self._json(request)
@@ -257,9 +260,16 @@ class SimApi:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return _error(400, "messages must be a non-empty list", "BadRequestError", "messages")
-        ids = tokens.tokenize("".join(str(m.get("content", "")) for m in messages))
+        turns = [m for m in messages if isinstance(m, dict)]
+
+        def with_answer(answer: str) -> list[int]:
+            return tokens.chat_token_ids([*turns, {"role": "assistant", "content": answer}])
+
         prompt_tokens = tokens.chat_prompt_tokens(messages)
-        return await self._generate(request, body, prompt_tokens, chat=True, ids=ids)
+        ids = tokens.chat_token_ids(turns)
+        return await self._generate(
+            request, body, prompt_tokens, chat=True, ids=ids, with_answer=with_answer
+        )
 
     async def _generate(
         self,
@@ -268,6 +278,7 @@ class SimApi:
         prompt_tokens: int,
         chat: bool,
         ids: list[int] | None = None,
+        with_answer: Callable[[str], list[int]] | None = None,
     ) -> web.StreamResponse:
         default = DEFAULT_CHAT_MAX_TOKENS if chat else DEFAULT_COMPLETION_MAX_TOKENS
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default
@@ -294,6 +305,11 @@ class SimApi:
             return _json_response(self._full_body(sim_request, chat))
         finally:
             self.engine.abort(sim_request)  # no-op once finished
+            if self.settings.prefix_caching and with_answer and sim_request.emitted:
+                # Like vLLM, the blocks of the answer are cached too: a multi-turn
+                # conversation's next turn hits its whole history.
+                answer = "".join(sim_request.pieces[: sim_request.emitted])
+                self.prefix_cache.lookup_and_insert(with_answer(answer))
 
     def _full_body(self, sim_request: SimRequest, chat: bool) -> dict[str, Any]:
         text = "".join(sim_request.pieces[: sim_request.emitted])
