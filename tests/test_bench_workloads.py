@@ -133,3 +133,16 @@ async def test_chat_sends_the_real_answers_back_and_hits_its_history(caching_box
     intended, measured = notes["intended_prefix_hit_rate"], notes["measured_prefix_hit_rate"]
     assert intended > 0.4 and abs(measured - intended) <= 0.05, (measured, intended)
     print(f"chat prefix hit rate: intended {intended:.3f}, measured {measured:.3f}")
+
+
+async def test_shared_prefix_levels_share_the_groups(caching_box: SimBox) -> None:
+    """Two levels of 24 requests reuse the same 4 system prompts: 4 misses in all."""
+    spec = _shared(caching_box.base_url, concurrency=(2, 8), num_requests=24)
+    result = await asyncio.wait_for(run_bench(spec), 120)
+    assert [level.completed for level in result.levels] == [24, 24]
+    intended, measured = (
+        result.client["intended_prefix_hit_rate"],
+        result.client["measured_prefix_hit_rate"],
+    )
+    assert intended == pytest.approx(44 * 512 / (48 * 576))
+    assert abs(measured - intended) <= 0.05, (measured, intended)

@@ -38,11 +38,18 @@ def workload_prompts(spec: BenchSpec, words: int, count: int, seed: int) -> list
 
 
 def shared_prefix_prompts(spec: BenchSpec, words: int, count: int, seed: int) -> list[str]:
-    """Round-robin over the groups: group g's system prompt, then a fresh question."""
-    rng = random.Random(seed)
+    """Round-robin over the groups: group g's system prompt, then a fresh question.
+
+    The system prompts depend on the run's seed only, so every level and every
+    load-generator process of a run shares the same G prefixes.
+    """
     groups = max(1, spec.prefix_groups)
     system_words = _scaled_words(spec, words, spec.prefix_tokens)
-    systems = [f"System {g}:" + random_words(system_words, rng) + "\n" for g in range(groups)]
+    systems_rng = random.Random(spec.seed ^ 0x5AFE)
+    systems = [
+        f"System {g}:" + random_words(system_words, systems_rng) + "\n" for g in range(groups)
+    ]
+    rng = random.Random(seed)
     return [systems[i % groups] + random_words(words, rng) for i in range(count)]
 
 
