@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,10 +13,17 @@ import pytest
 from tui.bench.chat_loop import chat_questions
 from tui.bench.driver import run_bench
 from tui.bench.workload import BenchSpec
-from tui.bench.workloads import intended_prefix_hit_rate, workload_prompts
+from tui.bench.workloads import (
+    DatasetError,
+    dataset_prompts,
+    intended_prefix_hit_rate,
+    load_sharegpt,
+    workload_prompts,
+)
 from tui.cli import main
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.prefix_cache import PrefixCache
+from tui.sim.tokens import count_tokens
 
 
 def _shared(base_url: str = "http://127.0.0.1:9", **overrides: object) -> BenchSpec:
@@ -146,3 +155,46 @@ async def test_shared_prefix_levels_share_the_groups(caching_box: SimBox) -> Non
     )
     assert intended == pytest.approx(44 * 512 / (48 * 576))
     assert abs(measured - intended) <= 0.05, (measured, intended)
+
+
+def test_dataset_replays_sharegpt_prompts(
+    caching_box: SimBox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = [f"How does {word} scale across eight GPUs?" * (i + 1) for i, word in
+                 enumerate(["batching", "sharding", "routing"])]  # fmt: skip
+    data = [
+        {
+            "id": str(i),
+            "conversations": [{"from": "human", "value": q}, {"from": "gpt", "value": "a"}],
+        }
+        for i, q in enumerate(questions)
+    ] + [{"id": "empty", "conversations": []}]
+    path = tmp_path / "sharegpt.json"
+    path.write_text(json.dumps(data))
+    assert dataset_prompts(questions, 7, 1) == dataset_prompts(questions, 7, 1)
+    code = main([
+        "bench", "--url", caching_box.base_url, "--workload", "dataset", "--dataset", str(path),
+        "--num-requests", "6", "--output-tokens", "4", "--json",
+    ])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    (level,) = json.loads(capsys.readouterr().out)
+    assert level["completed"] == 6
+    expected = sorted(count_tokens(q) for q in questions)
+    assert level["total_input_tokens"] == 2 * sum(expected)  # each prompt of the file twice
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [("not json", "not JSON"), ("{}", "expected a JSON array"), ("[]", "no conversation")],
+)
+def test_bad_dataset_is_one_line_naming_the_file(
+    tmp_path: Path, content: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    argv = ["bench", "--url", "http://127.0.0.1:9", "--workload", "dataset", "--dataset", str(path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(path) in err and words in err and "\n" not in err
+    with pytest.raises(DatasetError):
+        load_sharegpt(str(tmp_path / "missing.json"))

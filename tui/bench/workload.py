@@ -161,6 +161,7 @@ class BenchSpec:
     prefix_groups: int = 4  # shared-prefix: groups, each with its own system prompt
     prefix_tokens: int = 512  # shared-prefix: system prompt tokens
     chat_turns: int = 4  # chat: turns per conversation
+    dataset_path: str = ""  # dataset: a local ShareGPT-format JSON file
     slos: SloSpec = field(default_factory=SloSpec)
     context: RunContext = field(default_factory=RunContext)
 

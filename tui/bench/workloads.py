@@ -9,19 +9,25 @@ group's system prompt, so the intended hit rate is
 `vllm:prefix_cache_hits / queries` over the run is the measured one (a server
 caches whole blocks only, so it can fall a block short per request).
 
+`dataset`: the first human turn of each conversation of a local ShareGPT
+JSON file (`dataset_path`), in an order fixed by the seed; the output length
+stays `output_tokens` (like vLLM's `--sharegpt-output-len`).
+
 The prefix cache is reset where the engine offers it: vLLM's
 `POST /reset_prefix_cache`, SGLang's `POST /flush_cache`.
 """
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import httpx
 
 from tui.bench.workload import BenchSpec, api_url, make_prompts, random_words
 
-WORKLOADS = ("random", "shared-prefix", "chat")  # chat: tui.bench.chat_loop
+WORKLOADS = ("random", "shared-prefix", "chat", "dataset")  # chat: tui.bench.chat_loop
 RESET_PATHS = ("/reset_prefix_cache", "/flush_cache")
 
 
@@ -34,7 +40,45 @@ def workload_prompts(spec: BenchSpec, words: int, count: int, seed: int) -> list
     """`count` prompts of the spec's workload; `words` makes `input_tokens` tokens."""
     if spec.workload == "shared-prefix":
         return shared_prefix_prompts(spec, words, count, seed)
+    if spec.workload == "dataset":
+        return dataset_prompts(load_sharegpt(spec.dataset_path), count, seed)
     return make_prompts(words, count, seed)
+
+
+class DatasetError(ValueError):
+    """A dataset file that cannot be used; the message names the file."""
+
+
+def load_sharegpt(path: str) -> list[str]:
+    """The first human turn of every conversation of a local ShareGPT-format JSON file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DatasetError(f"{path}: cannot read ({error.strerror or error})") from None
+    except ValueError as error:
+        raise DatasetError(f"{path}: not JSON ({error})") from None
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a JSON array of conversations")
+    prompts = []
+    for entry in data:
+        turns = entry.get("conversations") if isinstance(entry, dict) else None
+        if not isinstance(turns, list):
+            continue
+        first = next(
+            (t for t in turns if isinstance(t, dict) and t.get("from") in ("human", "user")), None
+        )
+        if first is not None and isinstance(first.get("value"), str) and first["value"].strip():
+            prompts.append(first["value"])
+    if not prompts:
+        raise DatasetError(f"{path}: no conversation with a human turn (ShareGPT format)")
+    return prompts
+
+
+def dataset_prompts(prompts: list[str], count: int, seed: int) -> list[str]:
+    """`count` prompts drawn in a seeded order (cycled when the file has fewer)."""
+    order = list(prompts)
+    random.Random(seed).shuffle(order)
+    return [order[i % len(order)] for i in range(count)]
 
 
 def shared_prefix_prompts(spec: BenchSpec, words: int, count: int, seed: int) -> list[str]:

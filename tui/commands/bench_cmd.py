@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from dataclasses import replace
@@ -41,8 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
     parser.add_argument("--save", action="store_true", help="append the result to the history")
     parser.add_argument(
-        "--workload", choices=("random", "shared-prefix", "chat"), help="prompt preset"
+        "--workload", choices=("random", "shared-prefix", "chat", "dataset"), help="prompt preset"
     )
+    parser.add_argument("--dataset", metavar="FILE", help="dataset: a ShareGPT-format JSON file")
     parser.add_argument("--chat-turns", type=int, metavar="T", help="chat: turns per conversation")
     parser.add_argument("--prefix-groups", type=int, metavar="G", help="shared-prefix groups")
     parser.add_argument("--prefix-tokens", type=int, metavar="S", help="shared-prefix tokens")
@@ -77,6 +79,24 @@ def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | N
         raise UsageError(
             f"unknown preset {args.preset!r}; known presets: {', '.join(sorted(known))}"
         )
+
+
+def _dataset_path(args: argparse.Namespace) -> str | None:
+    """The --dataset file, checked now (a one-line error naming it), absolute for the runner."""
+    from tui.bench.workloads import DatasetError, load_sharegpt
+
+    path = getattr(args, "dataset", None)
+    if getattr(args, "workload", None) != "dataset":
+        if path:
+            raise UsageError("--dataset needs --workload dataset")
+        return None
+    if not path:
+        raise UsageError("--workload dataset needs --dataset FILE (ShareGPT-format JSON)")
+    try:
+        load_sharegpt(path)
+    except DatasetError as error:
+        raise UsageError(f"--dataset {error}") from None
+    return os.path.abspath(path)
 
 
 def build_spec(
@@ -115,6 +135,7 @@ def build_spec(
         prefix_groups=getattr(args, "prefix_groups", None),
         prefix_tokens=getattr(args, "prefix_tokens", None),
         chat_turns=getattr(args, "chat_turns", None),
+        dataset_path=_dataset_path(args),
         api_key_env=api_key_env,
         context=replace(context, base_url=base_url),
     )
