@@ -12,6 +12,7 @@ import pytest
 
 from tui.bench.chat_loop import chat_questions
 from tui.bench.driver import run_bench
+from tui.bench.trace import load_trace, trace_prompts
 from tui.bench.workload import BenchSpec
 from tui.bench.workloads import (
     DatasetError,
@@ -198,3 +199,51 @@ def test_bad_dataset_is_one_line_naming_the_file(
     assert str(path) in err and words in err and "\n" not in err
     with pytest.raises(DatasetError):
         load_sharegpt(str(tmp_path / "missing.json"))
+
+
+def _mooncake_trace(path: Path) -> None:
+    rows = [
+        {"timestamp": 50 * i, "input_length": 1100, "output_length": 8,
+         "hash_ids": [1, 2, 30 + i] if i % 2 == 0 else [1, 5, 60 + i]}
+        for i in range(12)
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+
+
+def test_trace_prompts_share_blocks_as_the_ids_say(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    _mooncake_trace(path)
+    trace = load_trace(str(path))
+    prompts, intent = trace_prompts(trace, 1.0, seed=1)
+    assert prompts == trace_prompts(trace, 1.0, seed=1)[0]
+    assert prompts[0][:2000] == prompts[2][:2000] and prompts[0][:1000] == prompts[1][:1000]
+    assert prompts[0][:3000] != prompts[1][:3000]
+    # Request 0: nothing reused; 1: block 1; every later one: two blocks.
+    assert intent.reusable_tokens == 512 + 10 * 1024 and intent.prompt_tokens == 12 * 1100
+
+
+async def test_trace_replay_hits_as_intended(caching_box: SimBox, tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    _mooncake_trace(path)
+    spec = _shared(
+        caching_box.base_url, workload="trace", trace_path=str(path), trace_speed=4.0,
+        input_tokens=256, num_requests=0, concurrency=(8,),
+    )  # fmt: skip
+    result = await asyncio.wait_for(run_bench(spec), 120)
+    (level,) = result.levels
+    assert (level.completed, level.failed, level.total_output_tokens) == (12, 0, 96)
+    intended, measured = (
+        result.client["intended_prefix_hit_rate"],
+        result.client["measured_prefix_hit_rate"],
+    )
+    assert intended == pytest.approx((512 + 10 * 1024) / (12 * 1100))
+    assert abs(measured - intended) <= 0.05, (measured, intended)
+
+
+def test_bad_trace_line_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "trace.jsonl"
+    path.write_text('{"timestamp": 0, "input_length": 10, "output_length": 2}\n{"oops": 1}\n')
+    argv = ["bench", "--url", "http://127.0.0.1:9", "--workload", "trace", "--trace", str(path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{path}:2: expected input_length" in err and "\n" not in err

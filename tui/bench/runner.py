@@ -38,6 +38,7 @@ from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import Slos, summarize_level
 from tui.bench.model import BenchResult, LevelResult, RequestOutcome
 from tui.bench.server_view import scrape, server_delta
+from tui.bench.trace import load_trace, replay, trace_prompts
 from tui.bench.workload import (
     BenchSpec,
     api_url,
@@ -246,7 +247,8 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                 if rate is not None and spec.num_requests <= 0:
                     total = max(8, math.ceil(rate * 30))
                 # A conversation needs its own answers back: chat runs in this process.
-                processes = 1 if spec.workload == "chat" else processes_for(spec, concurrency)
+                in_process = spec.workload in ("chat", "trace")
+                processes = 1 if in_process else processes_for(spec, concurrency)
                 used_processes = max(used_processes, processes)
                 seed = spec.seed + 1000 * (index + 1)
                 before = await scrape(control, metrics_url) if spec.scrape_metrics else None
@@ -259,7 +261,19 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                     )
                 )  # fmt: skip
                 try:
-                    if spec.workload == "chat":
+                    if spec.workload == "trace":
+                        trace = load_trace(spec.trace_path)
+                        trace = trace[: spec.num_requests] if spec.num_requests > 0 else trace
+                        total = len(trace)
+                        ratio = words / max(spec.input_tokens, 1)
+                        prompts, intended = trace_prompts(trace, ratio, seed)
+                        intent.prompt_tokens += intended.prompt_tokens
+                        intent.reusable_tokens += intended.reusable_tokens
+                        await replay(
+                            client, url, spec, trace, prompts, concurrency=concurrency,
+                            cancel=cancel, run=run,
+                        )  # fmt: skip
+                    elif spec.workload == "chat":
                         turns = max(spec.chat_turns, 1)
                         talks = chat_questions(words, math.ceil(total / turns), turns, seed)
                         await run_conversations(
@@ -335,7 +349,9 @@ def _workload_notes(
         "prefix_tokens": spec.prefix_tokens,
         "prefix_cache_reset": reset or "not offered by the server",
         "intended_prefix_hit_rate": (
-            intent.rate if spec.workload == "chat" else intended_prefix_hit_rate(spec, requests)
+            intent.rate
+            if spec.workload in ("chat", "trace")
+            else intended_prefix_hit_rate(spec, requests)
         ),
         "measured_prefix_hit_rate": (
             sum(view.prefix_hits for view in views) / queries if queries else None

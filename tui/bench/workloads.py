@@ -27,7 +27,8 @@ import httpx
 
 from tui.bench.workload import BenchSpec, api_url, make_prompts, random_words
 
-WORKLOADS = ("random", "shared-prefix", "chat", "dataset")  # chat: tui.bench.chat_loop
+# chat: tui.bench.chat_loop; trace: tui.bench.trace
+WORKLOADS = ("random", "shared-prefix", "chat", "dataset", "trace")
 RESET_PATHS = ("/reset_prefix_cache", "/flush_cache")
 
 

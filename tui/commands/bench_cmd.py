@@ -42,8 +42,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
     parser.add_argument("--save", action="store_true", help="append the result to the history")
     parser.add_argument(
-        "--workload", choices=("random", "shared-prefix", "chat", "dataset"), help="prompt preset"
+        "--workload",
+        choices=("random", "shared-prefix", "chat", "dataset", "trace"),
+        help="prompt preset",
     )
+    parser.add_argument("--trace", metavar="FILE", help="trace: a JSONL trace (Mooncake fields)")
+    parser.add_argument("--trace-speed", type=float, metavar="X", help="trace: replay speed")
     parser.add_argument("--dataset", metavar="FILE", help="dataset: a ShareGPT-format JSON file")
     parser.add_argument("--chat-turns", type=int, metavar="T", help="chat: turns per conversation")
     parser.add_argument("--prefix-groups", type=int, metavar="G", help="shared-prefix groups")
@@ -70,7 +74,7 @@ def _positive(name: str, value: int | float | None) -> None:
 def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | None) -> None:
     """Refuse bad numbers and unknown presets before anything (a simulator) is started."""
     numbers = ("num_requests", "input_tokens", "output_tokens", "timeout")
-    for name in (*numbers, "prefix_groups", "prefix_tokens", "chat_turns"):
+    for name in (*numbers, "prefix_groups", "prefix_tokens", "chat_turns", "trace_speed"):
         _positive(name.replace("_", "-"), getattr(args, name, None))
     for level in args.concurrency or ():
         _positive("concurrency", level)
@@ -96,6 +100,25 @@ def _dataset_path(args: argparse.Namespace) -> str | None:
         load_sharegpt(path)
     except DatasetError as error:
         raise UsageError(f"--dataset {error}") from None
+    return os.path.abspath(path)
+
+
+def _trace_path(args: argparse.Namespace) -> str | None:
+    """The --trace file, checked now (a one-line error naming it and the line)."""
+    from tui.bench.trace import load_trace
+    from tui.bench.workloads import DatasetError
+
+    path = getattr(args, "trace", None)
+    if getattr(args, "workload", None) != "trace":
+        if path:
+            raise UsageError("--trace needs --workload trace")
+        return None
+    if not path:
+        raise UsageError("--workload trace needs --trace FILE (JSONL)")
+    try:
+        load_trace(path)
+    except DatasetError as error:
+        raise UsageError(f"--trace {error}") from None
     return os.path.abspath(path)
 
 
@@ -136,6 +159,8 @@ def build_spec(
         prefix_tokens=getattr(args, "prefix_tokens", None),
         chat_turns=getattr(args, "chat_turns", None),
         dataset_path=_dataset_path(args),
+        trace_path=_trace_path(args),
+        trace_speed=getattr(args, "trace_speed", None),
         api_key_env=api_key_env,
         context=replace(context, base_url=base_url),
     )
