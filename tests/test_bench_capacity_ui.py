@@ -6,7 +6,7 @@ import io
 from dataclasses import replace
 
 from rich.console import Console
-from textual.widgets import TabbedContent
+from textual.widgets import Static, TabbedContent
 
 from tui.app import ServedeckApp
 from tui.bench.capacity_history import read_capacity_history
@@ -54,5 +54,30 @@ async def test_capacity_key_answers_on_the_bench_pane() -> None:
             assert all(level["gpu"] for level in saved["levels"])
             notes = [f"{n.title}: {n.message}" for n in app._notifications]
             assert any(note.startswith("Capacity: ") for note in notes), notes
+    finally:
+        await deck.close()
+
+
+async def test_second_run_is_compared_with_the_first_on_the_bench_pane() -> None:
+    base = demo_profile()
+    presets = {**base.benchmark.presets, "quick": BenchmarkPreset("quick", (1, 2), 64, 16, 4)}
+    deck = open_deck(
+        replace(base, benchmark=replace(base.benchmark, presets=presets)),
+        demo_load_s=2.0,
+        demo_autostart=True,
+        demo_wait_ready=True,
+    )
+    app = ServedeckApp(deck.profile, deck)
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await until(pilot, lambda: app.ready, 60, "the demo to serve")
+            for _ in range(2):
+                await pilot.press("b")
+                await until(pilot, lambda: app.bench_process is not None, 30, "bench start")
+                await until(pilot, lambda: app.bench_process is None, 120, "bench end")
+            await pilot.pause(0.2)
+            text = str(app.query_one("#bench-compare", Static).render())
+            assert "Compared with the previous run" in text and "configuration: the same" in text
+            assert text.count("output tok/s") == 2 and "c=2" in text, text
     finally:
         await deck.close()

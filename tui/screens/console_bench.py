@@ -85,6 +85,23 @@ class BenchMixin:
                 recorder.close()
             self.bench_process = None
 
+    def _show_comparison(self, view: BenchView, runs: list[BenchResult]) -> None:
+        """The newest run against the one before on this host (as `bench compare -2 -1`)."""
+        from textual.widgets import Static
+
+        from tui.bench.compare import compare_runs, format_comparison
+
+        if len(runs) < 2:
+            return
+        newest, previous = runs[0], runs[1]
+        text = "Compared with the previous run (a change inside the noise is no change):\n"
+        text += format_comparison(previous, newest, compare_runs(previous, newest, runs))
+        found = self.query("#bench-compare")
+        if found:
+            found.first(Static).update(text)
+        else:
+            view.mount(Static(text, id="bench-compare", markup=False), before="#bench-history")
+
     def _show_capacity(self, event: dict) -> None:
         from tui.bench.capacity_history import append_capacity
         from widgets.capacity_view import CapacityView
@@ -145,7 +162,9 @@ class BenchMixin:
         view.show_event(event)
         if isinstance(event, BenchResult):
             append_result(event)
-            view.show_history(runs_for_host(self.deck.host_label))
+            runs = runs_for_host(self.deck.host_label)
+            view.show_history(runs)
+            self._show_comparison(view, runs)
             single = event.single_stream_tok_s
             detail = f"1-stream {single:,.1f} tok/s (output tok/s at c=1)" if single else "done"
             self.notify(f"{event.preset}: {detail}", title="Benchmark")
