@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import httpx
 import pytest
@@ -238,3 +238,22 @@ def test_slo_without_capacity_is_a_usage_error(capsys: pytest.CaptureFixture[str
 def test_virtual_levels_are_deterministic() -> None:
     settings = ServerSettings("", 0, kv_bytes_per_gpu=4 * GIB)
     assert simulate_level(settings, 12, 128, 64) == simulate_level(settings, 12, 128, 64)
+
+
+async def test_rate_search_stops_over_saturated_levels(fast_box: SimBox) -> None:
+    spec = replace(_spec(fast_box), by="rate", rate_step=0.5, rate_level_s=20.0)
+    process = CapacityProcess(spec)
+    _ = [event async for event in process.events()]
+    result = process.result
+    assert result is not None and result["by"] == "rate" and "truth" not in result
+    levels = result["levels"]
+    assert 2 <= len(levels) <= MAX_LEVELS
+    assert all(level["request_rate"] == level["search_step"] * 0.5 for level in levels)
+    assert levels[0]["request_rate"] == 1.0 and levels[0]["meets_slo"]
+    best = result["capacity"]
+    assert best["request_rate"] >= 1.0 and result["answer"].startswith(
+        f"{best['request_rate']:g} requests/s ("
+    )
+    missed = [level for level in levels if not level["meets_slo"]]
+    assert missed and "limited by" in result["answer"]
+    assert all(level["server"]["samples"] > 0 for level in levels)

@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 _COLUMNS = (
-    "users", "TTFT p99 ms", "ITL p99 ms", "tok/s/user", "out tok/s", "goodput req/s",
+    "load", "TTFT p99 ms", "ITL p99 ms", "tok/s/user", "out tok/s", "goodput req/s",
     "run/wait mean", "KV peak", "preempt", "GPU util", "W", "tok/J", "SLO",
 )  # fmt: skip
 
@@ -28,8 +28,9 @@ def _level_row(level: dict[str, Any]) -> list[Text | str]:
         else Text(f"miss: {level.get('limited_by') or 'partial'}", style="bold red")
     )
     per_joule = gpu.get("tokens_per_joule")
+    rate = level.get("request_rate")
     return [
-        str(level["concurrency"]),
+        f"{rate:g}/s" if rate is not None else str(level["concurrency"]),
         f"{level['ttft_p99_ms']:,.0f}",
         f"{level['itl_p99_ms']:,.0f}",
         f"{level['per_user_tok_s']:,.1f}",
@@ -69,7 +70,9 @@ class CapacityView(Static):
             self._status = Text(f"Capacity search against {event.get('model', '?')}{clock}")
             self._levels, self._answer, self._notes = [], None, []
         elif kind == "level_start":
-            self._status = Text(f"measuring {event['concurrency']} users at once ...", "bold")
+            rate = event.get("request_rate")
+            load = f"{rate:g} requests/s" if rate else f"{event['concurrency']} users at once"
+            self._status = Text(f"measuring {load} ...", "bold")
         elif kind == "level":
             self._levels.append(event["level"])
         elif kind == "result":

@@ -124,6 +124,25 @@ class CapacityLevel:
     partial: bool = False
     server: ServerLevelStats | None = None
     gpu: GpuLevelStats | None = None
+    # `--by rate`: the Poisson rate (req/s); `concurrency` is then the search step
+    # (rate / rate step) and `peak_in_flight` the most requests the client had open.
+    request_rate: float | None = None
+    peak_in_flight: int = 0
+
+    @property
+    def load(self) -> str:
+        """The level's load in words: "24 users at once" or "4.5 requests/s"."""
+        if self.request_rate is not None:
+            return f"{self.request_rate:g} requests/s"
+        return "1 user" if self.concurrency == 1 else f"{self.concurrency} users at once"
+
+    @property
+    def at(self) -> str:
+        return (
+            f"{self.request_rate:g} requests/s"
+            if self.request_rate is not None
+            else str(self.concurrency)
+        )
 
     @property
     def meets_slo(self) -> bool:
@@ -265,18 +284,18 @@ def answer_sentence(
     if best is None:
         if above is None:
             return "no level finished: capacity unknown"
+        lowest = "the lowest rate" if above.request_rate is not None else "1 user"
         return (
-            f"not even 1 user meets the SLO ({slo.describe()}); "
-            f"limited by {limit_label(above)} at {above.concurrency}"
+            f"not even {lowest} meets the SLO ({slo.describe()}); "
+            f"limited by {limit_label(above)} at {above.at}"
         )
-    users = "1 user" if best.concurrency == 1 else f"{best.concurrency} users at once"
     text = (
-        f"{users} ({slo.describe()}): {best.output_throughput:,.0f} tok/s total, "
+        f"{best.load} ({slo.describe()}): {best.output_throughput:,.0f} tok/s total, "
         f"{best.per_user_tok_s:,.0f} tok/s per user"
     )
     if above is None:
         return text + "; no limit reached in the levels tried"
-    return text + f"; limited by {limit_label(above)} at {above.concurrency}"
+    return text + f"; limited by {limit_label(above)} at {above.at}"
 
 
 def capacity_json(
@@ -298,12 +317,20 @@ def capacity_json(
         body["meets_slo"] = level.meets_slo
         body["limited_by"] = limit_label(level)
         body["failures"] = list(level.failures)
+        if level.request_rate is not None:
+            body["search_step"] = level.concurrency
+            body["concurrency"] = level.peak_in_flight
         return body
 
     body: dict[str, Any] = {
         "answer": answer_sentence(slo, best, above),
         "capacity": {
-            "concurrency": best.concurrency if best else 0,
+            "concurrency": (
+                best.peak_in_flight if best.request_rate is not None else best.concurrency
+            )
+            if best
+            else 0,
+            **({"request_rate": best.request_rate} if best and best.request_rate else {}),
             "output_tok_s": best.output_throughput if best else 0.0,
             "per_user_tok_s": best.per_user_tok_s if best else 0.0,
             "limited_by": limit_label(above) if above else "",

@@ -37,6 +37,7 @@ from tui.bench.capacity import (
     level_failures,
 )
 from tui.bench.client import make_client, stream_request
+from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import output_tokens_of, percentile, tpot_of
 from tui.bench.model import RequestOutcome
 from tui.bench.runner import _describe, _discover, _install_cancel, api_key_for, emit
@@ -63,6 +64,9 @@ class CapacitySpec:
     rounds: int = 3  # measured requests per user after the warm-up round
     min_requests: int = 16
     poll_s: float = 0.25
+    by: str = "concurrency"  # or "rate": open-loop Poisson levels
+    rate_step: float = 0.25  # req/s per search step when by rate
+    rate_level_s: float = 30.0  # server seconds of arrivals per rate level
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "bench": self.bench.to_dict()}
@@ -269,6 +273,65 @@ async def measure_level(
     )
 
 
+async def measure_rate_level(
+    client: httpx.AsyncClient,
+    control: httpx.AsyncClient,
+    spec: CapacitySpec,
+    words: int,
+    step: int,
+    scale: float,
+    cancel: asyncio.Event,
+) -> CapacityLevel:
+    """Poisson arrivals at step x rate_step req/s (server time); the first fifth is warm-up.
+
+    A queue that keeps growing (arrivals faster than the engine serves) stops the
+    level at once: that rate is over-saturated.
+    """
+    bench = spec.bench
+    rate = step * spec.rate_step
+    count = max(2 * spec.min_requests, math.ceil(rate * spec.rate_level_s))
+    prompts = workload_prompts(bench, words, count, bench.seed + 7919 * step)
+    run = LevelRun()
+    stop = asyncio.Event()
+    poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
+    nominal = max(4, math.ceil(rate))
+    peak = 0
+
+    async def watch() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            await asyncio.sleep(spec.poll_s)
+            peak = max(peak, len(run.live))
+            await poller.sample(steady=len(run.outcomes) >= count // 5)
+            if cancel.is_set() or run.failed or poller.oversaturated(nominal):
+                stop.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await run_level(
+            client, api_url(bench.base_url, endpoint_path(bench.endpoint)), bench, prompts,
+            concurrency=spec.max_concurrency, rate=rate * scale, seed=bench.seed + step,
+            cancel=stop, run=run,
+        )  # fmt: skip
+    finally:
+        stop.set()
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+    await poller.sample(steady=True)
+    server = poller.stats(nominal)
+    ordered = sorted(run.outcomes, key=lambda o: o.start_s)
+    warm = len(ordered) // 5
+    level = summarize(
+        ClosedLoop(measured=ordered[warm:], warmup=ordered[:warm]),
+        concurrency=step,
+        slo=spec.slo,
+        scale=scale,
+        partial=cancel.is_set(),
+        server=server if server.samples else None,
+    )
+    return replace(level, request_rate=rate, peak_in_flight=peak)
+
+
 async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
     """Discovery, then levels until the search knows the answer; the `--json` body."""
     bench = spec.bench
@@ -277,10 +340,13 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
         max_connections=4, read_timeout_s=30.0, connect_timeout_s=bench.connect_timeout_s,
         transport="httpx", api_key=api_key,
     )  # fmt: skip
+    by_rate = spec.by == "rate"
     searcher = CapacitySearch(
-        spec.slo, start=spec.start, max_concurrency=spec.max_concurrency,
+        spec.slo,
+        start=max(1, round(1.0 / spec.rate_step)) if by_rate else spec.start,
+        max_concurrency=10_000 if by_rate else spec.max_concurrency,
         max_levels=spec.max_levels,
-    )  # fmt: skip
+    )
     started = time.time()
     async with control:
         model, version = await _discover(control, bench)
@@ -298,15 +364,26 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
                 concurrency = searcher.next_concurrency()
                 if concurrency is None:
                     break
-                emit("level_start", concurrency=concurrency)
-                level = await measure_level(
-                    client, control, spec, words, concurrency, scale, cancel
-                )
+                if by_rate:
+                    emit(
+                        "level_start",
+                        concurrency=concurrency,
+                        request_rate=concurrency * spec.rate_step,
+                    )
+                    level = await measure_rate_level(
+                        client, control, spec, words, concurrency, scale, cancel
+                    )
+                else:
+                    emit("level_start", concurrency=concurrency)
+                    level = await measure_level(
+                        client, control, spec, words, concurrency, scale, cancel
+                    )
                 if level.partial and cancel.is_set():
                     break  # cancelled mid-level: keep only the finished levels
                 searcher.record(level)
                 emit("level", level=_level_dict(level))
-        truth = None if cancel.is_set() else await read_truth(control, spec)
+        # The simulator's truth is for closed-loop users; a rate search has none.
+        truth = None if cancel.is_set() or by_rate else await read_truth(control, spec)
     best, above = searcher.answer()
     simulated_s = sum(level.duration_s for level in searcher.levels)
     context = replace(bench.context, model=model, base_url=bench.base_url)
@@ -323,6 +400,7 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
             "time_scale": scale,
             "simulated_s": simulated_s,
             "wall_s": time.time() - started,
+            "by": spec.by,
             "workload": {
                 "input_tokens": bench.input_tokens,
                 "output_tokens": bench.output_tokens,

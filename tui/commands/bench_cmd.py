@@ -58,6 +58,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         help="find how many concurrent users meet the SLO (one-sentence answer)",
     )
     parser.add_argument(
+        "--by",
+        choices=("concurrency", "rate"),
+        default="concurrency",
+        help="with --capacity: search over concurrent users (default) or request rate",
+    )
+    parser.add_argument(
         "--slo",
         metavar="LIST",
         help="with --capacity: e.g. ttft_p99_ms=2000,itl_p99_ms=100,min_user_tok_s=20 "

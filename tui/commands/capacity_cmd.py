@@ -35,11 +35,16 @@ def slo_from_profile(slo: BenchmarkSlo) -> CapacitySlo:
     return CapacitySlo(**{name: value or None for name, value in asdict(slo).items()})
 
 
+def _load(level: dict[str, Any]) -> str:
+    rate = level.get("request_rate")
+    return f"{rate:g}/s" if rate is not None else str(level["concurrency"])
+
+
 def format_capacity(result: dict[str, Any]) -> str:
     """The answer, then one line per level: client, server and GPU figures side by side."""
     lines = [hanging("capacity: ", result["answer"])]
     lines.append(
-        f"{'users':>6} {'TTFT p99':>9} {'ITL p99':>8} {'tok/s/u':>7} {'out tok/s':>9} "
+        f"{'load':>7} {'TTFT p99':>9} {'ITL p99':>8} {'tok/s/u':>7} {'out tok/s':>9} "
         f"{'run/wait':>9} {'KV pk':>6} {'GPU %':>5} {'tok/J':>6}  SLO"
     )
     for level in result["levels"]:
@@ -50,7 +55,7 @@ def format_capacity(result: dict[str, Any]) -> str:
         per_joule = gpu.get("tokens_per_joule") if gpu else None
         verdict = "ok" if level["meets_slo"] else f"miss: {level['limited_by'] or 'partial'}"
         lines.append(
-            f"{level['concurrency']:>6} {level['ttft_p99_ms']:>9,.0f} {level['itl_p99_ms']:>8,.0f} "
+            f"{_load(level):>7} {level['ttft_p99_ms']:>9,.0f} {level['itl_p99_ms']:>8,.0f} "
             f"{level['per_user_tok_s']:>7,.1f} {level['output_throughput']:>9,.0f} "
             f"{queue:>9} {kv:>6} {util:>5} "
             f"{'-' if per_joule is None else format(per_joule, '.2f'):>6}  {verdict}"
@@ -77,7 +82,9 @@ async def _search(spec: CapacitySpec, gpus: GpuSource | None, progress: bool) ->
         async for event in process.events():
             recorder.on_event(event)
             if progress and event.get("event") == "level_start":
-                print(f"measuring {event['concurrency']} users ...", file=sys.stderr)
+                rate = event.get("request_rate")
+                load = f"{rate:g} requests/s" if rate else f"{event['concurrency']} users"
+                print(f"measuring {load} ...", file=sys.stderr)
     finally:
         recorder.close()
         loop.remove_signal_handler(signal.SIGINT)
@@ -91,7 +98,7 @@ async def _run(args: argparse.Namespace, slo_text: str | None, progress: bool) -
     if args.url:
         spec = build_spec(args)
         slo = parse_slo(slo_text or "")
-        return await _search(CapacitySpec(spec, slo=slo), None, progress)
+        return await _search(CapacitySpec(spec, slo=slo, by=args.by), None, progress)
     profile = profile_from_args(args)
     check_args(args, profile.benchmark.presets)
     slo = parse_slo(slo_text or "", slo_from_profile(profile.benchmark.slo))
@@ -104,7 +111,9 @@ async def _run(args: argparse.Namespace, slo_text: str | None, progress: bool) -
     try:
         spec = build_spec(args, deck, await deck.reachable_base_url(), await gpu_set(deck))
         spec = replace(spec, warmup_requests=0)
-        return await _search(CapacitySpec(spec, slo=slo), await deck.gpu_source(), progress)
+        return await _search(
+            CapacitySpec(spec, slo=slo, by=args.by), await deck.gpu_source(), progress
+        )
     finally:
         await deck.close()
 
