@@ -1,7 +1,7 @@
 """Render screenshots/bench-capacity.svg: a real capacity search against the simulator.
 
 The search runs in its own process (as `C` and `bench --capacity` run it)
-against a SimBox on a x2 clock; every event goes to a CapacityView, with the
+against a SimBox (real-time clock: less jitter in ITL p99); every event goes to a CapacityView, with the
 box's simulated GPUs sampled per level.
 
 Run from the repository root: `python screenshots/render_capacity.py`.
@@ -35,7 +35,7 @@ class CapacityScreenshotApp(App[None]):
 
 
 async def run_search(view: CapacityView) -> None:
-    box = SimBox(load_seconds=1.5, options=SimServerOptions(shards=8, time_scale=2.0))
+    box = SimBox(load_seconds=1.5, options=SimServerOptions(shards=8, time_scale=1.0))
     try:
         box.start()
         if await asyncio.to_thread(box.wait_until_active, 120.0) != "active":

@@ -241,7 +241,8 @@ def test_virtual_levels_are_deterministic() -> None:
 
 
 async def test_rate_search_stops_over_saturated_levels(fast_box: SimBox) -> None:
-    spec = replace(_spec(fast_box), by="rate", rate_step=0.5, rate_level_s=20.0)
+    # ITL p99 relaxed: on a loaded runner it measures scheduling jitter (see above).
+    spec = replace(_spec(fast_box, itl_p99_ms=250), by="rate", rate_step=0.5, rate_level_s=20.0)
     process = CapacityProcess(spec)
     _ = [event async for event in process.events()]
     result = process.result
