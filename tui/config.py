@@ -14,7 +14,7 @@ import stat
 import threading
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -153,9 +153,19 @@ def default_presets() -> dict[str, BenchmarkPreset]:
 
 
 @dataclass(frozen=True, slots=True)
+class BenchmarkSlo:
+    """`[benchmark.slo]`: what the capacity finder must hold (0 switches one off)."""
+
+    ttft_p99_ms: float = 2000.0
+    itl_p99_ms: float = 100.0
+    min_user_tok_s: float = 20.0
+
+
+@dataclass(frozen=True, slots=True)
 class BenchmarkConfig:
     default_preset: str = "quick"
     presets: Mapping[str, BenchmarkPreset] = field(default_factory=default_presets)
+    slo: BenchmarkSlo = field(default_factory=BenchmarkSlo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -528,8 +538,13 @@ def _benchmark(table: _Table) -> BenchmarkConfig:
             "default_preset", f"expected one of the presets {sorted(presets)}, got {default!r}"
         )
         default = "quick"
+    slo_table, base = table.table("slo"), BenchmarkSlo()
+    slo = BenchmarkSlo(
+        **{f.name: slo_table.number(f.name, getattr(base, f.name), minimum=0) for f in fields(base)}
+    )
+    slo_table.finish()
     table.finish()
-    return BenchmarkConfig(default_preset=default, presets=presets)
+    return BenchmarkConfig(default_preset=default, presets=presets, slo=slo)
 
 
 def _handoff(table: _Table) -> HandoffNotes:

@@ -156,14 +156,14 @@ def open_deck(
     demo_autostart: bool = False,
     demo_wait_ready: bool = False,
     demo_orphans_on_stop: int = 2,
+    demo_time_scale: float | None = None,
 ) -> Deck:
     """Create the profile's host (and, for the demo, a fresh simulated box on this machine)."""
     if profile.is_demo:
         from tui.sim.box import SimBox, SimServerOptions
 
-        box = SimBox(
-            load_seconds=demo_load_s, options=SimServerOptions(orphans_on_stop=demo_orphans_on_stop)
-        )
+        options = SimServerOptions(orphans_on_stop=demo_orphans_on_stop, time_scale=demo_time_scale)
+        box = SimBox(load_seconds=demo_load_s, options=options)
         if demo_autostart:
             box.start()
             if demo_wait_ready:

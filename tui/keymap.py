@@ -206,6 +206,16 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "p",
     ),
     ConsoleCommand(
+        "bench-capacity",
+        "C",
+        "bench_capacity",
+        "Capacity",
+        "Find how many users at once meet the SLO ([benchmark.slo])",
+        "Bench",
+        False,
+        "C",
+    ),
+    ConsoleCommand(
         "plan", "P", "show_tab('plan')", "Plan", "Show the deployment preflight", "Plan", False, "P"
     ),
     _area(

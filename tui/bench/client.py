@@ -106,6 +106,15 @@ def _chunk_tokens(data: Any) -> tuple[bool, str | None, tuple[int, int | None] |
     return bool(choices), error, tokens
 
 
+def _choice_text(choice: Any) -> str:
+    if not isinstance(choice, Mapping):
+        return ""
+    delta = choice.get("delta")
+    if isinstance(delta, Mapping):
+        return str(delta.get("content") or "")
+    return str(choice.get("text") or "")
+
+
 async def stream_request(
     client: httpx.AsyncClient,
     url: str,
@@ -114,13 +123,15 @@ async def stream_request(
     *,
     read_timeout_s: float | None = None,
     total_timeout_s: float | None = None,
+    text_parts: list[str] | None = None,
 ) -> RequestOutcome:
     """Send one streaming request and fill `outcome`; never raises except on cancellation.
 
     Two deadlines end a request that would otherwise never finish: `read_timeout_s`
     without a token (SSE keep-alive comments do not count, so a server that only
     sends those, or hangs after its headers, is caught) and `total_timeout_s` for
-    the whole request.
+    the whole request. With `text_parts`, the generated text is collected too
+    (multi-turn workloads send the assistant's actual answer back).
     """
     # A watchdog on the loop, not a timer moved per token: the hot path only stores
     # the time of the last token (rescheduling a timer per token halved the client's
@@ -148,7 +159,7 @@ async def stream_request(
     if task is not None and (total_timeout_s or read_timeout_s):
         check()
     try:
-        await _stream(client, url, payload, outcome, activity, read_timeout_s)
+        await _stream(client, url, payload, outcome, activity, read_timeout_s, text_parts)
     except asyncio.CancelledError:
         if not fired or task is None or task.uncancel() > 0:
             raise  # not ours, or the run was cancelled as well
@@ -171,6 +182,7 @@ async def _stream(
     outcome: RequestOutcome,
     activity: list[float],
     read_timeout_s: float | None,
+    text_parts: list[str] | None = None,
 ) -> RequestOutcome:
     perf_counter = time.perf_counter
     loads = json.loads
@@ -222,6 +234,8 @@ async def _stream(
                         else:
                             has_choices, error, tokens = _chunk_tokens(data)
                         if has_choices:
+                            if text_parts is not None:
+                                text_parts.append(_choice_text(data["choices"][0]))
                             if outcome.chunks == 0:
                                 outcome.ttft_s = now - start
                             else:

@@ -22,9 +22,13 @@ def history_path() -> Path:
 
 def append_result(result: BenchResult, path: Path | None = None) -> Path:
     """Append one run; returns the file written."""
-    target = path or history_path()
+    return append_record(result.to_dict(), path or history_path())
+
+
+def append_record(record: dict, target: Path) -> Path:
+    """Append one JSON line to `target` in one write (shared by the capacity history)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(redact_data(result.to_dict()), sort_keys=True) + "\n").encode()
+    line = (json.dumps(redact_data(record), sort_keys=True) + "\n").encode()
     descriptor = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         size = os.fstat(descriptor).st_size

@@ -36,6 +36,12 @@ class ServerView:
     mean_decode_ms: float | None = None
     prompt_tokens: float = 0.0
     generation_tokens: float = 0.0
+    prefix_queries: float = 0.0  # prompt tokens looked up in the prefix cache
+    prefix_hits: float = 0.0  # of which served from it
+
+    @property
+    def prefix_hit_rate(self) -> float | None:
+        return self.prefix_hits / self.prefix_queries if self.prefix_queries > 0 else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,11 +32,13 @@ from typing import Any
 
 import httpx
 
+from tui.bench.chat_loop import PrefixIntent, chat_questions, run_conversations
 from tui.bench.client import make_client
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import Slos, summarize_level
 from tui.bench.model import BenchResult, LevelResult, RequestOutcome
 from tui.bench.server_view import scrape, server_delta
+from tui.bench.trace import load_trace, replay, trace_prompts
 from tui.bench.workload import (
     BenchSpec,
     api_url,
@@ -44,6 +46,7 @@ from tui.bench.workload import (
     make_prompts,
     words_for_tokens,
 )
+from tui.bench.workloads import intended_prefix_hit_rate, reset_prefix_cache, workload_prompts
 from tui.redact import redact_data
 
 STREAMS_PER_PROCESS = 256
@@ -210,6 +213,9 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
         if version:
             context = replace(context, engine_version=version)
         words, prompt_method = await words_for_tokens(control, spec)
+        reset = (
+            await reset_prefix_cache(control, spec.base_url) if spec.workload != "random" else ""
+        )
         levels = spec.levels()
         emit(
             "start",
@@ -223,6 +229,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
         metrics_url = api_url(spec.base_url, "/metrics")
         top = max(c for c, _ in levels) if levels else 1
         results: list[LevelResult] = []
+        intent = PrefixIntent()
         used_processes = 1
         async with make_client(
             max_connections=top,
@@ -254,7 +261,9 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                 total = spec.requests_for(concurrency) if rate is None else spec.requests_for(1)
                 if rate is not None and spec.num_requests <= 0:
                     total = max(8, math.ceil(rate * 30))
-                processes = processes_for(spec, concurrency)
+                # A conversation needs its own answers back: chat runs in this process.
+                in_process = spec.workload in ("chat", "trace")
+                processes = 1 if in_process else processes_for(spec, concurrency)
                 used_processes = max(used_processes, processes)
                 seed = spec.seed + 1000 * (index + 1)
                 before = await scrape(control, metrics_url) if spec.scrape_metrics else None
@@ -267,8 +276,27 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                     )
                 )  # fmt: skip
                 try:
-                    if processes == 1:
-                        prompts = make_prompts(words, total, seed)
+                    if spec.workload == "trace":
+                        trace = load_trace(spec.trace_path)
+                        trace = trace[: spec.num_requests] if spec.num_requests > 0 else trace
+                        total = len(trace)
+                        ratio = words / max(spec.input_tokens, 1)
+                        prompts, intended = trace_prompts(trace, ratio, seed)
+                        intent.prompt_tokens += intended.prompt_tokens
+                        intent.reusable_tokens += intended.reusable_tokens
+                        await replay(
+                            client, url, spec, trace, prompts, concurrency=concurrency,
+                            cancel=cancel, run=run,
+                        )  # fmt: skip
+                    elif spec.workload == "chat":
+                        turns = max(spec.chat_turns, 1)
+                        talks = chat_questions(words, math.ceil(total / turns), turns, seed)
+                        await run_conversations(
+                            client, api_url(spec.base_url, endpoint_path("chat")), spec, talks,
+                            concurrency=concurrency, cancel=cancel, run=run, intent=intent,
+                        )  # fmt: skip
+                    elif processes == 1:
+                        prompts = workload_prompts(spec, words, total, seed)
                         await run_level(
                             client, url, spec, prompts, concurrency=concurrency, rate=rate,
                             seed=seed, cancel=cancel, run=run,
@@ -316,6 +344,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
             "prompt_method": prompt_method,
             "warmup_requests": spec.warmup_requests,
             "read_timeout_s": spec.read_timeout_s,
+            **_workload_notes(spec, results, reset, intent),
         },
     )
 
@@ -330,6 +359,31 @@ def _check_warmup(run: LevelRun) -> None:
         error = outcome.error or ""
         if not outcome.success and ("deadline" in error or error.startswith("no ")):
             raise WarmupStalled(f"warm-up request failed: {error}; not starting the run")
+
+
+def _workload_notes(
+    spec: BenchSpec, levels: list[LevelResult], reset: str, intent: PrefixIntent
+) -> dict[str, Any]:
+    """The workload, its intended prefix-cache hit rate and the measured one (0..1)."""
+    if spec.workload == "random":
+        return {}
+    requests = sum(level.completed + level.failed for level in levels)
+    views = [level.server for level in levels if level.server is not None]
+    queries = sum(view.prefix_queries for view in views)
+    return {
+        "workload": spec.workload,
+        "prefix_groups": spec.prefix_groups,
+        "prefix_tokens": spec.prefix_tokens,
+        "prefix_cache_reset": reset or "not offered by the server",
+        "intended_prefix_hit_rate": (
+            intent.rate
+            if spec.workload in ("chat", "trace")
+            else intended_prefix_hit_rate(spec, requests)
+        ),
+        "measured_prefix_hit_rate": (
+            sum(view.prefix_hits for view in views) / queries if queries else None
+        ),
+    }
 
 
 def level_to_dict(level: LevelResult) -> dict[str, Any]:
@@ -348,7 +402,7 @@ def _duration_s(outcomes: list[RequestOutcome]) -> float:
 async def _worker(job: dict[str, Any], cancel: asyncio.Event) -> None:
     spec = BenchSpec.from_dict(job["spec"])
     url = api_url(spec.base_url, endpoint_path(spec.endpoint))
-    prompts = make_prompts(job["words"], job["num_requests"], job["seed"])
+    prompts = workload_prompts(spec, job["words"], job["num_requests"], job["seed"])
     run = LevelRun()
 
     async def live() -> None:

@@ -24,6 +24,8 @@ _WANTED = (
     "vllm:request_decode_time_seconds_count",
     "vllm:prompt_tokens_total",
     "vllm:generation_tokens_total",
+    "vllm:prefix_cache_queries_total",
+    "vllm:prefix_cache_hits_total",
 )
 
 
@@ -71,4 +73,6 @@ def server_delta(
         mean_decode_ms=_mean_ms(before, after, "vllm:request_decode_time_seconds"),
         prompt_tokens=delta("vllm:prompt_tokens_total"),
         generation_tokens=delta("vllm:generation_tokens_total"),
+        prefix_queries=delta("vllm:prefix_cache_queries_total"),
+        prefix_hits=delta("vllm:prefix_cache_hits_total"),
     )

@@ -159,6 +159,13 @@ class BenchSpec:
     seed: int = 0
     progress_interval_s: float = 0.5
     scrape_metrics: bool = True
+    workload: str = "random"  # tui.bench.workloads.WORKLOADS
+    prefix_groups: int = 4  # shared-prefix: groups, each with its own system prompt
+    prefix_tokens: int = 512  # shared-prefix: system prompt tokens
+    chat_turns: int = 4  # chat: turns per conversation
+    dataset_path: str = ""  # dataset: a local ShareGPT-format JSON file
+    trace_path: str = ""  # trace: a JSONL request trace (tui.bench.trace)
+    trace_speed: float = 1.0  # trace: 2.0 replays twice as fast
     slos: SloSpec = field(default_factory=SloSpec)
     context: RunContext = field(default_factory=RunContext)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
 import signal
 import sys
 from dataclasses import replace
@@ -28,6 +29,9 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         parents=[common],
         help="benchmark the server (vLLM `bench serve` metrics) and optionally save the result",
     )
+    parser.add_argument(
+        "operands", nargs="*", metavar="compare A B", help="compare two runs of the history"
+    )
     parser.add_argument("--url", help="server base URL (instead of a profile)")
     parser.add_argument("--model", help="model name to request (default: first of /v1/models)")
     parser.add_argument("--preset", help="preset name (quick, sweep, prefill, rate or a profile's)")
@@ -46,6 +50,34 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     )
     parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
     parser.add_argument("--save", action="store_true", help="append the result to the history")
+    parser.add_argument(
+        "--workload",
+        choices=("random", "shared-prefix", "chat", "dataset", "trace"),
+        help="prompt preset",
+    )
+    parser.add_argument("--trace", metavar="FILE", help="trace: a JSONL trace (Mooncake fields)")
+    parser.add_argument("--trace-speed", type=float, metavar="X", help="trace: replay speed")
+    parser.add_argument("--dataset", metavar="FILE", help="dataset: a ShareGPT-format JSON file")
+    parser.add_argument("--chat-turns", type=int, metavar="T", help="chat: turns per conversation")
+    parser.add_argument("--prefix-groups", type=int, metavar="G", help="shared-prefix groups")
+    parser.add_argument("--prefix-tokens", type=int, metavar="S", help="shared-prefix tokens")
+    parser.add_argument(
+        "--capacity",
+        action="store_true",
+        help="find how many concurrent users meet the SLO (one-sentence answer)",
+    )
+    parser.add_argument(
+        "--by",
+        choices=("concurrency", "rate"),
+        default="concurrency",
+        help="with --capacity: search over concurrent users (default) or request rate",
+    )
+    parser.add_argument(
+        "--slo",
+        metavar="LIST",
+        help="with --capacity: e.g. ttft_p99_ms=2000,itl_p99_ms=100,min_user_tok_s=20 "
+        "(default: the profile's [benchmark.slo]; a value of off drops one)",
+    )
     parser.set_defaults(func=_bench)
 
 
@@ -56,8 +88,9 @@ def _positive(name: str, value: int | float | None) -> None:
 
 def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | None) -> None:
     """Refuse bad numbers and unknown presets before anything (a simulator) is started."""
-    for name in ("num_requests", "input_tokens", "output_tokens", "timeout"):
-        _positive(name.replace("_", "-"), getattr(args, name))
+    numbers = ("num_requests", "input_tokens", "output_tokens", "timeout")
+    for name in (*numbers, "prefix_groups", "prefix_tokens", "chat_turns", "trace_speed"):
+        _positive(name.replace("_", "-"), getattr(args, name, None))
     for name in ("request_timeout", "run_timeout"):
         _positive(name.replace("_", "-"), getattr(args, name, None))
     for level in args.concurrency or ():
@@ -67,6 +100,43 @@ def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | N
         raise UsageError(
             f"unknown preset {args.preset!r}; known presets: {', '.join(sorted(known))}"
         )
+
+
+def _dataset_path(args: argparse.Namespace) -> str | None:
+    """The --dataset file, checked now (a one-line error naming it), absolute for the runner."""
+    from tui.bench.workloads import DatasetError, load_sharegpt
+
+    path = getattr(args, "dataset", None)
+    if getattr(args, "workload", None) != "dataset":
+        if path:
+            raise UsageError("--dataset needs --workload dataset")
+        return None
+    if not path:
+        raise UsageError("--workload dataset needs --dataset FILE (ShareGPT-format JSON)")
+    try:
+        load_sharegpt(path)
+    except DatasetError as error:
+        raise UsageError(f"--dataset {error}") from None
+    return os.path.abspath(path)
+
+
+def _trace_path(args: argparse.Namespace) -> str | None:
+    """The --trace file, checked now (a one-line error naming it and the line)."""
+    from tui.bench.trace import load_trace
+    from tui.bench.workloads import DatasetError
+
+    path = getattr(args, "trace", None)
+    if getattr(args, "workload", None) != "trace":
+        if path:
+            raise UsageError("--trace needs --workload trace")
+        return None
+    if not path:
+        raise UsageError("--workload trace needs --trace FILE (JSONL)")
+    try:
+        load_trace(path)
+    except DatasetError as error:
+        raise UsageError(f"--trace {error}") from None
+    return os.path.abspath(path)
 
 
 def build_spec(
@@ -103,6 +173,13 @@ def build_spec(
         read_timeout_s=args.timeout,
         request_timeout_s=getattr(args, "request_timeout", None),
         run_timeout_s=getattr(args, "run_timeout", None),
+        workload=getattr(args, "workload", None),
+        prefix_groups=getattr(args, "prefix_groups", None),
+        prefix_tokens=getattr(args, "prefix_tokens", None),
+        chat_turns=getattr(args, "chat_turns", None),
+        dataset_path=_dataset_path(args),
+        trace_path=_trace_path(args),
+        trace_speed=getattr(args, "trace_speed", None),
         api_key_env=api_key_env,
         context=replace(context, base_url=base_url),
     )
@@ -175,6 +252,14 @@ def format_result(result: BenchResult) -> str:
         lines.append(f"prefill {prefill[0]:,.0f} prompt tok/s per request (prompt / TTFT)")
     if result.levels and result.levels[0].output_tokens_source != "usage":
         lines.append(f"output tokens: {result.levels[0].output_tokens_source}")
+    intended = result.client.get("intended_prefix_hit_rate")
+    if intended is not None:
+        measured = result.client.get("measured_prefix_hit_rate")
+        shown = "n/a (no prefix-cache metrics)" if measured is None else f"{100 * measured:.1f}%"
+        lines.append(
+            f"prefix cache hit rate: measured {shown}, intended {100 * intended:.1f}% "
+            f"({result.client.get('workload')}; reset: {result.client.get('prefix_cache_reset')})"
+        )
     if result.partial:
         lines.append("PARTIAL: the run was cancelled or did not finish every level")
     return "\n".join(lines)
@@ -227,6 +312,16 @@ async def _bench_profile(args: argparse.Namespace, show_progress: bool) -> Bench
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.operands:
+        from tui.commands.compare_cmd import run_compare
+
+        return run_compare(args)
+    if args.capacity:
+        from tui.commands.capacity_cmd import run_capacity
+
+        return run_capacity(args)
+    if args.slo is not None:
+        raise UsageError("--slo needs --capacity")
     show_progress = sys.stderr.isatty() and not args.json
     if args.url:
         result = asyncio.run(_drive(build_spec(args), show_progress))

@@ -46,6 +46,84 @@ class BenchMixin:
         else:
             self.notify("No benchmark is running.", title="Bench", timeout=3)
 
+    def action_bench_capacity(self) -> None:
+        if self.bench_process is not None:
+            self.notify("A benchmark is already running (c cancels it).", severity="warning")
+            return
+        self.action_show_tab("bench")
+        self._run_capacity()
+
+    @console_worker("bench", pane="bench", what="run the capacity search", user_action=True)
+    async def _run_capacity(self) -> None:
+        """The capacity search on the default preset's workload, GPUs sampled per level."""
+        from tui.bench.capacity_driver import CapacityProcess, GpuRecorder
+        from tui.bench.capacity_runner import CapacitySpec
+        from tui.bench.context import context_for_profile
+        from tui.bench.workload import spec_from_preset
+        from tui.commands.capacity_cmd import slo_from_profile
+
+        benchmark = self.profile.benchmark
+        recorder: GpuRecorder | None = None
+        try:
+            url = await self.deck.reachable_base_url()
+            context = replace(context_for_profile(self.profile), host=self.deck.host_label)
+            bench = spec_from_preset(
+                benchmark.presets[benchmark.default_preset], url, warmup_requests=0,
+                api_key_env=self.profile.service.api_key_env,
+                context=replace(context, base_url=url),
+            )  # fmt: skip
+            process = CapacityProcess(CapacitySpec(bench, slo=slo_from_profile(benchmark.slo)))
+            self.bench_process = process  # type: ignore[assignment]  # cancel/kill alike
+            recorder = GpuRecorder(await self.deck.gpu_source())
+            async for event in process.events():
+                recorder.on_event(event)
+                if event.get("event") == "result":
+                    event = {**event, "result": recorder.annotate(event["result"])}
+                self.post_message(self.BenchEvent(event))
+        except ServedeckError as error:
+            self.post_message(self.BenchEvent({"event": "error", "message": str(error)}))
+        finally:
+            if recorder is not None:
+                recorder.close()
+            self.bench_process = None
+
+    def _show_comparison(self, view: BenchView, runs: list[BenchResult]) -> None:
+        """The newest run against the one before on this host (as `bench compare -2 -1`)."""
+        from textual.widgets import Static
+
+        from tui.bench.compare import compare_runs, format_comparison
+
+        if len(runs) < 2:
+            return
+        newest, previous = runs[0], runs[1]
+        text = "Compared with the previous run (a change inside the noise is no change):\n"
+        text += format_comparison(previous, newest, compare_runs(previous, newest, runs))
+        found = self.query("#bench-compare")
+        if found:
+            found.first(Static).update(text)
+        else:
+            view.mount(Static(text, id="bench-compare", markup=False), before="#bench-history")
+
+    def _show_capacity(self, event: dict) -> None:
+        from tui.bench.capacity_history import append_capacity
+        from widgets.capacity_view import CapacityView
+
+        found = self.query(CapacityView)
+        if found:
+            view = found.first()
+        else:
+            view = CapacityView(id="bench-capacity")
+            bench_view = self.query_one(BenchView)
+            bench_view.mount(view, before=bench_view.query_one("#bench-levels"))
+        if event.get("event") == "error":
+            view.show_error(str(event.get("message", "failed")))
+            self.notify(f"capacity: {event.get('message')}", severity="error", timeout=10)
+            return
+        view.show_event(event)
+        if event.get("event") == "result":
+            append_capacity(event["result"])
+            self.notify(event["result"]["answer"], title="Capacity", timeout=15)
+
     @console_worker(
         "bench",
         pane="bench",
@@ -81,6 +159,9 @@ class BenchMixin:
     def on_servedeck_app_bench_event(self, message: ServedeckApp.BenchEvent) -> None:
         view = self.query_one(BenchView)
         event = message.event
+        if isinstance(event, dict):  # the capacity search's events
+            self._show_capacity(event)
+            return
         if isinstance(event, Exception):
             reason = failure_text(str(event))
             view.show_error(reason)
@@ -96,7 +177,9 @@ class BenchMixin:
         view.show_event(event)
         if isinstance(event, BenchResult):
             append_result(event)
-            view.show_history(runs_for_host(self.deck.host_label))
+            runs = runs_for_host(self.deck.host_label)
+            view.show_history(runs)
+            self._show_comparison(view, runs)
             single = event.single_stream_tok_s
             detail = f"1-stream {single:,.1f} tok/s (output tok/s at c=1)" if single else "done"
             self.notify(f"{event.preset}: {detail}", title="Benchmark")

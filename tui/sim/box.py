@@ -51,6 +51,9 @@ class SimServerOptions:
     max_batch: int | None = None
     max_num_batched_tokens: int | None = None
     log_interval_s: float | None = None
+    kv_bytes_per_gpu: int | None = None
+    time_scale: float | None = None
+    prefix_caching: bool = False
     fail_at_shard: int | None = None
     orphans_on_stop: int = 0
     stubborn_orphans: bool = False
@@ -131,6 +134,8 @@ class SimBox:
             "--max-batch": o.max_batch,
             "--max-num-batched-tokens": o.max_num_batched_tokens,
             "--log-interval-s": o.log_interval_s,
+            "--kv-bytes-per-gpu": o.kv_bytes_per_gpu,
+            "--time-scale": o.time_scale,
             "--fail-at-shard": o.fail_at_shard,
             "--http-5xx-rate": o.http_5xx_rate,
             "--cut-stream-after-tokens": o.cut_stream_after_tokens,
@@ -146,6 +151,8 @@ class SimBox:
             argv.append("--stubborn-orphans")
         if o.defunct_worker:
             argv.append("--defunct-worker")
+        if o.prefix_caching:
+            argv.append("--enable-prefix-caching")
         return argv + list(o.extra_args)
 
     # -- service --------------------------------------------------------------

@@ -16,6 +16,13 @@ one that arrives mid-step waits for the step to end (queue time). At most
 `max_batch` requests run; admission reserves prompt + max_tokens of KV cache,
 so the simulator never preempts (`num_preemptions` stays 0).
 
+`time_scale` > 1 runs the same schedule faster than real time (a fast clock
+for capacity searches). On a fast clock, steps that follow each other without
+a pause keep to an ideal timeline: a step that starts late because the
+machine is loaded is shortened by the lateness (up to CATCH_UP_S), since a
+wake-up delay multiplied by the scale would otherwise slow the clock. At the
+real-time scale of 1 a step never lasts less than its model duration.
+
 Every token time recorded is the moment the step ended and the token was
 handed to the HTTP layer, so the truth is what a client can observe.
 """
@@ -53,6 +60,10 @@ class SimRequest:
     finished: bool = False
     aborted: bool = False
     event: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+# How late a step may start and still be pulled back onto the ideal timeline (real s).
+CATCH_UP_S = 0.02
 
 
 class Histogram:
@@ -179,6 +190,8 @@ class SimEngine:
         self.histograms = {name: Histogram(b) for name, b in HISTOGRAM_BUCKETS.items()}
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
+        self.prefix_queries_total = 0
+        self.prefix_hits_total = 0
         self.success: collections.Counter[str] = collections.Counter()
         self.busy_s = 0.0
         self.stall_until_s = 0.0
@@ -192,6 +205,7 @@ class SimEngine:
         truth_path = Path(settings.state_dir) / "truth.jsonl"
         self._truth_file = truth_path.open("a", encoding="utf-8")
         self._task: asyncio.Task[None] | None = None
+        self._ideal_end_s = -1.0
 
     # -- public ---------------------------------------------------------------
     def start(self) -> None:
@@ -207,9 +221,15 @@ class SimEngine:
         """Loop (monotonic) time as wall-clock seconds since the epoch."""
         return loop_s + self._wall_offset_s
 
-    def submit(self, prompt_tokens: int, max_tokens: int) -> SimRequest:
-        """Queue a request; its tokens appear in `pieces[:emitted]` as steps end."""
+    def submit(self, prompt_tokens: int, max_tokens: int, cached_tokens: int = 0) -> SimRequest:
+        """Queue a request; its tokens appear in `pieces[:emitted]` as steps end.
+
+        `cached_tokens` of the prompt hit the prefix cache: they are never prefilled.
+        """
         self._number += 1
+        cached = min(max(cached_tokens, 0), max(prompt_tokens, 1) - 1)
+        self.prefix_queries_total += max(prompt_tokens, 1)
+        self.prefix_hits_total += cached
         request = SimRequest(
             number=self._number,
             request_id=f"{self._ids.getrandbits(64):016x}",
@@ -217,6 +237,7 @@ class SimEngine:
             max_tokens=max(max_tokens, 1),
             pieces=output_pieces(self.settings.seed, self._number, max(max_tokens, 1)),
             arrival_s=self._loop.time(),
+            prefilled=cached,
         )
         self.histograms["request_params_max_tokens"].observe(request.max_tokens)
         self.waiting.append(request)
@@ -256,7 +277,7 @@ class SimEngine:
                 break
             self.waiting.popleft()
             reserved += need
-            budget -= min(candidate.prompt_tokens, budget)
+            budget -= min(candidate.prompt_tokens - candidate.prefilled, budget)
             admitted.append(candidate)
         return admitted
 
@@ -272,16 +293,18 @@ class SimEngine:
                 budget -= chunks[request]
         admitted = self._admit(budget)
         for request in admitted:
-            chunks[request] = min(request.prompt_tokens, budget)
+            chunks[request] = min(request.prompt_tokens - request.prefilled, budget)
             budget -= chunks[request]
         return decoding, chunks, admitted
 
     async def _run(self) -> None:
         loop = self._loop
+        fast = self.settings.time_scale != 1.0
         while True:
             if not self.running and not self.waiting:
                 self._wake.clear()
                 await self._wake.wait()
+                self._ideal_end_s = -1.0  # idle: the next step starts when it is woken
             pause = self.stall_until_s - loop.time()
             if pause > 0:
                 # Wait on the wake-up event, so a shorter or cleared stall takes effect at once.
@@ -290,6 +313,10 @@ class SimEngine:
                     await asyncio.wait_for(self._wake.wait(), pause)
                 continue
             step_start = loop.time()
+            if fast and 0.0 <= step_start - self._ideal_end_s <= CATCH_UP_S:
+                # Busy back to back on a fast clock: start where the last step should have
+                # ended, so a late wake-up shortens this step instead of slowing the clock.
+                step_start = self._ideal_end_s
             decoding, chunks, admitted = self._plan_step()
             prefill_tokens = sum(chunks.values())
             duration = self.settings.step_s(len(decoding)) if decoding else 0.0
@@ -297,7 +324,9 @@ class SimEngine:
             for request in admitted:
                 request.scheduled_s = step_start
             self.running.extend(admitted)
-            await asyncio.sleep(max(step_start + duration - loop.time(), 0.0))
+            real_s = duration / self.settings.time_scale  # a fast clock for capacity tests
+            self._ideal_end_s = step_start + real_s
+            await asyncio.sleep(max(step_start + real_s - loop.time(), 0.0))
             step_end = loop.time()
             self.busy_s += step_end - step_start
             self._complete_step(decoding, chunks, step_end, step_end - step_start)

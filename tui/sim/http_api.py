@@ -8,11 +8,13 @@ test set runtime faults.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
@@ -21,8 +23,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from tui.sim import tokens
+from tui.sim.capacity import SloTarget, true_capacity
 from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.metrics import build_registry, exposition
+from tui.sim.prefix_cache import BLOCK_TOKENS, PrefixCache
 from tui.sim.spec import VLLM_VERSION, ServerSettings
 
 SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
@@ -46,6 +50,10 @@ def _error(status: int, message: str, kind: str, param: str | None = None) -> we
     return _json_response(body, status=status)
 
 
+def _optional_float(text: str) -> float | None:
+    return None if text.lower() in ("", "none", "off") else float(text)
+
+
 def _json_response(body: object, status: int = 200) -> web.Response:
     return web.json_response(body, status=status, dumps=_dumps)
 
@@ -61,6 +69,8 @@ class SimApi:
         self.rng = random.Random(settings.seed)
         self.created = int(time.time())
         self.fingerprint = f"vllm-{VLLM_VERSION}-sim"
+        blocks = settings.kv_cache_tokens // BLOCK_TOKENS if settings.prefix_caching else 0
+        self.prefix_cache = PrefixCache(blocks)
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -77,7 +87,10 @@ class SimApi:
                 web.post("/detokenize", self.detokenize),
                 web.post("/v1/completions", self.completions),
                 web.post("/v1/chat/completions", self.chat_completions),
+                web.post("/reset_prefix_cache", self.reset_prefix_cache),
                 web.get("/_sim/truth", self.truth),
+                web.get("/_sim/truth/capacity", self.capacity_truth),
+                web.get("/_sim/clock", self.clock),
                 web.post("/_sim/fault", self.fault),
             ]
         )
@@ -157,6 +170,36 @@ class SimApi:
         records = [r for r in self.engine.truth if int(r["number"]) > since]  # type: ignore[call-overload]
         return _json_response({"requests": records})
 
+    async def reset_prefix_cache(self, _request: web.Request) -> web.Response:
+        """vLLM's POST /reset_prefix_cache (a dev endpoint there): drop every cached block."""
+        self.prefix_cache.reset()
+        return web.Response(status=200)
+
+    async def clock(self, _request: web.Request) -> web.Response:
+        """Simulated seconds per real second: clients scale what they measure by it."""
+        return _json_response({"time_scale": self.settings.time_scale})
+
+    async def capacity_truth(self, request: web.Request) -> web.Response:
+        """True capacity at an SLO for a closed-loop workload (tui.sim.capacity)."""
+        query = request.query
+        try:
+            slo = SloTarget(
+                **{
+                    name: _optional_float(query.get(name, str(default)))
+                    for name, default in asdict(SloTarget()).items()
+                }
+            )
+            prompt_tokens = int(query.get("input_tokens", "1024"))
+            output_tokens = int(query.get("output_tokens", "256"))
+        except ValueError as error:
+            return _error(400, f"bad capacity query: {error}", "BadRequestError")
+        if not 0 < prompt_tokens <= 65_536 or not 0 < output_tokens <= 65_536:
+            return _error(400, "input_tokens and output_tokens must be 1..65536", "BadRequestError")
+        body = await asyncio.to_thread(
+            true_capacity, self.settings, slo, prompt_tokens, output_tokens
+        )
+        return _json_response(body)
+
     async def fault(self, request: web.Request) -> web.Response:
         body = await self._json(request)
         if isinstance(body, web.Response):
@@ -198,12 +241,14 @@ class SimApi:
             return refusal
         prompt = body.get("prompt", "")
         if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
-            prompt_tokens = len(prompt)
-        elif isinstance(prompt, list):
-            prompt_tokens = sum(tokens.count_tokens(str(p)) for p in prompt)
-        else:
-            prompt_tokens = tokens.count_tokens(str(prompt))
-        return await self._generate(request, body, prompt_tokens, chat=False)
+            ids = list(prompt)
+            return await self._generate(request, body, len(ids), chat=False, ids=ids)
+        text = "".join(str(p) for p in prompt) if isinstance(prompt, list) else str(prompt)
+        ids = tokens.tokenize(text)
+        return await self._generate(
+            request, body, max(len(ids), 1), chat=False, ids=ids,
+            with_answer=lambda answer: tokens.tokenize(text + answer),
+        )  # fmt: skip
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         body = await self._json(request)
@@ -215,10 +260,25 @@ class SimApi:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return _error(400, "messages must be a non-empty list", "BadRequestError", "messages")
-        return await self._generate(request, body, tokens.chat_prompt_tokens(messages), chat=True)
+        turns = [m for m in messages if isinstance(m, dict)]
+
+        def with_answer(answer: str) -> list[int]:
+            return tokens.chat_token_ids([*turns, {"role": "assistant", "content": answer}])
+
+        prompt_tokens = tokens.chat_prompt_tokens(messages)
+        ids = tokens.chat_token_ids(turns)
+        return await self._generate(
+            request, body, prompt_tokens, chat=True, ids=ids, with_answer=with_answer
+        )
 
     async def _generate(
-        self, request: web.Request, body: dict[str, Any], prompt_tokens: int, chat: bool
+        self,
+        request: web.Request,
+        body: dict[str, Any],
+        prompt_tokens: int,
+        chat: bool,
+        ids: list[int] | None = None,
+        with_answer: Callable[[str], list[int]] | None = None,
     ) -> web.StreamResponse:
         default = DEFAULT_CHAT_MAX_TOKENS if chat else DEFAULT_COMPLETION_MAX_TOKENS
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default
@@ -231,7 +291,10 @@ class SimApi:
                 f"However, you requested {prompt_tokens + max_tokens} tokens.",
                 "BadRequestError",
             )
-        sim_request = self.engine.submit(prompt_tokens, max_tokens)
+        cached = 0
+        if self.settings.prefix_caching and ids:
+            cached = min(self.prefix_cache.lookup_and_insert(ids), prompt_tokens - 1)
+        sim_request = self.engine.submit(prompt_tokens, max_tokens, cached)
         try:
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -242,6 +305,11 @@ class SimApi:
             return _json_response(self._full_body(sim_request, chat))
         finally:
             self.engine.abort(sim_request)  # no-op once finished
+            if self.settings.prefix_caching and with_answer and sim_request.emitted:
+                # Like vLLM, the blocks of the answer are cached too: a multi-turn
+                # conversation's next turn hits its whole history.
+                answer = "".join(sim_request.pieces[: sim_request.emitted])
+                self.prefix_cache.lookup_and_insert(with_answer(answer))
 
     def _full_body(self, sim_request: SimRequest, chat: bool) -> dict[str, Any]:
         text = "".join(sim_request.pieces[: sim_request.emitted])

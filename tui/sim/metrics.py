@@ -80,10 +80,12 @@ class VllmCollector(Collector):
         yield counter(
             "prefix_cache_queries",
             "Prefix cache queries, in terms of number of queried tokens.",
-            engine.prompt_tokens_total,
+            engine.prefix_queries_total,
         )
         yield counter(
-            "prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", 0
+            "prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            engine.prefix_hits_total,
         )
         yield counter("num_preemptions", "Cumulative number of preemption from the engine.", 0)
         yield counter(

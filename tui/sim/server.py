@@ -297,6 +297,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--max-batch", type=int, default=d.max_batch)
     p.add_argument("--max-num-batched-tokens", type=int, default=d.max_num_batched_tokens)
     p.add_argument("--log-interval-s", type=float, default=d.log_interval_s)
+    p.add_argument("--time-scale", type=float, default=d.time_scale)
+    p.add_argument("--enable-prefix-caching", action="store_true")
     p.add_argument("--fail-at-shard", type=int, default=None)
     p.add_argument("--orphans-on-stop", type=int, default=0)
     p.add_argument("--stubborn-orphans", action="store_true")
@@ -325,6 +327,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
         max_batch=a.max_batch,
         max_num_batched_tokens=a.max_num_batched_tokens,
         log_interval_s=a.log_interval_s,
+        time_scale=a.time_scale if a.time_scale > 0 else 1.0,
+        prefix_caching=a.enable_prefix_caching,
         faults=faults,
         shard_dir=a.shard_dir,
         disk_bytes_per_s=a.disk_bytes_per_s,

@@ -104,6 +104,10 @@ class ServerSettings:
     # vLLM's per-step token budget (its default for the OpenAI server on large GPUs).
     max_num_batched_tokens: int = 8192
     log_interval_s: float = 10.0
+    # Simulated seconds per real second: a step of d simulated seconds lasts d / time_scale.
+    time_scale: float = 1.0
+    # vLLM's --enable-prefix-caching (tui.sim.prefix_cache); off keeps every prefill whole.
+    prefix_caching: bool = False
     faults: ServerFaults = field(default_factory=ServerFaults)
     shard_dir: str | None = None
     disk_bytes_per_s: float | None = None

@@ -71,3 +71,26 @@ def chat_prompt_tokens(messages: list[dict[str, object]]) -> int:
             )
         total += count_tokens(str(content)) + 4
     return max(total, 1)
+
+
+# Ids standing for the chat template's tokens around each message (role markers).
+TEMPLATE_IDS = {"system": 900, "user": 901, "assistant": 902, "tool": 903}
+
+
+def chat_token_ids(messages: list[dict[str, object]]) -> list[int]:
+    """The ids of a rendered chat prompt: 4 template ids then the content, per message.
+
+    Its length is `chat_prompt_tokens(messages)` (for a non-empty list), and a
+    conversation's earlier turns are a prefix of its later ones, as with vLLM's
+    chat templates, so the prefix cache can hit a whole history.
+    """
+    ids: list[int] = []
+    for message in messages:
+        content = message.get("content", "")
+        if isinstance(content, list):
+            content = "".join(
+                str(part.get("text", "")) for part in content if isinstance(part, dict)
+            )
+        ids += [TEMPLATE_IDS.get(str(message.get("role")), 904)] * 4
+        ids += tokenize(str(content))
+    return ids

@@ -1,0 +1,344 @@
+"""Capacity under an SLO: the search over concurrency, its levels and its one-sentence answer.
+
+The search brackets (x4 per level while the SLO holds, less when the measured
+margins extrapolate to a crossing), then narrows the bracket: by geometric
+bisection, or by interpolating the SLO margin when the highest passing level is
+already close to a smoothly rising limit. It stops once every untested level
+in the bracket is within `tolerance` (10 %) of the highest passing one. A level that
+over-saturates (errors, preemptions, a waiting queue that keeps growing) fails
+whatever its latencies. Pure logic: `tui.bench.capacity_runner` measures levels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from tui.errors import UsageError
+
+DEFAULT_SLO_TEXT = "ttft_p99_ms=2000,itl_p99_ms=100,min_user_tok_s=20"
+# The passing level's margin above which interpolation beats bisection.
+INTERPOLATE_FROM = 0.7
+FAILURE_LABELS = {
+    "ttft": "TTFT",
+    "itl": "ITL",
+    "user_tok_s": "per-user speed",
+    "errors": "errors",
+    "preemptions": "preemptions (KV cache full)",
+    "queue": "a growing queue",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CapacitySlo:
+    """The objectives; None switches one off. Names match `[benchmark.slo]` keys."""
+
+    ttft_p99_ms: float | None = 2000.0
+    itl_p99_ms: float | None = 100.0
+    min_user_tok_s: float | None = 20.0
+
+    def describe(self) -> str:
+        parts = []
+        if self.ttft_p99_ms is not None:
+            parts.append(f"p99 TTFT <= {_duration(self.ttft_p99_ms)}")
+        if self.itl_p99_ms is not None:
+            parts.append(f"p99 ITL <= {_duration(self.itl_p99_ms)}")
+        if self.min_user_tok_s is not None:
+            parts.append(f">= {self.min_user_tok_s:g} tok/s each")
+        return ", ".join(parts) or "no SLO"
+
+
+def _duration(ms: float) -> str:
+    return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms:g} ms"
+
+
+def parse_slo(text: str, base: CapacitySlo | None = None) -> CapacitySlo:
+    """`ttft_p99_ms=2000,itl_p99_ms=off,...` over `base`; a bad item is a one-line UsageError."""
+    values: dict[str, float | None] = {
+        f.name: getattr(base or CapacitySlo(), f.name) for f in fields(CapacitySlo)
+    }
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep or name not in values:
+            known = ", ".join(values)
+            raise UsageError(f"--slo: unknown objective {item!r}; known: {known}")
+        raw = raw.strip().lower()
+        if raw in ("off", "none", ""):
+            values[name] = None
+            continue
+        try:
+            number = float(raw)
+        except ValueError:
+            raise UsageError(f"--slo: {name} must be a number or off, got {raw!r}") from None
+        if not math.isfinite(number) or number <= 0:
+            raise UsageError(f"--slo: {name} must be positive, got {raw!r}")
+        values[name] = number
+    return CapacitySlo(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLevelStats:
+    """The engine's account of one level, from /metrics polled while it ran."""
+
+    samples: int = 0
+    running_peak: float = 0.0
+    running_mean: float = 0.0
+    waiting_peak: float = 0.0
+    waiting_mean: float = 0.0
+    kv_usage_peak_pct: float = 0.0
+    preemptions: float = 0.0
+    prefix_hit_rate_pct: float | None = None  # None: no prefix-cache queries in the level
+    server_ttft_mean_ms: float | None = None
+    server_itl_mean_ms: float | None = None
+    waiting_growing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GpuLevelStats:
+    """The GPUs during one level (all GPUs of the box summed or averaged)."""
+
+    samples: int = 0
+    util_mean_pct: float = 0.0
+    memory_used_peak_bytes: int = 0
+    power_mean_w: float = 0.0
+    tokens_per_joule: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityLevel:
+    """One measured level, in the server's time (simulated seconds on a fast clock)."""
+
+    concurrency: int
+    completed: int
+    failed: int
+    measured: int  # requests after the warm-up round
+    duration_s: float
+    ttft_p99_ms: float
+    itl_p99_ms: float
+    per_user_tok_s: float  # 1 / mean TPOT
+    output_throughput: float  # tok/s over the measured window
+    goodput: float  # requests/s meeting every per-request objective (vLLM's definition)
+    failures: tuple[str, ...]  # objectives missed, keys of FAILURE_LABELS
+    partial: bool = False
+    server: ServerLevelStats | None = None
+    gpu: GpuLevelStats | None = None
+    # `--by rate`: the Poisson rate (req/s); `concurrency` is then the search step
+    # (rate / rate step) and `peak_in_flight` the most requests the client had open.
+    request_rate: float | None = None
+    peak_in_flight: int = 0
+
+    @property
+    def load(self) -> str:
+        """The level's load in words: "24 users at once" or "4.5 requests/s"."""
+        if self.request_rate is not None:
+            return f"{self.request_rate:g} requests/s"
+        return "1 user" if self.concurrency == 1 else f"{self.concurrency} users at once"
+
+    @property
+    def at(self) -> str:
+        return (
+            f"{self.request_rate:g} requests/s"
+            if self.request_rate is not None
+            else str(self.concurrency)
+        )
+
+    @property
+    def meets_slo(self) -> bool:
+        return not self.failures and not self.partial and self.completed > 0
+
+    def margin(self, slo: CapacitySlo) -> float:
+        """The binding objective's ratio to its limit (>1: missed); inf when over-saturated."""
+        if any(kind in ("errors", "preemptions", "queue") for kind in self.failures):
+            return math.inf
+        ratios = [0.0]
+        if slo.ttft_p99_ms is not None:
+            ratios.append(self.ttft_p99_ms / slo.ttft_p99_ms)
+        if slo.itl_p99_ms is not None:
+            ratios.append(self.itl_p99_ms / slo.itl_p99_ms)
+        if slo.min_user_tok_s is not None:
+            ratios.append(slo.min_user_tok_s / max(self.per_user_tok_s, 1e-9))
+        return max(ratios)
+
+
+def level_failures(
+    slo: CapacitySlo,
+    *,
+    ttft_p99_ms: float,
+    itl_p99_ms: float,
+    per_user_tok_s: float,
+    failed: int,
+    server: ServerLevelStats | None,
+) -> tuple[str, ...]:
+    """Which objectives a level misses, over-saturation signs first."""
+    missed = []
+    if failed:
+        missed.append("errors")
+    if server is not None and server.preemptions > 0:
+        missed.append("preemptions")
+    if server is not None and server.waiting_growing:
+        missed.append("queue")
+    if slo.ttft_p99_ms is not None and ttft_p99_ms > slo.ttft_p99_ms:
+        missed.append("ttft")
+    if slo.itl_p99_ms is not None and itl_p99_ms > slo.itl_p99_ms:
+        missed.append("itl")
+    if slo.min_user_tok_s is not None and per_user_tok_s < slo.min_user_tok_s:
+        missed.append("user_tok_s")
+    return tuple(missed)
+
+
+def limit_label(level: CapacityLevel) -> str:
+    """What stopped a level, in words: TTFT split into queueing and prefill by the server."""
+    if not level.failures:
+        return ""
+    first = level.failures[0]
+    label = FAILURE_LABELS.get(first, first)
+    if first == "ttft" and level.server is not None and level.server.samples:
+        label += " (queueing)" if level.server.waiting_mean >= 0.5 else " (prefill)"
+    return label
+
+
+@dataclass(slots=True)
+class CapacitySearch:
+    """Chooses the next concurrency from the levels measured so far."""
+
+    slo: CapacitySlo
+    start: int = 1
+    max_concurrency: int = 1024
+    max_levels: int = 8
+    tolerance: float = 0.1
+    growth: int = 4
+    levels: list[CapacityLevel] = field(default_factory=list)
+
+    def record(self, level: CapacityLevel) -> None:
+        self.levels.append(level)
+
+    def _bounds(self) -> tuple[CapacityLevel | None, CapacityLevel | None]:
+        passing = [lv for lv in self.levels if lv.meets_slo]
+        low = max(passing, key=lambda lv: lv.concurrency, default=None)
+        above = [
+            lv
+            for lv in self.levels
+            if not lv.meets_slo and (low is None or lv.concurrency > low.concurrency)
+        ]
+        high = min(above, key=lambda lv: lv.concurrency, default=None)
+        return low, high
+
+    def _closed(self, low: int, high: int) -> bool:
+        """Every untested level between the bounds is within `tolerance` of the passing one."""
+        return high - low - 1 <= math.floor(self.tolerance * low)
+
+    def next_concurrency(self) -> int | None:
+        """The next level to measure, or None when the answer is known (or levels ran out)."""
+        if not self.levels:
+            return max(1, min(self.start, self.max_concurrency))
+        if len(self.levels) >= self.max_levels:
+            return None
+        low, high = self._bounds()
+        if low is None:
+            smallest = min(lv.concurrency for lv in self.levels)
+            return None if smallest <= 1 else max(1, smallest // self.growth)
+        if high is None:
+            if low.concurrency >= self.max_concurrency:
+                return None
+            guess = low.concurrency * self.growth
+            crossing = self._extrapolate()
+            if crossing is not None:
+                guess = min(guess, max(round(crossing * 1.25), low.concurrency + 1))
+            return min(guess, self.max_concurrency)
+        lo, hi = low.concurrency, high.concurrency
+        if self._closed(lo, hi):
+            return None
+        m_lo, m_hi = low.margin(self.slo), high.margin(self.slo)
+        if m_lo >= INTERPOLATE_FROM and math.isfinite(m_hi) and m_hi > m_lo:
+            # Near a smoothly rising limit: aim where the margin reaches 1, and when that is
+            # next to the passing end, test the closing point (a miss ends the search).
+            estimate = lo + (1.0 - m_lo) / (m_hi - m_lo) * (hi - lo)
+            guess = max(round(estimate), lo + 1 + math.floor(self.tolerance * lo))
+        else:
+            # Far from the limit, or a knee (a flat margin, then a jump): bisect.
+            guess = round(math.sqrt(lo * hi))
+        return min(max(guess, lo + 1), hi - 1)
+
+    def _extrapolate(self) -> float | None:
+        """Where the two highest passing levels' margins reach 1, if they rise."""
+        passing = sorted((lv for lv in self.levels if lv.meets_slo), key=lambda lv: lv.concurrency)
+        if len(passing) < 2:
+            return None
+        a, b = passing[-2], passing[-1]
+        m_a, m_b = a.margin(self.slo), b.margin(self.slo)
+        if m_b <= m_a:
+            return None
+        return b.concurrency + (1.0 - m_b) / (m_b - m_a) * (b.concurrency - a.concurrency)
+
+    def answer(self) -> tuple[CapacityLevel | None, CapacityLevel | None]:
+        """(highest level meeting the SLO, lowest level above it that missed)."""
+        return self._bounds()
+
+
+def answer_sentence(
+    slo: CapacitySlo, best: CapacityLevel | None, above: CapacityLevel | None
+) -> str:
+    """The result in one sentence, as an operator would say it."""
+    if best is None:
+        if above is None:
+            return "no level finished: capacity unknown"
+        lowest = "the lowest rate" if above.request_rate is not None else "1 user"
+        return (
+            f"not even {lowest} meets the SLO ({slo.describe()}); "
+            f"limited by {limit_label(above)} at {above.at}"
+        )
+    text = (
+        f"{best.load} ({slo.describe()}): {best.output_throughput:,.0f} tok/s total, "
+        f"{best.per_user_tok_s:,.0f} tok/s per user"
+    )
+    if above is None:
+        return text + "; no limit reached in the levels tried"
+    return text + f"; limited by {limit_label(above)} at {above.at}"
+
+
+def capacity_json(
+    slo: CapacitySlo,
+    levels: list[CapacityLevel],
+    best: CapacityLevel | None,
+    above: CapacityLevel | None,
+    *,
+    truth: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The CLI contract of `servedeck bench --capacity --json`."""
+    from dataclasses import asdict
+
+    def level_dict(level: CapacityLevel) -> dict[str, Any]:
+        body = asdict(level)
+        body["server"] = asdict(level.server) if level.server else {}
+        body["gpu"] = asdict(level.gpu) if level.gpu else {}
+        body["meets_slo"] = level.meets_slo
+        body["limited_by"] = limit_label(level)
+        body["failures"] = list(level.failures)
+        if level.request_rate is not None:
+            body["search_step"] = level.concurrency
+            body["concurrency"] = level.peak_in_flight
+        return body
+
+    body: dict[str, Any] = {
+        "answer": answer_sentence(slo, best, above),
+        "capacity": {
+            "concurrency": (
+                best.peak_in_flight if best.request_rate is not None else best.concurrency
+            )
+            if best
+            else 0,
+            **({"request_rate": best.request_rate} if best and best.request_rate else {}),
+            "output_tok_s": best.output_throughput if best else 0.0,
+            "per_user_tok_s": best.per_user_tok_s if best else 0.0,
+            "limited_by": limit_label(above) if above else "",
+        },
+        "slo": asdict(slo),
+        "levels": [level_dict(level) for level in levels],
+    }
+    if truth is not None:
+        body["truth"] = truth
+    body.update(extra or {})
+    return body

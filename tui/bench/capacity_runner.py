@@ -1,0 +1,442 @@
+"""The capacity search process: `python -m tui.bench.capacity_runner` reads a spec on stdin.
+
+Like tui.bench.runner it runs apart from the console (UI rendering never
+inflates a latency) and writes JSON-line events on stdout:
+  start        {model, engine_version, time_scale}
+  level_start  {concurrency}
+  level        {level: CapacityLevel as a dict}
+  result       {result: the `bench --capacity --json` body}  (also after a cancel)
+  error        {message}
+Each level is a closed loop of N users sending `1 + rounds` requests each; the
+first round is warm-up and excluded. /metrics is polled while a level runs;
+errors, preemptions or a waiting queue that keeps growing stop the level at
+once (over-saturation). On a simulator with a fast clock (GET /_sim/clock),
+every time measured is multiplied by its time scale, so results are in the
+server's simulated seconds; the simulator's truth is fetched after the search.
+SIGINT/SIGTERM cancel: the level in flight is dropped, finished levels are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import httpx
+
+from tui.bench.capacity import (
+    CapacityLevel,
+    CapacitySearch,
+    CapacitySlo,
+    capacity_json,
+    level_failures,
+)
+from tui.bench.client import make_client, stream_request
+from tui.bench.loadgen import LevelRun, run_level
+from tui.bench.metrics import output_tokens_of, percentile, tpot_of
+from tui.bench.model import RequestOutcome
+from tui.bench.runner import _describe, _discover, _install_cancel, api_key_for, emit
+from tui.bench.telemetry import MetricsPoller
+from tui.bench.workload import (
+    BenchSpec,
+    api_url,
+    endpoint_path,
+    request_payload,
+    words_for_tokens,
+)
+from tui.bench.workloads import workload_prompts
+
+
+@dataclass(frozen=True, slots=True)
+class CapacitySpec:
+    """What the search process needs; travels as JSON on its stdin."""
+
+    bench: BenchSpec
+    slo: CapacitySlo = field(default_factory=CapacitySlo)
+    start: int = 1
+    max_concurrency: int = 1024
+    max_levels: int = 8
+    rounds: int = 3  # measured requests per user after the warm-up round
+    min_requests: int = 16
+    poll_s: float = 0.25
+    by: str = "concurrency"  # or "rate": open-loop Poisson levels
+    rate_step: float = 0.25  # req/s per search step when by rate
+    rate_level_s: float = 30.0  # server seconds of arrivals per rate level
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "bench": self.bench.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CapacitySpec:
+        values = dict(data)
+        values["bench"] = BenchSpec.from_dict(values["bench"])
+        values["slo"] = CapacitySlo(**(values.get("slo") or {}))
+        return cls(**values)
+
+
+async def read_time_scale(control: httpx.AsyncClient, base_url: str) -> float:
+    """The simulator's clock speed; 1 for a real server (no /_sim/clock)."""
+    with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
+        response = await control.get(api_url(base_url, "/_sim/clock"))
+        if response.status_code == 200:
+            scale = float(response.json()["time_scale"])
+            return scale if scale > 0 else 1.0
+    return 1.0
+
+
+async def read_truth(control: httpx.AsyncClient, spec: CapacitySpec) -> dict[str, Any] | None:
+    """The simulator's true capacity for this workload and SLO; None elsewhere."""
+    params = {
+        name: "off" if value is None else str(value) for name, value in asdict(spec.slo).items()
+    }
+    params.update(
+        input_tokens=str(spec.bench.input_tokens), output_tokens=str(spec.bench.output_tokens)
+    )
+    with contextlib.suppress(httpx.HTTPError, ValueError):
+        response = await control.get(
+            api_url(spec.bench.base_url, "/_sim/truth/capacity"), params=params, timeout=120.0
+        )
+        if response.status_code == 200:
+            body = response.json()
+            return body if isinstance(body, dict) else None
+    return None
+
+
+def summarize(
+    loop_run: ClosedLoop,
+    *,
+    concurrency: int,
+    slo: CapacitySlo,
+    scale: float,
+    partial: bool,
+    server: Any,
+) -> CapacityLevel:
+    """One level in server time: the first round (one request per user) is warm-up."""
+    good = [o for o in loop_run.measured if o.success]
+    failed = loop_run.failed
+    ttfts = [o.ttft_s * scale for o in good]
+    itls = [gap * scale for o in good for gap in o.itl_s]
+    tpots = [t * scale for o in good if (t := tpot_of(o)) is not None]
+    mean_tpot = sum(tpots) / len(tpots) if tpots else 0.0
+    window = (max(o.end_s for o in good) - min(o.start_s for o in good)) * scale if good else 0.0
+    tokens = sum(output_tokens_of(o) for o in good)
+    ttft_p99_ms = percentile(ttfts, 99) * 1000
+    itl_p99_ms = percentile(itls, 99) * 1000
+    per_user = 1.0 / mean_tpot if mean_tpot > 0 else 0.0
+    failures = level_failures(
+        slo,
+        ttft_p99_ms=ttft_p99_ms,
+        itl_p99_ms=itl_p99_ms,
+        per_user_tok_s=per_user,
+        failed=failed,
+        server=server,
+    )
+    if not good:  # nothing measured: only over-saturation signs can be judged
+        failures = tuple(f for f in failures if f in ("errors", "preemptions", "queue"))
+    max_tpot = 1.0 / slo.min_user_tok_s if slo.min_user_tok_s else None
+    meeting = sum(
+        (slo.ttft_p99_ms is None or o.ttft_s * scale * 1000 <= slo.ttft_p99_ms)
+        and (max_tpot is None or (tpot_of(o) or 0.0) * scale <= max_tpot)
+        for o in good
+    )
+    return CapacityLevel(
+        concurrency=concurrency,
+        completed=sum(o.success for o in (*loop_run.measured, *loop_run.warmup)),
+        failed=failed,
+        measured=len(good),
+        duration_s=window,
+        ttft_p99_ms=ttft_p99_ms,
+        itl_p99_ms=itl_p99_ms,
+        per_user_tok_s=per_user,
+        output_throughput=tokens / window if window > 0 else 0.0,
+        goodput=meeting / window if window > 0 else 0.0,
+        failures=failures,
+        partial=partial or not (good or failures),
+        server=server,
+    )
+
+
+def first_round_tokens(output_tokens: int, concurrency: int, user: int) -> int:
+    """Output length of user `user`'s warm-up request: 1/N, 2/N ... N/N of a full one.
+
+    N users that start together would stay in lockstep (identical requests finish
+    in the same step and are prefilled together again), so every later round
+    would be a wave. Uneven warm-up requests spread the users evenly over one
+    request's length, whatever the step time; the warm-up round is not measured.
+    """
+    return max(1, math.ceil(output_tokens * (user + 1) / concurrency))
+
+
+def rounds_for(spec: CapacitySpec, concurrency: int) -> int:
+    """Requests per user: the warm-up one, then enough for `min_requests` measured."""
+    return 1 + max(spec.rounds, math.ceil(spec.min_requests / concurrency))
+
+
+@dataclass(slots=True)
+class ClosedLoop:
+    """What the users of one level saw: measured outcomes apart from warm-up ones."""
+
+    measured: list[RequestOutcome] = field(default_factory=list)
+    warmup: list[RequestOutcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return sum(not o.success for o in (*self.measured, *self.warmup))
+
+    @property
+    def finished(self) -> int:
+        return len(self.measured) + len(self.warmup)
+
+
+async def run_users(
+    client: httpx.AsyncClient,
+    spec: CapacitySpec,
+    prompts: list[str],
+    concurrency: int,
+    stop: asyncio.Event,
+    loop_run: ClosedLoop,
+) -> None:
+    """`concurrency` users, each sending its next request when the last one ends."""
+    bench = spec.bench
+    url = api_url(bench.base_url, endpoint_path(bench.endpoint))
+    rounds = rounds_for(spec, concurrency)
+    length_key = "max_completion_tokens" if bench.endpoint == "chat" else "max_tokens"
+
+    async def user(index: int) -> None:
+        for turn in range(rounds):
+            if stop.is_set():
+                return
+            payload = request_payload(bench, prompts[(turn * concurrency + index) % len(prompts)])
+            if turn == 0:
+                payload[length_key] = first_round_tokens(bench.output_tokens, concurrency, index)
+            outcome = RequestOutcome(prompt_tokens=bench.input_tokens)
+            await stream_request(client, url, payload, outcome, read_timeout_s=bench.read_timeout_s)
+            (loop_run.warmup if turn == 0 else loop_run.measured).append(outcome)
+
+    users = [asyncio.create_task(user(index)) for index in range(concurrency)]
+    stopper = asyncio.create_task(stop.wait())
+    everyone = asyncio.gather(*users)
+    await asyncio.wait({everyone, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    for task in users:
+        task.cancel()
+    await asyncio.gather(everyone, stopper, return_exceptions=True)
+
+
+async def measure_level(
+    client: httpx.AsyncClient,
+    control: httpx.AsyncClient,
+    spec: CapacitySpec,
+    words: int,
+    concurrency: int,
+    scale: float,
+    cancel: asyncio.Event,
+) -> CapacityLevel:
+    """Run one closed-loop level, stopping early when the server over-saturates."""
+    bench = spec.bench
+    # A fresh seed per level: a prompt repeated from an earlier level would hit the prefix cache.
+    count = concurrency * rounds_for(spec, concurrency)
+    prompts = workload_prompts(bench, words, count, bench.seed + 7919 * concurrency)
+    loop_run = ClosedLoop()
+    stop = asyncio.Event()
+    poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
+
+    async def watch() -> None:
+        while not stop.is_set():
+            await asyncio.sleep(spec.poll_s)
+            await poller.sample(steady=len(loop_run.warmup) >= concurrency)
+            if cancel.is_set() or loop_run.failed or poller.oversaturated(concurrency):
+                stop.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await run_users(client, spec, prompts, concurrency, stop, loop_run)
+    finally:
+        stop.set()
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+    await poller.sample(steady=True)
+    server = poller.stats(concurrency)
+    # Stopped by the watchdog for over-saturation is a finding; stopped by a cancel is not.
+    return summarize(
+        loop_run,
+        concurrency=concurrency,
+        slo=spec.slo,
+        scale=scale,
+        partial=cancel.is_set(),
+        server=server if server.samples else None,
+    )
+
+
+async def measure_rate_level(
+    client: httpx.AsyncClient,
+    control: httpx.AsyncClient,
+    spec: CapacitySpec,
+    words: int,
+    step: int,
+    scale: float,
+    cancel: asyncio.Event,
+) -> CapacityLevel:
+    """Poisson arrivals at step x rate_step req/s (server time); the first fifth is warm-up.
+
+    A queue that keeps growing (arrivals faster than the engine serves) stops the
+    level at once: that rate is over-saturated.
+    """
+    bench = spec.bench
+    rate = step * spec.rate_step
+    count = max(2 * spec.min_requests, math.ceil(rate * spec.rate_level_s))
+    prompts = workload_prompts(bench, words, count, bench.seed + 7919 * step)
+    run = LevelRun()
+    stop = asyncio.Event()
+    poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
+    nominal = max(4, math.ceil(rate))
+    peak = 0
+
+    async def watch() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            await asyncio.sleep(spec.poll_s)
+            peak = max(peak, len(run.live))
+            await poller.sample(steady=len(run.outcomes) >= count // 5)
+            if cancel.is_set() or run.failed or poller.oversaturated(nominal):
+                stop.set()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await run_level(
+            client, api_url(bench.base_url, endpoint_path(bench.endpoint)), bench, prompts,
+            concurrency=spec.max_concurrency, rate=rate * scale, seed=bench.seed + step,
+            cancel=stop, run=run,
+        )  # fmt: skip
+    finally:
+        stop.set()
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+    await poller.sample(steady=True)
+    server = poller.stats(nominal)
+    ordered = sorted(run.outcomes, key=lambda o: o.start_s)
+    warm = len(ordered) // 5
+    level = summarize(
+        ClosedLoop(measured=ordered[warm:], warmup=ordered[:warm]),
+        concurrency=step,
+        slo=spec.slo,
+        scale=scale,
+        partial=cancel.is_set(),
+        server=server if server.samples else None,
+    )
+    return replace(level, request_rate=rate, peak_in_flight=peak)
+
+
+async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
+    """Discovery, then levels until the search knows the answer; the `--json` body."""
+    bench = spec.bench
+    api_key = api_key_for(bench)
+    control = make_client(
+        max_connections=4, read_timeout_s=30.0, connect_timeout_s=bench.connect_timeout_s,
+        transport="httpx", api_key=api_key,
+    )  # fmt: skip
+    by_rate = spec.by == "rate"
+    searcher = CapacitySearch(
+        spec.slo,
+        start=max(1, round(1.0 / spec.rate_step)) if by_rate else spec.start,
+        max_concurrency=10_000 if by_rate else spec.max_concurrency,
+        max_levels=spec.max_levels,
+    )
+    started = time.time()
+    async with control:
+        model, version = await _discover(control, bench)
+        bench = replace(bench, model=model)
+        spec = replace(spec, bench=bench)
+        scale = await read_time_scale(control, bench.base_url)
+        words, prompt_method = await words_for_tokens(control, bench)
+        emit("start", model=model, engine_version=version, time_scale=scale)
+        async with make_client(
+            max_connections=spec.max_concurrency, read_timeout_s=bench.read_timeout_s,
+            connect_timeout_s=bench.connect_timeout_s, transport=bench.transport,
+            api_key=api_key,
+        ) as client:  # fmt: skip
+            while not cancel.is_set():
+                concurrency = searcher.next_concurrency()
+                if concurrency is None:
+                    break
+                if by_rate:
+                    emit(
+                        "level_start",
+                        concurrency=concurrency,
+                        request_rate=concurrency * spec.rate_step,
+                    )
+                    level = await measure_rate_level(
+                        client, control, spec, words, concurrency, scale, cancel
+                    )
+                else:
+                    emit("level_start", concurrency=concurrency)
+                    level = await measure_level(
+                        client, control, spec, words, concurrency, scale, cancel
+                    )
+                if level.partial and cancel.is_set():
+                    break  # cancelled mid-level: keep only the finished levels
+                searcher.record(level)
+                emit("level", level=_level_dict(level))
+        # The simulator's truth is for closed-loop users; a rate search has none.
+        truth = None if cancel.is_set() or by_rate else await read_truth(control, spec)
+    best, above = searcher.answer()
+    simulated_s = sum(level.duration_s for level in searcher.levels)
+    context = replace(bench.context, model=model, base_url=bench.base_url)
+    if version:
+        context = replace(context, engine_version=version)
+    return capacity_json(
+        spec.slo,
+        searcher.levels,
+        best,
+        above,
+        truth=truth,
+        extra={
+            "partial": cancel.is_set(),
+            "time_scale": scale,
+            "simulated_s": simulated_s,
+            "wall_s": time.time() - started,
+            "by": spec.by,
+            "workload": {
+                "input_tokens": bench.input_tokens,
+                "output_tokens": bench.output_tokens,
+                "endpoint": bench.endpoint,
+                "prompt_method": prompt_method,
+                "rounds": spec.rounds,
+            },
+            "context": asdict(context),
+        },
+    )
+
+
+def _level_dict(level: CapacityLevel) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(level)))
+
+
+async def _main(read_stdin: Any) -> int:
+    cancel = asyncio.Event()
+    _install_cancel(cancel)
+    try:
+        spec = CapacitySpec.from_dict(json.loads(read_stdin()))
+    except (ValueError, TypeError, KeyError) as error:
+        emit("error", message=f"bad capacity spec on stdin: {error}")
+        return 1
+    try:
+        result = await search(spec, cancel)
+    except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as error:
+        emit("error", message=_describe(error))
+        return 1
+    emit("result", result=result)
+    return 0
+
+
+def main() -> int:
+    return asyncio.run(_main(sys.stdin.read))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The capacity search on the Bench pane: the one-sentence answer and every level measured.
+
+A pure view: it is handed the capacity process's events (the `bench
+--capacity --json` shapes) and draws them, client, server and GPU figures
+side by side; it computes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+_COLUMNS = (
+    "load", "TTFT p99 ms", "ITL p99 ms", "tok/s/user", "out tok/s", "goodput req/s",
+    "run/wait mean", "KV peak", "preempt", "GPU util", "W", "tok/J", "SLO",
+)  # fmt: skip
+
+
+def _level_row(level: dict[str, Any]) -> list[Text | str]:
+    server, gpu = level.get("server") or {}, level.get("gpu") or {}
+    verdict = (
+        Text("meets", style="bold green")
+        if level.get("meets_slo")
+        else Text(f"miss: {level.get('limited_by') or 'partial'}", style="bold red")
+    )
+    per_joule = gpu.get("tokens_per_joule")
+    rate = level.get("request_rate")
+    return [
+        f"{rate:g}/s" if rate is not None else str(level["concurrency"]),
+        f"{level['ttft_p99_ms']:,.0f}",
+        f"{level['itl_p99_ms']:,.0f}",
+        f"{level['per_user_tok_s']:,.1f}",
+        f"{level['output_throughput']:,.0f}",
+        f"{level.get('goodput', 0.0):,.2f}",
+        f"{server['running_mean']:.1f}/{server['waiting_mean']:.1f}" if server else "-",
+        f"{server['kv_usage_peak_pct']:.0f}%" if server else "-",
+        f"{server['preemptions']:.0f}" if server else "-",
+        f"{gpu['util_mean_pct']:.0f}%" if gpu else "-",
+        f"{gpu['power_mean_w']:,.0f}" if gpu else "-",
+        "-" if per_joule is None else f"{per_joule:.2f}",
+        verdict,
+    ]
+
+
+class CapacityView(Static):
+    """Answer line, progress and a table of levels for one capacity search."""
+
+    DEFAULT_CSS = """
+    CapacityView { height: auto; margin: 0 0 1 0; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
+        self._status = Text("Capacity search starting...", style="dim")
+        self._levels: list[dict[str, Any]] = []
+        self._answer: Text | None = None
+        self._notes: list[str] = []
+        self.drawn: Group = Group(self._status)
+
+    def show_event(self, event: dict[str, Any]) -> None:
+        """Draw one event of the capacity process (start, level_start, level, result)."""
+        kind = event.get("event")
+        if kind == "start":
+            scale = event.get("time_scale", 1.0)
+            clock = f", fast clock x{scale:g}" if scale != 1.0 else ""
+            self._status = Text(f"Capacity search against {event.get('model', '?')}{clock}")
+            self._levels, self._answer, self._notes = [], None, []
+        elif kind == "level_start":
+            rate = event.get("request_rate")
+            load = f"{rate:g} requests/s" if rate else f"{event['concurrency']} users at once"
+            self._status = Text(f"measuring {load} ...", "bold")
+        elif kind == "level":
+            self._levels.append(event["level"])
+        elif kind == "result":
+            self.show_result(event["result"])
+            return
+        self._draw()
+
+    def show_result(self, result: dict[str, Any]) -> None:
+        self._levels = list(result.get("levels", []))
+        self._answer = Text(result["answer"], style="bold")
+        state = "cancelled: finished levels kept" if result.get("partial") else "done"
+        self._status = Text(f"Capacity {state}", style="dim")
+        self._notes = []
+        truth = result.get("truth")
+        if truth:
+            self._notes.append(f"simulator truth: {truth.get('concurrency')} users")
+        if result.get("time_scale", 1.0) != 1.0:
+            self._notes.append(
+                f"{result.get('simulated_s', 0):,.0f} s simulated in {result.get('wall_s', 0):,.0f} s"
+            )
+        self._draw()
+
+    def show_error(self, message: str) -> None:
+        self._status = Text(f"capacity: {message}", style="bold red")
+        self._draw()
+
+    def _draw(self) -> None:
+        parts: list[Any] = [self._status]
+        if self._answer is not None:
+            parts.append(self._answer)
+        if self._levels:
+            table = Table(box=None, padding=(0, 1), header_style="bold")
+            for name in _COLUMNS:
+                table.add_column(name, justify="left" if name == "SLO" else "right", no_wrap=True)
+            for level in self._levels:
+                table.add_row(*_level_row(level))
+            parts.append(table)
+        if self._notes:
+            parts.append(Text("; ".join(self._notes), style="dim"))
+        self.drawn = Group(*parts)
+        self.update(self.drawn)
