@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tui.config import demo_profile
+from tui.config import Profile, demo_profile
 from tui.deck import Deck
 from tui.exporter.runner import ExporterRunner
 from tui.hosts.local import LocalHost
@@ -60,7 +60,14 @@ class ScrapeJob:
 class PrometheusServer:
     """/usr/bin/prometheus on 127.0.0.1 with its own config and TSDB under a tmp dir."""
 
-    def __init__(self, workdir: Path, jobs: list[ScrapeJob], scrape_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        jobs: list[ScrapeJob],
+        scrape_s: float = 1.0,
+        basic_auth: tuple[str, str, str] | None = None,
+    ) -> None:
+        self.basic_auth = basic_auth  # (user, password, bcrypt hash of the password)
         self.workdir = workdir
         self.jobs = jobs
         self.scrape_s = scrape_s
@@ -97,6 +104,11 @@ class PrometheusServer:
             "--web.enable-lifecycle",
             "--log.level=warn",
         ]
+        if self.basic_auth is not None:
+            user, _password, hashed = self.basic_auth
+            web = self.workdir / "web.yml"
+            web.write_text(f"basic_auth_users:\n  {user}: {json.dumps(hashed)}\n")
+            argv.append(f"--web.config.file={web}")
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
@@ -106,7 +118,8 @@ class PrometheusServer:
     def ready(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
             raise AssertionError(f"prometheus exited: {self.log_path.read_text()[-2000:]}")
-        return httpx.get(f"{self.url}/-/ready", timeout=2).status_code == 200
+        auth = self.basic_auth[:2] if self.basic_auth else None
+        return httpx.get(f"{self.url}/-/ready", timeout=2, auth=auth).status_code == 200
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -129,10 +142,14 @@ def prometheus_factory(tmp_path: Path) -> Iterator[Callable[..., PrometheusServe
         pytest.skip("needs the Debian package prometheus (.ci/run installs it)")
     servers: list[PrometheusServer] = []
 
-    def make(jobs: list[ScrapeJob], scrape_s: float = 1.0) -> PrometheusServer:
+    def make(
+        jobs: list[ScrapeJob],
+        scrape_s: float = 1.0,
+        basic_auth: tuple[str, str, str] | None = None,
+    ) -> PrometheusServer:
         workdir = tmp_path / f"prometheus{len(servers)}"
         workdir.mkdir()
-        server = PrometheusServer(workdir, jobs, scrape_s)
+        server = PrometheusServer(workdir, jobs, scrape_s, basic_auth)
         servers.append(server)
         return server.start()
 
@@ -144,8 +161,8 @@ def prometheus_factory(tmp_path: Path) -> Iterator[Callable[..., PrometheusServe
 class ExporterThread:
     """A `servedeck exporter` (ExporterRunner) for one SimBox, on its own event loop."""
 
-    def __init__(self, box: SimBox, host_label: str) -> None:
-        profile = demo_profile()
+    def __init__(self, box: SimBox, host_label: str, profile: Profile | None = None) -> None:
+        profile = profile or demo_profile()
         profile = replace(profile, service=replace(profile.service, base_url=box.base_url))
         self.deck = Deck(profile, LocalHost(label="simulator"), box)
         self.runner = ExporterRunner(self.deck, host_label, FAST_CADENCE)

@@ -52,9 +52,9 @@ def unit_text(profile: Profile, port: int, address: str, host_label: str | None)
     """A unit that runs the exporter for this profile; secrets stay in the environment."""
     argv = [sys.executable, "-m", "tui", "exporter", "--port", str(port), "--address", address]
     if profile.path is not None:
-        argv[3:3] = ["-p", str(profile.path)]
+        argv[4:4] = ["-p", str(profile.path)]
     elif profile.is_demo:
-        argv.insert(3, "--demo")
+        argv.insert(4, "--demo")
     if host_label:
         argv += ["--host-label", host_label]
     env = "".join(
