@@ -1,0 +1,122 @@
+"""Faults of the Prometheus fleet source: auth, a dead server, bad input, a wrong query."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.prometheus_fixtures import (
+    PrometheusServer,
+    ScrapeJob,
+    prometheus_factory,  # noqa: F401 - a fixture
+    wait_for,
+)
+from tui.errors import ServedeckError
+from tui.fleet.prometheus import (
+    Column,
+    PrometheusError,
+    PrometheusFleet,
+    PromFleetConfig,
+    config_from_table,
+)
+from tui.sim.box import free_port
+from tui.sim.dcgm import DcgmCollector, DcgmServer
+from tui.sim.gpu_model import SimGpuModel
+
+# bcrypt (cost 4) of "s3cret", as Prometheus's web config wants it; made with libxcrypt:
+# python3 -c "import crypt; print(crypt.crypt('s3cret', crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))"
+S3CRET_BCRYPT = "$2b$04$zHNtGk.qeqXVIDSc.jifNuCT7/Py4uE6gV2MwJvVhP1aY4V7l2MIu"
+
+
+def fleet_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "tui", "fleet", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_basic_auth_from_the_named_env_var_against_a_protected_prometheus(
+    tmp_path: Path,
+    prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
+) -> None:
+    model = SimGpuModel(tmp_path / "idle", seed=1)
+    dcgm = DcgmServer(DcgmCollector(model.snapshot, "idle"), 0, "127.0.0.4").start()
+    try:
+        jobs = [ScrapeJob("dcgm", [(f"127.0.0.4:{dcgm.port}", {})])]
+        prom = prometheus_factory(jobs, basic_auth=("fleet", "s3cret", S3CRET_BCRYPT))
+        refused = fleet_cli("--prometheus", prom.url, "--json")
+        assert refused.returncode == 3
+        assert "HTTP 401" in refused.stderr and "Traceback" not in refused.stderr
+
+        def rows() -> list[dict[str, object]] | None:
+            done = fleet_cli(
+                "--prometheus", prom.url, "--json", "--auth-env", "PROM_AUTH", "--basic",
+                env={"PROM_AUTH": "fleet:s3cret"},
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            found = json.loads(done.stdout)
+            return found if found and found[0]["gpu_count"] == 8 else None
+
+        found = wait_for(rows, 60, "the idle box through basic auth")
+        assert isinstance(found, list)
+        assert found[0]["host"] == "127.0.0.4" and found[0]["gpu_mem_used_bytes"] == 0
+        missing = fleet_cli("--prometheus", prom.url, "--auth-env", "PROM_AUTH_UNSET")
+        assert missing.returncode == 1
+        assert "PROM_AUTH_UNSET" in missing.stderr and "not set" in missing.stderr
+        assert "s3cret" not in refused.stderr + missing.stderr
+    finally:
+        dcgm.close()
+
+
+def test_a_dead_prometheus_is_one_line_and_exit_3() -> None:
+    done = fleet_cli("--prometheus", f"http://127.0.0.1:{free_port()}", "--json")
+    assert done.returncode == 3
+    assert done.stderr.count("\n") == 1 and "ConnectError" in done.stderr
+    assert done.stdout == ""
+
+
+def test_bad_input_is_one_line() -> None:
+    done = fleet_cli("--prometheus", "prom.example:9090")
+    assert done.returncode == 2 and "http(s)://" in done.stderr
+    done = fleet_cli()
+    assert done.returncode == 2 and "--prometheus" in done.stderr
+    with pytest.raises(ServedeckError, match=r"\[fleet\]\.auth: expected none, bearer or basic"):
+        config_from_table({"url": "https://prom:9090", "auth": "digest"})
+    with pytest.raises(ServedeckError, match=r"\[fleet\]\.auth_env"):
+        config_from_table({"url": "https://prom:9090", "auth": "bearer"})
+    with pytest.raises(ServedeckError, match=r"\[fleet\]\.queries\.x"):
+        config_from_table({"url": "https://prom:9090", "queries": {"x": "DCGM_FI_DEV_GPU_UTIL"}})
+    config = config_from_table(
+        {"url": "https://prom:9090", "host_label": "Hostname", "queries": {"power_w": "max:x"}}
+    )
+    assert config.verify_tls is True and config.host_label == "Hostname"
+    assert config.effective_columns()["power_w"] == Column("max", "x")
+
+
+def test_a_query_prometheus_rejects_is_an_error_not_an_empty_fleet(
+    tmp_path: Path,
+    prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
+) -> None:
+    prom = prometheus_factory([])
+    bad = PromFleetConfig(prom.url, columns={"power_w": Column("sum", "rate(up[")})
+    source = PrometheusFleet(bad)
+
+    async def refresh() -> None:
+        try:
+            await source.refresh()
+        finally:
+            await source.aclose()
+
+    with pytest.raises(PrometheusError, match=r"HTTP 400: .*parse error"):
+        asyncio.run(refresh())
