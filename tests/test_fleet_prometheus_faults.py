@@ -71,6 +71,15 @@ def test_basic_auth_from_the_named_env_var_against_a_protected_prometheus(
         found = wait_for(rows, 60, "the idle box through basic auth")
         assert isinstance(found, list)
         assert found[0]["host"] == "127.0.0.4" and found[0]["gpu_mem_used_bytes"] == 0
+        # The same through a fleet file's [fleet] table.
+        config = tmp_path / "fleet.toml"
+        config.write_text(
+            f'[fleet]\nsource = "prometheus"\nurl = "{prom.url}"\n'
+            'auth = "basic"\nauth_env = "PROM_AUTH"\n'
+        )
+        done = fleet_cli("--fleet-config", str(config), "--json", env={"PROM_AUTH": "fleet:s3cret"})
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)[0]["gpu_count"] == 8
         missing = fleet_cli("--prometheus", prom.url, "--auth-env", "PROM_AUTH_UNSET")
         assert missing.returncode == 1
         assert "PROM_AUTH_UNSET" in missing.stderr and "not set" in missing.stderr
@@ -86,11 +95,16 @@ def test_a_dead_prometheus_is_one_line_and_exit_3() -> None:
     assert done.stdout == ""
 
 
-def test_bad_input_is_one_line() -> None:
+def test_bad_input_is_one_line(tmp_path: Path) -> None:
     done = fleet_cli("--prometheus", "prom.example:9090")
     assert done.returncode == 2 and "http(s)://" in done.stderr
     done = fleet_cli()
     assert done.returncode == 2 and "--prometheus" in done.stderr
+    config = tmp_path / "fleet.toml"
+    config.write_text('[fleet]\nurl = "http://prom:9090"\nhost_lable = "Hostname"\n')
+    done = fleet_cli("--fleet-config", str(config))
+    assert done.returncode == 1 and f"{config}: [fleet].host_lable: unknown key" in done.stderr
+    assert done.stderr.count("\n") == 1
     with pytest.raises(ServedeckError, match=r"\[fleet\]\.auth: expected none, bearer or basic"):
         config_from_table({"url": "https://prom:9090", "auth": "digest"})
     with pytest.raises(ServedeckError, match=r"\[fleet\]\.auth_env"):

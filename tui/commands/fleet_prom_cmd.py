@@ -11,12 +11,14 @@ import argparse
 import json
 import sys
 import time
+import tomllib
+from pathlib import Path
 
 from tui.cli import run_async
 from tui.commands._width import hanging
 from tui.errors import UsageError
 from tui.fleet.model import FleetRow
-from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig
+from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, config_from_table
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -30,6 +32,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
 
 def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prometheus", metavar="URL", help="read the fleet from this Prometheus")
+    parser.add_argument(
+        "--fleet-config",
+        metavar="FILE",
+        type=Path,
+        help='a TOML file whose [fleet] table has source = "prometheus", url, auth, queries',
+    )
     parser.add_argument(
         "--host-label",
         default="instance",
@@ -47,6 +55,8 @@ def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> PromFleetConfig:
+    if args.fleet_config is not None:
+        return _config_from_file(args.fleet_config, args.prometheus)
     url = args.prometheus
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"fleet: --prometheus {url!r}: expected an http(s):// URL")
@@ -58,6 +68,21 @@ def config_from_args(args: argparse.Namespace) -> PromFleetConfig:
         auth_env=args.auth_env,
         verify_tls=not args.insecure,
     )
+
+
+def _config_from_file(path: Path, url: str | None) -> PromFleetConfig:
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise UsageError(f"fleet: cannot read {path}: {error.strerror or error}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError(f"fleet: {path}: {error}") from error
+    table = data.get("fleet")
+    if not isinstance(table, dict):
+        raise UsageError(f"fleet: {path} has no [fleet] table")
+    if url:
+        table = {**table, "url": url}
+    return config_from_table(table, f"{path}: [fleet]")
 
 
 async def fleet_from_prometheus(config: PromFleetConfig) -> list[FleetRow]:
@@ -108,8 +133,8 @@ def _text(rows: list[FleetRow]) -> str:
 
 
 def run_fleet(args: argparse.Namespace) -> int:
-    if not args.prometheus:
-        raise UsageError("fleet: give --prometheus URL (the Prometheus server to read)")
+    if not args.prometheus and args.fleet_config is None:
+        raise UsageError("fleet: give --prometheus URL or --fleet-config FILE")
     config = config_from_args(args)
     started = time.monotonic()
     rows: list[FleetRow] = run_async(lambda: fleet_from_prometheus(config))  # type: ignore[assignment]

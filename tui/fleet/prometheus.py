@@ -105,6 +105,12 @@ def config_from_table(table: Mapping[str, Any], where: str = "[fleet]") -> PromF
             raise ServedeckError(f"{where}.{key}: expected a string, got {value!r}")
         return value
 
+    known = {"source", "url", "host_label", "auth", "auth_env", "verify_tls", "queries"}
+    for key in table:
+        if key not in known:
+            raise ServedeckError(f"{where}.{key}: unknown key (known: {', '.join(sorted(known))})")
+    if text("source", "prometheus") != "prometheus":
+        raise ServedeckError(f'{where}.source: this reader takes source = "prometheus" only')
     url = text("url", None)
     if not url or not url.startswith(("http://", "https://")):
         raise ServedeckError(f"{where}.url: expected an http(s):// URL of a Prometheus server")
