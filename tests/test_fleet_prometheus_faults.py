@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import subprocess
 import sys
@@ -48,6 +49,7 @@ def fleet_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
 
 def test_basic_auth_from_the_named_env_var_against_a_protected_prometheus(
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
 ) -> None:
     model = SimGpuModel(tmp_path / "idle", seed=1)
@@ -80,6 +82,19 @@ def test_basic_auth_from_the_named_env_var_against_a_protected_prometheus(
         done = fleet_cli("--fleet-config", str(config), "--json", env={"PROM_AUTH": "fleet:s3cret"})
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)[0]["gpu_count"] == 8
+        # A sparkline's history for one host, from query_range (through the same auth).
+        monkeypatch.setenv("PROM_AUTH", "fleet:s3cret")
+        source = PrometheusFleet(PromFleetConfig(prom.url, auth="basic", auth_env="PROM_AUTH"))
+
+        async def history() -> list[tuple[float, float]]:
+            try:
+                return await source.history("127.0.0.4", "gpu_count", seconds=30, step_s=1)
+            finally:
+                await source.aclose()
+
+        points = asyncio.run(history())
+        assert points and {value for _, value in points} == {8.0}
+        assert all(a[0] < b[0] for a, b in itertools.pairwise(points))
         missing = fleet_cli("--prometheus", prom.url, "--auth-env", "PROM_AUTH_UNSET")
         assert missing.returncode == 1
         assert "PROM_AUTH_UNSET" in missing.stderr and "not set" in missing.stderr
@@ -89,8 +104,9 @@ def test_basic_auth_from_the_named_env_var_against_a_protected_prometheus(
 
 
 def test_a_dead_prometheus_is_one_line_and_exit_3() -> None:
-    done = fleet_cli("--prometheus", f"http://127.0.0.1:{free_port()}", "--json")
+    done = fleet_cli("--prometheus", f"http://reader:pw-123@127.0.0.1:{free_port()}", "--json")
     assert done.returncode == 3
+    assert "pw-123" not in done.stderr and "reader" not in done.stderr
     assert done.stderr.count("\n") == 1 and "ConnectError" in done.stderr
     assert done.stdout == ""
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -157,6 +158,16 @@ def build_query(config: PromFleetConfig) -> str:
     return " or ".join(parts)
 
 
+def shown_url(url: str) -> str:
+    """The URL for messages: credentials written into it (user:pass@) are left out."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 class PrometheusError(HostError):
     """The Prometheus server could not be asked or refused the query."""
 
@@ -293,7 +304,7 @@ class PrometheusFleet:
 
     async def _api(self, path: str, form: dict[str, str]) -> Any:
         self.queries_sent += 1
-        url = self.config.url
+        url = shown_url(self.config.url)
         try:
             response = await self._http().post(path, data=form)
         except httpx.HTTPError as error:
