@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from tests.prometheus_fixtures import PrometheusServer, ScrapeJob  # noqa: E402
-from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig  # noqa: E402
+from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, build_query  # noqa: E402
 from tui.sim.box import free_port  # noqa: E402
 
 SCRAPE_S = 5.0
@@ -96,6 +96,23 @@ def serve(port: int) -> None:
     server.serve_forever()
 
 
+async def column_costs(url: str, costs: dict[str, float]) -> None:
+    """Each column's query alone (median of 3): where Prometheus spends a refresh."""
+    full = PromFleetConfig(url, host_label="host")
+    for name in full.effective_columns():
+        alone = PrometheusFleet(full)
+        alone.query = build_query(full, only=name)
+        times = []
+        try:
+            for _ in range(3):
+                started = time.perf_counter()
+                await alone.refresh()
+                times.append(time.perf_counter() - started)
+        finally:
+            await alone.aclose()
+        costs[name] = round(statistics.median(times), 4)
+
+
 def measure(hosts: int) -> dict[str, object]:
     port = free_port()
     exporter = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
@@ -144,10 +161,12 @@ def measure(hosts: int) -> dict[str, object]:
                         )
                         await asyncio.sleep(0.2)
                     queries = (source.queries_sent - sent_before) / REFRESHES
+                    await column_costs(prom.url, costs)
                     return walls, cpus, rows_seen, complete if queries == 1 else -1
                 finally:
                     await source.aclose()
 
+            costs: dict[str, float] = {}
             walls, cpus, rows_seen, complete = asyncio.run(refresh_all())
         finally:
             prom.stop()
@@ -167,6 +186,7 @@ def measure(hosts: int) -> dict[str, object]:
         f"console_cpu_pct_at_{REFRESH_EVERY_S:g}s": round(
             100 * statistics.mean(cpus) / REFRESH_EVERY_S, 2
         ),
+        "slowest_columns_s": dict(sorted(costs.items(), key=lambda kv: -kv[1])[:4]),
     }
 
 

@@ -144,13 +144,15 @@ def config_from_table(table: Mapping[str, Any], where: str = "[fleet]") -> PromF
     )
 
 
-def build_query(config: PromFleetConfig) -> str:
-    """Every column as one PromQL expression: `(col1) or (col2) or ...`."""
+def build_query(config: PromFleetConfig, only: str | None = None) -> str:
+    """Every column (or the one named) as one PromQL expression: `(col1) or (col2) or ...`."""
     label = config.host_label
     # `instance` is host:port; strip the port so dcgm, vLLM and servedeck targets of a box meet.
     regex = "(.+?)(?::[0-9]+)?" if label == "instance" else "(.*)"
     parts = []
     for name, column in config.effective_columns().items():
+        if only is not None and name != only:
+            continue
         keyed = f'label_replace({column.expr}, "{HOST_KEY}", "$1", "{label}", "{regex}")'
         by = ", ".join((HOST_KEY, *column.by))
         aggregated = f"{column.agg} by ({by}) ({keyed})"
