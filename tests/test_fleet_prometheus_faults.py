@@ -25,6 +25,7 @@ from tui.fleet.prometheus import (
     PrometheusFleet,
     PromFleetConfig,
     config_from_table,
+    rows_from_vector,
 )
 from tui.sim.box import free_port
 from tui.sim.dcgm import DcgmCollector, DcgmServer
@@ -82,6 +83,10 @@ def test_basic_auth_from_the_named_env_var_against_a_protected_prometheus(
         done = fleet_cli("--fleet-config", str(config), "--json", env={"PROM_AUTH": "fleet:s3cret"})
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)[0]["gpu_count"] == 8
+        text = fleet_cli("--fleet-config", str(config), env={"PROM_AUTH": "fleet:s3cret"})
+        assert text.returncode == 0, text.stderr
+        assert text.stdout.startswith("127.0.0.4") and "8 GPUs 0/765 GiB" in text.stdout
+        assert "unit n/a" in text.stdout  # no servedeck exporter there: unknown, not a state
         # A sparkline's history for one host, from query_range (through the same auth).
         monkeypatch.setenv("PROM_AUTH", "fleet:s3cret")
         source = PrometheusFleet(PromFleetConfig(prom.url, auth="basic", auth_env="PROM_AUTH"))
@@ -150,3 +155,31 @@ def test_a_query_prometheus_rejects_is_an_error_not_an_empty_fleet(
 
     with pytest.raises(PrometheusError, match=r"HTTP 400: .*parse error"):
         asyncio.run(refresh())
+
+
+def test_rows_keep_unknown_as_none_and_name_the_failing_scrape() -> None:
+    """The vector-to-rows step alone: NaN and missing values are None, a down job is named."""
+
+    def sample(column: str, value: str, **labels: str) -> dict[str, object]:
+        metric = {"servedeck_host": "h1", "servedeck_column": column, **labels}
+        return {"metric": metric, "value": [0, value]}
+
+    rows = rows_from_vector(
+        [
+            sample("up", "1", job="vllm"),
+            sample("up", "0", job="dcgm"),
+            sample("age_s", "2.5", job="vllm"),
+            sample("age_s", "42", job="dcgm"),
+            sample("running", "0"),
+            sample("kv_pct", "NaN"),
+            sample("xid", "79", gpu="5"),
+            {"metric": {"servedeck_column": "running"}, "value": [0, "3"]},  # no host: skipped
+        ],
+        now_s=100.0,
+    )
+    assert len(rows) == 1
+    row = rows[0]
+    assert row.reachable is True and row.running == 0
+    assert row.kv_pct is None and row.gpu_count is None and row.unit_state is None
+    assert row.sample_age_s == 42 and row.alerts == ("xid-79:gpu5",)
+    assert row.error == "stale: scrape of dcgm failing (last good scrape 42 s ago)"

@@ -142,5 +142,6 @@ def run_fleet(args: argparse.Namespace) -> int:
         print(json.dumps([row_json(row) for row in rows], indent=2))
     else:
         print(_text(rows))
-        print(f"({len(rows)} hosts, 1 query, {time.monotonic() - started:.2f} s)", file=sys.stderr)
+        hosts = f"{len(rows)} host" + ("" if len(rows) == 1 else "s")
+        print(f"({hosts}, 1 query, {time.monotonic() - started:.2f} s)", file=sys.stderr)
     return 0
