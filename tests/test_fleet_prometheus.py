@@ -117,8 +117,22 @@ def test_fleet_json_agrees_with_the_simulators_then_stale_then_prometheus_restar
                 return None
         return rows
 
-    rows = wait_for(settled, 90, "both boxes in the fleet JSON")
+    wait_for(settled, 90, "both boxes in the fleet JSON")
+    # Then a few requests to box0 only (after Prometheus has its counters at rest, so the
+    # rate sees them): its TTFT quantiles appear, box1's stay unknown.
+    for _ in range(3):
+        body = {"model": "kimi-k2.5-int4", "prompt": "hello fleet", "max_tokens": 4}
+        answer = httpx.post(f"{fleet[0].box.base_url}/v1/completions", json=body, timeout=30)
+        assert answer.status_code == 200, answer.text
+
+    def with_ttft() -> dict[str, dict[str, object]] | None:
+        rows = settled()
+        return rows if rows and rows["box0"]["ttft_p50_s"] is not None else None
+
+    rows = wait_for(with_ttft, 60, "box0's TTFT from its histogram")
     assert isinstance(rows, dict)
+    assert 0 < float(rows["box0"]["ttft_p50_s"]) <= float(rows["box0"]["ttft_p99_s"]) < 10  # type: ignore[arg-type]
+    assert rows["box1"]["ttft_p50_s"] is None  # no traffic: unknown, not 0 s
     for fleet_box in fleet:
         row = rows[fleet_box.name]
         assert list(row)[: len(JSON_KEYS)] == list(JSON_KEYS)

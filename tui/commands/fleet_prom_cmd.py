@@ -95,8 +95,9 @@ async def fleet_from_prometheus(config: PromFleetConfig) -> list[FleetRow]:
 
 
 def row_json(row: FleetRow) -> dict[str, object]:
-    """The fleet JSON object, plus the age of the host's last good scrape."""
-    return row.to_json() | {"sample_age_s": row.sample_age_s}
+    """The fleet JSON object, plus the age of the host's last good scrape and TTFT."""
+    extra = {"sample_age_s": row.sample_age_s, "ttft_p50_s": row.ttft_p50_s}
+    return row.to_json() | extra | {"ttft_p99_s": row.ttft_p99_s}
 
 
 def _na(value: object, unit: str = "", digits: int = 0) -> str:

@@ -39,11 +39,13 @@ class Column:
     agg: str
     expr: str
     by: tuple[str, ...] = ()
+    outer: str = "{}"  # applied to the aggregation, e.g. histogram_quantile(0.5, {})
 
 
 def default_columns(rate_window: str, stale_window: str) -> dict[str, Column]:
     """The PromQL of each column, built on dcgm-exporter's, vLLM's and servedeck's names."""
     used, free = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
+    ttft = f"rate(vllm:time_to_first_token_seconds_bucket[{rate_window}])"
     return {
         # scrape health, per job: is it up now, and how old is its last good scrape
         "up": Column("min", "up", ("job",)),
@@ -68,6 +70,8 @@ def default_columns(rate_window: str, stale_window: str) -> dict[str, Column]:
         "waiting": Column("sum", "vllm:num_requests_waiting"),
         "kv_pct": Column("max", "100 * vllm:kv_cache_usage_perc"),
         "gen_tok_s": Column("sum", f"rate(vllm:generation_tokens_total[{rate_window}])"),
+        "ttft_p50_s": Column("sum", ttft, ("le",), "histogram_quantile(0.5, {})"),
+        "ttft_p99_s": Column("sum", ttft, ("le",), "histogram_quantile(0.99, {})"),
         "unit_state": Column("max", "servedeck_unit_state == 1", ("state",)),
         "phase": Column("max", "servedeck_load_phase == 1", ("phase",)),
         "shards_done": Column("max", "servedeck_load_shards_done"),
@@ -144,19 +148,23 @@ def config_from_table(table: Mapping[str, Any], where: str = "[fleet]") -> PromF
     )
 
 
-def build_query(config: PromFleetConfig, only: str | None = None) -> str:
-    """Every column (or the one named) as one PromQL expression: `(col1) or (col2) or ...`."""
+def column_expr(config: PromFleetConfig, column: Column) -> str:
+    """One column aggregated by host (the host key label is HOST_KEY)."""
     label = config.host_label
     # `instance` is host:port; strip the port so dcgm, vLLM and servedeck targets of a box meet.
     regex = "(.+?)(?::[0-9]+)?" if label == "instance" else "(.*)"
+    keyed = f'label_replace({column.expr}, "{HOST_KEY}", "$1", "{label}", "{regex}")'
+    by = ", ".join((HOST_KEY, *column.by))
+    return column.outer.format(f"{column.agg} by ({by}) ({keyed})")
+
+
+def build_query(config: PromFleetConfig, only: str | None = None) -> str:
+    """Every column (or the one named) as one PromQL expression: `(col1) or (col2) or ...`."""
     parts = []
     for name, column in config.effective_columns().items():
-        if only is not None and name != only:
-            continue
-        keyed = f'label_replace({column.expr}, "{HOST_KEY}", "$1", "{label}", "{regex}")'
-        by = ", ".join((HOST_KEY, *column.by))
-        aggregated = f"{column.agg} by ({by}) ({keyed})"
-        parts.append(f'label_replace({aggregated}, "{COLUMN_KEY}", "{name}", "", "")')
+        if only is None or name == only:
+            tagged = f'"{COLUMN_KEY}", "{name}", "", ""'
+            parts.append(f"label_replace({column_expr(config, column)}, {tagged})")
     return " or ".join(parts)
 
 
@@ -276,6 +284,8 @@ def _row(host: str, cols: Mapping[str, Any], now_s: float) -> FleetRow:
         alerts=tuple(sorted(cols.get("alerts", ()))),
         error=error,
         sample_age_s=None if age is None else round(age, 3),
+        ttft_p50_s=cols.get("ttft_p50_s"),
+        ttft_p99_s=cols.get("ttft_p99_s"),
         taken_at_s=now_s,
     )
 
@@ -354,10 +364,7 @@ class PrometheusFleet:
     ) -> list[tuple[float, float]]:
         """(time, value) of one host's column over the last `seconds` (a sparkline)."""
         config = self.config
-        spec = config.effective_columns()[column]
-        regex = "(.+?)(?::[0-9]+)?" if config.host_label == "instance" else "(.*)"
-        keyed = f'label_replace({spec.expr}, "{HOST_KEY}", "$1", "{config.host_label}", "{regex}")'
-        selected = f"{spec.agg} by ({HOST_KEY}) ({keyed})"
+        selected = column_expr(config, config.effective_columns()[column])
         pin = f'label_replace(vector(1), "{HOST_KEY}", {json.dumps(host)}, "", "")'
         query = f"{selected} and on ({HOST_KEY}) {pin}"
         end = time.time()
