@@ -192,3 +192,41 @@ def test_exporter_refuses_a_taken_port_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "cannot listen on 127.0.0.1" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_unreachable_host_is_sources_down_not_a_stopped_service(tmp_path: Path) -> None:
+    """The box behind the profile cannot be reached: the exporter keeps serving, says which
+    sources are down, and leaves the unit state and load phase out (unknown, not stopped)."""
+    profile = tmp_path / "far.toml"
+    profile.write_text(
+        'name = "far-box"\n[host]\nkind = "ssh"\nhostname = "127.0.0.1"\n'
+        f'port = {free_port()}\nuser = "nobody"\nconnect_timeout_s = 2\n'
+        '[service]\nunit = "vllm.service"\n[model]\nname = "some/model"\n'
+    )
+    port = free_port()
+    proc = subprocess.Popen(
+        [*EXPORTER, "-p", str(profile), "--address", "127.0.0.1", "--port", str(port)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+
+        def sources() -> dict[str, list[tuple[dict[str, str], float]]] | None:
+            families = scrape(url)
+            up = {s[0]["source"]: s[1] for s in families.get("servedeck_source_up", [])}
+            return families if up.get("service") == 0 and up.get("gpu") == 0 else None
+
+        families = wait_for(sources, 90, "both sources reported down")
+        assert isinstance(families, dict)
+        assert "servedeck_unit_state" not in families
+        assert "servedeck_load_phase" not in families
+        assert families["servedeck_exporter_info"][0][0]["host"] == "127.0.0.1"
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err

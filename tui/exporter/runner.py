@@ -132,6 +132,8 @@ class ExporterRunner:
         recorder = self.recorder
         unit = recorder.unit_state
         progress = recorder.tracker.snapshot() if recorder.log_seen else None
+        if unit is None and self.feed.host_error is not None:
+            progress = None  # nothing read from the host: the phase is unknown, not "stopped"
         listing = self.feed.listing
         leftovers = None
         leftover_bytes = None
