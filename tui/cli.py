@@ -39,6 +39,8 @@ COMMAND_MODULES: dict[str, str] = {
     "timeline": "tui.commands.timeline_cmd",
     "replay": "tui.commands.replay_cmd",
     "service": "tui.commands.service_cmd",
+    "exporter": "tui.commands.exporter_cmd",
+    "fleet": "tui.commands.fleet_prom_cmd",
 }
 
 

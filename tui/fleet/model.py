@@ -71,6 +71,8 @@ class FleetRow:
     alerts: tuple[str, ...] = ()
     error: str | None = None
     sample_age_s: float | None = None  # how old the newest figure is (stale scrapes)
+    ttft_p50_s: float | None = None  # time to first token, recent requests (None: no traffic)
+    ttft_p99_s: float | None = None
     taken_at_s: float = 0.0
 
     def to_json(self) -> dict[str, Any]:

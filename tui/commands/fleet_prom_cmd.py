@@ -1,0 +1,148 @@
+"""`servedeck fleet --prometheus URL`: the fleet as a Prometheus server sees it.
+
+`fleet_from_prometheus()` is what any `fleet` command calls for the Prometheus source;
+`add_parser` registers a `fleet` subcommand that handles `--prometheus` (the SSH fleet
+plugs its groups into the same command and the same FleetRow JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+from tui.cli import run_async
+from tui.commands._width import hanging
+from tui.errors import UsageError
+from tui.fleet.model import FleetRow
+from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, config_from_table
+
+
+def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "fleet", parents=[common], help="many boxes at once (from a Prometheus server)"
+    )
+    add_prometheus_options(parser)
+    parser.add_argument("--json", action="store_true", help="print the rows as a JSON list")
+    parser.set_defaults(func=run_fleet)
+
+
+def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prometheus", metavar="URL", help="read the fleet from this Prometheus")
+    parser.add_argument(
+        "--fleet-config",
+        metavar="FILE",
+        type=Path,
+        help='a TOML file whose [fleet] table has source = "prometheus", url, auth, queries',
+    )
+    parser.add_argument(
+        "--host-label",
+        default="instance",
+        help="the label naming the host (instance, port stripped; or Hostname, host, ...)",
+    )
+    parser.add_argument(
+        "--auth-env",
+        metavar="VAR",
+        help="environment variable holding a bearer token (or user:password with --basic)",
+    )
+    parser.add_argument("--basic", action="store_true", help="the --auth-env secret is basic auth")
+    parser.add_argument(
+        "--insecure", action="store_true", help="do not verify the server's TLS certificate"
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> PromFleetConfig:
+    if args.fleet_config is not None:
+        return _config_from_file(args.fleet_config, args.prometheus)
+    url = args.prometheus
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"fleet: --prometheus {url!r}: expected an http(s):// URL")
+    auth = "none" if not args.auth_env else ("basic" if args.basic else "bearer")
+    return PromFleetConfig(
+        url=url,
+        host_label=args.host_label,
+        auth=auth,
+        auth_env=args.auth_env,
+        verify_tls=not args.insecure,
+    )
+
+
+def _config_from_file(path: Path, url: str | None) -> PromFleetConfig:
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise UsageError(f"fleet: cannot read {path}: {error.strerror or error}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError(f"fleet: {path}: {error}") from error
+    table = data.get("fleet")
+    if not isinstance(table, dict):
+        raise UsageError(f"fleet: {path} has no [fleet] table")
+    if url:
+        table = {**table, "url": url}
+    return config_from_table(table, f"{path}: [fleet]")
+
+
+async def fleet_from_prometheus(config: PromFleetConfig) -> list[FleetRow]:
+    """One refresh of the Prometheus fleet (one query); raises PrometheusError when down."""
+    source = PrometheusFleet(config)
+    try:
+        return await source.refresh()
+    finally:
+        await source.aclose()
+
+
+def row_json(row: FleetRow) -> dict[str, object]:
+    """The fleet JSON object, plus the age of the host's last good scrape and TTFT."""
+    extra = {"sample_age_s": row.sample_age_s, "ttft_p50_s": row.ttft_p50_s}
+    return row.to_json() | extra | {"ttft_p99_s": row.ttft_p99_s}
+
+
+def _na(value: object, unit: str = "", digits: int = 0) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def _text(rows: list[FleetRow]) -> str:
+    lines = []
+    gib = 1024**3
+    for row in rows:
+        mem = (
+            f"{row.gpu_mem_used_bytes / gib:.0f}/{row.gpu_mem_total_bytes / gib:.0f} GiB"
+            if row.gpu_mem_used_bytes is not None and row.gpu_mem_total_bytes is not None
+            else "n/a"
+        )
+        state = "up" if row.reachable else "DOWN"
+        text = (
+            f"{state}, unit {_na(row.unit_state)}, {_na(row.phase)}, ready {_na(row.health_ok)}, "
+            f"{_na(row.gpu_count)} GPUs {mem}, util max {_na(row.gpu_util_pct_max, '%')}, "
+            f"run {_na(row.running)} wait {_na(row.waiting)}, "
+            f"gen {_na(row.gen_tok_s, ' tok/s', 1)}, leftovers {_na(row.leftovers)}, "
+            f"age {_na(row.sample_age_s, ' s', 1)}"
+        )
+        if row.alerts:
+            text += f", alerts {', '.join(row.alerts)}"
+        if row.error:
+            text += f"; {row.error}"
+        lines.append(hanging(f"{row.host:<20} ", text))
+    return "\n".join(lines) if lines else "no hosts: Prometheus scrapes no targets"
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    if not args.prometheus and args.fleet_config is None:
+        raise UsageError("fleet: give --prometheus URL or --fleet-config FILE")
+    config = config_from_args(args)
+    started = time.monotonic()
+    rows: list[FleetRow] = run_async(lambda: fleet_from_prometheus(config))  # type: ignore[assignment]
+    if args.json:
+        print(json.dumps([row_json(row) for row in rows], indent=2))
+    else:
+        print(_text(rows))
+        hosts = f"{len(rows)} host" + ("" if len(rows) == 1 else "s")
+        print(f"({hosts}, 1 query, {time.monotonic() - started:.2f} s)", file=sys.stderr)
+    return 0

@@ -1,0 +1,199 @@
+"""Runs the Deck's sources (the recorder's loops, without a recording) behind a /metrics port.
+
+The headless recorder already polls the unit, follows the log, probes readiness,
+lists GPU processes and feeds the alert rules; the exporter reuses it with a sink that
+keeps nothing, and after each poll turns what it saw into an ExporterView that the
+HTTP thread serves. Nothing is read at scrape time, so a slow host never stalls a scrape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from dataclasses import replace
+from datetime import datetime
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import MetricsHandler
+
+from tui import __version__
+from tui.alerts.monitor import AlertMonitor
+from tui.bench.history import history_path, runs_for_host
+from tui.deck import Deck
+from tui.exporter.metrics import ExporterView, ServedeckCollector
+from tui.gpu.model import GpuBoxSnapshot
+from tui.procs.model import ProcListing
+from tui.record.feed import RecordFeed
+from tui.record.headless import Cadence, HeadlessRecorder
+from tui.record.model import Event, MetricsRow
+from tui.service import UnitState
+
+
+class _NoSink:
+    """The exporter records nothing: it only needs the feed's bookkeeping."""
+
+    def add_gpu(self, snapshot: GpuBoxSnapshot) -> None:
+        pass
+
+    def add_metrics(self, row: MetricsRow) -> None:
+        pass
+
+    def add_event(self, event: Event) -> None:
+        pass
+
+
+class _ExporterFeed(RecordFeed):
+    """A feed that also keeps the last process listing and whether the host answered."""
+
+    listing: ProcListing | None = None
+    host_error: str | None = None
+
+    def observe_listing(self, listing: ProcListing) -> None:
+        super().observe_listing(listing)
+        self.listing = listing
+
+    def observe_unit(self, state: UnitState | None, now_s: float, error: str | None = None) -> None:
+        super().observe_unit(state, now_s, error)
+        self.host_error = error
+
+
+def default_host_label(deck: Deck) -> str:
+    """The name a fleet shows: this machine's hostname for a local profile."""
+    host = deck.profile.host
+    if host.kind == "ssh" and host.hostname:
+        return host.hostname
+    if host.kind == "local":
+        return socket.gethostname()
+    return deck.host_label
+
+
+class _BenchCache:
+    """The last benchmark of one host, re-read only when the history file changed."""
+
+    def __init__(self, host: str, path: Path) -> None:
+        self.host = host
+        self.path = path
+        self._stamp: tuple[int, int] | None = None
+        self.figures: tuple[float | None, float | None, float | None] = (None, None, None)
+
+    def read(self) -> tuple[float | None, float | None, float | None]:
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return self.figures
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if stamp != self._stamp:
+            self._stamp = stamp
+            runs = runs_for_host(self.host, self.path, limit=1)
+            if runs:
+                run = runs[0]
+                try:
+                    started = datetime.fromisoformat(run.started_at).timestamp()
+                except ValueError:
+                    started = None
+                self.figures = (run.best_output_throughput, run.single_stream_tok_s, started)
+        return self.figures
+
+
+class ExporterRunner:
+    """One Deck's sources polled, and the latest ExporterView for the HTTP thread."""
+
+    def __init__(
+        self, deck: Deck, host_label: str | None = None, cadence: Cadence | None = None
+    ) -> None:
+        self.deck = deck
+        profile = deck.profile
+        self.host = host_label or default_host_label(deck)
+        self.unit = profile.service.unit or ("demo" if deck.box is not None else "")
+        self.model = profile.model.name or ""
+        secrets = (deck.api_key,) if deck.api_key else ()
+        self.feed = _ExporterFeed(_NoSink(), deck.host_label, extra_secrets=secrets)
+        # The exporter reports alerts; delivering them stays with the console and recorder.
+        alerting = replace(profile.alerting, webhook=None)
+        self.monitor = AlertMonitor(alerting, deck.host_label)
+        self.severity = {rule.name: rule.severity for rule in alerting.effective_rules()}
+        self.recorder = HeadlessRecorder(deck, self.feed, cadence, self.monitor)
+        self.recorder.on_tick.append(lambda _recorder: self.refresh())
+        self.bench = _BenchCache(deck.host_label, history_path())
+        self._view = ExporterView(self.host, self.unit, self.model, __version__)
+        self._lock = threading.Lock()
+        self.port: int | None = None
+        self.bound = threading.Event()  # set once /metrics listens (port known)
+
+    def view(self) -> ExporterView:
+        with self._lock:
+            return self._view
+
+    def refresh(self) -> None:
+        """Build the view from the recorder's state (on the event loop, after a poll)."""
+        recorder = self.recorder
+        unit = recorder.unit_state
+        progress = recorder.tracker.snapshot() if recorder.log_seen else None
+        if unit is None and self.feed.host_error is not None:
+            progress = None  # nothing read from the host: the phase is unknown, not "stopped"
+        listing = self.feed.listing
+        leftovers = None
+        leftover_bytes = None
+        if listing is not None:
+            left = [proc for proc in listing.processes if proc.klass == "leftover"]
+            leftovers = len(left)
+            leftover_bytes = sum(proc.gpu_memory_bytes or 0 for proc in left)
+        firing = tuple(
+            (alert, self.severity.get(alert.split(":")[0], "warning"))
+            for alert in self.monitor.engine.firing()
+        )
+        best, single, started = self.bench.read()
+        gpu = recorder.last_gpu
+        sources: list[tuple[str, bool]] = []
+        if gpu is not None:
+            sources.append(("gpu", gpu.available))
+        if unit is not None or self.feed.host_error is not None:
+            sources.append(("service", self.feed.host_error is None))
+        view = ExporterView(
+            host=self.host,
+            unit=self.unit,
+            model=self.model,
+            version=__version__,
+            unit_state=unit.active_state if unit is not None else None,
+            unit_restarts=unit.n_restarts if unit is not None else None,
+            phase=progress.phase if progress is not None else None,
+            shards_done=progress.shards_done if progress is not None else None,
+            shards_total=progress.shards_total if progress is not None else None,
+            eta_s=progress.eta_s if progress is not None else None,
+            ready=recorder.ready if progress is not None or unit is not None else None,
+            leftovers=leftovers,
+            leftover_bytes=leftover_bytes,
+            alerts=firing,
+            bench_output_tok_s=best,
+            bench_single_stream_tok_s=single,
+            bench_started_s=started,
+            sources_up=tuple(sources),
+        )
+        with self._lock:
+            self._view = view
+
+    def registry(self) -> CollectorRegistry:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(ServedeckCollector(self.view))
+        return registry
+
+    async def serve(
+        self, port: int, address: str = "0.0.0.0", stop: asyncio.Event | None = None
+    ) -> None:
+        """Serve /metrics on address:port until `stop` is set (or forever)."""
+        httpd = ThreadingHTTPServer((address, port), MetricsHandler.factory(self.registry()))
+        httpd.daemon_threads = True
+        self.port = int(httpd.server_address[1])
+        self.bound.set()
+        thread = threading.Thread(target=httpd.serve_forever, name="servedeck-exporter")
+        thread.daemon = True
+        thread.start()
+        try:
+            await self.recorder.run(stop=stop)
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+            self.monitor.close()
