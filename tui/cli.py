@@ -39,6 +39,7 @@ COMMAND_MODULES: dict[str, str] = {
     "timeline": "tui.commands.timeline_cmd",
     "replay": "tui.commands.replay_cmd",
     "service": "tui.commands.service_cmd",
+    "fleet": "tui.commands.fleet_cmd",
 }
 
 

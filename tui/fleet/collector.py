@@ -1,0 +1,295 @@
+"""Polling many hosts at once: one Deck (one SSH connection) per host, none waiting on another.
+
+Each host's poll is its own task. A refresh starts a poll for every host whose last
+one has finished (polls of one host never overlap) and waits at most `host_timeout_s`
+for each: a host that has not answered by then is shown as slow or unreachable in
+this refresh, and its poll goes on in the background so the next refresh picks up
+its answer. A host that cannot be connected fails at once during its SSH backoff
+(tui.hosts.ssh), so a dead host costs one connect attempt every few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from tui.deck import Deck
+from tui.errors import CommandTimeout, HostError, ServedeckError
+from tui.fleet.groups import FleetMember
+from tui.fleet.model import FleetRow, FleetSource
+from tui.fleet.rows import build_row
+from tui.gpu.model import GpuBoxSnapshot
+from tui.loadwatch import LoadProgress, LoadTracker
+from tui.metrics import MetricsPoller, ServerMetrics, metrics_from_log
+from tui.readiness import Readiness, ReadinessProbe
+
+Fail = Callable[[ServedeckError], None]
+
+DEFAULT_HOST_TIMEOUT_S = 4.0
+DEFAULT_TAIL_LINES = 300
+DEFAULT_CONCURRENCY = 32
+GPU_SAMPLE_TIMEOUT_S = 3.0
+
+
+class HostProbe(Protocol):
+    """What the collector asks of each host: its row now (never raises), then close."""
+
+    name: str
+
+    async def poll(self) -> FleetRow: ...
+
+    async def close(self) -> None: ...
+
+
+class DeckProbe:
+    """One host through its Deck: unit, log tail, readiness, /metrics, GPUs, leftovers."""
+
+    def __init__(
+        self,
+        deck: Deck,
+        *,
+        label: str = "",
+        source: FleetSource = "ssh",
+        tail_lines: int = DEFAULT_TAIL_LINES,
+    ) -> None:
+        self.deck = deck
+        self.name = deck.profile.name
+        self.tail_lines = tail_lines
+        self._base = FleetRow(
+            host=self.name, reachable=True, source=source, label=label, route=deck.host_label
+        )
+        self._metrics: MetricsPoller | None = None
+        self._metrics_url = ""
+
+    async def poll(self) -> FleetRow:
+        errors: list[str] = []
+        reachable = True
+
+        def failed(error: ServedeckError) -> None:
+            nonlocal reachable
+            errors.append(str(error))
+            if isinstance(error, HostError) and not isinstance(error, CommandTimeout):
+                reachable = False
+
+        unit = None
+        controller = self.deck.service()
+        if controller is not None:
+            try:
+                unit = await controller.state()
+            except ServedeckError as error:
+                failed(error)
+        if not reachable:  # the connection is down: the rest would fail the same way
+            return build_row(replace(self._base, reachable=False), errors=tuple(errors))
+        progress = await self._progress(failed)
+        gpus = await self._gpus(failed)
+        readiness, metrics = await self._http(progress, failed)
+        leftovers = None
+        if unit is not None and not unit.is_active and reachable:
+            leftovers = await self._leftovers(failed)
+        return build_row(
+            replace(self._base, reachable=reachable),
+            unit=unit,
+            progress=progress,
+            readiness=readiness,
+            metrics=metrics,
+            gpus=gpus,
+            leftovers=leftovers,
+            errors=tuple(errors),
+        )
+
+    async def _progress(self, failed: Fail) -> LoadProgress | None:
+        """The load phase from a short log tail, read once (no follower per host)."""
+        source = self.deck.replay_log_lines(initial_lines=self.tail_lines)
+        if source is None:
+            return None
+        tracker = LoadTracker()
+        try:
+            lines = [line async for line in source]
+        except ServedeckError as error:
+            failed(error)
+            return None
+        tracker.feed_many(lines)
+        return tracker.snapshot() if lines else None
+
+    async def _gpus(self, failed: Fail) -> GpuBoxSnapshot | None:
+        try:
+            source = await self.deck.gpu_source()
+            return await asyncio.wait_for(source.sample(), GPU_SAMPLE_TIMEOUT_S)
+        except TimeoutError:
+            failed(
+                ServedeckError(
+                    f"{self.deck.host_label}: no GPU sample in {GPU_SAMPLE_TIMEOUT_S:g} s"
+                )
+            )
+        except ServedeckError as error:
+            failed(error)
+        return None
+
+    async def _http(
+        self, progress: LoadProgress | None, failed: Fail
+    ) -> tuple[Readiness | None, ServerMetrics | None]:
+        try:
+            url = await self.deck.reachable_base_url()
+        except ServedeckError as error:
+            failed(error)
+            return None, None
+        readiness = await ReadinessProbe(url, api_key=self.deck.api_key).check(progress)
+        metrics = None
+        if readiness.health_ok:
+            if self._metrics is None or url != self._metrics_url:  # a reconnect moves the forward
+                self._metrics = MetricsPoller(url, api_key=self.deck.api_key)
+                self._metrics_url = url
+            try:
+                metrics = await self._metrics.poll()
+            except ServedeckError as error:
+                failed(error)
+        if metrics is None and progress is not None and progress.engine_stats is not None:
+            metrics = metrics_from_log(progress.engine_stats)
+        return readiness, metrics
+
+    async def _leftovers(self, failed: Fail) -> int | None:
+        """Leftover GPU processes, counted only while the unit is down (the bounded case)."""
+        from tui.procs.gpu_hints import deck_context, gpu_snapshot
+        from tui.procs.kill import leftovers
+        from tui.procs.listing import list_gpu_processes
+
+        try:
+            listing = await list_gpu_processes(
+                self.deck.host, await gpu_snapshot(self.deck), await deck_context(self.deck)
+            )
+        except ServedeckError as error:
+            failed(error)
+            return None
+        return len(leftovers(listing.processes))
+
+    async def close(self) -> None:
+        await self.deck.close()
+
+
+@dataclass
+class _Slot:
+    probe: HostProbe
+    task: asyncio.Task[FleetRow] | None = None
+    last: FleetRow | None = None
+    started_s: float = 0.0
+    polls: int = 0
+
+
+def _crashed_row(name: str, error: BaseException) -> FleetRow:
+    return FleetRow(host=name, reachable=False, error=f"{name}: poll failed: {error!r}")
+
+
+@dataclass
+class FleetCollector:
+    """Refreshes every host's row concurrently; `refresh()` returns within the host timeout."""
+
+    probes: Sequence[HostProbe]
+    host_timeout_s: float = DEFAULT_HOST_TIMEOUT_S
+    concurrency: int = DEFAULT_CONCURRENCY
+    refresh_durations_s: list[float] = field(default_factory=list)
+    _slots: list[_Slot] = field(init=False)
+    _limit: asyncio.Semaphore | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self._slots = [_Slot(probe) for probe in self.probes]
+
+    def probe(self, name: str) -> HostProbe | None:
+        return next((slot.probe for slot in self._slots if slot.probe.name == name), None)
+
+    async def _guarded(self, slot: _Slot) -> FleetRow:
+        if self._limit is None:
+            self._limit = asyncio.Semaphore(self.concurrency)
+        async with self._limit:
+            try:
+                return await slot.probe.poll()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # a bug in one host's poll must not end the fleet
+                return _crashed_row(slot.probe.name, error)
+
+    def _late_row(self, slot: _Slot, now: float) -> FleetRow:
+        waited = now - slot.started_s
+        base = slot.last or FleetRow(host=slot.probe.name, reachable=False)
+        return replace(
+            base,
+            reachable=False,
+            error=f"{slot.probe.name}: no answer for {waited:.1f} s (slow or unreachable)",
+        )
+
+    async def refresh(self) -> list[FleetRow]:
+        """Every host's newest row, in member order; never waits past host_timeout_s."""
+        started = time.monotonic()
+        for slot in self._slots:
+            if slot.task is None or slot.task.done():
+                slot.task = asyncio.create_task(
+                    self._guarded(slot), name=f"fleet poll {slot.probe.name}"
+                )
+                slot.started_s = started
+                slot.polls += 1
+        pending = {slot.task for slot in self._slots if slot.task is not None}
+        if pending:
+            await asyncio.wait(pending, timeout=self.host_timeout_s)
+        now = time.monotonic()
+        rows = []
+        for slot in self._slots:
+            assert slot.task is not None
+            if slot.task.done():
+                slot.last = slot.task.result()
+                rows.append(slot.last)
+            else:
+                rows.append(self._late_row(slot, now))
+        self.refresh_durations_s.append(now - started)
+        return rows
+
+    def next_interval_s(self, base_s: float) -> float:
+        """Adaptive: at least base_s, and more when refreshes get slow (large fleets)."""
+        last = self.refresh_durations_s[-1] if self.refresh_durations_s else 0.0
+        return max(base_s, 2.0 * last, 0.05 * len(self._slots))
+
+    async def close(self) -> None:
+        for slot in self._slots:
+            if slot.task is not None and not slot.task.done():
+                slot.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await slot.task
+        await asyncio.gather(*(slot.probe.close() for slot in self._slots), return_exceptions=True)
+
+
+def probes_for(members: Sequence[FleetMember]) -> list[HostProbe]:
+    """One DeckProbe (one Deck, one Host, so one SSH connection) per member."""
+    from tui.deck import open_deck
+
+    probes: list[HostProbe] = []
+    for member in members:
+        if member.profile.is_demo:
+            raise ServedeckError(
+                f"group member {member.name!r} is a demo profile; use `servedeck fleet --demo N`"
+            )
+        deck = open_deck(member.profile)
+        probes.append(DeckProbe(deck, label=member.label))
+    return probes
+
+
+class BorrowedDeck(Deck):
+    """A host's Deck lent to its full console: closing it leaves the fleet's connection open.
+
+    The console starts its own streams on the shared Host and ends them when it exits;
+    only a GPU source the console opened itself is closed here.
+    """
+
+    _lent_source: object | None = None
+
+    async def close(self) -> None:
+        if self._gpu_source is not None and self._gpu_source is not self._lent_source:
+            await self._gpu_source.aclose()
+
+
+def borrow_deck(deck: Deck) -> Deck:
+    """The same profile, Host and GPU source as `deck`, for another view of that host."""
+    borrowed = BorrowedDeck(deck.profile, deck.host, deck.box, deck._gpu_source)
+    borrowed._lent_source = deck._gpu_source
+    return borrowed
