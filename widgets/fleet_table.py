@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist
 
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state
@@ -78,7 +79,7 @@ def memory_cell(row: FleetRow, compact: bool) -> str:
     fraction = used / total if used is not None and total else None
     worst = row.gpu_mem_used_pct_max
     if compact:
-        return f"{bar(fraction, 4)}{_na(worst, '{:3.0f}%')}"
+        return f"{bar(fraction, 4)} {_na(worst, '{:.0f}%')}"
     text = f"{used / GIB:.0f}/{total / GIB:.0f}G" if fraction is not None else NA  # type: ignore[operator]
     return f"{bar(fraction, 5)} {text} | {_na(worst, '{:.0f}%')}"
 
@@ -141,6 +142,6 @@ class FleetTable(DataTable[Text]):
             return None
         try:
             key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except Exception:  # no cell under the cursor (empty table)
+        except CellDoesNotExist:  # no cell under the cursor
             return None
         return str(key.value) if key.value is not None else None

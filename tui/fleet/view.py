@@ -62,6 +62,17 @@ def sorted_rows(rows: Sequence[FleetRow], column: str, descending: bool) -> list
     return sorted(known, key=key, reverse=descending) + unknown
 
 
+_SUMMARY_ORDER = ("serving", "loading", "failed", "stopped", "unknown", "slow", "unreachable")
+_SHORT = {
+    "serving": "srv",
+    "loading": "load",
+    "failed": "fail",
+    "stopped": "stop",
+    "unknown": "?",
+    "unreachable": "down",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class FleetSummary:
     hosts: int
@@ -69,10 +80,22 @@ class FleetSummary:
     gpus: int
     gen_tok_s: float
 
-    def line(self) -> str:
-        parts = [f"{self.hosts} hosts"]
-        parts += [f"{self.counts[state]} {state}" for state in STATES if self.counts.get(state)]
-        return f"{', '.join(parts)} | {self.gpus} GPUs | {self.gen_tok_s:.0f} tok/s"
+    @property
+    def up(self) -> int:
+        return self.hosts - self.counts.get("unreachable", 0) - self.counts.get("slow", 0)
+
+    def line(self, compact: bool = False) -> str:
+        """`7/8 up: 3 serving, 2 loading, 1 failed, 1 unreachable | 38 GPUs | 1166 tok/s`."""
+        words = _SHORT if compact else {}
+        parts = [
+            f"{self.counts[state]} {words.get(state, state)}"
+            for state in _SUMMARY_ORDER
+            if self.counts.get(state)
+        ]
+        return (
+            f"{self.up}/{self.hosts} up: {', '.join(parts)} | {self.gpus} GPUs | "
+            f"{self.gen_tok_s:.0f} tok/s"
+        )
 
 
 def summarize(rows: Sequence[FleetRow]) -> FleetSummary:

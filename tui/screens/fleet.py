@@ -68,6 +68,7 @@ class FleetApp(App[str | None]):
         self.descending = False
         self.filter_text = ""
         self.refreshes = 0
+        self._refresh_note = "waiting for the first refresh"
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first refresh…", id="summary")
@@ -94,10 +95,7 @@ class FleetApp(App[str | None]):
     def on_fleet_rows(self, message: FleetRows) -> None:
         self.rows = message.rows
         self.refreshes += 1
-        self.query_one("#status", Static).update(
-            f"refreshed in {message.took_s:.2f} s · sort {self.sort_column}"
-            f"{' desc' if self.descending else ''} · Enter opens a host"
-        )
+        self._refresh_note = f"refreshed in {message.took_s:.2f} s"
         self._draw()
 
     def on_worker_failed(self, message: WorkerFailed) -> None:
@@ -109,10 +107,16 @@ class FleetApp(App[str | None]):
 
     def _draw(self) -> None:
         visible = self.visible_rows()
-        summary = summarize(self.rows).line()
+        self.query_one("#summary", Static).update(
+            summarize(self.rows).line(compact=self.size.width < 100)
+        )
+        status = [
+            self._refresh_note,
+            f"sort {self.sort_column}{' desc' if self.descending else ''}",
+        ]
         if self.filter_text:
-            summary += f" | filter {self.filter_text!r}: {len(visible)} shown"
-        self.query_one("#summary", Static).update(summary)
+            status.append(f"filter {self.filter_text!r}: {len(visible)} shown")
+        self.query_one("#status", Static).update(" · ".join(status))
         self.query_one(FleetTable).show(visible, self.size.width)
 
     def on_resize(self) -> None:
