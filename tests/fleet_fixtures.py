@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +94,10 @@ class SshdFleet:
         ]
         return "\n".join(lines) + "\n"
 
+    def stop(self) -> None:
+        for host in self.hosts:
+            host.server.stop()
+
     def write_group(self, folder: Path, name: str = "lab") -> Path:
         """Profiles and a group file naming them, under folder/profiles/."""
         profiles = folder / "profiles"
@@ -115,22 +119,23 @@ def _shim(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-@pytest.fixture(scope="module")
-def sshd_fleet(
-    sshd_pair: SshdPair, serving_box: SimBox, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[SshdFleet]:
-    """Four hosts (serving, loading, failed, serving); the last two reached through a jump."""
-    root = tmp_path_factory.mktemp("fleet")
+def start_fleet(
+    pair: SshdPair, serving_url: str, root: Path, kinds: Sequence[str] = KINDS
+) -> SshdFleet:
+    """One sshd per kind; every second host from the middle on is reached through a jump."""
+    root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
     shims = root / "bin"
     shims.mkdir()
     _shim(shims / "systemctl", SYSTEMCTL_SHIM)
-    _shim(shims / "nvidia-smi", FAKE_SMI)
-    jump = JumpHost("127.0.0.1", sshd_pair.first.port, sshd_pair.user, str(sshd_pair.client_key))
+    # The captured-output nvidia-smi, printing once a second like `-lms 1000` (not 5 Hz).
+    _shim(shims / "nvidia-smi", FAKE_SMI.replace("sleep 0.2", "sleep 1"))
+    jump = JumpHost("127.0.0.1", pair.first.port, pair.user, str(pair.client_key))
     hosts: list[FleetHost] = []
     now = time.time()
+    fleet = SshdFleet(hosts, pair, root / "known_hosts")
     try:
-        for index, kind in enumerate(KINDS):
+        for index, kind in enumerate(kinds):
             box_dir = root / f"box{index}"
             box_dir.mkdir()
             for fixture in NVIDIA_SMI_FIXTURES.glob("handmade_8x_h200_*"):
@@ -153,9 +158,7 @@ def sshd_fleet(
             )
             box.advance(now)
             write_unit(box_dir, "failed" if kind == "failed" else "active")
-            server = SshdServer(
-                f"fleet{index}", root / f"sshd{index}", sshd_pair.first.authorized_keys
-            )
+            server = SshdServer(f"fleet{index}", root / f"sshd{index}", pair.first.authorized_keys)
             server.prepare()
             with (server.root / "sshd_config").open("a") as config:
                 config.write(
@@ -163,15 +166,25 @@ def sshd_fleet(
                     f"FLEET_BOX_DIR={box_dir} FAKE_SMI_DIR={box_dir}\n"
                 )
             server.start()
-            url = serving_box.base_url if kind == "serving" else "http://127.0.0.1:9"
-            hosts.append(
-                FleetHost(box.name, server, box, box_dir, jump if index >= 2 else None, url)
-            )
-        known = root / "known_hosts"
-        known.write_text(
-            "".join(s.known_hosts_line() for s in [sshd_pair.first, *(h.server for h in hosts)])
+            url = serving_url if kind == "serving" else "http://127.0.0.1:9"
+            behind = jump if index >= len(kinds) // 2 else None
+            hosts.append(FleetHost(box.name, server, box, box_dir, behind, url))
+        fleet.known_hosts.write_text(
+            "".join(s.known_hosts_line() for s in [pair.first, *(h.server for h in hosts)])
         )
-        yield SshdFleet(hosts, sshd_pair, known)
+    except BaseException:
+        fleet.stop()
+        raise
+    return fleet
+
+
+@pytest.fixture(scope="module")
+def sshd_fleet(
+    sshd_pair: SshdPair, serving_box: SimBox, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SshdFleet]:
+    """Four hosts (serving, loading, failed, serving); the last two reached through a jump."""
+    fleet = start_fleet(sshd_pair, serving_box.base_url, tmp_path_factory.mktemp("fleet"))
+    try:
+        yield fleet
     finally:
-        for host in hosts:
-            host.server.stop()
+        fleet.stop()

@@ -128,6 +128,7 @@ def test_fleet_usage_errors_are_one_line() -> None:
         (("fleet", "--json"), "name a host group with -g GROUP"),
         (("fleet", "--demo", "0", "--json"), "--demo: expected a number of boxes from 1 to"),
         (("fleet", "-g", "nope", "--json"), "group 'nope' not found"),
+        (("-g", "nope"), "group 'nope' not found"),
     ):
         result = _cli(*args)
         assert result.returncode == 2

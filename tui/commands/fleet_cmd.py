@@ -108,3 +108,9 @@ def run_fleet(args: argparse.Namespace) -> int:
     finally:
         if demo is not None:
             demo.close()  # type: ignore[attr-defined]
+
+
+def open_group(group: str, *, read_only: bool = False) -> int:
+    """`servedeck -g GROUP`: the Fleet pane, as `servedeck fleet -g GROUP` opens it."""
+    args = argparse.Namespace(group=group, demo=None, json=False, timeout=None, read_only=read_only)
+    return run_fleet(args)

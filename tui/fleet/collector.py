@@ -26,6 +26,7 @@ from tui.gpu.model import GpuBoxSnapshot
 from tui.loadwatch import LoadProgress, LoadTracker
 from tui.metrics import MetricsPoller, ServerMetrics, metrics_from_log
 from tui.readiness import Readiness, ReadinessProbe
+from tui.service import UnitState
 
 Fail = Callable[[ServedeckError], None]
 
@@ -33,6 +34,7 @@ DEFAULT_HOST_TIMEOUT_S = 4.0
 DEFAULT_TAIL_LINES = 300
 DEFAULT_CONCURRENCY = 32
 GPU_SAMPLE_TIMEOUT_S = 3.0
+LEFTOVERS_EVERY_S = 30.0
 
 
 class HostProbe(Protocol):
@@ -64,6 +66,13 @@ class DeckProbe:
         )
         self._metrics: MetricsPoller | None = None
         self._metrics_url = ""
+        self._leftovers_at: tuple[float, int] | None = None
+        self.step_s: dict[str, float] = {}  # how long each part of the last poll took
+
+    def _took(self, step: str, started: float) -> float:
+        now = time.monotonic()
+        self.step_s[step] = now - started
+        return now
 
     async def poll(self) -> FleetRow:
         errors: list[str] = []
@@ -75,21 +84,20 @@ class DeckProbe:
             if isinstance(error, HostError) and not isinstance(error, CommandTimeout):
                 reachable = False
 
-        unit = None
-        controller = self.deck.service()
-        if controller is not None:
-            try:
-                unit = await controller.state()
-            except ServedeckError as error:
-                failed(error)
+        mark = time.monotonic()
+        # The three reads are independent: one round of sessions, not three in a row.
+        unit, progress, gpus = await asyncio.gather(
+            self._unit(failed), self._progress(failed), self._gpus(failed)
+        )
+        mark = self._took("unit+log+gpus", mark)
         if not reachable:  # the connection is down: the rest would fail the same way
             return build_row(replace(self._base, reachable=False), errors=tuple(errors))
-        progress = await self._progress(failed)
-        gpus = await self._gpus(failed)
         readiness, metrics = await self._http(progress, failed)
+        mark = self._took("http", mark)
         leftovers = None
-        if unit is not None and not unit.is_active and reachable:
-            leftovers = await self._leftovers(failed)
+        if unit is not None and not unit.is_active:
+            leftovers = await self._leftovers_every(failed)
+            self._took("leftovers", mark)
         return build_row(
             replace(self._base, reachable=reachable),
             unit=unit,
@@ -100,6 +108,25 @@ class DeckProbe:
             leftovers=leftovers,
             errors=tuple(errors),
         )
+
+    async def _unit(self, failed: Fail) -> UnitState | None:
+        controller = self.deck.service()
+        if controller is None:
+            return None
+        try:
+            return await controller.state()
+        except ServedeckError as error:
+            failed(error)
+            return None
+
+    async def _leftovers_every(self, failed: Fail) -> int | None:
+        """The leftover count, listed again at most every LEFTOVERS_EVERY_S (a listing is costly)."""
+        now = time.monotonic()
+        if self._leftovers_at is None or now - self._leftovers_at[0] >= LEFTOVERS_EVERY_S:
+            count = await self._leftovers(failed)
+            self._leftovers_at = (now, count) if count is not None else None
+            return count
+        return self._leftovers_at[1]
 
     async def _progress(self, failed: Fail) -> LoadProgress | None:
         """The load phase from a short log tail, read once (no follower per host)."""
