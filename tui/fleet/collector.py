@@ -35,6 +35,7 @@ DEFAULT_TAIL_LINES = 300
 DEFAULT_CONCURRENCY = 32
 GPU_SAMPLE_TIMEOUT_S = 3.0
 LEFTOVERS_EVERY_S = 30.0
+FLEET_APPS_INTERVAL_S = 30.0
 
 
 class HostProbe(Protocol):
@@ -139,12 +140,18 @@ class DeckProbe:
         except ServedeckError as error:
             failed(error)
             return None
-        tracker.feed_many(lines)
-        return tracker.snapshot() if lines else None
+        if not lines:
+            return None
+        # Parsing a few hundred lines is milliseconds per host: off the event loop for 20 hosts.
+        await asyncio.to_thread(tracker.feed_many, lines)
+        return tracker.snapshot()
 
     async def _gpus(self, failed: Fail) -> GpuBoxSnapshot | None:
         try:
             source = await self.deck.gpu_source()
+            if isinstance(getattr(source, "apps_interval_s", None), float | int):
+                # The fleet needs the process list only for leftovers: not every 2 s per host.
+                source.apps_interval_s = max(source.apps_interval_s, FLEET_APPS_INTERVAL_S)  # type: ignore[attr-defined]
             return await asyncio.wait_for(source.sample(), GPU_SAMPLE_TIMEOUT_S)
         except TimeoutError:
             failed(
@@ -309,14 +316,21 @@ class BorrowedDeck(Deck):
     """
 
     _lent_source: object | None = None
+    _apps_interval_s: float | None = None
 
     async def close(self) -> None:
         if self._gpu_source is not None and self._gpu_source is not self._lent_source:
             await self._gpu_source.aclose()
+        if self._apps_interval_s is not None:  # back to the fleet's slower process list
+            self._lent_source.apps_interval_s = self._apps_interval_s  # type: ignore[union-attr]
 
 
 def borrow_deck(deck: Deck) -> Deck:
     """The same profile, Host and GPU source as `deck`, for another view of that host."""
     borrowed = BorrowedDeck(deck.profile, deck.host, deck.box, deck._gpu_source)
-    borrowed._lent_source = deck._gpu_source
+    borrowed._lent_source = source = deck._gpu_source
+    fleet_interval = getattr(source, "apps_interval_s", None)
+    if isinstance(fleet_interval, float | int):  # the full console lists processes every tick
+        borrowed._apps_interval_s = float(fleet_interval)
+        source.apps_interval_s = max(2.0, source.interval_s)  # type: ignore[union-attr]
     return borrowed
