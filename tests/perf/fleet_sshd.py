@@ -1,6 +1,6 @@
 """Fleet refresh figures over real sshd: N light boxes (half through a jump), printed, not timed.
 
-Run:  SERVEDECK_FLEET_HOSTS=20 python -m pytest tests/perf/fleet_sshd.py -s -q -p no:cacheprovider
+Run:  SERVEDECK_FLEET_HOSTS=20 [SERVEDECK_FLEET_CONCURRENCY=32] python -m pytest tests/perf/fleet_sshd.py -s -q -p no:cacheprovider
 Prints: refresh p50/p95/max, event-loop lag p99 during refreshes, console CPU (share of
 one core), peak RSS, SSH connections per host and on the jump host.
 """
@@ -21,6 +21,7 @@ from tui.fleet.groups import load_group
 from tui.sim.box import SimBox
 
 HOSTS = int(os.environ.get("SERVEDECK_FLEET_HOSTS", "20"))
+CONCURRENCY = int(os.environ.get("SERVEDECK_FLEET_CONCURRENCY", "32"))
 REFRESHES = int(os.environ.get("SERVEDECK_FLEET_REFRESHES", "15"))
 INTERVAL_S = 2.0
 
@@ -45,7 +46,9 @@ async def test_fleet_refresh_figures(
     try:
         fleet.write_group(tmp_path)
         os.chdir(tmp_path)
-        collector = FleetCollector(probes_for(load_group("lab").members), host_timeout_s=30)
+        collector = FleetCollector(
+            probes_for(load_group("lab").members), host_timeout_s=30, concurrency=CONCURRENCY
+        )
         first_started = time.monotonic()
         rows = await collector.refresh()
         first_s = time.monotonic() - first_started
@@ -71,7 +74,7 @@ async def test_fleet_refresh_figures(
         rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
             f"\nfleet over sshd: {HOSTS} hosts ({HOSTS - HOSTS // 2} direct, {HOSTS // 2} via a jump), "
-            f"8 GPUs each (nvidia-smi shim)\n"
+            f"8 GPUs each (nvidia-smi shim), {CONCURRENCY} polled at once\n"
             f"first refresh (connect + first samples): {first_s:.2f} s\n"
             f"refresh over {REFRESHES}: p50 {statistics.median(durations):.2f} s, "
             f"p95 {_pct(durations, 0.95):.2f} s, max {max(durations):.2f} s\n"
