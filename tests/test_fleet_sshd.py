@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.fleet_fixtures import SshdFleet, sshd_fleet  # noqa: F401  (fixture)
+from tui.config import load_profile_file
+from tui.deck import open_deck
 from tui.fleet.collector import DeckProbe, FleetCollector, borrow_deck, probes_for
 from tui.fleet.groups import load_group
 from tui.fleet.model import FleetRow
@@ -103,3 +106,22 @@ async def test_fleet_over_sshd_rows_connections_and_a_dead_host(
         assert sshd_fleet.hosts[1].connections() == 1
     finally:
         await collector.close()
+
+
+async def test_a_missing_log_is_an_error_on_the_row_not_a_lost_host(
+    sshd_fleet: SshdFleet,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    host = sshd_fleet.hosts[0]
+    path = tmp_path / "nolog.toml"
+    path.write_text(
+        sshd_fleet.profile_toml(host).replace(str(host.box.log_path), "/nonexistent/vllm.log")
+    )
+    probe = DeckProbe(open_deck(load_profile_file(path)))
+    try:
+        row = await asyncio.wait_for(probe.poll(), 60)
+    finally:
+        await probe.close()
+    assert row.reachable and row.unit_state == "active" and row.phase is None
+    assert row.error is not None and "cannot read /nonexistent/vllm.log" in row.error
+    assert "\n" not in row.error

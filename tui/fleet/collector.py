@@ -24,9 +24,10 @@ from tui.fleet.model import FleetRow, FleetSource
 from tui.fleet.rows import build_row
 from tui.gpu.model import GpuBoxSnapshot
 from tui.loadwatch import LoadProgress, LoadTracker
+from tui.logs.line import LevelClassifier, LogLine
 from tui.metrics import MetricsPoller, ServerMetrics, metrics_from_log
 from tui.readiness import Readiness, ReadinessProbe
-from tui.service import UnitState
+from tui.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
 
 Fail = Callable[[ServedeckError], None]
 
@@ -35,6 +36,12 @@ DEFAULT_TAIL_LINES = 300
 DEFAULT_CONCURRENCY = 32
 GPU_SAMPLE_TIMEOUT_S = 3.0
 LEFTOVERS_EVERY_S = 30.0
+_SPLIT = "\nservedeck-fleet-status:"
+# $1 unit, $2 properties, $3 lines, $4 log file: the unit's state, its status, the log's tail.
+_UNIT_AND_TAIL = (
+    'systemctl show "$1" --no-pager -p "$2"; s=$?; printf "\\nservedeck-fleet-status:%s\\n" "$s"; '
+    'exec tail -n "$3" -- "$4"'
+)
 FLEET_APPS_INTERVAL_S = 30.0
 
 
@@ -87,9 +94,14 @@ class DeckProbe:
 
         mark = time.monotonic()
         # The three reads are independent: one round of sessions, not three in a row.
-        unit, progress, gpus = await asyncio.gather(
-            self._unit(failed), self._progress(failed), self._gpus(failed)
-        )
+        if self._one_session():
+            (unit, progress), gpus = await asyncio.gather(
+                self._unit_and_tail(failed), self._gpus(failed)
+            )
+        else:
+            unit, progress, gpus = await asyncio.gather(
+                self._unit(failed), self._progress(failed), self._gpus(failed)
+            )
         mark = self._took("unit+log+gpus", mark)
         if not reachable:  # the connection is down: the rest would fail the same way
             return build_row(replace(self._base, reachable=False), errors=tuple(errors))
@@ -109,6 +121,64 @@ class DeckProbe:
             leftovers=leftovers,
             errors=tuple(errors),
         )
+
+    def _one_session(self) -> bool:
+        """A remote unit with a log file: `systemctl show` and `tail` share one SSH session."""
+        service = self.deck.profile.service
+        return (
+            not self.deck.host.is_local
+            and self.deck.box is None
+            and bool(service.unit and service.log_file)
+            and not service.use_sudo
+        )
+
+    async def _unit_and_tail(self, failed: Fail) -> tuple[UnitState | None, LoadProgress | None]:
+        """Half the session starts of two commands: on a busy box each costs a login."""
+        service = self.deck.profile.service
+        assert service.unit and service.log_file
+        argv = [
+            "/bin/sh",
+            "-c",
+            _UNIT_AND_TAIL,
+            "sh",
+            service.unit,
+            ",".join(SHOW_PROPERTIES),
+            str(self.tail_lines),
+            service.log_file,
+        ]
+        try:
+            result = await self.deck.host.run(argv, timeout_s=15.0)
+        except ServedeckError as error:
+            failed(error)
+            return None, None
+        show, _, rest = result.stdout.partition(_SPLIT)
+        status, _, tail = rest.partition("\n")
+        label = self.deck.host.label
+        unit = None
+        if status.strip() == "0":
+            unit = parse_systemctl_show(service.unit, show)
+        else:
+            detail = (result.stderr.strip().splitlines() or ["no output"])[0]
+            failed(ServedeckError(f"{label}: systemctl show {service.unit} failed: {detail}"))
+        if result.exit_status != 0:
+            detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            failed(ServedeckError(f"{label}: cannot read {service.log_file}: {detail}"))
+            return unit, None
+        classifier = LevelClassifier()
+        source = f"file:{service.log_file}"
+        lines = [
+            LogLine(text=text, level=classifier.classify(text), source=source)
+            for text in tail.splitlines()
+        ]
+        return unit, await self._parse(lines)
+
+    async def _parse(self, lines: list[LogLine]) -> LoadProgress | None:
+        if not lines:
+            return None
+        tracker = LoadTracker()
+        # Parsing a few hundred lines is milliseconds per host: off the event loop for 20 hosts.
+        await asyncio.to_thread(tracker.feed_many, lines)
+        return tracker.snapshot()
 
     async def _unit(self, failed: Fail) -> UnitState | None:
         controller = self.deck.service()
@@ -134,17 +204,12 @@ class DeckProbe:
         source = self.deck.replay_log_lines(initial_lines=self.tail_lines)
         if source is None:
             return None
-        tracker = LoadTracker()
         try:
             lines = [line async for line in source]
         except ServedeckError as error:
             failed(error)
             return None
-        if not lines:
-            return None
-        # Parsing a few hundred lines is milliseconds per host: off the event loop for 20 hosts.
-        await asyncio.to_thread(tracker.feed_many, lines)
-        return tracker.snapshot()
+        return await self._parse(lines)
 
     async def _gpus(self, failed: Fail) -> GpuBoxSnapshot | None:
         try:
