@@ -59,6 +59,8 @@ async def test_compact_at_80x24_filter_sort_and_enter(demo_collector: FleetColle
         for state in ("serving", "loading", "failed", "unreachable", "stopped"):
             assert state in text
         assert "Host" in lines[1] and "Load" in lines[1]
+        # The selected row's route and error under the table (the unreachable one is first).
+        assert "box-08: simulated · box-08: cannot connect" in text
         # `/` filter by state, escape clears it.
         await pilot.press("slash", *"loading")
         await pilot.pause(0.1)

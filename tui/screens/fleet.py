@@ -42,6 +42,7 @@ class FleetApp(App[str | None]):
     #filter { display: none; height: 3; }
     #filter.shown { display: block; }
     #status { height: 1; color: $text-muted; padding: 0 1; }
+    #selected { height: 1; padding: 0 1; }
     FleetTable { height: 1fr; }
     """
     BINDINGS = [
@@ -69,11 +70,14 @@ class FleetApp(App[str | None]):
         self.filter_text = ""
         self.refreshes = 0
         self._refresh_note = "waiting for the first refresh"
+        self._selected_note = ""
+        self._shown = 0
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first refresh…", id="summary")
         yield Input(placeholder="filter: name, label or state", id="filter")
         yield FleetTable(id="fleet")
+        yield Static("", id="selected", markup=False)
         yield Static("", id="status")
         yield Footer()
 
@@ -110,14 +114,19 @@ class FleetApp(App[str | None]):
         self.query_one("#summary", Static).update(
             summarize(self.rows).line(compact=self.size.width < 100)
         )
+        self._shown = len(visible)
+        self.query_one(FleetTable).show(visible, self.size.width)
+        self._draw_status()
+
+    def _draw_status(self) -> None:
         status = [
             self._refresh_note,
             f"sort {self.sort_column}{' desc' if self.descending else ''}",
         ]
         if self.filter_text:
-            status.append(f"filter {self.filter_text!r}: {len(visible)} shown")
+            status.append(f"filter {self.filter_text!r}: {self._shown} shown")
         self.query_one("#status", Static).update(" · ".join(status))
-        self.query_one(FleetTable).show(visible, self.size.width)
+        self.query_one("#selected", Static).update(self._selected_note)
 
     def on_resize(self) -> None:
         if self.rows:
@@ -133,6 +142,14 @@ class FleetApp(App[str | None]):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
             self.exit(str(event.row_key.value))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The selected host's route (hop chain) and its error, under the table."""
+        row = next((r for r in self.rows if r.host == event.row_key.value), None)
+        self._selected_note = "" if row is None else f"{row.host}: {row.route or '?'}"
+        if row is not None and row.error:
+            self._selected_note += f" · {row.error}"
+        self._draw_status()
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         column = str(event.column_key.value)
