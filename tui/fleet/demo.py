@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tui.deck import Deck
 from tui.fleet.collector import HostProbe
 from tui.fleet.model import FleetRow
 from tui.fleet.rows import build_row
@@ -390,3 +391,36 @@ class DemoFleet:
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45.0) -> Deck:
+    """Enter on a light box: a full simulated box (real processes) with its model and state.
+
+    Started only when the operator opens it; a failed box fails its load again, a stopped
+    one stays stopped, the others start loading (a serving box is up within `load_s`).
+    """
+    from dataclasses import replace
+
+    from tui.config import demo_profile
+    from tui.sim.box import SimBox, SimServerOptions
+
+    options = SimServerOptions(
+        model=box.model,
+        served_model_name=box.model.split("/")[-1].lower(),
+        shards=box.shards,
+        tp=box.gpus,
+        fail_at_shard=box.shards // 3 if box.kind == "failed" else None,
+        orphans_on_stop=2,
+    )
+    sim = SimBox(load_seconds=load_s, options=options)
+    if box.kind != "stopped":
+        sim.start()
+    profile = demo_profile(read_only=read_only)
+    profile = replace(
+        profile,
+        name=box.name,
+        description=f"{box.name}: simulated {box.model} (fleet demo)",
+        model=replace(profile.model, name=box.model, tp=box.gpus),
+        service=replace(profile.service, base_url=sim.base_url),
+    )
+    return Deck(profile, LocalHost(label="simulator"), sim)

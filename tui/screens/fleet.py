@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
+from tui.deck import Deck
 from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
 from tui.fleet.model import FleetRow
 from tui.fleet.view import SORT_KEYS, matches, sorted_rows, summarize
@@ -210,18 +211,18 @@ async def fleet_console(
         await ServedeckApp(deck.profile, deck).run_async()
 
 
-async def _deck_for(probe: HostProbe | None, read_only: bool):  # type: ignore[no-untyped-def]
-    """A real host's Deck, borrowed; a light demo box gets a full simulated box of its own."""
+async def _deck_for(probe: HostProbe | None, read_only: bool) -> Deck | None:
+    """A real host's Deck, borrowed; a light demo box gets a full simulated box of its own
+    (with its model and state); an unreachable one opens nothing."""
     if isinstance(probe, DeckProbe):
         return borrow_deck(probe.deck)
     if probe is None:
         return None
-    from tui.config import demo_profile
-    from tui.deck import CONSOLE_DEMO_LOAD_S, open_deck
+    from tui.fleet.demo import DemoProbe, full_demo_deck
 
-    return await asyncio.to_thread(
-        open_deck, demo_profile(read_only=read_only), demo_load_s=CONSOLE_DEMO_LOAD_S
-    )
+    if not isinstance(probe, DemoProbe) or probe.box.kind == "unreachable":
+        return None  # nothing to open: the box cannot be reached
+    return await asyncio.to_thread(full_demo_deck, probe.box, read_only=read_only)
 
 
 def run_fleet_console(
