@@ -26,7 +26,7 @@ from tui.hosts.ssh import SSHHost
 pytestmark = pytest.mark.sshd
 
 FIRST_TIMEOUT_S = 30.0  # first refresh: connects, first nvidia-smi sample, forwards
-HOST_TIMEOUT_S = 4.0
+HOST_TIMEOUT_S = 15.0  # generous: a loaded CI machine starts SSH sessions slowly
 
 
 def _by_host(rows: list[FleetRow]) -> dict[str, FleetRow]:
@@ -84,7 +84,7 @@ async def test_fleet_over_sshd_rows_connections_and_a_dead_host(
 
         # Back again: recovered within a few refreshes (the SSH backoff is at most 3 s).
         dead.server.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             rows = _by_host(await collector.refresh())
             if rows["host0"].reachable and rows["host0"].health_ok:
