@@ -40,7 +40,7 @@ COMMAND_MODULES: dict[str, str] = {
     "replay": "tui.commands.replay_cmd",
     "service": "tui.commands.service_cmd",
     "exporter": "tui.commands.exporter_cmd",
-    "fleet": "tui.commands.fleet_prom_cmd",
+    "fleet": "tui.commands.fleet_cmd",
 }
 
 
@@ -77,6 +77,7 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
     """The subcommand argv names (stage one: names only, so nothing heavy is imported)."""
     probe = argparse.ArgumentParser(prog="servedeck", add_help=False, parents=[common_options()])
     probe.add_argument("--version", action="store_true")
+    probe.add_argument("-g", "--group")
     commands = probe.add_subparsers(dest="command")
     for name in COMMAND_MODULES:
         commands.add_parser(name, add_help=False)
@@ -101,6 +102,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     common = common_options(suppress_defaults=True)
     parser.add_argument("--version", action="version", version=f"servedeck {__version__}")
+    parser.add_argument(
+        "-g", "--group", metavar="GROUP", help="open the Fleet pane on a host group"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in _wanted_modules(argv):
         importlib.import_module(module_name).add_parser(subparsers, common)
@@ -109,6 +113,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def _open_console(args: argparse.Namespace) -> int:
+    if getattr(args, "group", None):  # `servedeck -g GROUP`: the fleet
+        from tui.commands.fleet_cmd import open_group
+
+        return open_group(args.group, read_only=args.read_only)
     from tui.console import open_console
 
     return open_console(args)

@@ -1,8 +1,8 @@
 """`servedeck fleet --prometheus URL`: the fleet as a Prometheus server sees it.
 
 `fleet_from_prometheus()` is what any `fleet` command calls for the Prometheus source;
-`add_parser` registers a `fleet` subcommand that handles `--prometheus` (the SSH fleet
-plugs its groups into the same command and the same FleetRow JSON).
+`servedeck fleet` (tui/commands/fleet_cmd.py) takes `add_prometheus_options` and hands
+`--prometheus`/`--fleet-config` here, so both sources print the same FleetRow JSON.
 """
 
 from __future__ import annotations
@@ -19,15 +19,6 @@ from tui.commands._width import hanging
 from tui.errors import UsageError
 from tui.fleet.model import FleetRow
 from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, config_from_table
-
-
-def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    parser = subparsers.add_parser(
-        "fleet", parents=[common], help="many boxes at once (from a Prometheus server)"
-    )
-    add_prometheus_options(parser)
-    parser.add_argument("--json", action="store_true", help="print the rows as a JSON list")
-    parser.set_defaults(func=run_fleet)
 
 
 def add_prometheus_options(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,125 @@
+"""`servedeck fleet -g GROUP` / `--demo N`: every host of a group on one screen, or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from tui.cli import run_async
+from tui.errors import UsageError
+from tui.fleet.collector import FleetCollector, HostProbe
+
+JSON_TIMEOUT_S = 20.0
+MAX_DEMO_HOSTS = 100
+
+
+def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    # Not `common` as a parent: here --demo takes the number of simulated boxes.
+    parser = subparsers.add_parser(
+        "fleet",
+        help="several GPU boxes on one screen (a host group, or N simulated boxes)",
+        epilog="exit status: 0 every host answered; 1 some host is unreachable or slow.",
+    )
+    parser.add_argument("-g", "--group", metavar="NAME|PATH", help="host group to show")
+    parser.add_argument(
+        "--demo", type=int, metavar="N", help="N light simulated boxes instead of a group"
+    )
+    parser.add_argument(
+        "--profile",
+        "-p",
+        action="append",
+        metavar="NAME|PATH",
+        default=argparse.SUPPRESS,
+        help="a profile to include (repeat it; an ad-hoc group without a group file)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON list and exit")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"seconds to wait for each host (default: {JSON_TIMEOUT_S:g} for --json, 4 in the pane)",
+    )
+    parser.add_argument(
+        "--read-only", action="store_true", help="disable every action that changes a host"
+    )
+    from tui.commands.fleet_prom_cmd import add_prometheus_options
+
+    add_prometheus_options(parser)  # --prometheus URL: the same rows from a Prometheus server
+    parser.set_defaults(func=run_fleet)
+
+
+def probes_from_args(args: argparse.Namespace) -> tuple[list[HostProbe], object | None]:
+    """The probes (and the demo fleet to close afterwards, if any)."""
+    if args.demo is not None and args.group:
+        raise UsageError("give either -g GROUP or --demo N, not both")
+    if args.demo is not None:
+        if not 1 <= args.demo <= MAX_DEMO_HOSTS:
+            raise UsageError(f"--demo: expected a number of boxes from 1 to {MAX_DEMO_HOSTS}")
+        from tui.fleet.demo import DemoFleet
+
+        demo = DemoFleet(args.demo)
+        return demo.probes, demo
+    from tui.fleet.collector import probes_for
+    from tui.fleet.groups import adhoc_group, load_group
+
+    named = getattr(args, "profile", None) or []
+    named = [named] if isinstance(named, str) else named  # `servedeck -p X fleet`
+    if args.group and named:
+        raise UsageError("give either -g GROUP or -p PROFILE..., not both")
+    if args.group:
+        group = load_group(args.group, read_only=args.read_only)
+    elif named:
+        group = adhoc_group(named, read_only=args.read_only)
+    else:
+        raise UsageError("fleet: name a host group with -g GROUP (or -p PROFILE..., or --demo N)")
+    return probes_for(group.members), None
+
+
+async def collect_json(args: argparse.Namespace) -> list[dict[str, object]]:
+    probes, demo = probes_from_args(args)
+    collector = FleetCollector(probes, host_timeout_s=args.timeout or JSON_TIMEOUT_S)
+    try:
+        rows = await collector.refresh()
+    finally:
+        await collector.close()
+        if demo is not None:
+            demo.close()  # type: ignore[attr-defined]
+    return [row.to_json() for row in rows]
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    if getattr(args, "prometheus", None) or getattr(args, "fleet_config", None) is not None:
+        from tui.commands import fleet_prom_cmd
+
+        return fleet_prom_cmd.run_fleet(args)
+    if args.json:
+        started = time.monotonic()
+        rows = run_async(lambda: collect_json(args))
+        assert isinstance(rows, list)
+        print(json.dumps(rows, indent=2, default=str))
+        print(
+            f"servedeck: fleet: {len(rows)} hosts in {time.monotonic() - started:.1f} s",
+            file=sys.stderr,
+        )
+        return 0 if all(row["reachable"] for row in rows) else 1
+    from tui.screens.fleet import run_fleet_console
+
+    probes, demo = probes_from_args(args)
+    try:
+        return run_fleet_console(
+            probes, host_timeout_s=args.timeout or 4.0, read_only=args.read_only
+        )
+    finally:
+        if demo is not None:
+            demo.close()  # type: ignore[attr-defined]
+
+
+def open_group(group: str, *, read_only: bool = False) -> int:
+    """`servedeck -g GROUP`: the Fleet pane, as `servedeck fleet -g GROUP` opens it."""
+    args = argparse.Namespace(
+        group=group, demo=None, json=False, timeout=None, read_only=read_only, prometheus=None
+    )
+    return run_fleet(args)

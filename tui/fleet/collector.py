@@ -1,0 +1,401 @@
+"""Polling many hosts at once: one Deck (one SSH connection) per host, none waiting on another.
+
+Each host's poll is its own task. A refresh starts a poll for every host whose last
+one has finished (polls of one host never overlap) and waits at most `host_timeout_s`
+for each: a host that has not answered by then is shown as slow or unreachable in
+this refresh, and its poll goes on in the background so the next refresh picks up
+its answer. A host that cannot be connected fails at once during its SSH backoff
+(tui.hosts.ssh), so a dead host costs one connect attempt every few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from tui.deck import Deck
+from tui.errors import CommandTimeout, HostError, ServedeckError
+from tui.fleet.groups import FleetMember
+from tui.fleet.model import FleetRow, FleetSource
+from tui.fleet.rows import build_row
+from tui.gpu.model import GpuBoxSnapshot
+from tui.loadwatch import LoadProgress, LoadTracker
+from tui.logs.line import LevelClassifier, LogLine
+from tui.metrics import MetricsPoller, ServerMetrics, metrics_from_log
+from tui.readiness import Readiness, ReadinessProbe
+from tui.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
+
+Fail = Callable[[ServedeckError], None]
+
+DEFAULT_HOST_TIMEOUT_S = 4.0
+DEFAULT_TAIL_LINES = 300
+DEFAULT_CONCURRENCY = 32
+GPU_SAMPLE_TIMEOUT_S = 3.0
+LEFTOVERS_EVERY_S = 30.0
+_SPLIT = "\nservedeck-fleet-status:"
+# $1 unit, $2 properties, $3 lines, $4 log file: the unit's state, its status, the log's tail.
+_UNIT_AND_TAIL = (
+    'systemctl show "$1" --no-pager -p "$2"; s=$?; printf "\\nservedeck-fleet-status:%s\\n" "$s"; '
+    'exec tail -n "$3" -- "$4"'
+)
+FLEET_APPS_INTERVAL_S = 30.0
+
+
+class HostProbe(Protocol):
+    """What the collector asks of each host: its row now (never raises), then close."""
+
+    name: str
+
+    async def poll(self) -> FleetRow: ...
+
+    async def close(self) -> None: ...
+
+
+class DeckProbe:
+    """One host through its Deck: unit, log tail, readiness, /metrics, GPUs, leftovers."""
+
+    def __init__(
+        self,
+        deck: Deck,
+        *,
+        label: str = "",
+        source: FleetSource = "ssh",
+        tail_lines: int = DEFAULT_TAIL_LINES,
+    ) -> None:
+        self.deck = deck
+        self.name = deck.profile.name
+        self.tail_lines = tail_lines
+        self._base = FleetRow(
+            host=self.name, reachable=True, source=source, label=label, route=deck.host_label
+        )
+        self._metrics: MetricsPoller | None = None
+        self._metrics_url = ""
+        self._leftovers_at: tuple[float, int] | None = None
+        self.step_s: dict[str, float] = {}  # how long each part of the last poll took
+
+    def _took(self, step: str, started: float) -> float:
+        now = time.monotonic()
+        self.step_s[step] = now - started
+        return now
+
+    async def poll(self) -> FleetRow:
+        errors: list[str] = []
+        reachable = True
+
+        def failed(error: ServedeckError) -> None:
+            nonlocal reachable
+            errors.append(str(error))
+            if isinstance(error, HostError) and not isinstance(error, CommandTimeout):
+                reachable = False
+
+        mark = time.monotonic()
+        # The three reads are independent: one round of sessions, not three in a row.
+        if self._one_session():
+            (unit, progress), gpus = await asyncio.gather(
+                self._unit_and_tail(failed), self._gpus(failed)
+            )
+        else:
+            unit, progress, gpus = await asyncio.gather(
+                self._unit(failed), self._progress(failed), self._gpus(failed)
+            )
+        mark = self._took("unit+log+gpus", mark)
+        if not reachable:  # the connection is down: the rest would fail the same way
+            return build_row(replace(self._base, reachable=False), errors=tuple(errors))
+        readiness, metrics = await self._http(progress, failed)
+        mark = self._took("http", mark)
+        leftovers = None
+        if unit is not None and not unit.is_active:
+            leftovers = await self._leftovers_every(failed)
+            self._took("leftovers", mark)
+        return build_row(
+            replace(self._base, reachable=reachable),
+            unit=unit,
+            progress=progress,
+            readiness=readiness,
+            metrics=metrics,
+            gpus=gpus,
+            leftovers=leftovers,
+            errors=tuple(errors),
+        )
+
+    def _one_session(self) -> bool:
+        """A remote unit with a log file: `systemctl show` and `tail` share one SSH session."""
+        service = self.deck.profile.service
+        return (
+            not self.deck.host.is_local
+            and self.deck.box is None
+            and bool(service.unit and service.log_file)
+            and not service.use_sudo
+        )
+
+    async def _unit_and_tail(self, failed: Fail) -> tuple[UnitState | None, LoadProgress | None]:
+        """Half the session starts of two commands: on a busy box each costs a login."""
+        service = self.deck.profile.service
+        assert service.unit and service.log_file
+        argv = [
+            "/bin/sh",
+            "-c",
+            _UNIT_AND_TAIL,
+            "sh",
+            service.unit,
+            ",".join(SHOW_PROPERTIES),
+            str(self.tail_lines),
+            service.log_file,
+        ]
+        try:
+            result = await self.deck.host.run(argv, timeout_s=15.0)
+        except ServedeckError as error:
+            failed(error)
+            return None, None
+        show, _, rest = result.stdout.partition(_SPLIT)
+        status, _, tail = rest.partition("\n")
+        label = self.deck.host.label
+        unit = None
+        if status.strip() == "0":
+            unit = parse_systemctl_show(service.unit, show)
+        else:
+            detail = (result.stderr.strip().splitlines() or ["no output"])[0]
+            failed(ServedeckError(f"{label}: systemctl show {service.unit} failed: {detail}"))
+        if result.exit_status != 0:
+            detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            failed(ServedeckError(f"{label}: cannot read {service.log_file}: {detail}"))
+            return unit, None
+        classifier = LevelClassifier()
+        source = f"file:{service.log_file}"
+        lines = [
+            LogLine(text=text, level=classifier.classify(text), source=source)
+            for text in tail.splitlines()
+        ]
+        return unit, await self._parse(lines)
+
+    async def _parse(self, lines: list[LogLine]) -> LoadProgress | None:
+        if not lines:
+            return None
+        tracker = LoadTracker()
+        # Parsing a few hundred lines is milliseconds per host: off the event loop for 20 hosts.
+        await asyncio.to_thread(tracker.feed_many, lines)
+        return tracker.snapshot()
+
+    async def _unit(self, failed: Fail) -> UnitState | None:
+        controller = self.deck.service()
+        if controller is None:
+            return None
+        try:
+            return await controller.state()
+        except ServedeckError as error:
+            failed(error)
+            return None
+
+    async def _leftovers_every(self, failed: Fail) -> int | None:
+        """The leftover count, listed again at most every LEFTOVERS_EVERY_S (a listing is costly)."""
+        now = time.monotonic()
+        if self._leftovers_at is None or now - self._leftovers_at[0] >= LEFTOVERS_EVERY_S:
+            count = await self._leftovers(failed)
+            self._leftovers_at = (now, count) if count is not None else None
+            return count
+        return self._leftovers_at[1]
+
+    async def _progress(self, failed: Fail) -> LoadProgress | None:
+        """The load phase from a short log tail, read once (no follower per host)."""
+        source = self.deck.replay_log_lines(initial_lines=self.tail_lines)
+        if source is None:
+            return None
+        try:
+            lines = [line async for line in source]
+        except ServedeckError as error:
+            failed(error)
+            return None
+        return await self._parse(lines)
+
+    async def _gpus(self, failed: Fail) -> GpuBoxSnapshot | None:
+        try:
+            source = await self.deck.gpu_source()
+            if isinstance(getattr(source, "apps_interval_s", None), float | int):
+                # The fleet needs the process list only for leftovers: not every 2 s per host.
+                source.apps_interval_s = max(source.apps_interval_s, FLEET_APPS_INTERVAL_S)  # type: ignore[attr-defined]
+            return await asyncio.wait_for(source.sample(), GPU_SAMPLE_TIMEOUT_S)
+        except TimeoutError:
+            failed(
+                ServedeckError(
+                    f"{self.deck.host_label}: no GPU sample in {GPU_SAMPLE_TIMEOUT_S:g} s"
+                )
+            )
+        except ServedeckError as error:
+            failed(error)
+        return None
+
+    async def _http(
+        self, progress: LoadProgress | None, failed: Fail
+    ) -> tuple[Readiness | None, ServerMetrics | None]:
+        try:
+            url = await self.deck.reachable_base_url()
+        except ServedeckError as error:
+            failed(error)
+            return None, None
+        readiness = await ReadinessProbe(url, api_key=self.deck.api_key).check(progress)
+        metrics = None
+        if readiness.health_ok:
+            if self._metrics is None or url != self._metrics_url:  # a reconnect moves the forward
+                self._metrics = MetricsPoller(url, api_key=self.deck.api_key)
+                self._metrics_url = url
+            try:
+                metrics = await self._metrics.poll()
+            except ServedeckError as error:
+                failed(error)
+        if metrics is None and progress is not None and progress.engine_stats is not None:
+            metrics = metrics_from_log(progress.engine_stats)
+        return readiness, metrics
+
+    async def _leftovers(self, failed: Fail) -> int | None:
+        """Leftover GPU processes, counted only while the unit is down (the bounded case)."""
+        from tui.procs.gpu_hints import deck_context, gpu_snapshot
+        from tui.procs.kill import leftovers
+        from tui.procs.listing import list_gpu_processes
+
+        try:
+            listing = await list_gpu_processes(
+                self.deck.host, await gpu_snapshot(self.deck), await deck_context(self.deck)
+            )
+        except ServedeckError as error:
+            failed(error)
+            return None
+        return len(leftovers(listing.processes))
+
+    async def close(self) -> None:
+        await self.deck.close()
+
+
+@dataclass
+class _Slot:
+    probe: HostProbe
+    task: asyncio.Task[FleetRow] | None = None
+    last: FleetRow | None = None
+    started_s: float = 0.0
+    polls: int = 0
+
+
+def _crashed_row(name: str, error: BaseException) -> FleetRow:
+    return FleetRow(host=name, reachable=False, error=f"{name}: poll failed: {error!r}")
+
+
+@dataclass
+class FleetCollector:
+    """Refreshes every host's row concurrently; `refresh()` returns within the host timeout."""
+
+    probes: Sequence[HostProbe]
+    host_timeout_s: float = DEFAULT_HOST_TIMEOUT_S
+    concurrency: int = DEFAULT_CONCURRENCY
+    refresh_durations_s: list[float] = field(default_factory=list)
+    _slots: list[_Slot] = field(init=False)
+    _limit: asyncio.Semaphore | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self._slots = [_Slot(probe) for probe in self.probes]
+
+    def probe(self, name: str) -> HostProbe | None:
+        return next((slot.probe for slot in self._slots if slot.probe.name == name), None)
+
+    async def _guarded(self, slot: _Slot) -> FleetRow:
+        if self._limit is None:
+            self._limit = asyncio.Semaphore(self.concurrency)
+        async with self._limit:
+            try:
+                return await slot.probe.poll()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # a bug in one host's poll must not end the fleet
+                return _crashed_row(slot.probe.name, error)
+
+    def _late_row(self, slot: _Slot, now: float) -> FleetRow:
+        waited = now - slot.started_s
+        base = slot.last or FleetRow(host=slot.probe.name, reachable=False)
+        return replace(
+            base,
+            reachable=False,
+            error=f"{slot.probe.name}: no answer for {waited:.1f} s (slow or unreachable)",
+        )
+
+    async def refresh(self) -> list[FleetRow]:
+        """Every host's newest row, in member order; never waits past host_timeout_s."""
+        started = time.monotonic()
+        for slot in self._slots:
+            if slot.task is None or slot.task.done():
+                slot.task = asyncio.create_task(
+                    self._guarded(slot), name=f"fleet poll {slot.probe.name}"
+                )
+                slot.started_s = started
+                slot.polls += 1
+        pending = {slot.task for slot in self._slots if slot.task is not None}
+        if pending:
+            await asyncio.wait(pending, timeout=self.host_timeout_s)
+        now = time.monotonic()
+        rows = []
+        for slot in self._slots:
+            assert slot.task is not None
+            if slot.task.done():
+                slot.last = slot.task.result()
+                rows.append(slot.last)
+            else:
+                rows.append(self._late_row(slot, now))
+        self.refresh_durations_s.append(now - started)
+        return rows
+
+    def next_interval_s(self, base_s: float) -> float:
+        """Adaptive: at least base_s, and more when refreshes get slow (large fleets)."""
+        last = self.refresh_durations_s[-1] if self.refresh_durations_s else 0.0
+        return max(base_s, 2.0 * last, 0.05 * len(self._slots))
+
+    async def close(self) -> None:
+        for slot in self._slots:
+            if slot.task is not None and not slot.task.done():
+                slot.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await slot.task
+        await asyncio.gather(*(slot.probe.close() for slot in self._slots), return_exceptions=True)
+
+
+def probes_for(members: Sequence[FleetMember]) -> list[HostProbe]:
+    """One DeckProbe (one Deck, one Host, so one SSH connection) per member."""
+    from tui.deck import open_deck
+
+    probes: list[HostProbe] = []
+    for member in members:
+        if member.profile.is_demo:
+            raise ServedeckError(
+                f"group member {member.name!r} is a demo profile; use `servedeck fleet --demo N`"
+            )
+        deck = open_deck(member.profile)
+        probes.append(DeckProbe(deck, label=member.label))
+    return probes
+
+
+class BorrowedDeck(Deck):
+    """A host's Deck lent to its full console: closing it leaves the fleet's connection open.
+
+    The console starts its own streams on the shared Host and ends them when it exits;
+    only a GPU source the console opened itself is closed here.
+    """
+
+    _lent_source: object | None = None
+    _apps_interval_s: float | None = None
+
+    async def close(self) -> None:
+        if self._gpu_source is not None and self._gpu_source is not self._lent_source:
+            await self._gpu_source.aclose()
+        if self._apps_interval_s is not None:  # back to the fleet's slower process list
+            self._lent_source.apps_interval_s = self._apps_interval_s  # type: ignore[union-attr]
+
+
+def borrow_deck(deck: Deck) -> Deck:
+    """The same profile, Host and GPU source as `deck`, for another view of that host."""
+    borrowed = BorrowedDeck(deck.profile, deck.host, deck.box, deck._gpu_source)
+    borrowed._lent_source = source = deck._gpu_source
+    fleet_interval = getattr(source, "apps_interval_s", None)
+    if isinstance(fleet_interval, float | int):  # the full console lists processes every tick
+        borrowed._apps_interval_s = float(fleet_interval)
+        source.apps_interval_s = max(2.0, source.interval_s)  # type: ignore[union-attr]
+    return borrowed

@@ -1,0 +1,148 @@
+"""Host groups: a `[fleet]` file naming the profiles of several boxes, each with a label.
+
+A group lives next to the profiles, in a `groups/` folder (./profiles/groups/NAME.toml,
+then the user config dir's profiles/groups/NAME.toml), so `servedeck fleet -g lab` and
+`servedeck -p kimi` look in the same places. A member is a profile name or path
+(relative paths are read from the group file's folder):
+
+    [fleet]
+    description = "the serving boxes"
+    hosts = ["kimi", "minimax"]          # plain names, or
+    [[fleet.host]]                       # tables with a label
+    profile = "glm5"
+    label = "GLM-5 staging"
+
+Every problem is one line naming the file and the key (`lab.toml: fleet.host[1].profile:
+profile 'x' not found ...`); a group that names no host at all is an error too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui.config import Profile, _Table, load_profile_file, parse_toml, read_profile_bytes
+from tui.errors import ProfileError
+from tui.profile_store import _looks_like_path, resolve_profile_path, search_dirs
+
+GROUPS_FOLDER = "groups"
+MAX_GROUP_HOSTS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class FleetMember:
+    """One box of a group: its profile and the label the operator gave it."""
+
+    profile: Profile
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+
+@dataclass(frozen=True, slots=True)
+class FleetGroup:
+    name: str
+    path: Path | None
+    members: tuple[FleetMember, ...]
+    description: str = ""
+
+
+def group_dirs() -> list[tuple[str, Path]]:
+    """Where groups are looked up by name, in order (beside the profile folders)."""
+    return [(where, folder / GROUPS_FOLDER) for where, folder in search_dirs()]
+
+
+def resolve_group_path(name_or_path: str) -> Path:
+    if _looks_like_path(name_or_path):
+        path = Path(name_or_path).expanduser()
+        if not path.exists():
+            raise ProfileError(f"{path}: no such group file")
+        return path
+    tried = []
+    for _, folder in group_dirs():
+        candidate = folder / f"{name_or_path}.toml"
+        if candidate.is_file():
+            return candidate
+        tried.append(str(candidate))
+    raise ProfileError(f"group {name_or_path!r} not found (looked in {', '.join(tried)})")
+
+
+def _member_profile(ref: str, group_path: Path) -> Profile:
+    if _looks_like_path(ref) and not Path(ref).expanduser().is_absolute():
+        ref = str(group_path.parent / ref)
+    return load_profile_file(resolve_profile_path(ref))
+
+
+def _members(fleet: _Table, path: Path, problems: list[str]) -> list[tuple[str, str, str]]:
+    """(key path, profile ref, label) of every member, in file order."""
+    found: list[tuple[str, str, str]] = []
+    for index, ref in enumerate(fleet.strings("hosts")):
+        found.append((f"fleet.hosts[{index}]", ref, ""))
+    for index, table in enumerate(fleet.tables("host")):
+        ref = table.string("profile", "") or ""
+        label = table.string("label", "") or ""
+        if not ref:
+            table.problem("profile", "missing (the member's profile name or path)")
+        else:
+            found.append((f"fleet.host[{index}].profile", ref, label))
+        table.finish()
+    return found
+
+
+def load_group_file(path: Path, read_only: bool = False) -> FleetGroup:
+    """A valid group with every member's profile loaded, or ProfileError (one line)."""
+    text = read_profile_bytes(path).decode("utf-8", errors="replace")
+    data = parse_toml(text, path)
+    problems: list[str] = []
+    root = _Table(data, "", problems)
+    if not root.has("fleet"):
+        raise ProfileError(f"{path}: fleet: missing (a group file has a [fleet] table)")
+    fleet = root.table("fleet")
+    description = fleet.string("description", "") or ""
+    refs = _members(fleet, path, problems)
+    fleet.finish()
+    root.finish()
+    if problems:
+        raise ProfileError(f"{path}: {problems[0]}")
+    if not refs:
+        raise ProfileError(f"{path}: fleet.hosts: expected at least one member profile")
+    if len(refs) > MAX_GROUP_HOSTS:
+        raise ProfileError(f"{path}: fleet: {len(refs)} hosts, over the {MAX_GROUP_HOSTS} limit")
+    members = []
+    seen: dict[str, str] = {}
+    for where, ref, label in refs:
+        try:
+            profile = _member_profile(ref, path)
+        except ProfileError as error:
+            raise ProfileError(f"{path}: {where}: {error}") from None
+        if profile.name in seen:
+            raise ProfileError(
+                f"{path}: {where}: profile {profile.name!r} is already in the group ({seen[profile.name]})"
+            )
+        seen[profile.name] = where
+        if read_only and not profile.read_only:
+            from dataclasses import replace
+
+            profile = replace(profile, read_only=True)
+        members.append(FleetMember(profile, label))
+    return FleetGroup(path.stem, path, tuple(members), description)
+
+
+def load_group(name_or_path: str, read_only: bool = False) -> FleetGroup:
+    """The group the command line names (`-g lab` or `-g ./lab.toml`)."""
+    return load_group_file(resolve_group_path(name_or_path), read_only=read_only)
+
+
+def adhoc_group(refs: list[str], read_only: bool = False) -> FleetGroup:
+    """A group from profiles named on the command line (`fleet -p a -p b`)."""
+    members = []
+    for ref in refs:
+        profile = load_profile_file(resolve_profile_path(ref))
+        if read_only and not profile.read_only:
+            from dataclasses import replace
+
+            profile = replace(profile, read_only=True)
+        members.append(FleetMember(profile))
+    return FleetGroup("profiles", None, tuple(members))

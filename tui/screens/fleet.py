@@ -1,0 +1,238 @@
+"""The Fleet pane: every host of a group on one screen; Enter opens one host's full Deck.
+
+The collector (tui.fleet.collector) owns one Deck per host and outlives this app:
+`run_fleet_console` runs the fleet app, and when a host is chosen runs the console
+(ServedeckApp) on a borrowed view of that host's Deck in the same event loop, so the
+host's SSH connection is reused, not reopened; quitting that console returns here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable, Footer, Input, Static
+
+from tui.deck import Deck
+from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
+from tui.fleet.model import FleetRow
+from tui.fleet.view import SORT_KEYS, matches, sorted_rows, summarize
+from tui.screens.console_workers import WorkerFailed, console_worker
+from widgets.fleet_table import FleetTable
+
+BASE_INTERVAL_S = 2.0
+
+
+@dataclass
+class FleetRows(Message):
+    rows: list[FleetRow]
+    took_s: float
+
+
+class FleetApp(App[str | None]):
+    """Rows, sort, `/` filter and a summary line; exits with the host chosen by Enter."""
+
+    TITLE = "servedeck fleet"
+    CSS = """
+    #summary { height: 1; background: $boost; padding: 0 1; }
+    #filter { display: none; height: 3; }
+    #filter.shown { display: block; }
+    #status { height: 1; color: $text-muted; padding: 0 1; }
+    #selected { height: 1; padding: 0 1; }
+    FleetTable { height: 1fr; }
+    """
+    BINDINGS = [
+        Binding("enter", "open_host", "Open", tooltip="Open the selected host's full Deck"),
+        Binding("slash", "filter", "Filter", tooltip="Filter by name, label or state"),
+        Binding("s", "sort_next", "Sort", tooltip="Sort by the next column"),
+        Binding("r", "reverse", "Reverse", tooltip="Reverse the sort order"),
+        Binding("escape", "clear_filter", "Clear", show=False),
+        Binding("q", "quit_fleet", "Quit", tooltip="Leave the fleet"),
+    ]
+
+    def __init__(
+        self,
+        collector: FleetCollector,
+        *,
+        rows: Sequence[FleetRow] = (),
+        interval_s: float = BASE_INTERVAL_S,
+    ) -> None:
+        super().__init__()
+        self.collector = collector
+        self.rows: list[FleetRow] = list(rows)
+        self.interval_s = interval_s
+        self.sort_column = "state"
+        self.descending = False
+        self.filter_text = ""
+        self.refreshes = 0
+        self._refresh_note = "waiting for the first refresh"
+        self._selected_note = ""
+        self._shown = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("waiting for the first refresh…", id="summary")
+        yield Input(placeholder="filter: name, label or state", id="filter")
+        yield FleetTable(id="fleet")
+        yield Static("", id="selected", markup=False)
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(FleetTable).focus()
+        if self.rows:
+            self._draw()
+        self.poll_fleet()
+
+    @console_worker("fleet", pane="fleet", what="refresh the fleet")
+    async def poll_fleet(self) -> None:
+        """Refresh, post, wait, again: never two refreshes at once (re-armed after each)."""
+        while True:
+            started = time.monotonic()
+            rows = await self.collector.refresh()
+            self.post_message(FleetRows(rows, time.monotonic() - started))
+            await asyncio.sleep(self.collector.next_interval_s(self.interval_s))
+
+    def on_fleet_rows(self, message: FleetRows) -> None:
+        self.rows = message.rows
+        self.refreshes += 1
+        self._refresh_note = f"refreshed in {message.took_s:.2f} s"
+        self._draw()
+
+    def on_worker_failed(self, message: WorkerFailed) -> None:
+        self.query_one("#status", Static).update(f"[red]fleet refresh failed: {message.reason}[/]")
+
+    def visible_rows(self) -> list[FleetRow]:
+        shown = [row for row in self.rows if matches(row, self.filter_text)]
+        return sorted_rows(shown, self.sort_column, self.descending)
+
+    def _draw(self) -> None:
+        visible = self.visible_rows()
+        self.query_one("#summary", Static).update(
+            summarize(self.rows).line(compact=self.size.width < 100)
+        )
+        self._shown = len(visible)
+        self.query_one(FleetTable).show(visible, self.size.width)
+        self._draw_status()
+
+    def _draw_status(self) -> None:
+        status = [
+            self._refresh_note,
+            f"sort {self.sort_column}{' desc' if self.descending else ''}",
+        ]
+        if self.filter_text:
+            status.append(f"filter {self.filter_text!r}: {self._shown} shown")
+        self.query_one("#status", Static).update(" · ".join(status))
+        self.query_one("#selected", Static).update(self._selected_note)
+
+    def on_resize(self) -> None:
+        if self.rows:
+            self._draw()
+
+    # -- keys ---------------------------------------------------------------------------
+
+    def action_open_host(self) -> None:
+        host = self.query_one(FleetTable).selected_host()
+        if host is not None:
+            self.exit(host)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.exit(str(event.row_key.value))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The selected host's route (hop chain) and its error, under the table."""
+        row = next((r for r in self.rows if r.host == event.row_key.value), None)
+        self._selected_note = "" if row is None else f"{row.host}: {row.route or '?'}"
+        if row is not None and row.error:
+            self._selected_note += f" · {row.error}"
+        self._draw_status()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        column = str(event.column_key.value)
+        self.descending = not self.descending if column == self.sort_column else False
+        self.sort_column = column
+        self._draw()
+
+    def action_sort_next(self) -> None:
+        names = list(SORT_KEYS)
+        self.sort_column = names[(names.index(self.sort_column) + 1) % len(names)]
+        self._draw()
+
+    def action_reverse(self) -> None:
+        self.descending = not self.descending
+        self._draw()
+
+    def action_filter(self) -> None:
+        field = self.query_one("#filter", Input)
+        field.add_class("shown")
+        field.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        self._draw()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(FleetTable).focus()
+
+    def action_clear_filter(self) -> None:
+        field = self.query_one("#filter", Input)
+        field.value = ""
+        field.remove_class("shown")
+        self.filter_text = ""
+        self.query_one(FleetTable).focus()
+        self._draw()
+
+    def action_quit_fleet(self) -> None:
+        self.exit(None)
+
+
+async def fleet_console(
+    collector: FleetCollector, *, read_only: bool = False, interval_s: float = BASE_INTERVAL_S
+) -> int:
+    """The fleet, then a host's console, then the fleet again, until the operator quits."""
+    from tui.app import ServedeckApp
+
+    rows: list[FleetRow] = []
+    while True:
+        app = FleetApp(collector, rows=rows, interval_s=interval_s)
+        chosen = await app.run_async()
+        rows = app.rows
+        if not chosen:
+            return 0
+        probe = collector.probe(chosen)
+        deck = await _deck_for(probe, read_only)
+        if deck is None:
+            continue
+        await ServedeckApp(deck.profile, deck).run_async()
+
+
+async def _deck_for(probe: HostProbe | None, read_only: bool) -> Deck | None:
+    """A real host's Deck, borrowed; a light demo box gets a full simulated box of its own
+    (with its model and state); an unreachable one opens nothing."""
+    if isinstance(probe, DeckProbe):
+        return borrow_deck(probe.deck)
+    if probe is None:
+        return None
+    from tui.fleet.demo import DemoProbe, full_demo_deck
+
+    if not isinstance(probe, DemoProbe) or probe.box.kind == "unreachable":
+        return None  # nothing to open: the box cannot be reached
+    return await asyncio.to_thread(full_demo_deck, probe.box, read_only=read_only)
+
+
+def run_fleet_console(
+    probes: Sequence[HostProbe], *, host_timeout_s: float = 4.0, read_only: bool = False
+) -> int:
+    async def main() -> int:
+        collector = FleetCollector(probes, host_timeout_s=host_timeout_s)
+        try:
+            return await fleet_console(collector, read_only=read_only)
+        finally:
+            await collector.close()
+
+    return asyncio.run(main())

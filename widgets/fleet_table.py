@@ -1,0 +1,147 @@
+"""The Fleet pane's table: one row per host, compact columns under 120 cells wide.
+
+A pure view: given FleetRows it draws them; the state word, sort and filter come
+from tui.fleet.view, the figures from the rows. Rows are keyed by host name so the
+cursor stays on its host while rows are re-sorted on every refresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist
+
+from tui.fleet.model import FleetRow
+from tui.fleet.view import host_state
+from widgets.gpu_format import GIB, bar, clip, duration
+
+COMPACT_BELOW_CELLS = 120
+NA = "n/a"
+
+STATE_STYLE = {
+    "serving": "green",
+    "loading": "yellow",
+    "failed": "bold red",
+    "unreachable": "bold red",
+    "slow": "red",
+    "stopped": "dim",
+    "unknown": "dim",
+}
+
+# (column id, title) for each layout; the ids are the sort keys of tui.fleet.view.
+FULL_COLUMNS = (
+    ("host", "Host"),
+    ("state", "State"),
+    ("unit", "Unit"),
+    ("load", "Load"),
+    ("ready", "Ready"),
+    ("reqs", "Run/Wait"),
+    ("kv", "KV%"),
+    ("toks", "tok/s"),
+    ("gpus", "GPUs"),
+    ("mem", "Memory (sum | worst)"),
+    ("util", "Util max"),
+    ("temp", "Temp"),
+    ("power", "Power"),
+    ("left", "Left"),
+    ("alerts", "Alerts"),
+)
+COMPACT_COLUMNS = (
+    ("host", "Host"),
+    ("state", "State"),
+    ("load", "Load"),
+    ("toks", "tok/s"),
+    ("mem", "Mem"),
+    ("temp", "Temp"),
+    ("alerts", "!"),
+)
+
+
+def _na(value: object, fmt: str = "{}") -> str:
+    return NA if value is None else fmt.format(value)
+
+
+def load_cell(row: FleetRow) -> str:
+    if row.phase is None:
+        return NA
+    if row.shards_total and row.phase in ("weights", "starting"):
+        eta = f" {duration(row.eta_s)}" if row.eta_s is not None else ""
+        return f"{row.shards_done or 0}/{row.shards_total}{eta}"
+    if row.eta_s is not None and row.phase not in ("serving", "failed", "stopped"):
+        return f"{row.phase} {duration(row.eta_s)}"
+    return row.phase
+
+
+def memory_cell(row: FleetRow, compact: bool) -> str:
+    used, total = row.gpu_mem_used_bytes, row.gpu_mem_total_bytes
+    fraction = used / total if used is not None and total else None
+    worst = row.gpu_mem_used_pct_max
+    if compact:
+        return f"{bar(fraction, 4)} {_na(worst, '{:.0f}%')}"
+    text = f"{used / GIB:.0f}/{total / GIB:.0f}G" if fraction is not None else NA  # type: ignore[operator]
+    return f"{bar(fraction, 5)} {text} | {_na(worst, '{:.0f}%')}"
+
+
+def cells(row: FleetRow, compact: bool) -> list[Text]:
+    state = host_state(row)
+    name = row.host if not row.label or compact else f"{row.host} {row.label}"
+    values = {
+        "host": clip(name, 14 if compact else 30),
+        "state": f"[{STATE_STYLE[state]}]{state}[/]",
+        "unit": _na(row.unit_state),
+        "load": clip(load_cell(row), 14),
+        "ready": NA if row.health_ok is None else ("[green]yes[/]" if row.health_ok else "no"),
+        "reqs": NA if row.running is None else f"{row.running}/{_na(row.waiting)}",
+        "kv": _na(row.kv_pct, "{:.0f}%"),
+        "toks": _na(row.gen_tok_s, "{:.0f}"),
+        "gpus": _na(row.gpu_count),
+        "mem": memory_cell(row, compact),
+        "util": _na(row.gpu_util_pct_max, "{:.0f}%"),
+        "temp": _na(row.temp_c_max, "{:.0f}C"),
+        "power": _na(row.power_w, "{:.0f}W"),
+        "left": _na(row.leftovers),
+        "alerts": clip(", ".join(row.alerts), 3 if compact else 28)
+        if row.alerts
+        else ("" if row.reachable else "!"),
+    }
+    layout = COMPACT_COLUMNS if compact else FULL_COLUMNS
+    return [Text.from_markup(values[column]) for column, _ in layout]
+
+
+class FleetTable(DataTable[Text]):
+    """Hosts as rows; `show(rows, width)` redraws and keeps the cursor on its host."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
+        self.compact: bool | None = None
+
+    def _columns_for(self, compact: bool) -> None:
+        if self.compact == compact:
+            return
+        self.clear(columns=True)
+        for column, title in COMPACT_COLUMNS if compact else FULL_COLUMNS:
+            self.add_column(title, key=column)
+        self.compact = compact
+
+    def show(self, rows: Sequence[FleetRow], width: int) -> None:
+        compact = width < COMPACT_BELOW_CELLS
+        selected = self.selected_host()
+        self._columns_for(compact)
+        self.clear()
+        for row in rows:
+            self.add_row(*cells(row, compact), key=row.host)
+        if selected is not None:
+            keys = [row.host for row in rows]
+            if selected in keys:
+                self.move_cursor(row=keys.index(selected))
+
+    def selected_host(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        except CellDoesNotExist:  # no cell under the cursor
+            return None
+        return str(key.value) if key.value is not None else None
