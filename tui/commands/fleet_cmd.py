@@ -74,7 +74,10 @@ def probes_from_args(args: argparse.Namespace) -> tuple[list[HostProbe], object 
     elif named:
         group = adhoc_group(named, read_only=args.read_only)
     else:
-        raise UsageError("fleet: name a host group with -g GROUP (or -p PROFILE..., or --demo N)")
+        raise UsageError(
+            "fleet: name a host group with -g GROUP "
+            "(or -p PROFILE..., --demo N, or --prometheus URL)"
+        )
     return probes_for(group.members), None
 
 
