@@ -18,13 +18,13 @@ _REASON_MAX_CHARS = 160
 
 # A countdown inside an error message ("; next attempt in 0.4 s") is stale at once:
 # the note and the header show their own, live one.
-_COUNTDOWN = re.compile(r";? *next attempt in [0-9.]+ s")
+_COUNTDOWN = re.compile(r";? {0,3}next attempt in [0-9.]{1,20} s")  # bounded: linear time
 
 
 def one_line(reason: str) -> str:
     """The first non-empty line of a message, clipped for a one-line pane note."""
     lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
-    text = _COUNTDOWN.sub("", lines[0]).strip() if lines else ""
+    text = _COUNTDOWN.sub("", lines[0][: 8 * _REASON_MAX_CHARS]).strip() if lines else ""
     text = text or "unknown error"
     return text if len(text) <= _REASON_MAX_CHARS else text[: _REASON_MAX_CHARS - 1] + "…"
 
