@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 from textual.widgets import Static
 
+from tui.app.console_guard import while_open
+from tui.app.console_workers import console_worker, failure_text
 from tui.audit import append_audit
 from tui.errors import ServedeckError
-from tui.screens.console_guard import while_open
-from tui.screens.console_workers import console_worker, failure_text
 from widgets.plan_view import PlanView
 
 if TYPE_CHECKING:

@@ -28,6 +28,15 @@ from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
+from tui.app.console_bench import BenchMixin
+from tui.app.console_guard import console_closing, while_open
+from tui.app.console_handoff import HandoffMixin
+from tui.app.console_hardware import HardwareHealthMixin
+from tui.app.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
+from tui.app.console_processes import ProcessesMixin
+from tui.app.console_record import RecordMixin
+from tui.app.console_workers import console_worker, failure_text
+from tui.app.load_explain_watch import explain_after_ready
 from tui.audit import append_audit
 from tui.bench.driver import BenchProcess
 from tui.bench.history import runs_for_host
@@ -49,17 +58,8 @@ from tui.procs import KillReport, ProcListing
 from tui.procs.kill import leftovers
 from tui.readiness import Readiness, ReadinessProbe
 from tui.screens.confirm_action import ConfirmActionScreen
-from tui.screens.console_bench import BenchMixin
-from tui.screens.console_guard import console_closing, while_open
-from tui.screens.console_handoff import HandoffMixin
-from tui.screens.console_hardware import HardwareHealthMixin
-from tui.screens.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
-from tui.screens.console_processes import ProcessesMixin
-from tui.screens.console_record import RecordMixin
-from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
-from tui.screens.load_explain_watch import explain_after_ready
 from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
 from tui.service import ActionOutcome, UnitState, audit_refusal
 from tui.source_health import unknown_since_text
@@ -206,7 +206,7 @@ class ServedeckApp(
         if driver_class.__name__ == "LinuxDriver" and driver_class.__module__.startswith(
             "textual."
         ):
-            from tui.screens.terminal_driver import QuietLinuxDriver
+            from tui.app.terminal_driver import QuietLinuxDriver
 
             return QuietLinuxDriver
         return driver_class

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from tui.alerts.engine import AlertChange
+from tui.app.console_workers import console_worker
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.loadwatch import vllm_line_time_s
@@ -22,7 +23,6 @@ from tui.procs.model import ProcListing
 from tui.readiness import Readiness
 from tui.record.execinfo import read_exec
 from tui.record.session import ConsoleRecording
-from tui.screens.console_workers import console_worker
 from tui.screens.replay import ReplayScreen
 from tui.screens.timeline import TimelineScreen
 from tui.service import UnitState

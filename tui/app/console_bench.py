@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tui.app.console_guard import while_open
+from tui.app.console_workers import console_worker, failure_text
 from tui.audit import append_audit
 from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
 from tui.errors import ServedeckError
-from tui.screens.console_guard import while_open
-from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.preset_picker import PresetPickerScreen
 from widgets.bench_view import BenchView
 

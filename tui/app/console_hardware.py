@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from tui.app.console_guard import while_open
+from tui.app.console_workers import console_worker
 from tui.errors import ServedeckError
 from tui.health.interconnect import InterconnectReport
 from tui.health.report import HealthReport
-from tui.screens.console_guard import while_open
-from tui.screens.console_workers import console_worker
 from widgets.health_view import HealthView
 
 # Re-read at most this often when the tab is shown again (the doctor runs ~15 commands).

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 from textual.widgets import Static, TabbedContent
 
+from tui.app.console_guard import while_open
+from tui.app.console_workers import console_worker, failure_text
 from tui.audit import append_audit
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.procs import kill_processes, list_gpu_processes
 from tui.procs.gpu_hints import deck_context
 from tui.procs.kill import ReadOnlyError, leftovers, refuse_before_asking
-from tui.screens.console_guard import while_open
-from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.source_health import rebooted
 from widgets.procs_pane import ProcsPane
