@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
 from tui.audit import append_audit
@@ -16,7 +17,7 @@ from tui.screens.preset_picker import PresetPickerScreen
 from widgets.bench_view import BenchView
 
 if TYPE_CHECKING:
-    from tui.app import ServedeckApp
+    pass
 
 
 class BenchMixin:
@@ -71,14 +72,14 @@ class BenchMixin:
             )
             self.bench_process = BenchProcess(spec)
             async for event in self.bench_process.events():
-                self.post_message(self.BenchEvent(event))
+                self.post_message(messages.BenchEvent(event))
         except ServedeckError as error:
-            self.post_message(self.BenchEvent(error))
+            self.post_message(messages.BenchEvent(error))
         finally:
             self.bench_process = None
 
     @while_open
-    def on_servedeck_app_bench_event(self, message: ServedeckApp.BenchEvent) -> None:
+    def on_servedeck_app_bench_event(self, message: messages.BenchEvent) -> None:
         view = self.query_one(BenchView)
         event = message.event
         if isinstance(event, Exception):

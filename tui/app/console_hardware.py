@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
-from textual.message import Message
-
+from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker
 from tui.errors import ServedeckError
-from tui.health.interconnect import InterconnectReport
-from tui.health.report import HealthReport
 from widgets.health_view import HealthView
 
 # Re-read at most this often when the tab is shown again (the doctor runs ~15 commands).
@@ -22,12 +18,6 @@ class HardwareHealthMixin:
     """Mixed into ServedeckApp (whose deck and profile it uses)."""
 
     _health_read_at_s: float = 0.0
-
-    @dataclass
-    class HealthReady(Message):
-        interconnect: InterconnectReport | None
-        health: HealthReport | None
-        error: str | None = None
 
     def _show_health(self) -> None:
         if time.monotonic() - self._health_read_at_s >= HEALTH_REFRESH_S:
@@ -48,19 +38,9 @@ class HardwareHealthMixin:
                 interconnect = await run_interconnect(deck.host, self.profile)  # type: ignore[attr-defined]
                 health = await collect_health(deck.host)
         except ServedeckError as error:
-            self.post_message(self.HealthReady(None, None, str(error)))  # type: ignore[attr-defined]
+            self.post_message(messages.HealthReady(None, None, str(error)))  # type: ignore[attr-defined]
         else:
-            self.post_message(self.HealthReady(interconnect, health))  # type: ignore[attr-defined]
-
-    @dataclass
-    class ProbeChecked(Message):
-        refusal: str | None
-        gpus: int
-
-    @dataclass
-    class ProbeDone(Message):
-        result: dict[str, object] | None
-        error: str | None = None
+            self.post_message(messages.HealthReady(interconnect, health))  # type: ignore[attr-defined]
 
     def action_probe(self) -> None:
         """`p`: check that the GPUs are idle, then ask, then run the probe."""
@@ -79,12 +59,10 @@ class HardwareHealthMixin:
             why, gpus = await probe_refusal(self.deck)  # type: ignore[attr-defined]
         except ServedeckError as error:
             why, gpus = str(error), 0
-        self.post_message(self.ProbeChecked(why, gpus))  # type: ignore[attr-defined]
+        self.post_message(messages.ProbeChecked(why, gpus))  # type: ignore[attr-defined]
 
     @while_open
-    def on_hardware_health_mixin_probe_checked(
-        self, message: HardwareHealthMixin.ProbeChecked
-    ) -> None:
+    def on_servedeck_app_probe_checked(self, message: messages.ProbeChecked) -> None:
         from tui.screens.confirm_action import ConfirmActionScreen
         from tui.service import ServiceAction
 
@@ -116,12 +94,12 @@ class HardwareHealthMixin:
         try:
             result = await run_and_record(self.deck)  # type: ignore[attr-defined]
         except ServedeckError as error:
-            self.post_message(self.ProbeDone(None, str(error)))  # type: ignore[attr-defined]
+            self.post_message(messages.ProbeDone(None, str(error)))  # type: ignore[attr-defined]
         else:
-            self.post_message(self.ProbeDone(result))  # type: ignore[attr-defined]
+            self.post_message(messages.ProbeDone(result))  # type: ignore[attr-defined]
 
     @while_open
-    def on_hardware_health_mixin_probe_done(self, message: HardwareHealthMixin.ProbeDone) -> None:
+    def on_servedeck_app_probe_done(self, message: messages.ProbeDone) -> None:
         view = self.query_one(HealthView)  # type: ignore[attr-defined]
         if message.result is None:
             view.show_probe(f"Probe failed: {message.error}")
@@ -129,9 +107,7 @@ class HardwareHealthMixin:
         view.show_probe(f"Probe: {message.result['verdict']}")
 
     @while_open
-    def on_hardware_health_mixin_health_ready(
-        self, message: HardwareHealthMixin.HealthReady
-    ) -> None:
+    def on_servedeck_app_health_ready(self, message: messages.HealthReady) -> None:
         view = self.query_one(HealthView)  # type: ignore[attr-defined]
         if message.error:
             view.show_error(f"Health unreadable: {message.error}")

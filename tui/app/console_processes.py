@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from textual.widgets import Static, TabbedContent
 
+from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
 from tui.audit import append_audit
@@ -21,7 +22,7 @@ from tui.source_health import rebooted
 from widgets.procs_pane import ProcsPane
 
 if TYPE_CHECKING:
-    from tui.app import ServedeckApp
+    pass
 
 PROCS_POLL_S = 3.0
 
@@ -33,10 +34,10 @@ class ProcessesMixin:
     async def _refresh_procs(self) -> None:
         snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
         listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
-        self.post_message(self.ProcsUpdate(listing))
+        self.post_message(messages.ProcsUpdate(listing))
 
     @while_open
-    def on_servedeck_app_procs_update(self, message: ServedeckApp.ProcsUpdate) -> None:
+    def on_servedeck_app_procs_update(self, message: messages.ProcsUpdate) -> None:
         previous, self.listing = self.listing, message.listing
         self._record_listing(message.listing)
         count = len(leftovers(message.listing.processes))
@@ -114,7 +115,7 @@ class ProcessesMixin:
         """Re-list first: the modal must show what is there now, not a stale listing."""
         snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
         listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
-        self.post_message(self.ProcsUpdate(listing))
+        self.post_message(messages.ProcsUpdate(listing))
         self.call_later(self._confirm_kill, leftovers(listing.processes))
 
     def action_kill_selected(self) -> None:
@@ -152,7 +153,7 @@ class ProcessesMixin:
                 action="console kill",
             )
         except ServedeckError as error:
-            self.post_message(self.KillDone(None, str(error)))
+            self.post_message(messages.KillDone(None, str(error)))
             return
         # List from that re-check, not from the console's last GPU sample: an older sample
         # still names the killed workers, which then show as defunct while the report
@@ -163,15 +164,17 @@ class ProcessesMixin:
                 listing = await list_gpu_processes(
                     self.deck.host, final[0], await deck_context(self.deck)
                 )
-        self.post_message(self.KillDone(report, listing=listing, gpu=final[0] if listing else None))
+        self.post_message(
+            messages.KillDone(report, listing=listing, gpu=final[0] if listing else None)
+        )
 
     @while_open
-    def on_servedeck_app_kill_done(self, message: ServedeckApp.KillDone) -> None:
+    def on_servedeck_app_kill_done(self, message: messages.KillDone) -> None:
         gpu = message.gpu
         if gpu is not None and (self.last_gpu is None or gpu.taken_at_s > self.last_gpu.taken_at_s):
             self._show_gpus(gpu)  # a fresher sample: later polls must not list from an older one
         if message.listing is not None:
-            self.on_servedeck_app_procs_update(self.ProcsUpdate(message.listing))
+            self.on_servedeck_app_procs_update(messages.ProcsUpdate(message.listing))
         report = message.report
         if report is None:
             errors = [message.error or "unknown error"]
