@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.driver import Driver
@@ -83,7 +83,7 @@ _NO_UNIT = "no systemd unit in this profile"
 _WORKERS_EXIT_WAIT_S = 5.0
 
 
-def _bindings() -> list[Binding]:
+def _bindings() -> list[BindingType]:
     return [
         Binding(
             command.key,
@@ -638,7 +638,7 @@ class ServedeckApp(
             has_unit=bool(self.profile.service.unit),
             active=None if state is None else state.is_active,
             leftovers=None if self.listing is None else len(leftovers(self.listing.processes)),
-            tab=self._tabs.active if self.is_mounted and hasattr(self, "_tabs") else None,
+            tab=self._tabs.active if hasattr(self, "_tabs") else None,
         )
 
     @property

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
+from tui.app.parts import ConsoleParts
 from tui.audit import append_audit
 from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result, runs_for_host
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     pass
 
 
-class BenchMixin:
+class BenchMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose messages and state it uses)."""
 
     def action_bench(self, preset_name: str | None = None) -> None:

@@ -10,6 +10,7 @@ from textual.widgets import Static
 from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
+from tui.app.parts import ConsoleParts
 from tui.audit import append_audit
 from tui.errors import ServedeckError
 from widgets.plan_view import PlanView
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     pass
 
 
-class HandoffMixin:
+class HandoffMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose messages and state it uses)."""
 
     @console_worker("plan", pane="plan", what="plan the deployment layouts")

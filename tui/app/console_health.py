@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from tui.app.console_guard import console_closing, while_open
 from tui.app.console_workers import WorkerFailed
+from tui.app.parts import ConsoleParts
 from tui.audit import append_audit
 from tui.source_health import SourceHealth
 from widgets.bench_view import BenchView
@@ -46,7 +47,7 @@ def initial_health() -> dict[str, SourceHealth]:
     }
 
 
-class HealthMixin:
+class HealthMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose widgets, deck and polls it uses)."""
 
     health: dict[str, SourceHealth]

@@ -11,6 +11,7 @@ from textual.widgets import Static, TabbedContent
 from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
+from tui.app.parts import ConsoleParts
 from tui.audit import append_audit
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 PROCS_POLL_S = 3.0
 
 
-class ProcessesMixin:
+class ProcessesMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose messages and state it uses)."""
 
     @console_worker("procs", pane="procs", what="list the GPU processes")
@@ -75,7 +76,7 @@ class ProcessesMixin:
         self._full_overview_due = True  # a new boot: read the whole host again
         self._overview_wake.set()
 
-    def _confirm_kill(self, targets: list) -> None:  # type: ignore[type-arg]
+    def _confirm_kill(self, targets: list) -> None:
         if not targets:
             self.notify("No leftover GPU processes.", title="Processes")
             return
@@ -194,7 +195,11 @@ class ProcessesMixin:
             if report is None:  # kill_processes audits its own outcomes
                 append_audit("kill-failed", self.deck.host_label, {"error": reason})
         else:
-            severity = "information" if report.all_ended else "warning"
-            self.notify(report.summary_line(), title="Processes", severity=severity, timeout=10)
+            self.notify(
+                report.summary_line(),
+                title="Processes",
+                severity="information" if report.all_ended else "warning",
+                timeout=10,
+            )
         if message.listing is None:
             self._refresh_procs()

@@ -7,6 +7,7 @@ import asyncio
 import math
 import signal
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 
 from tui.bench.context import context_for_profile
@@ -54,7 +55,7 @@ def _positive(name: str, value: int | float | None) -> None:
         raise UsageError(f"--{name} must be positive, got {value}")
 
 
-def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | None) -> None:
+def check_args(args: argparse.Namespace, presets: Mapping[str, BenchmarkPreset] | None) -> None:
     """Refuse bad numbers and unknown presets before anything (a simulator) is started."""
     for name in ("num_requests", "input_tokens", "output_tokens", "timeout"):
         _positive(name.replace("_", "-"), getattr(args, name))
