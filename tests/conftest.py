@@ -17,6 +17,7 @@ pytest_plugins: list[str] = [
     "tests.bench_fixtures",
     "tests.vllm_harness",
     "tests.cli_support",
+    "tests.tiers",
 ]
 
 

@@ -46,7 +46,7 @@ from tests.fault_matrix import (
 from tests.sim_fixtures import FAST_OPTIONS
 from tests.sshd_fixtures import SshdPair
 from tui import paths
-from tui.app import ServedeckApp
+from tui.app import ServedeckApp, messages
 from tui.audit import read_audit
 from tui.config import Profile, ServiceConfig, demo_profile
 from tui.deck import Deck, open_deck
@@ -370,7 +370,7 @@ async def test_a_new_boot_id_voids_the_listing_and_the_kill_dialog(tmp_path: Pat
                     for p in real.processes
                 ),
             )
-            app.on_servedeck_app_procs_update(app.ProcsUpdate(before))
+            app.on_servedeck_app_procs_update(messages.ProcsUpdate(before))
             old_targets = list(leftovers(before.processes))
             app._confirm_kill(old_targets)
             await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the kill dialog")

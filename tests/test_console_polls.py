@@ -15,7 +15,7 @@ import random
 import time
 
 from tests.console_support import local_console
-from tui.app import SERVICE_POLL_S
+from tui.app.console import SERVICE_POLL_S
 from tui.hostinfo import VITALS_FILES
 
 ROUNDS = 12

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.snapshot_apps.log_pane_app import LogPaneApp
+from tui.logs.export import export_lines
 from tui.logs.line import Level, LogLine
 from widgets.log_pane import LogPane
 
@@ -102,7 +103,7 @@ async def test_export_is_redacted(tmp_path: Path) -> None:
         pane.add_lines([LogLine(text="starting with --api-key sk-abcdefghijklmnopqrstuvwx ok")])
         await pilot.pause()
         target = tmp_path / "log.txt"
-        count = pane.export(target)
+        count = export_lines(pane.export_texts(), target)
         text = target.read_text()
         assert count == len(pane.buffer)
         assert "sk-abcdefghij" not in text and "[REDACTED]" in text

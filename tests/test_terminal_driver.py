@@ -20,7 +20,7 @@ from textual.app import App
 from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 
-from tui.screens.terminal_driver import QuietLinuxDriver
+from tui.app.terminal_driver import QuietLinuxDriver
 
 
 class _Recording:

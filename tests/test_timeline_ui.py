@@ -15,13 +15,13 @@ from tests.sim_fixtures import FAST_OPTIONS
 from tests.summary_helpers import demo_deck
 from tui.alerts.rules import AlertingConfig, AlertRule
 from tui.app import ServedeckApp
+from tui.app.console_record import RecordMixin
 from tui.config import demo_profile
 from tui.logs.line import LogLine
 from tui.record.query import RecordingReader
 from tui.record.where import recording_path
 from tui.record.writer import Recorder
 from tui.screens.confirm_action import ConfirmActionScreen
-from tui.screens.console_record import RecordMixin
 from tui.screens.replay import ReplayScreen
 from tui.screens.timeline import TimelineScreen
 from tui.sim.box import SimBox

@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tui import __version__, paths
 from tui.errors import ServedeckError
@@ -50,7 +51,7 @@ def common_options(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     Subcommands get them with suppressed defaults, so `servedeck -p X gpus` keeps X.
     """
     common = argparse.ArgumentParser(add_help=False)
-    defaults = {"default": argparse.SUPPRESS} if suppress_defaults else {}
+    defaults: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress_defaults else {}
     common.add_argument(
         "--profile",
         "-p",

@@ -273,7 +273,7 @@ class _Table:
     def number(
         self,
         key: str,
-        default: float,
+        default: float | None,
         *,
         minimum: float | None = None,
         maximum: float | None = None,

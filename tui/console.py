@@ -7,14 +7,11 @@ import argparse
 from tui import paths
 from tui.config import Profile
 from tui.hosts.base import Host
-from tui.hosts.local import LocalHost
 from tui.profile_store import load_profile
 
 
 def host_for(profile: Profile) -> Host:
     """The Host a profile names: this machine, an SSH route, or the simulator's box."""
-    if profile.host.kind == "local" or profile.is_demo:
-        return LocalHost()
     from tui.hosts.factory import host_for_profile
 
     return host_for_profile(profile)

@@ -284,7 +284,3 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
 def commands_in(scope: str) -> tuple[ConsoleCommand, ...]:
     """The commands one area binds (the app binds scope "app")."""
     return tuple(command for command in COMMANDS if command.scope == scope)
-
-
-def command_by_id(binding_id: str) -> ConsoleCommand | None:
-    return next((command for command in COMMANDS if command.binding_id == binding_id), None)

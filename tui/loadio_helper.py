@@ -71,7 +71,7 @@ def resident_bytes(path, libc=None):
 
 def shard_files(paths):
     """The files named, and every *.safetensors directly in a folder named, sorted."""
-    found = []
+    found = []  # type: list[str]
     for path in paths:
         if os.path.isdir(path):
             found.extend(
@@ -126,7 +126,7 @@ def _stat_fields(pid, proc=PROC):
 
 def process_tree(root, proc=PROC):
     """root and all its descendants (by ppid), as pids."""
-    children = {}
+    children = {}  # type: dict[int, list[int]]
     for name in os.listdir(proc):
         if not name.isdigit():
             continue
@@ -183,7 +183,7 @@ def sectors_read(device, proc=PROC):
 
 
 def sample(request, proc=PROC):
-    answer = {"at_s": time.time(), "clock_ticks": os.sysconf("SC_CLK_TCK")}
+    answer = {"at_s": time.time(), "clock_ticks": os.sysconf("SC_CLK_TCK")}  # type: dict[str, object]
     root = request.get("pid")
     if root:
         read_bytes, ticks, counted, unreadable = tree_counters(int(root), proc)

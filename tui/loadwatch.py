@@ -155,13 +155,13 @@ class LoadTracker:
         self._memory: deque[tuple[float, int]] = deque(maxlen=600)
         self._reset(None)
         self.phase = Phase.STOPPED  # nothing seen yet
-        self._spans = []
+        self._spans: list[tuple[Phase, float]] = []
 
     def _reset(self, t: float | None) -> None:
         self.phase = Phase.STARTING
         self._phase_started = t
         self._load_started = t
-        self._spans: list[tuple[Phase, float]] = [(Phase.STARTING, t)] if t is not None else []
+        self._spans = [(Phase.STARTING, t)] if t is not None else []
         self._shards: tuple[int, int, float] | None = None
         self._shard_events: list[tuple[float, int]] = []
         self._shard_clock: list[tuple[float, int]] = []  # (tqdm elapsed, done) per event
@@ -473,10 +473,10 @@ class LoadTracker:
             spans.append(PhaseSpan(str(phase), started, max(0.0, ends - started)))
         done, total, pct = self._shards if self._shards else (None, None, None)
         eta, eta_source = self._eta(now) if self.phase in LOADING_PHASES else (None, None)
-        started = self._phase_started
+        phase_started = self._phase_started
         return LoadProgress(
             phase=str(self.phase),
-            phase_elapsed_s=max(0.0, now - started) if started is not None else 0.0,
+            phase_elapsed_s=max(0.0, now - phase_started) if phase_started is not None else 0.0,
             load_elapsed_s=(now - self._load_started) if self._load_started else None,
             shards_done=done,
             shards_total=total,

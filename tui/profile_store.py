@@ -118,7 +118,7 @@ def _with_read_only(profile: Profile, read_only: bool) -> Profile:
 
 def list_profiles() -> list[ProfileEntry]:
     """Every profile file found, project ones first; a name found twice shows both."""
-    entries = []
+    entries: list[ProfileEntry] = []
     for where, folder in search_dirs():
         if folder.is_dir():
             entries.extend(

@@ -55,11 +55,13 @@ class BenchView(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(Text("No benchmark yet: press b to run the default preset.", style="dim"),
                      id="bench-progress")  # fmt: skip
-        levels = DataTable(id="bench-levels", cursor_type="row", zebra_stripes=True)
+        levels: DataTable[str | Text] = DataTable(
+            id="bench-levels", cursor_type="row", zebra_stripes=True
+        )
         levels.add_columns(*_LEVEL_COLUMNS)
         yield levels
         yield Static("", id="bench-chart")
-        history = DataTable(id="bench-history", cursor_type="row")
+        history: DataTable[str | Text] = DataTable(id="bench-history", cursor_type="row")
         history.add_columns(*_HISTORY_COLUMNS)
         yield history
         yield Static(FORMULAS, id="bench-formulas")

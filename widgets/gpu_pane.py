@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from rich.markup import escape
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -113,7 +113,7 @@ class GpuPane(Widget):
     GpuPane > GpuTable { height: auto; max-height: 70%; }
     GpuPane > #gpu-detail { height: 1fr; padding: 0 1; }
     """
-    BINDINGS: ClassVar[list[Binding]] = bindings_for("gpu")
+    BINDINGS: ClassVar[list[BindingType]] = bindings_for("gpu")
 
     def __init__(
         self,

@@ -16,7 +16,7 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
@@ -67,7 +67,7 @@ class GpuTable(Widget, can_focus=True):
     }
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {"gpu-table--header", "gpu-table--cursor"}
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "cursor_up", "Up", show=False),
         Binding("down", "cursor_down", "Down", show=False),
         Binding("home", "cursor_first", "First", show=False),

@@ -50,9 +50,9 @@ class HealthView(Vertical):
             if not interconnect.findings:
                 text.append("  no interconnect problem found\n", style=STYLES["ok"])
             for f in interconnect.findings:
-                gpu = f"GPU{f.gpu}" if f.gpu is not None else "box"
+                where = f"GPU{f.gpu}" if f.gpu is not None else "box"
                 text.append(f"  {MARKS.get(f.severity, f.severity)} ", style=STYLES.get(f.severity))
-                text.append(f"{f.check:<16} {gpu:<5} {f.evidence}\n")
+                text.append(f"{f.check:<16} {where:<5} {f.evidence}\n")
                 text.append(f"       fix: {f.fix}\n", style="dim")
         text.append("\nGPU health (XID events, ECC, row remaps, PCIe replays)\n", style="bold")
         if health is not None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from tui.keymap import commands_in
 
 
-def bindings_for(scope: str) -> list[Binding]:
+def bindings_for(scope: str) -> list[BindingType]:
     """The Bindings of one area, each with its id (remappable) and its help as tooltip."""
     return [
         Binding(

@@ -11,7 +11,6 @@ import textwrap
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import ClassVar
 
 from rich.highlighter import Highlighter
@@ -22,7 +21,6 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Log, Static
 
-from tui.logs.export import export_lines
 from tui.logs.line import LEVEL_RANK, Level, LogLine, strip_ansi
 from widgets.keys import bindings_for
 
@@ -339,8 +337,11 @@ class LogPane(Vertical):
         return self._matches[self._match_index]
 
     # ---- export ---------------------------------------------------------
-    def export(self, path: Path) -> int:
-        """Write the whole buffer (not just the filtered view), secrets redacted."""
+    def export_texts(self) -> list[str]:
+        """The whole buffer (not just the filtered view) as plain text, for the app to write.
+
+        The widget only draws: writing the file (and redacting it) is tui.logs.export's job.
+        """
         self._take_all_pending()
         self._rerender()
-        return export_lines((strip_ansi(line.text) for line in self.buffer), path)
+        return [strip_ansi(line.text) for line in self.buffer]

@@ -8,6 +8,7 @@ new row. Leftovers are highlighted; the app reads the selection to build targets
 from __future__ import annotations
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from tui.procs.model import GpuProcess, ProcIdentity, ProcListing
@@ -86,5 +87,5 @@ class ProcsPane(DataTable[Text]):
     def selected(self) -> GpuProcess | None:
         if not self._processes or self.cursor_row < 0 or self.cursor_row >= self.row_count:
             return None
-        key = self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value
+        key = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
         return self._processes.get(key or "")

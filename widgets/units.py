@@ -9,9 +9,3 @@ def format_bytes_gib(value_bytes: float | None, digits: int = 1) -> str:
     if value_bytes is None:
         return "n/a"
     return f"{value_bytes / GIB:.{digits}f} GiB"
-
-
-def format_optional(value: float | None, unit: str = "", digits: int = 0) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.{digits}f}{unit}"

@@ -94,7 +94,9 @@ def child(args: argparse.Namespace) -> int:
     Screen._compositor_refresh = timed_compositor_refresh  # type: ignore[method-assign]
 
     class MeasuredApp(ServedeckApp):
-        CSS_PATH = str(ROOT / "tui" / "app.tcss")  # relative paths resolve against this module
+        CSS_PATH = str(
+            ROOT / "tui" / "app" / "app.tcss"
+        )  # relative paths resolve against this module
         ticks = 0
 
         def _show_gpus(self, snapshot):  # type: ignore[no-untyped-def]

@@ -12,7 +12,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -70,7 +70,7 @@ class WebhookSender:
                 item = self._queue.get()
                 if item is _STOP:
                     return
-                alert_id, payload = item  # type: ignore[misc]
+                alert_id, payload = cast("tuple[str, dict[str, Any]]", item)
                 self.deliveries.append(self._deliver(client, alert_id, payload))
 
     def _deliver(self, client: httpx.Client, alert_id: str, payload: dict[str, Any]) -> Delivery:

@@ -8,6 +8,7 @@ import math
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 
 from tui.bench.context import context_for_profile
@@ -86,7 +87,7 @@ def _positive(name: str, value: int | float | None) -> None:
         raise UsageError(f"--{name} must be positive, got {value}")
 
 
-def check_args(args: argparse.Namespace, presets: dict[str, BenchmarkPreset] | None) -> None:
+def check_args(args: argparse.Namespace, presets: Mapping[str, BenchmarkPreset] | None) -> None:
     """Refuse bad numbers and unknown presets before anything (a simulator) is started."""
     numbers = ("num_requests", "input_tokens", "output_tokens", "timeout")
     for name in (*numbers, "prefix_groups", "prefix_tokens", "chat_turns", "trace_speed"):

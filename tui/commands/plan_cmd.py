@@ -121,7 +121,7 @@ async def _plan_text(args: argparse.Namespace) -> str:
         return _render(args, profile, model, gpus)
     # The model directory and the GPUs live on the profile's host (local or over SSH).
     needs_remote = profile is not None and (not args.config or args.gpus is None)
-    host = host_for(profile) if needs_remote else LocalHost()
+    host = host_for(profile) if needs_remote and profile is not None else LocalHost()
     try:
         model = await _model(args, profile, host)
         gpus = await _gpus(args, host)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import cast
 
 from tui.cli import run_async
 from tui.commands._target import deck_from_args
@@ -63,7 +64,7 @@ def _report_missing(missing: tuple[str, ...]) -> int:
 
 def run_summary(args: argparse.Namespace) -> int:
     result = run_async(lambda: summary_text(args))
-    profile_name, text, missing = result  # type: ignore[misc]
+    profile_name, text, missing = cast("tuple[str, str, tuple[str, ...]]", result)
     if args.output == "-":
         sys.stdout.write(text)
         return _report_missing(missing)

@@ -7,7 +7,7 @@ and is drawn as n/a; it never means zero.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -91,7 +91,6 @@ class GpuBoxSnapshot:
     available: bool = True
     error: str | None = None
     simulated: bool = False
-    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def gpu_count(self) -> int:

@@ -76,7 +76,9 @@ async def dmesg_events(
     else:
         result = await host.run(argv, timeout_s=15)
         if not result.ok:
-            raise HostError(f"dmesg exited {result.exit_status}: {result.stderr.strip()[:120]}")
+            raise HostError(
+                host.label, f"dmesg exited {result.exit_status}: {result.stderr.strip()[:120]}"
+            )
 
         async def _lines() -> AsyncIterator[str]:
             for text in result.stdout.splitlines():

@@ -12,6 +12,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from tui.gpu.model import GpuBoxSnapshot
 from tui.health.findings import CRIT, WARN
@@ -166,15 +167,20 @@ def _doctor_causes(report: InterconnectReport | None) -> list[str]:
     )
 
 
+def _items(value: object) -> list[Any]:
+    """A list from the probe's JSON; a missing (or null) one is empty."""
+    return cast("list[Any]", value or [])
+
+
 def judge(raw: dict[str, object], doctor: InterconnectReport | None) -> ProbeResult:
     """Compare the measured peak busbw and median P2P with the class's reference."""
-    rows = tuple(r for r in raw.get("allreduce", []) or [] if isinstance(r, dict))  # type: ignore[union-attr]
-    p2p = tuple(tuple(row) for row in raw.get("p2p", []) or [])  # type: ignore[union-attr]
-    lat = tuple(tuple(row) for row in raw.get("p2p_latency_us", []) or [])  # type: ignore[union-attr]
+    rows = tuple(r for r in _items(raw.get("allreduce")) if isinstance(r, dict))
+    p2p = tuple(tuple(row) for row in _items(raw.get("p2p")))
+    lat = tuple(tuple(row) for row in _items(raw.get("p2p_latency_us")))
     world = int(raw.get("world_size", len(p2p)) or 0)  # type: ignore[call-overload]
     cls = classify(doctor)
     ref = REFERENCE[cls]
-    lo, hi = ref["busbw_gbps"]  # type: ignore[misc]
+    lo, hi = cast("list[float]", ref["busbw_gbps"])
     big = [r["busbw_gbps"] for r in rows if r.get("bytes", 0) >= 64 * 1024**2] or [
         r["busbw_gbps"] for r in rows
     ]

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 MARK = "@@servedeck:result"
 GIB = 1024**3
@@ -52,7 +53,7 @@ def _iters(nbytes: int) -> tuple[int, int]:
     return 1, 4
 
 
-def _sync(torch, device: str) -> None:  # type: ignore[no-untyped-def]
+def _sync(torch: Any, device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
 
@@ -148,12 +149,12 @@ def _free_port() -> int:
 
 def launch(
     me: str, backend: str, device: str, world: int, max_bytes: int, timeout_s: float
-) -> dict:  # type: ignore[type-arg]
+) -> dict[str, Any]:
     import torch
 
     folder = tempfile.mkdtemp(prefix="servedeck-probe-")
     out = os.path.join(folder, "allreduce.json")
-    result: dict = {  # type: ignore[type-arg]
+    result: dict[str, Any] = {
         "backend": backend,
         "device": device,
         "world_size": world,

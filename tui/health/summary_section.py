@@ -98,10 +98,10 @@ def hardware_health_markdown(hh: HardwareHealth | None) -> list[str]:
     health = hh.health
     if health is not None:
         lines += [f"- {note}" for note in health.notes]
-        rows = []
+        gpu_rows: list[tuple[object, ...]] = []
         for gpu in health.gpus:
             c = gpu.counters
-            rows.append(
+            gpu_rows.append(
                 (
                     f"GPU{gpu.index}",
                     gpu.bus_id,
@@ -113,9 +113,9 @@ def hardware_health_markdown(hh: HardwareHealth | None) -> list[str]:
                     "; ".join(r for r in gpu.reasons if not r.startswith("XID ")) or "-",
                 )
             )
-        if rows:
+        if gpu_rows:
             headers = ["GPU", "bus", "badge", "XIDs", "ECC unc. vol/agg", "remap pending"]
-            lines += table([*headers, "PCIe replays", "other"], rows, right=(6,))
+            lines += table([*headers, "PCIe replays", "other"], gpu_rows, right=(6,))
         lines += [
             f"- XID {e.xid} on {e.bus_id} (no GPU answers there): {e.name}"
             for e in health.unmatched_events

@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rich.text import Text
-
 
 class Level(StrEnum):
     """Severity, ordered from quiet to loud by `LEVEL_RANK`."""
@@ -61,11 +59,6 @@ def strip_ansi(text: str) -> str:
     if "\x1b" not in text:
         return text
     return _ANSI_CSI.sub("", text)
-
-
-def ansi_to_text(text: str) -> Text:
-    """Keep the colours: a Rich Text built from ANSI SGR codes, other escapes dropped."""
-    return Text.from_ansi(text)
 
 
 def _normal(name: str) -> str:

@@ -62,11 +62,6 @@ class SafetensorsHeader:
     tensors: tuple[TensorInfo, ...]
     header_bytes: int
 
-    @property
-    def file_bytes(self) -> int:
-        """Header plus data, assuming tensors are packed without gaps (as writers do)."""
-        return 8 + self.header_bytes + sum(t.size_bytes for t in self.tensors)
-
 
 def header_length(prefix: bytes, source: str) -> int:
     """The JSON header length from a file's first 8 bytes."""

@@ -169,7 +169,7 @@ def protected_pids(console_pid, proc=PROC):
     if console_pid:
         protected |= {console_pid, *ancestors(console_pid, proc)}
         infos = [read_process(pid, proc) for pid in all_pids(proc)]
-        children = {}
+        children = {}  # type: dict[int, list[dict]]
         for info in infos:
             if info:
                 children.setdefault(info["ppid"], []).append(info)
@@ -204,7 +204,7 @@ def listening_inodes(port, proc=PROC):
 def socket_holders(inodes, proc=PROC):
     """Pids with one of these socket inodes open."""
     wanted = {f"socket:[{inode}]" for inode in inodes}
-    holders = set()
+    holders = set()  # type: set[int]
     if not wanted:
         return holders
     for pid in all_pids(proc):
@@ -343,7 +343,7 @@ def list_processes(request, proc=PROC):
             by_pid[pid] = {**info, "gpu": [], "pid_source": "direct", "hint_pid": pid}
         return by_pid[pid]
 
-    nspid_index = None
+    nspid_index = None  # type: dict[int, list[int]] | None
     for hint in hints:
         pid = hint["pid"]
         info = None
@@ -532,7 +532,8 @@ def kill_targets(request, table, protected, euid, current_boot_id):
     kill_wait_s = float(request.get("kill_wait_s", 5.0))
     poll_s = float(request.get("poll_s", 0.05))
     confirmed = set(request.get("confirm_foreign", []))
-    results, live = [], []
+    results = []  # type: list[dict]
+    live = []  # type: list[tuple[dict, dict, object]]
     for target in request["targets"]:
         result = {"pid": target["pid"], "start_ticks": target["start_ticks"], "signals": []}
         results.append(result)
@@ -595,7 +596,7 @@ def kill_targets(request, table, protected, euid, current_boot_id):
     for item in pending:
         if id(item) not in surviving:
             item[1].update(outcome="terminated", detail="exited after SIGTERM")
-    killed = [item for item in survivors if send(*item, signal.SIGKILL)]
+    killed = [item for item in survivors if send(item[0], item[1], item[2], signal.SIGKILL)]
     for _target, result, _handle in survivors:
         if "SIGKILL" not in result["signals"]:
             result.update(outcome="terminated", detail="exited just before SIGKILL")

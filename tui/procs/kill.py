@@ -17,7 +17,7 @@ from tui.audit import append_audit
 from tui.errors import ServedeckError
 from tui.hosts.base import Host
 from tui.procs.listing import ClassifyContext, GpuHints, usages_of
-from tui.procs.model import OFFERED_CLASSES, GpuProcess, KillOutcome, KillReport, ProcIdentity
+from tui.procs.model import OFFERED_CLASSES, GpuProcess, KillOutcome, KillReport
 from tui.procs.remote import run_helper
 
 DEFAULT_TIMEOUT_S = 15.0
@@ -249,7 +249,3 @@ def _outcome_record(outcome: KillOutcome) -> dict[str, Any]:
 def leftovers(listing_processes: Sequence[GpuProcess]) -> list[GpuProcess]:
     """The bulk "clean up the leftovers of this service" target set."""
     return [proc for proc in listing_processes if proc.klass in OFFERED_CLASSES]
-
-
-def identities(targets: Sequence[GpuProcess]) -> list[ProcIdentity]:
-    return [proc.identity for proc in targets]

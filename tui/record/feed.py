@@ -215,7 +215,11 @@ class RecordFeed:
         for proc in listing.processes:
             if proc.klass != "leftover":
                 continue
-            identity = (proc.identity.boot_id, proc.identity.pid, proc.identity.start_ticks)
+            identity: tuple[object, ...] = (
+                proc.identity.boot_id,
+                proc.identity.pid,
+                proc.identity.start_ticks,
+            )
             memory = proc.gpu_memory_bytes
             held = f", {memory / GIB:.1f} GiB" if memory else ""
             where = f" on GPU {','.join(map(str, proc.gpu_indices))}" if proc.gpu_indices else ""

@@ -34,6 +34,7 @@ from tui.readiness import Readiness, ReadinessProbe
 from tui.record.execinfo import read_exec
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
+from tui.service import UnitState
 
 SERVICE_POLL_S = 2.0
 METRICS_POLL_S = 5.0
@@ -115,7 +116,7 @@ class HeadlessRecorder:
         self._progress = self.tracker.snapshot()
         self._http: httpx.AsyncClient | None = None
         self.on_tick: list[Callable[[HeadlessRecorder], None]] = []
-        self.unit_state = None
+        self.unit_state: UnitState | None = None
         self.log_seen = False
 
     async def run(self, seconds: float | None = None, stop: asyncio.Event | None = None) -> None:

@@ -108,7 +108,8 @@ class RecordingReader:
             raise RecordingError(
                 f"unknown event kind {unknown[0]!r}; expected one of {', '.join(KINDS)}"
             )
-        where, params = ["1"], []
+        where: list[str] = ["1"]
+        params: list[object] = []
         if since_s is not None:
             where.append("ts_ms >= ?")
             params.append(_ms(since_s))

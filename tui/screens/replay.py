@@ -17,10 +17,10 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tui.app.console_workers import console_worker
 from tui.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.record.query import RecordedState, RecordingReader
-from tui.screens.console_workers import console_worker
 from tui.service import UnitState
 from widgets.gpu_pane import GpuPane
 from widgets.service_line import ServiceLine

@@ -10,8 +10,8 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.screen import ModalScreen
 
+from tui.app.console_workers import WorkerFailed, console_worker, failure_text
 from tui.errors import ServedeckError
-from tui.screens.console_workers import WorkerFailed, console_worker, failure_text
 from widgets.keys import bindings_for
 from widgets.summary_view import SummaryView
 

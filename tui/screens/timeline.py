@@ -16,10 +16,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from tui.alerts.engine import AlertEngine
+from tui.app.console_workers import console_worker
 from tui.errors import ServedeckError
 from tui.record.model import KINDS, Event
 from tui.record.query import RecordedState, RecordingReader
-from tui.screens.console_workers import console_worker
 from widgets.timeline_view import RecordedStateView, TimelineTable
 
 MAX_EVENTS = 5000

@@ -158,7 +158,6 @@ class SimGpuModel:
             cuda_version=spec.CUDA_VERSION,
             topology=self.topology,
             simulated=True,
-            extra={"phase": phase},
         )
 
     def _token_rate(self, now: float, activity: dict[str, object]) -> float:

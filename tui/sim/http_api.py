@@ -320,7 +320,7 @@ class SimApi:
             "model": self.settings.served_model_name,
         }
         if chat:
-            message = {
+            message: dict[str, Any] = {
                 "role": "assistant",
                 "content": text,
                 "reasoning_content": None,

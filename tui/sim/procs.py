@@ -181,7 +181,7 @@ class EngineCore:
 
     def _stop(self, *_: object) -> None:
         plan = read_json(self.state_dir / "stop-plan.json")
-        orphans = int(plan.get("orphans", 0))  # type: ignore[arg-type]
+        orphans = int(plan.get("orphans", 0))  # type: ignore[call-overload]
         stubborn = bool(plan.get("stubborn", False))
         leaving = [pid for rank, pid in self.workers.items() if rank < orphans]
         for pid in leaving:

@@ -29,7 +29,6 @@ from tui.metrics import MetricsPoller
 from tui.plan import build_plan, inventory_from_snapshot, model_from_config, read_model_dir
 from tui.plan.for_deck import profile_layout, with_engine_kv
 from tui.plan.layout import Layout, PlanSettings
-from tui.plan.modelcfg import ModelArch
 from tui.redact import redact_text
 from tui.summary.incidents import incidents_from_audit
 from tui.summary.inputs import ModelSummary, ServiceSummary, SummaryInputs
@@ -133,10 +132,6 @@ async def _load_from_log(deck: Deck) -> tuple[LoadProgress, int] | None:
 async def _metrics(deck: Deck) -> Any:
     url = await deck.reachable_base_url()
     return await MetricsPoller(url, api_key=deck.api_key, timeout_s=3.0).poll()
-
-
-def _arch_from_text(text: str, source: str) -> ModelArch:
-    return model_from_config(text, source).arch
 
 
 async def _model(deck: Deck) -> tuple[ModelSummary, Any]:

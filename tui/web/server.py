@@ -223,7 +223,7 @@ class ConsoleServer:
             {"SERVEDECK_AUDIT_VIA": f"browser {visit.remote} visit {visit.visit_id[:8]}"},
             write_bytes=websocket.send_bytes,
             write_str=websocket.send_str,
-            close=websocket.close,
+            close=websocket.close,  # type: ignore[arg-type]  # its bool result is not read
             download_manager=self._downloads,
         )
         started_s = time.time()
@@ -250,8 +250,8 @@ class ConsoleServer:
             with contextlib.suppress(Exception):
                 await websocket.close()
             ended_s = time.time()
-            error = f": {process.last_error(200)}" if code else ""
-            _log(f"visit {visit.visit_id[:8]} ended: console pid {visit.pid} exit {code}{error}")
+            detail = f": {process.last_error(200)}" if code else ""
+            _log(f"visit {visit.visit_id[:8]} ended: console pid {visit.pid} exit {code}{detail}")
             self._audit(
                 "web.visit.end",
                 remote=visit.remote,

@@ -139,7 +139,7 @@ class VisitProcess(AppService):
                 self.tree.append(process)
                 known.add(process)
 
-    async def stop(self) -> int | None:
+    async def stop(self) -> int | None:  # type: ignore[override]  # textual-serve ignores it
         """End the console and everything it started; returns its exit status."""
         process = self._process
         if process is None:

@@ -11,23 +11,31 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.driver import Driver
-from textual.message import Message
 from textual.notifications import Notify
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
+from tui.app import messages
+from tui.app.console_bench import BenchMixin
+from tui.app.console_guard import console_closing, while_open
+from tui.app.console_handoff import HandoffMixin
+from tui.app.console_hardware import HardwareHealthMixin
+from tui.app.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
+from tui.app.console_processes import ProcessesMixin
+from tui.app.console_record import RecordMixin
+from tui.app.console_workers import console_worker, failure_text
+from tui.app.load_explain_watch import explain_after_ready
 from tui.audit import append_audit
 from tui.bench.driver import BenchProcess
 from tui.bench.history import runs_for_host
@@ -45,23 +53,14 @@ from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
 from tui.offered import action_offered, focus_target, help_scopes
 from tui.paths import demo_records_note
-from tui.procs import KillReport, ProcListing
+from tui.procs import ProcListing
 from tui.procs.kill import leftovers
-from tui.readiness import Readiness, ReadinessProbe
+from tui.readiness import ReadinessProbe
 from tui.screens.confirm_action import ConfirmActionScreen
-from tui.screens.console_bench import BenchMixin
-from tui.screens.console_guard import console_closing, while_open
-from tui.screens.console_handoff import HandoffMixin
-from tui.screens.console_hardware import HardwareHealthMixin
-from tui.screens.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
-from tui.screens.console_processes import ProcessesMixin
-from tui.screens.console_record import RecordMixin
-from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
-from tui.screens.load_explain_watch import explain_after_ready
 from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
-from tui.service import ActionOutcome, UnitState, audit_refusal
+from tui.service import UnitState, audit_refusal
 from tui.source_health import unknown_since_text
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
@@ -84,7 +83,7 @@ _NO_UNIT = "no systemd unit in this profile"
 _WORKERS_EXIT_WAIT_S = 5.0
 
 
-def _bindings() -> list[Binding]:
+def _bindings() -> list[BindingType]:
     return [
         Binding(
             command.key,
@@ -113,49 +112,6 @@ class ServedeckApp(
     CSS_PATH = "app.tcss"
     TITLE = "servedeck"
     BINDINGS = _bindings()
-
-    @dataclass
-    class OverviewReady(Message):
-        overview: HostOverview
-
-    @dataclass
-    class HostFailed(Message):
-        message: str
-
-    @dataclass
-    class ServiceUpdate(Message):
-        state: UnitState | None
-        error: str | None = None
-
-    @dataclass
-    class ReadinessUpdate(Message):
-        readiness: Readiness
-
-    @dataclass
-    class MetricsUpdate(Message):
-        metrics: ServerMetrics | None
-        error: str | None = None
-
-    @dataclass
-    class ProcsUpdate(Message):
-        listing: ProcListing
-
-    @dataclass
-    class ActionDone(Message):
-        verb: str
-        outcome: ActionOutcome | None
-        error: str | None = None
-
-    @dataclass
-    class KillDone(Message):
-        report: KillReport | None
-        error: str | None = None
-        listing: ProcListing | None = None  # from the kill's own final GPU re-check
-        gpu: GpuBoxSnapshot | None = None  # that re-check
-
-    @dataclass
-    class BenchEvent(Message):
-        event: object
 
     def __init__(self, profile: Profile, deck: Deck, overview_interval_s: float = 30.0) -> None:
         super().__init__()
@@ -206,7 +162,7 @@ class ServedeckApp(
         if driver_class.__name__ == "LinuxDriver" and driver_class.__module__.startswith(
             "textual."
         ):
-            from tui.screens.terminal_driver import QuietLinuxDriver
+            from tui.app.terminal_driver import QuietLinuxDriver
 
             return QuietLinuxDriver
         return driver_class
@@ -299,24 +255,24 @@ class ServedeckApp(
                     overview = await self.deck.refresh_overview(self._overview)
             except ServedeckError as error:
                 self._overview = None  # after a failure the host may be another boot: ask again
-                self.post_message(self.HostFailed(str(error)))
+                self.post_message(messages.HostFailed(str(error)))
                 wait_s = HOST_RETRY_S
             else:
                 self._overview = overview
-                self.post_message(self.OverviewReady(overview))
+                self.post_message(messages.OverviewReady(overview))
                 wait_s = self.overview_interval_s
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._overview_wake.wait(), wait_s)
 
     @while_open
-    def on_servedeck_app_overview_ready(self, message: OverviewReady) -> None:
+    def on_servedeck_app_overview_ready(self, message: messages.OverviewReady) -> None:
         self._host_reached()
         self.query_one(HeaderBar).connection_detail = message.overview.hostname
         self._last_good_overview = message.overview
         self.query_one(HostOverviewView).show_overview(message.overview)
 
     @while_open
-    def on_servedeck_app_host_failed(self, message: HostFailed) -> None:
+    def on_servedeck_app_host_failed(self, message: messages.HostFailed) -> None:
         was_failing = self.health["host"].failing
         self._set_health("host", message.message, self._host_retry_in_s())
         reason = self.health["host"].reason
@@ -383,15 +339,15 @@ class ServedeckApp(
         controller = self.deck.service()
         if controller is None:
             hint = short_setup_hint(self.profile) or _NO_UNIT
-            self.post_message(self.ServiceUpdate(None, hint))
+            self.post_message(messages.ServiceUpdate(None, hint))
             return
         try:
-            self.post_message(self.ServiceUpdate(await controller.state()))
+            self.post_message(messages.ServiceUpdate(await controller.state()))
         except ServedeckError as error:
-            self.post_message(self.ServiceUpdate(None, str(error)))
+            self.post_message(messages.ServiceUpdate(None, str(error)))
 
     @while_open
-    def on_servedeck_app_service_update(self, message: ServiceUpdate) -> None:
+    def on_servedeck_app_service_update(self, message: messages.ServiceUpdate) -> None:
         unreachable = (
             self.health["host"].failing or getattr(self.deck.host, "connected", True) is False
         )
@@ -510,10 +466,10 @@ class ServedeckApp(
         url = await self.deck.reachable_base_url()
         probe = ReadinessProbe(url, api_key=self.deck.api_key)
         readiness = await probe.check(self.progress, client=self._http_client())
-        self.post_message(self.ReadinessUpdate(readiness))
+        self.post_message(messages.ReadinessUpdate(readiness))
 
     @while_open
-    def on_servedeck_app_readiness_update(self, message: ReadinessUpdate) -> None:
+    def on_servedeck_app_readiness_update(self, message: messages.ReadinessUpdate) -> None:
         self.source_ok("readiness")
         self._record_readiness(message.readiness)
         if message.readiness.ready and not self.ready:
@@ -544,12 +500,12 @@ class ServedeckApp(
                 self._metrics_poller = MetricsPoller(url, api_key=self.deck.api_key)
             metrics = await self._metrics_poller.poll(client=self._http_client())
         except ServedeckError as error:
-            self.post_message(self.MetricsUpdate(None, str(error)))
+            self.post_message(messages.MetricsUpdate(None, str(error)))
         else:
-            self.post_message(self.MetricsUpdate(metrics))
+            self.post_message(messages.MetricsUpdate(metrics))
 
     @while_open
-    def on_servedeck_app_metrics_update(self, message: MetricsUpdate) -> None:
+    def on_servedeck_app_metrics_update(self, message: messages.MetricsUpdate) -> None:
         self._record_metrics(message.metrics)
         if message.metrics is not None:
             self.metrics = message.metrics
@@ -625,12 +581,12 @@ class ServedeckApp(
         try:
             outcome = await getattr(controller, verb)(confirmed=True)
         except ServedeckError as error:
-            self.post_message(self.ActionDone(verb, None, str(error)))
+            self.post_message(messages.ActionDone(verb, None, str(error)))
         else:
-            self.post_message(self.ActionDone(verb, outcome))
+            self.post_message(messages.ActionDone(verb, outcome))
 
     @while_open
-    def on_servedeck_app_action_done(self, message: ActionDone) -> None:
+    def on_servedeck_app_action_done(self, message: messages.ActionDone) -> None:
         if message.error or message.outcome is None or not message.outcome.ok:
             detail = message.error or (message.outcome.message if message.outcome else "")
             unit = self.profile.service.unit or "the service"
@@ -682,7 +638,7 @@ class ServedeckApp(
             has_unit=bool(self.profile.service.unit),
             active=None if state is None else state.is_active,
             leftovers=None if self.listing is None else len(leftovers(self.listing.processes)),
-            tab=self._tabs.active if self.is_mounted and hasattr(self, "_tabs") else None,
+            tab=self._tabs.active if hasattr(self, "_tabs") else None,
         )
 
     @property

@@ -30,6 +30,6 @@ async def explain_after_ready(app: ServedeckApp) -> None:
         app.notify(f"load explainer: {error}", severity="warning")
         return
     record_load(app.deck.host_label, model, explain)
-    error = explain.previous_prediction_error_s
-    checked = f" (last prediction off by {error:+.0f} s)" if error is not None else ""
+    off_s = explain.previous_prediction_error_s
+    checked = f" (last prediction off by {off_s:+.0f} s)" if off_s is not None else ""
     app.notify(f"{explain.diagnosis}{checked}", title="Load", timeout=15)

@@ -5,21 +5,23 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tui.app import messages
+from tui.app.console_guard import while_open
+from tui.app.console_workers import console_worker, failure_text
+from tui.app.parts import ConsoleParts
 from tui.audit import append_audit
 from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
 from tui.errors import ServedeckError
-from tui.screens.console_guard import while_open
-from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.preset_picker import PresetPickerScreen
 from widgets.bench_view import BenchView
 
 if TYPE_CHECKING:
-    from tui.app import ServedeckApp
+    pass
 
 
-class BenchMixin:
+class BenchMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose messages and state it uses)."""
 
     def action_bench(self, preset_name: str | None = None) -> None:
@@ -149,14 +151,14 @@ class BenchMixin:
             )
             self.bench_process = BenchProcess(spec)
             async for event in self.bench_process.events():
-                self.post_message(self.BenchEvent(event))
+                self.post_message(messages.BenchEvent(event))
         except ServedeckError as error:
-            self.post_message(self.BenchEvent(error))
+            self.post_message(messages.BenchEvent(error))
         finally:
             self.bench_process = None
 
     @while_open
-    def on_servedeck_app_bench_event(self, message: ServedeckApp.BenchEvent) -> None:
+    def on_servedeck_app_bench_event(self, message: messages.BenchEvent) -> None:
         view = self.query_one(BenchView)
         event = message.event
         if isinstance(event, dict):  # the capacity search's events

@@ -11,6 +11,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from tui.alerts.engine import AlertChange
+from tui.app.console_workers import console_worker
+from tui.app.parts import ConsoleParts
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.loadwatch import vllm_line_time_s
@@ -22,7 +24,6 @@ from tui.procs.model import ProcListing
 from tui.readiness import Readiness
 from tui.record.execinfo import read_exec
 from tui.record.session import ConsoleRecording
-from tui.screens.console_workers import console_worker
 from tui.screens.replay import ReplayScreen
 from tui.screens.timeline import TimelineScreen
 from tui.service import UnitState
@@ -53,7 +54,7 @@ def recording_wanted() -> bool:
     return os.environ.get("SERVEDECK_RECORD", "1") not in ("0", "no", "off", "false")
 
 
-class RecordMixin:
+class RecordMixin(ConsoleParts):
     """Needs the app's profile, deck, last_gpu, tracker; provides recording and the Timeline."""
 
     recording: ConsoleRecording | None = None
@@ -202,4 +203,4 @@ class RecordMixin:
         """No action key works while a replay is on screen."""
         if action in ACTING and isinstance(self.screen, ReplayScreen):
             return False
-        return super().check_action(action, parameters)  # type: ignore[misc]
+        return super().check_action(action, parameters)

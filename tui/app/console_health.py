@@ -16,9 +16,10 @@ from typing import Any
 
 from textual.widgets import Static
 
+from tui.app.console_guard import console_closing, while_open
+from tui.app.console_workers import WorkerFailed
+from tui.app.parts import ConsoleParts
 from tui.audit import append_audit
-from tui.screens.console_guard import console_closing, while_open
-from tui.screens.console_workers import WorkerFailed
 from tui.source_health import SourceHealth
 from widgets.bench_view import BenchView
 from widgets.header_bar import HeaderBar
@@ -46,7 +47,7 @@ def initial_health() -> dict[str, SourceHealth]:
     }
 
 
-class HealthMixin:
+class HealthMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose widgets, deck and polls it uses)."""
 
     health: dict[str, SourceHealth]

@@ -96,7 +96,7 @@ def console_worker(
                         failed(self, error, args, kwargs)
                         return None
 
-                return self.run_worker(  # type: ignore[no-any-return]
+                return self.run_worker(
                     guarded_sync,
                     name=method.__name__,
                     group=group,

@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual.message import Message
 from textual.widgets import Static
 
+from tui.app import messages
+from tui.app.console_guard import while_open
+from tui.app.console_workers import console_worker, failure_text
+from tui.app.parts import ConsoleParts
 from tui.audit import append_audit
 from tui.errors import ServedeckError
-from tui.screens.console_guard import while_open
-from tui.screens.console_workers import console_worker, failure_text
 from widgets.plan_view import PlanView
 
 if TYPE_CHECKING:
-    from tui.plan.layout import Plan
+    pass
 
 
-class HandoffMixin:
+class HandoffMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose messages and state it uses)."""
-
-    @dataclass
-    class PlanReady(Message):
-        plan: Plan | None
-        error: str | None = None
 
     @console_worker("plan", pane="plan", what="plan the deployment layouts")
     async def _show_plan(self) -> None:
@@ -36,12 +31,12 @@ class HandoffMixin:
             engine = self.progress.facts if self.progress is not None else None
             plan = await plan_for_profile(self.profile, self.deck.host, self.last_gpu, engine)
         except ServedeckError as error:
-            self.post_message(self.PlanReady(None, str(error)))
+            self.post_message(messages.PlanReady(None, str(error)))
         else:
-            self.post_message(self.PlanReady(plan))
+            self.post_message(messages.PlanReady(plan))
 
     @while_open
-    def on_handoff_mixin_plan_ready(self, message: HandoffMixin.PlanReady) -> None:
+    def on_servedeck_app_plan_ready(self, message: messages.PlanReady) -> None:
         status = self.query_one("#plan-status", Static)
         if message.plan is None:
             status.update(f"No plan: {message.error}")

@@ -8,35 +8,37 @@ from typing import TYPE_CHECKING
 
 from textual.widgets import Static, TabbedContent
 
+from tui.app import messages
+from tui.app.console_guard import while_open
+from tui.app.console_workers import console_worker, failure_text
+from tui.app.parts import ConsoleParts
 from tui.audit import append_audit
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.procs import kill_processes, list_gpu_processes
 from tui.procs.gpu_hints import deck_context
 from tui.procs.kill import ReadOnlyError, leftovers, refuse_before_asking
-from tui.screens.console_guard import while_open
-from tui.screens.console_workers import console_worker, failure_text
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.source_health import rebooted
 from widgets.procs_pane import ProcsPane
 
 if TYPE_CHECKING:
-    from tui.app import ServedeckApp
+    pass
 
 PROCS_POLL_S = 3.0
 
 
-class ProcessesMixin:
+class ProcessesMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose messages and state it uses)."""
 
     @console_worker("procs", pane="procs", what="list the GPU processes")
     async def _refresh_procs(self) -> None:
         snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
         listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
-        self.post_message(self.ProcsUpdate(listing))
+        self.post_message(messages.ProcsUpdate(listing))
 
     @while_open
-    def on_servedeck_app_procs_update(self, message: ServedeckApp.ProcsUpdate) -> None:
+    def on_servedeck_app_procs_update(self, message: messages.ProcsUpdate) -> None:
         previous, self.listing = self.listing, message.listing
         self._record_listing(message.listing)
         count = len(leftovers(message.listing.processes))
@@ -74,7 +76,7 @@ class ProcessesMixin:
         self._full_overview_due = True  # a new boot: read the whole host again
         self._overview_wake.set()
 
-    def _confirm_kill(self, targets: list) -> None:  # type: ignore[type-arg]
+    def _confirm_kill(self, targets: list) -> None:
         if not targets:
             self.notify("No leftover GPU processes.", title="Processes")
             return
@@ -114,7 +116,7 @@ class ProcessesMixin:
         """Re-list first: the modal must show what is there now, not a stale listing."""
         snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
         listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
-        self.post_message(self.ProcsUpdate(listing))
+        self.post_message(messages.ProcsUpdate(listing))
         self.call_later(self._confirm_kill, leftovers(listing.processes))
 
     def action_kill_selected(self) -> None:
@@ -152,7 +154,7 @@ class ProcessesMixin:
                 action="console kill",
             )
         except ServedeckError as error:
-            self.post_message(self.KillDone(None, str(error)))
+            self.post_message(messages.KillDone(None, str(error)))
             return
         # List from that re-check, not from the console's last GPU sample: an older sample
         # still names the killed workers, which then show as defunct while the report
@@ -163,15 +165,17 @@ class ProcessesMixin:
                 listing = await list_gpu_processes(
                     self.deck.host, final[0], await deck_context(self.deck)
                 )
-        self.post_message(self.KillDone(report, listing=listing, gpu=final[0] if listing else None))
+        self.post_message(
+            messages.KillDone(report, listing=listing, gpu=final[0] if listing else None)
+        )
 
     @while_open
-    def on_servedeck_app_kill_done(self, message: ServedeckApp.KillDone) -> None:
+    def on_servedeck_app_kill_done(self, message: messages.KillDone) -> None:
         gpu = message.gpu
         if gpu is not None and (self.last_gpu is None or gpu.taken_at_s > self.last_gpu.taken_at_s):
             self._show_gpus(gpu)  # a fresher sample: later polls must not list from an older one
         if message.listing is not None:
-            self.on_servedeck_app_procs_update(self.ProcsUpdate(message.listing))
+            self.on_servedeck_app_procs_update(messages.ProcsUpdate(message.listing))
         report = message.report
         if report is None:
             errors = [message.error or "unknown error"]
@@ -191,7 +195,11 @@ class ProcessesMixin:
             if report is None:  # kill_processes audits its own outcomes
                 append_audit("kill-failed", self.deck.host_label, {"error": reason})
         else:
-            severity = "information" if report.all_ended else "warning"
-            self.notify(report.summary_line(), title="Processes", severity=severity, timeout=10)
+            self.notify(
+                report.summary_line(),
+                title="Processes",
+                severity="information" if report.all_ended else "warning",
+                timeout=10,
+            )
         if message.listing is None:
             self._refresh_procs()

@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
-from textual.message import Message
-
+from tui.app import messages
+from tui.app.console_guard import while_open
+from tui.app.console_workers import console_worker
+from tui.app.parts import ConsoleParts
 from tui.errors import ServedeckError
-from tui.health.interconnect import InterconnectReport
-from tui.health.report import HealthReport
-from tui.screens.console_guard import while_open
-from tui.screens.console_workers import console_worker
 from widgets.health_view import HealthView
 
 # Re-read at most this often when the tab is shown again (the doctor runs ~15 commands).
 HEALTH_REFRESH_S = 30.0
 
 
-class HardwareHealthMixin:
+class HardwareHealthMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose deck and profile it uses)."""
 
     _health_read_at_s: float = 0.0
-
-    @dataclass
-    class HealthReady(Message):
-        interconnect: InterconnectReport | None
-        health: HealthReport | None
-        error: str | None = None
 
     def _show_health(self) -> None:
         if time.monotonic() - self._health_read_at_s >= HEALTH_REFRESH_S:
@@ -39,33 +30,23 @@ class HardwareHealthMixin:
         from tui.health.doctor_run import run_demo_interconnect, run_interconnect
         from tui.health.health_run import collect_demo_health, collect_health
 
-        deck = self.deck  # type: ignore[attr-defined]
+        deck = self.deck
         try:
             if deck.box is not None:
                 interconnect = await run_demo_interconnect(deck.box)
                 health = await collect_demo_health()
             else:
-                interconnect = await run_interconnect(deck.host, self.profile)  # type: ignore[attr-defined]
+                interconnect = await run_interconnect(deck.host, self.profile)
                 health = await collect_health(deck.host)
         except ServedeckError as error:
-            self.post_message(self.HealthReady(None, None, str(error)))  # type: ignore[attr-defined]
+            self.post_message(messages.HealthReady(None, None, str(error)))
         else:
-            self.post_message(self.HealthReady(interconnect, health))  # type: ignore[attr-defined]
-
-    @dataclass
-    class ProbeChecked(Message):
-        refusal: str | None
-        gpus: int
-
-    @dataclass
-    class ProbeDone(Message):
-        result: dict[str, object] | None
-        error: str | None = None
+            self.post_message(messages.HealthReady(interconnect, health))
 
     def action_probe(self) -> None:
         """`p`: check that the GPUs are idle, then ask, then run the probe."""
-        if self.profile.read_only:  # type: ignore[attr-defined]
-            self.notify("Read-only: the probe loads every GPU.", severity="warning")  # type: ignore[attr-defined]
+        if self.profile.read_only:
+            self.notify("Read-only: the probe loads every GPU.", severity="warning")
             return
         self._check_probe()
 
@@ -76,26 +57,24 @@ class HardwareHealthMixin:
         from tui.health.probe_run import probe_refusal
 
         try:
-            why, gpus = await probe_refusal(self.deck)  # type: ignore[attr-defined]
+            why, gpus = await probe_refusal(self.deck)
         except ServedeckError as error:
             why, gpus = str(error), 0
-        self.post_message(self.ProbeChecked(why, gpus))  # type: ignore[attr-defined]
+        self.post_message(messages.ProbeChecked(why, gpus))
 
     @while_open
-    def on_hardware_health_mixin_probe_checked(
-        self, message: HardwareHealthMixin.ProbeChecked
-    ) -> None:
+    def on_servedeck_app_probe_checked(self, message: messages.ProbeChecked) -> None:
         from tui.screens.confirm_action import ConfirmActionScreen
         from tui.service import ServiceAction
 
-        view = self.query_one(HealthView)  # type: ignore[attr-defined]
+        view = self.query_one(HealthView)
         if message.refusal:
             view.show_probe(f"Probe refused: {message.refusal}")
-            self.notify(message.refusal, title="Probe refused", severity="warning")  # type: ignore[attr-defined]
+            self.notify(message.refusal, title="Probe refused", severity="warning")
             return
-        python = self.profile.service.python or "(service.python not set)"  # type: ignore[attr-defined]
+        python = self.profile.service.python or "(service.python not set)"
         action = ServiceAction(
-            self.deck.host_label,  # type: ignore[attr-defined]
+            self.deck.host_label,
             f"{message.gpus} GPUs",
             "probe",
             (python, "-", "<servedeck probe script on stdin>"),
@@ -107,32 +86,30 @@ class HardwareHealthMixin:
                 view.show_probe("Probe running (up to 90 s) ...")
                 self._run_probe()
 
-        self.push_screen(ConfirmActionScreen(action, note), confirmed)  # type: ignore[attr-defined]
+        self.push_screen(ConfirmActionScreen(action, note), confirmed)
 
     @console_worker("probe", pane="health", what="run the interconnect probe", user_action=True)
     async def _run_probe(self) -> None:
         from tui.health.probe_run import run_and_record
 
         try:
-            result = await run_and_record(self.deck)  # type: ignore[attr-defined]
+            result = await run_and_record(self.deck)
         except ServedeckError as error:
-            self.post_message(self.ProbeDone(None, str(error)))  # type: ignore[attr-defined]
+            self.post_message(messages.ProbeDone(None, str(error)))
         else:
-            self.post_message(self.ProbeDone(result))  # type: ignore[attr-defined]
+            self.post_message(messages.ProbeDone(result))
 
     @while_open
-    def on_hardware_health_mixin_probe_done(self, message: HardwareHealthMixin.ProbeDone) -> None:
-        view = self.query_one(HealthView)  # type: ignore[attr-defined]
+    def on_servedeck_app_probe_done(self, message: messages.ProbeDone) -> None:
+        view = self.query_one(HealthView)
         if message.result is None:
             view.show_probe(f"Probe failed: {message.error}")
             return
         view.show_probe(f"Probe: {message.result['verdict']}")
 
     @while_open
-    def on_hardware_health_mixin_health_ready(
-        self, message: HardwareHealthMixin.HealthReady
-    ) -> None:
-        view = self.query_one(HealthView)  # type: ignore[attr-defined]
+    def on_servedeck_app_health_ready(self, message: messages.HealthReady) -> None:
+        view = self.query_one(HealthView)
         if message.error:
             view.show_error(f"Health unreadable: {message.error}")
             self._health_read_at_s = 0.0

@@ -1,0 +1,102 @@
+"""Every message the console's workers post to the app, in one place.
+
+Workers run off the UI thread's flow and hand their result back as one of these; the
+app's handler for `Name` is `on_servedeck_app_<name>` (one namespace for all of them).
+A worker's uncaught failure is tui.app.console_workers.WorkerFailed, posted by the
+wrapper every worker goes through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from tui.gpu.model import GpuBoxSnapshot
+from tui.health.interconnect import InterconnectReport
+from tui.health.report import HealthReport
+from tui.hostinfo import HostOverview
+from tui.metrics import ServerMetrics
+from tui.plan.layout import Plan
+from tui.procs import KillReport, ProcListing
+from tui.readiness import Readiness
+from tui.service import ActionOutcome, UnitState
+
+NAMESPACE = "servedeck_app"
+
+
+@dataclass
+class OverviewReady(Message, namespace=NAMESPACE):
+    overview: HostOverview
+
+
+@dataclass
+class HostFailed(Message, namespace=NAMESPACE):
+    message: str
+
+
+@dataclass
+class ServiceUpdate(Message, namespace=NAMESPACE):
+    state: UnitState | None
+    error: str | None = None
+
+
+@dataclass
+class ReadinessUpdate(Message, namespace=NAMESPACE):
+    readiness: Readiness
+
+
+@dataclass
+class MetricsUpdate(Message, namespace=NAMESPACE):
+    metrics: ServerMetrics | None
+    error: str | None = None
+
+
+@dataclass
+class ProcsUpdate(Message, namespace=NAMESPACE):
+    listing: ProcListing
+
+
+@dataclass
+class ActionDone(Message, namespace=NAMESPACE):
+    verb: str
+    outcome: ActionOutcome | None
+    error: str | None = None
+
+
+@dataclass
+class KillDone(Message, namespace=NAMESPACE):
+    report: KillReport | None
+    error: str | None = None
+    listing: ProcListing | None = None  # from the kill's own final GPU re-check
+    gpu: GpuBoxSnapshot | None = None  # that re-check
+
+
+@dataclass
+class BenchEvent(Message, namespace=NAMESPACE):
+    event: object
+
+
+@dataclass
+class PlanReady(Message, namespace=NAMESPACE):
+    plan: Plan | None
+    error: str | None = None
+
+
+@dataclass
+class HealthReady(Message, namespace=NAMESPACE):
+    interconnect: InterconnectReport | None
+    health: HealthReport | None
+    error: str | None = None
+
+
+@dataclass
+class ProbeChecked(Message, namespace=NAMESPACE):
+    refusal: str | None
+    gpus: int
+
+
+@dataclass
+class ProbeDone(Message, namespace=NAMESPACE):
+    result: dict[str, object] | None
+    error: str | None = None
