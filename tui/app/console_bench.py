@@ -81,9 +81,9 @@ class BenchMixin(ConsoleParts):
                 recorder.on_event(event)
                 if event.get("event") == "result":
                     event = {**event, "result": recorder.annotate(event["result"])}
-                self.post_message(self.BenchEvent(event))
+                self.post_message(messages.BenchEvent(event))
         except ServedeckError as error:
-            self.post_message(self.BenchEvent({"event": "error", "message": str(error)}))
+            self.post_message(messages.BenchEvent({"event": "error", "message": str(error)}))
         finally:
             if recorder is not None:
                 recorder.close()

@@ -221,7 +221,7 @@ async def run_users(
     users = [asyncio.create_task(user(index)) for index in range(concurrency)]
     stopper = asyncio.create_task(stop.wait())
     everyone = asyncio.gather(*users)
-    await asyncio.wait({everyone, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait({everyone, stopper}, return_when=asyncio.FIRST_COMPLETED)  # type: ignore[type-var]
     stopper.cancel()
     for task in users:
         task.cancel()

@@ -89,7 +89,7 @@ async def run_conversations(
     tasks = [asyncio.create_task(converse(questions)) for questions in conversations]
     everyone = asyncio.gather(*tasks)
     stopper = asyncio.create_task(cancel.wait())
-    await asyncio.wait({everyone, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait({everyone, stopper}, return_when=asyncio.FIRST_COMPLETED)  # type: ignore[type-var]
     stopper.cancel()
     if not everyone.done():
         run.partial = True

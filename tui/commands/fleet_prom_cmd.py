@@ -13,6 +13,7 @@ import sys
 import time
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from tui.cli import run_async
 from tui.commands._width import hanging
@@ -51,7 +52,9 @@ def config_from_args(args: argparse.Namespace) -> PromFleetConfig:
     url = args.prometheus
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"fleet: --prometheus {url!r}: expected an http(s):// URL")
-    auth = "none" if not args.auth_env else ("basic" if args.basic else "bearer")
+    auth: Literal["none", "bearer", "basic"] = (
+        "none" if not args.auth_env else ("basic" if args.basic else "bearer")
+    )
     return PromFleetConfig(
         url=url,
         host_label=args.host_label,

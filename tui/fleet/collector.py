@@ -387,7 +387,7 @@ class BorrowedDeck(Deck):
         if self._gpu_source is not None and self._gpu_source is not self._lent_source:
             await self._gpu_source.aclose()
         if self._apps_interval_s is not None:  # back to the fleet's slower process list
-            self._lent_source.apps_interval_s = self._apps_interval_s  # type: ignore[union-attr]
+            self._lent_source.apps_interval_s = self._apps_interval_s  # type: ignore[attr-defined]
 
 
 def borrow_deck(deck: Deck) -> Deck:

@@ -18,11 +18,11 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
+from tui.app.console_workers import WorkerFailed, console_worker
 from tui.deck import Deck
 from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
 from tui.fleet.model import FleetRow
 from tui.fleet.view import SORT_KEYS, matches, sorted_rows, summarize
-from tui.screens.console_workers import WorkerFailed, console_worker
 from widgets.fleet_table import FleetTable
 
 BASE_INTERVAL_S = 2.0
