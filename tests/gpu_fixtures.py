@@ -26,11 +26,12 @@ case "$*" in
     if [ -n "$FAKE_SMI_LINE_DELAY" ]; then  # one GPU line at a time, as a slow driver prints
       while true; do
         head -n 8 "$FAKE_SMI_DIR/handmade_8x_h200_query_gpu.csv" | while read -r line; do
-          echo "$line"; sleep "$FAKE_SMI_LINE_DELAY"
-        done
+          echo "$line" || exit 1; sleep "$FAKE_SMI_LINE_DELAY"
+        done || exit 0
       done
     fi
-    while true; do head -n 8 "$FAKE_SMI_DIR/handmade_8x_h200_query_gpu.csv"; sleep 0.2; done ;;
+    # A closed pipe ends it, as it ends the real nvidia-smi (no shim left looping).
+    while true; do head -n 8 "$FAKE_SMI_DIR/handmade_8x_h200_query_gpu.csv" || exit 0; sleep 0.2; done ;;
   *--query-compute-apps*) cat "$FAKE_SMI_DIR/handmade_8x_h200_compute_apps.csv" ;;
   "topo -m") cat "$FAKE_SMI_DIR/handmade_8x_h200_topo_m.txt" ;;
   -L) echo "GPU 0: NVIDIA H200 (UUID: GPU-3c8a1f52-9d1e-7b2a-51c4-0e6f8d2a9b11)" ;;
