@@ -87,7 +87,9 @@ async def test_a_reading_tree_and_its_device_are_counted(tmp_path: Path) -> None
         assert after.device is not None
         assert after.device_read_bytes is not None and before.device_read_bytes is not None
         assert after.device_read_bytes - before.device_read_bytes >= 30 * MIB
-    assert after.tree_cpu_s is not None and after.tree_cpu_s >= (before.tree_cpu_s or 0)
+    # The tree includes the short-lived sampling helper itself: its CPU leaves with it,
+    # so the sum may dip by that much between samples.
+    assert after.tree_cpu_s is not None and after.tree_cpu_s >= (before.tree_cpu_s or 0) - 0.2
 
 
 def fixture_progress():  # type: ignore[no-untyped-def]

@@ -159,7 +159,9 @@ def test_scripted_night_is_recorded_in_order_with_alerts(
     gone = first("leftover gone", appeared)
     assert ready_1 < crash < restarted < ready_2 < appeared < killed
     assert killed <= gone or stamps[gone] >= stamps[killed] - 1.0
-    assert first("load phase: starting") < ready_1
+    # The first load's phases are recorded before it is ready (on a loaded machine the
+    # short "starting" phase can pass between two samples; a later phase is still seen).
+    assert first("load phase: ") < ready_1
     assert any("restarts 1" in text for text in texts[crash:])
     # alerts fire within 2 s of their condition, and resolve
     assert stamps[fired_failed] - stamps[crash] <= 2.0

