@@ -6,7 +6,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tui.audit import append_audit
-from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
 from tui.errors import ServedeckError
@@ -54,6 +53,7 @@ class BenchMixin:
     )
     async def _run_bench(self, preset_name: str) -> None:
         from tui.bench.context import context_for_profile
+        from tui.bench.driver import BenchProcess
         from tui.bench.workload import spec_from_preset
 
         preset = self.profile.benchmark.presets[preset_name]
