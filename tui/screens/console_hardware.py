@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from tui.errors import ServedeckError
-from tui.health.interconnect import InterconnectReport
-from tui.health.report import HealthReport
 from tui.screens.console_guard import while_open
 from tui.screens.console_workers import console_worker
 from widgets.health_view import HealthView
+
+if TYPE_CHECKING:  # loaded by the checks themselves, when the pane is first shown
+    from tui.health.interconnect import InterconnectReport
+    from tui.health.report import HealthReport
 
 # Re-read at most this often when the tab is shown again (the doctor runs ~15 commands).
 HEALTH_REFRESH_S = 30.0
