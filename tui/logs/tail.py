@@ -21,6 +21,9 @@ from tui.logs.line import LevelClassifier, LogLine
 
 _BLOCK_BYTES = 64 * 1024
 _READ_BYTES = 1024 * 1024
+# Lines yielded between two returns to the event loop while a flood is read: a file
+# read in full would hold the loop for seconds (the pane, keys and timers wait).
+YIELD_EVERY_LINES = 256
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer line is shown cut, never buffered whole
 _CUT_SHOWN_BYTES = 64 * 1024
 
@@ -116,8 +119,11 @@ class FileFollower:
                         chunk, skipping = chunk[end + 1 :], False
                     pending += chunk
                     *complete, pending = pending.split(b"\n")
-                    for raw in complete:
+                    for index, raw in enumerate(complete, 1):
                         yield self._line(raw)
+                        if index % YIELD_EVERY_LINES == 0:
+                            await asyncio.sleep(0)
+                    await asyncio.sleep(0)
                     if len(pending) > MAX_LINE_BYTES:
                         yield self._line(_cut_line(pending))
                         pending, skipping = b"", True

@@ -1,0 +1,293 @@
+"""Log ingest end to end: a real source through the console into the drawn log pane.
+
+Sources: a log file appended by another process (the console's local file follower),
+or a journal written by systemd-journal-remote and followed by `journalctl -o json -f`.
+The console is the real ServedeckApp (headless), so every stage runs as it does for
+an operator: reading, JSON decoding, classification, the load tracker, the restart-loop
+watch, the recorder feed (with its redaction; `--no-record` leaves it out) and the pane,
+with every line drawn. Prints lines/s (writer start to the last line drawn), event-loop
+lag p50/p99 (a 10 ms timer), RSS before/after, then each stage's cost per line measured
+apart on the same lines.
+
+    python tests/perf/log_ingest_e2e.py [--source file|journal] [--lines 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "perf"))
+
+from log_ingest import make_lines, rss_mb  # noqa: E402
+
+WRITER = r"""
+import sys
+path, total, chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+lines = sys.stdin.read().splitlines(keepends=True)
+with open(path, "a") as out:
+    for start in range(0, total, chunk):
+        out.write("".join(lines[start:start + chunk]))
+        out.flush()
+"""
+
+
+def texts(count: int) -> list[str]:
+    return [line.text for line in make_lines(0, count)]
+
+
+def per_line_us(seconds: float, count: int) -> float:
+    return seconds / count * 1e6
+
+
+def timed(work: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
+
+
+class Counted:
+    """Counts the lines the pane draws (each batch passes its _format once)."""
+
+    def __init__(self, pane: Any) -> None:
+        self.drawn = 0
+        original = pane._format
+
+        def counting(lines: Any) -> Any:
+            self.drawn += len(lines)
+            return original(lines)
+
+        pane._format = counting
+
+
+async def through_console(source: str, total: int, workdir: Path, record: bool) -> dict[str, Any]:
+    """The real app following a real source while another process writes `total` lines."""
+    os.environ["SERVEDECK_DATA_DIR"] = str(workdir / "data")
+    os.environ["SERVEDECK_RECORD"] = "1" if record else "0"
+    from tui.app import ServedeckApp
+    from tui.config import Profile, ServiceConfig
+    from tui.deck import open_deck
+    from widgets.log_pane import LogPane
+
+    lines = texts(total)
+    writer: Any = None
+    expected = total
+    if source == "file":
+        log_path = workdir / "service.log"
+        log_path.write_text("")
+        profile = Profile(name="ingest", service=ServiceConfig(log_file=str(log_path)))
+        deck = open_deck(profile)
+    else:
+        from journal_fixtures import JournalWriter
+
+        from tui.hosts.local import LocalHost
+        from tui.logs.journal import JournalFollower
+
+        journal = workdir / "service.journal"
+        writer = JournalWriter(journal)
+        writer.write("servedeck ingest: journal opened")
+        writer.wait_visible(1)
+        expected = total + 1
+        profile = Profile(name="ingest")
+        deck = open_deck(profile)
+
+        def journal_lines(initial_lines: int = 200, follow: bool = True) -> Any:
+            return JournalFollower(
+                LocalHost(), journal_file=str(journal), initial_lines=initial_lines, follow=follow
+            ).lines()
+
+        deck.log_lines = journal_lines  # type: ignore[method-assign]
+    app = ServedeckApp(profile, deck)
+    lags: list[float] = []
+    async with app.run_test(size=(160, 50)) as pilot:
+        pane = app.query_one(LogPane)
+        counted = Counted(pane)
+        deadline = time.monotonic() + 60
+        while app.recording is None and time.monotonic() < deadline:  # sources started
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
+        counted.drawn = 0 if source == "file" else counted.drawn
+        rss_before = rss_mb()
+        flooding = True
+
+        async def lag_probe() -> None:
+            while flooding:
+                start = time.perf_counter()
+                await asyncio.sleep(0.01)
+                lags.append(time.perf_counter() - start - 0.01)
+
+        probe = asyncio.create_task(lag_probe())
+        started = time.perf_counter()
+        if source == "file":
+            producer = subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(log_path), str(total), "10000"],
+                stdin=subprocess.PIPE,
+                text=True,
+            )
+            assert producer.stdin is not None
+            producer.stdin.write("\n".join(lines) + "\n")
+            producer.stdin.close()
+        else:
+            for start in range(0, total, 5000):
+                await asyncio.to_thread(writer.write, *lines[start : start + 5000])
+        deadline = time.monotonic() + 600
+        while counted.drawn < expected and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        elapsed = time.perf_counter() - started
+        flooding = False
+        await probe
+        rss_after = rss_mb()
+        drawn, buffered = counted.drawn, len(pane.buffer)
+        await pilot.press("q")
+    if writer is not None:
+        writer.close()
+    else:
+        producer.wait()
+    lags.sort()
+    return {
+        "source": source,
+        "lines": total,
+        "lines_drawn": drawn,
+        "recording": record,
+        "seconds": elapsed,
+        "lines_per_s": drawn / elapsed,
+        "lag_p50_ms": statistics.median(lags) * 1000 if lags else 0.0,
+        "lag_p99_ms": lags[int(0.99 * (len(lags) - 1))] * 1000 if lags else 0.0,
+        "lag_max_ms": lags[-1] * 1000 if lags else 0.0,
+        "rss_before_mb": rss_before,
+        "rss_after_mb": rss_after,
+        "buffer_lines": buffered,
+    }
+
+
+def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
+    """Each stage apart, µs per line, on the same vLLM-format lines."""
+    from tui.hosts.local import LocalHost
+    from tui.loadwatch import LoadTracker, vllm_line_time_s
+    from tui.logs.journal import JournalFollower
+    from tui.logs.line import LevelClassifier
+    from tui.logs.tail import FileFollower
+    from tui.record.feed import RecordFeed
+    from tui.redact import redact_text
+    from tui.restart_loop import RestartLoopDetector
+
+    lines = texts(total)
+    costs: dict[str, float] = {}
+    classifier = LevelClassifier()
+    costs["classify"] = per_line_us(timed(lambda: [classifier.classify(t) for t in lines]), total)
+
+    async def consume(source_lines: Any) -> list[Any]:
+        return [line async for line in source_lines]
+
+    if source == "file":
+        path = workdir / "stage.log"
+        path.write_text("\n".join(lines) + "\n")
+        follower = FileFollower(str(path), initial_lines=total, follow=False)
+        read: list[Any] = []
+        seconds = timed(lambda: read.extend(asyncio.run(consume(follower.lines()))))
+        costs["file read+split+classify+LogLine"] = per_line_us(seconds, total)
+    else:
+        journal = workdir / "service.journal"
+        follower_j = JournalFollower(
+            LocalHost(), journal_file=str(journal), initial_lines=total, follow=False
+        )
+        read = []
+        seconds = timed(lambda: read.extend(asyncio.run(consume(follower_j.lines()))))
+        costs["journalctl+stream+json+classify+LogLine"] = per_line_us(seconds, len(read))
+        raw = subprocess.run(
+            ["journalctl", "--file", str(journal), "-o", "json", "--no-pager", "--all"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        costs["journalctl -o json alone"] = per_line_us(
+            timed(
+                lambda: subprocess.run(
+                    ["journalctl", "--file", str(journal), "-o", "json", "--no-pager", "--all"],
+                    capture_output=True,
+                    check=True,
+                )
+            ),
+            len(raw),
+        )
+        costs["json.loads"] = per_line_us(timed(lambda: [json.loads(r) for r in raw]), len(raw))
+    tracker = LoadTracker()
+    costs["load tracker"] = per_line_us(timed(lambda: tracker.feed_many(read)), len(read))
+    detector = RestartLoopDetector("vllm.service")
+    costs["restart-loop watch"] = per_line_us(
+        timed(lambda: detector.feed(line.text for line in read)), len(read)
+    )
+    costs["recorder's own-clock parse"] = per_line_us(
+        timed(lambda: [vllm_line_time_s(line.text) for line in read]), len(read)
+    )
+    costs["redact_text"] = per_line_us(timed(lambda: [redact_text(t) for t in lines]), total)
+
+    class Sink:
+        def put(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+        def __getattr__(self, name: str) -> Callable[..., None]:
+            return lambda *args, **kwargs: None
+
+    feed = RecordFeed(Sink(), "local")  # type: ignore[arg-type]
+    now = time.time()
+    costs["recorder feed (redacts)"] = per_line_us(
+        timed(lambda: [feed.observe_log(line, now) for line in read]), len(read)
+    )
+    return costs
+
+
+def pane_cost(total: int) -> float:
+    from log_ingest import run
+
+    result = asyncio.run(run(total, 2000, 50_000, True))
+    return 1e6 / float(result["lines_per_s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--source", choices=("file", "journal"), default="file")
+    parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--no-record", action="store_true", help="console without the recorder")
+    parser.add_argument("--stages-only", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="servedeck-ingest-") as tmp:
+        workdir = Path(tmp)
+        if not args.stages_only:
+            result = asyncio.run(
+                through_console(args.source, args.lines, workdir, not args.no_record)
+            )
+            for key, value in result.items():
+                shown = f"{value:,.1f}" if isinstance(value, float) else str(value)
+                print(f"{key:>40}: {shown}")
+        elif args.source == "journal":
+            from journal_fixtures import JournalWriter
+
+            writer = JournalWriter(workdir / "service.journal")
+            lines = texts(args.lines)
+            for start in range(0, args.lines, 5000):
+                writer.write(*lines[start : start + 5000])
+            writer.wait_visible(args.lines, timeout_s=300)
+            writer.close()
+        print("\nstage costs, µs per line (each measured apart):")
+        costs = stage_costs(min(args.lines, 100_000), workdir, args.source)
+        costs["log pane, every line drawn"] = pane_cost(min(args.lines, 200_000))
+        for name, us in costs.items():
+            print(f"{name:>40}: {us:7.2f}")
+        print(f"{'sum':>40}: {sum(costs.values()):7.2f}")
+
+
+if __name__ == "__main__":
+    main()
