@@ -58,6 +58,8 @@ async def test_timeline_filters_shows_state_and_replays_without_actions(
     deck = demo_deck(box, profile)
     app = ServedeckApp(deck.profile, deck)
     async with app.run_test(size=(140, 44)) as pilot:
+        # The recorder starts just after the first frame is painted.
+        await _until(pilot, lambda: app.recording is not None, "the recorder started")
         assert app.recording is not None and app.recording.recording, app.recording.status
         box.start()
         await _until(pilot, lambda: _recorded(app, "ready: "), "the load recorded")
@@ -132,6 +134,7 @@ async def test_console_reads_when_another_recorder_holds_the_file(
     try:
         app = ServedeckApp(deck.profile, deck)
         async with app.run_test(size=(120, 36)) as pilot:
+            await _until(pilot, lambda: app.recording is not None, "the recorder started")
             assert app.recording is not None and not app.recording.recording
             assert "already being recorded by pid" in app.recording.status
             assert "servedeck record -p demo" in app.recording.status

@@ -13,14 +13,11 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit, urlunsplit
 
 from tui.config import Profile
-from tui.gpu.factory import gpu_source_for
 from tui.gpu.model import GpuSource
 from tui.hostinfo import HostOverview, collect_overview, refresh_vitals
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
-from tui.logs.journal import JournalFollower
 from tui.logs.line import LogLine
-from tui.logs.tail import follow_file
 from tui.redact import remember_secret
 from tui.service import ServiceController, SystemdService
 
@@ -77,6 +74,8 @@ class Deck:
 
                 self._gpu_source = SimGpuSource(self.box)  # type: ignore[arg-type]
             else:
+                from tui.gpu.factory import gpu_source_for  # NVML loads with the first sample
+
                 self._gpu_source = await gpu_source_for(
                     self.host, self.profile, interval_s=self.profile.gpu.refresh_s
                 )
@@ -100,6 +99,9 @@ class Deck:
         self, initial_lines: int = 200, follow: bool = True
     ) -> AsyncIterator[LogLine] | None:
         """The service log as LogLines: the journal for a unit, else the log file."""
+        from tui.logs.journal import JournalFollower
+        from tui.logs.tail import follow_file
+
         if self.box is not None:
             log_path = str(self.box.log_path)  # type: ignore[attr-defined]
             return follow_file(self.host, log_path, initial_lines=initial_lines, follow=follow)

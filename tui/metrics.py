@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-
-import httpx
-from prometheus_client.parser import text_string_to_metric_families
+from typing import TYPE_CHECKING
 
 from tui.errors import ServedeckError
 from tui.loadwatch import EngineStats
+
+if TYPE_CHECKING:  # httpx and the parser load on the first scrape, not at console start
+    import httpx
 
 # family names (as the parser gives them: counters without `_total`)
 RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs")
@@ -109,6 +110,8 @@ def parse_metrics(
     """Parse a /metrics page (optionally only some families); non-Prometheus text raises."""
     if families is not None:
         text = keep_families(text, families)
+    from prometheus_client.parser import text_string_to_metric_families
+
     values: dict[str, float] = {}
     buckets: dict[str, dict[float, float]] = {}
     try:
@@ -263,12 +266,16 @@ class MetricsPoller:
         self, base_url: str, *, api_key: str | None = None, timeout_s: float = 3.0
     ) -> None:
         self.url = base_url.rstrip("/") + "/metrics"
+        import httpx
+
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0))
         self._previous: MetricsScrape | None = None
 
     async def poll(self, client: httpx.AsyncClient | None = None) -> ServerMetrics:
         """One scrape; raises ServedeckError with the URL when the server cannot be read."""
+        import httpx
+
         try:
             if client is None:
                 async with httpx.AsyncClient(timeout=self._timeout) as own:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from tui.loadwatch import LoadProgress, Phase
+
+if TYPE_CHECKING:  # httpx loads on the first probe, not at console start
+    import httpx
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,8 @@ class ReadinessProbe:
         self, base_url: str, *, api_key: str | None = None, timeout_s: float = 2.0
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        import httpx
+
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 1.0))
 
@@ -49,6 +53,8 @@ class ReadinessProbe:
         self, progress: LoadProgress | None = None, client: httpx.AsyncClient | None = None
     ) -> Readiness:
         """Poll /health and /v1/models; pass a long-lived client to avoid a new one per poll."""
+        import httpx
+
         now = time.time()
         if not self.should_poll(progress):
             return Readiness(False, False, (), None, None, now)

@@ -7,6 +7,7 @@ them; it never measures or computes a metric itself.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -14,8 +15,10 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from tui.bench.driver import BenchProgress, BenchStarted
 from tui.bench.model import BenchResult, LevelResult
+
+if TYPE_CHECKING:  # the driver loads with the first run, not with the console
+    from tui.bench.driver import BenchProgress, BenchStarted
 
 FORMULAS = (
     "TTFT = first token chunk - send time;  E2EL = last token chunk - send time;\n"
@@ -68,6 +71,8 @@ class BenchView(VerticalScroll):
 
     def show_event(self, event: object) -> None:
         """Draw any event the benchmark process streams (started, progress, level, result)."""
+        from tui.bench.driver import BenchProgress, BenchStarted
+
         if isinstance(event, BenchStarted):
             self.show_started(event)
         elif isinstance(event, BenchProgress):

@@ -5,13 +5,16 @@ A pure view: handed finished reports (tui.health), it draws them; it computes no
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from tui.health.interconnect import InterconnectReport
-from tui.health.report import HealthReport
+if TYPE_CHECKING:  # the reports' modules load with the first check, not the first frame
+    from tui.health.interconnect import InterconnectReport
+    from tui.health.report import HealthReport
 
 STYLES = {"crit": "bold red", "warn": "bold yellow", "info": "cyan", "ok": "bold green"}
 MARKS = {"crit": "CRIT", "warn": "WARN", "info": "INFO", "ok": " OK "}

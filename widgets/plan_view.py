@@ -5,15 +5,16 @@ A pure view: it is handed a finished Plan (tui.plan) and draws it; it computes n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from tui.plan.layout import FITS, INVALID, Layout, LayoutResult, Plan, gib
-from tui.plan.render import layout_details
+if TYPE_CHECKING:  # the planner loads with the first plan: the console starts without it
+    from tui.plan.layout import Layout, LayoutResult, Plan
 
-VERDICT_STYLES = {FITS: "bold green", INVALID: "bold red", "too big": "bold yellow"}
 COLUMNS = ("layout", "GPUs", "weights/GPU", "KV room/GPU", "KV tokens", "full-len", "verdict")
 
 
@@ -64,6 +65,8 @@ class PlanView(Vertical):
         if self._plan is None:
             title.update("No plan yet.")
             return
+        from tui.plan.layout import gib
+
         plan = self._plan
         title.update(
             f"{plan.model_name}: {gib(plan.weights.total_bytes)} ({plan.weights.source}) "
@@ -80,6 +83,9 @@ class PlanView(Vertical):
 
     @staticmethod
     def _cells(result: LayoutResult, chosen: bool) -> tuple[Text, ...]:
+        from tui.plan.layout import FITS, INVALID, TOO_BIG, gib
+
+        styles = {FITS: "bold green", INVALID: "bold red", TOO_BIG: "bold yellow"}
         label = Text(("▶ " if chosen else "  ") + result.layout.label)
         if chosen:
             label.stylize("bold reverse")
@@ -90,7 +96,7 @@ class PlanView(Vertical):
             Text(gib(max(result.kv_room_bytes_per_gpu, 0)), justify="right"),
             Text(f"{result.max_tokens:,}", justify="right"),
             Text(str(result.full_length_requests), justify="right"),
-            Text(result.verdict, style=VERDICT_STYLES.get(result.verdict, "")),
+            Text(result.verdict, style=styles.get(result.verdict, "")),
         )
 
     def _show_detail(self, result: LayoutResult | None) -> None:
@@ -98,6 +104,8 @@ class PlanView(Vertical):
         if result is None:
             detail.update("")
             return
+        from tui.plan.render import layout_details
+
         lines = layout_details(result)
         lines[0] = lines[0].removeprefix("### ")
         detail.update(Text("\n".join(lines).rstrip()))

@@ -3,6 +3,11 @@
 Prints the median (and min/max) over N runs. Run: python tests/perf/startup.py [--runs 10]
 The console is started headless on the demo-free local profile through Textual's
 `run_test`, in a fresh interpreter each run, so imports are counted.
+
+`--baseline DIR` (another checkout, e.g. `git archive main | tar -x -C DIR`) times
+that tree's console too, alternating run by run, so a busy machine's load falls on
+both alike. Python's bytecode cache matters: with PYTHONDONTWRITEBYTECODE=1 every
+servedeck module is compiled from source at each start; both modes are worth a look.
 """
 
 from __future__ import annotations
@@ -40,11 +45,11 @@ asyncio.run(main())
 """
 
 
-def first_frame_s() -> float:
+def first_frame_s(tree: Path = REPO) -> float:
     started = time.time()
     result = subprocess.run(
         [sys.executable, "-c", FIRST_FRAME, repr(started)],
-        cwd=REPO,
+        cwd=tree,
         capture_output=True,
         text=True,
         check=True,
@@ -52,10 +57,10 @@ def first_frame_s() -> float:
     return float(result.stdout.strip().splitlines()[-1])
 
 
-def version_s() -> float:
+def version_s(tree: Path = REPO) -> float:
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "tui", "--version"], cwd=REPO, capture_output=True, check=True
+        [sys.executable, "-m", "tui", "--version"], cwd=tree, capture_output=True, check=True
     )
     return time.perf_counter() - started
 
@@ -70,9 +75,19 @@ def report(name: str, samples: list[float]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--baseline", type=Path, help="another tree, timed in alternation")
     args = parser.parse_args()
-    report("servedeck --version", [version_s() for _ in range(args.runs)])
-    report("console first frame", [first_frame_s() for _ in range(args.runs)])
+    if args.baseline is None:
+        report("servedeck --version", [version_s() for _ in range(args.runs)])
+        report("console first frame", [first_frame_s() for _ in range(args.runs)])
+        return
+    trees = {"this tree": REPO, "baseline": args.baseline.resolve()}
+    frames: dict[str, list[float]] = {name: [] for name in trees}
+    for _ in range(args.runs):
+        for name, tree in trees.items():
+            frames[name].append(first_frame_s(tree))
+    for name, samples in frames.items():
+        report(f"first frame, {name}", samples)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
@@ -37,7 +36,6 @@ from tui.app.console_record import RecordMixin
 from tui.app.console_workers import console_worker, failure_text
 from tui.app.load_explain_watch import explain_after_ready
 from tui.audit import append_audit
-from tui.bench.driver import BenchProcess
 from tui.bench.history import runs_for_host
 from tui.config import Profile
 from tui.deck import Deck
@@ -72,6 +70,11 @@ from widgets.log_pane import LogPane
 from widgets.plan_view import PlanView
 from widgets.procs_pane import ProcsPane
 from widgets.service_line import ServiceLine
+
+if TYPE_CHECKING:  # loaded when first used: the first frame needs neither
+    import httpx
+
+    from tui.bench.driver import BenchProcess
 
 SERVICE_POLL_S = 1.0  # a crashed or stopped server shows within 2 s
 METRICS_POLL_S = 2.0
@@ -211,13 +214,19 @@ class ServedeckApp(
         self.query_one(LoadStrip).show(None)
         if short_setup_hint(self.profile):  # the whole hint is in the log pane
             self.notify(f"{short_setup_hint(self.profile)}", title="Nothing to watch", timeout=15)
+        self.query_one("#deck-note", Static).display = False
+        # The first frame first: the sources load NVML, SQLite and httpx (~100 ms).
+        self.call_after_refresh(self.call_later, self._start_sources)
+
+    def _start_sources(self) -> None:
+        if console_closing(self):
+            return
         self._start_recording()
         self._poll_overview()
         self._poll_gpus()
         self._poll_service()
         self._follow_log()
         self.query_one(BenchView).show_history(runs_for_host(self.deck.host_label))
-        self.query_one("#deck-note", Static).display = False
         self.set_interval(HEALTH_TICK_S, self._tick_health, name="health-clock")
 
     def _tab_visible(self, tab_id: str) -> bool:
@@ -519,6 +528,8 @@ class ServedeckApp(
     def _http_client(self) -> httpx.AsyncClient:
         """One client for every poll: a new one per request costs ~25 ms of TLS setup."""
         if self._http is None:
+            import httpx
+
             self._http = httpx.AsyncClient(timeout=httpx.Timeout(3.0, connect=2.0))
         return self._http
 

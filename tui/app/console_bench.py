@@ -10,7 +10,6 @@ from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
 from tui.app.parts import ConsoleParts
 from tui.audit import append_audit
-from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
 from tui.errors import ServedeckError
@@ -134,6 +133,7 @@ class BenchMixin(ConsoleParts):
     )
     async def _run_bench(self, preset_name: str) -> None:
         from tui.bench.context import context_for_profile
+        from tui.bench.driver import BenchProcess
         from tui.bench.workload import spec_from_preset
 
         preset = self.profile.benchmark.presets[preset_name]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from tui.app import messages
 from tui.app.console_guard import while_open
@@ -10,6 +11,9 @@ from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
 from tui.errors import ServedeckError
 from widgets.health_view import HealthView
+
+if TYPE_CHECKING:  # loaded by the checks themselves, when the pane is first shown
+    pass
 
 # Re-read at most this often when the tab is shown again (the doctor runs ~15 commands).
 HEALTH_REFRESH_S = 30.0

@@ -7,29 +7,25 @@ costs the event loop almost nothing; SQLite runs in the recorder's own thread.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from tui.alerts.engine import AlertChange
 from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
 from tui.errors import ServedeckError
-from tui.gpu.model import GpuBoxSnapshot
 from tui.loadwatch import vllm_line_time_s
-from tui.logs.line import LogLine
-from tui.metrics import ServerMetrics
-from tui.procs import list_gpu_processes
-from tui.procs.gpu_hints import deck_context
-from tui.procs.model import ProcListing
-from tui.readiness import Readiness
-from tui.record.execinfo import read_exec
-from tui.record.session import ConsoleRecording
-from tui.screens.replay import ReplayScreen
-from tui.screens.timeline import TimelineScreen
-from tui.service import UnitState
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
+    from tui.alerts.engine import AlertChange
+    from tui.gpu.model import GpuBoxSnapshot
     from tui.loadwatch import LoadProgress
+    from tui.logs.line import LogLine
+    from tui.metrics import ServerMetrics
+    from tui.procs.model import ProcListing
+    from tui.readiness import Readiness
+    from tui.record.session import ConsoleRecording
+    from tui.service import UnitState
 
 RECORD_PROCS_S = 10.0
 RECORD_FILES_S = 2.0
@@ -62,6 +58,8 @@ class RecordMixin(ConsoleParts):
     _log_started_s: float | None = None
 
     def _start_recording(self: Any) -> None:
+        from tui.record.session import ConsoleRecording
+
         secrets = tuple(s for s in (self.deck.api_key,) if s)
         self.recording = ConsoleRecording(
             self.profile,
@@ -99,6 +97,8 @@ class RecordMixin(ConsoleParts):
         "record-exec", pane="record", what="record the service command line", exclusive=False
     )
     async def _record_exec(self: Any, pid: int, started_s: float) -> None:
+        from tui.record.execinfo import read_exec
+
         found = await read_exec(self.deck.host, pid, self.recording.feed.extra_secrets)
         if found is not None and self.recording is not None:
             self.recording.feed.observe_exec(pid, found[0], found[1], started_s)
@@ -153,6 +153,9 @@ class RecordMixin(ConsoleParts):
     @console_worker("record-procs", pane="record", what="list processes for the recorder")
     async def _record_procs(self: Any) -> None:
         """Leftovers appear while nobody looks at Processes: list them now and then, quietly."""
+        from tui.procs import list_gpu_processes
+        from tui.procs.gpu_hints import deck_context
+
         try:
             snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
             listing = await list_gpu_processes(
@@ -178,6 +181,8 @@ class RecordMixin(ConsoleParts):
 
     # --- Timeline and replay -----------------------------------------------------------------
     def action_timeline(self: Any) -> None:
+        from tui.screens.timeline import TimelineScreen
+
         if isinstance(self.screen, TimelineScreen):
             return
         recording = self.recording
@@ -196,11 +201,14 @@ class RecordMixin(ConsoleParts):
         )
 
     def open_replay(self: Any, at_s: float) -> None:
+        from tui.screens.replay import ReplayScreen
+
         if self.recording is not None:
             self.push_screen(ReplayScreen(self.recording.db_path, at_s, self.deck.host_label))
 
     def check_action(self: Any, action: str, parameters: tuple[object, ...]) -> bool | None:
         """No action key works while a replay is on screen."""
-        if action in ACTING and isinstance(self.screen, ReplayScreen):
+        replay = sys.modules.get("tui.screens.replay")  # not loaded: no replay was opened
+        if action in ACTING and replay is not None and isinstance(self.screen, replay.ReplayScreen):
             return False
         return super().check_action(action, parameters)

@@ -10,14 +10,15 @@ import time
 from typing import TYPE_CHECKING
 
 from tui.errors import ServedeckError
-from tui.load_explain import record_load
-from tui.load_explain_status import collect_explain
 
 if TYPE_CHECKING:
     from tui.app import ServedeckApp
 
 
 async def explain_after_ready(app: ServedeckApp) -> None:
+    from tui.load_explain import record_load  # once a load is done, not at console start
+    from tui.load_explain_status import collect_explain
+
     progress = app.tracker.snapshot()
     if not progress.timeline:
         return

@@ -9,18 +9,21 @@ wrapper every worker goes through.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from tui.gpu.model import GpuBoxSnapshot
-from tui.health.interconnect import InterconnectReport
-from tui.health.report import HealthReport
 from tui.hostinfo import HostOverview
 from tui.metrics import ServerMetrics
 from tui.plan.layout import Plan
 from tui.procs import KillReport, ProcListing
 from tui.readiness import Readiness
 from tui.service import ActionOutcome, UnitState
+
+if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
+    from tui.health.interconnect import InterconnectReport
+    from tui.health.report import HealthReport
 
 NAMESPACE = "servedeck_app"
 

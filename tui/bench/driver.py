@@ -17,10 +17,13 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui.bench.model import BenchResult, LevelResult, level_from_dict, result_from_dict
-from tui.bench.workload import BenchSpec
 from tui.errors import ServedeckError
+
+if TYPE_CHECKING:  # the workload module loads httpx: not needed to draw a run's events
+    from tui.bench.workload import BenchSpec
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 

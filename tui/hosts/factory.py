@@ -7,7 +7,6 @@ from tui.config import Profile
 from tui.errors import ServedeckError
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
-from tui.hosts.ssh import SSHHost
 
 
 def profile_ref(profile: Profile) -> str:
@@ -23,5 +22,7 @@ def host_for_profile(profile: Profile) -> Host:
     if kind in ("local", "demo"):  # the simulator's box runs on this machine
         return LocalHost()
     if kind == "ssh":
+        from tui.hosts.ssh import SSHHost  # asyncssh costs ~90 ms: only SSH profiles load it
+
         return SSHHost(profile.host, profile_ref=profile_ref(profile))
     raise ServedeckError(f"profile {profile.name}: unknown host kind {kind!r}")

@@ -17,13 +17,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from tui.errors import ServedeckError
-from tui.logs.line import LogLine
-from tui.restart_guard import GUARDED_VERBS, GuardVerdict, check
 from tui.restart_loop import RestartLoopDetector, record
-from tui.service import UnitState
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the guard (and the doctor's checks) load with the first start/restart
     from tui.app import ServedeckApp
+    from tui.logs.line import LogLine
+    from tui.restart_guard import GuardVerdict
+    from tui.service import UnitState
 
 
 class GuardRefusedScreen(ModalScreen[bool]):
@@ -75,6 +75,8 @@ class GuardRefusedScreen(ModalScreen[bool]):
 
 async def guard_then_confirm(app: ServedeckApp, verb: str, confirm: Callable[[], None]) -> None:
     """Open the confirm dialog only when the guard passes; else the refusal offering K."""
+    from tui.restart_guard import GUARDED_VERBS, check
+
     if verb not in GUARDED_VERBS:
         confirm()
         return
