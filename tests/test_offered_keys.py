@@ -7,11 +7,13 @@ binding of the app, the log, the GPU pane and table and the summary preview is i
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
 
 from textual.command import CommandPalette
 from textual.widgets import Log
 
+from tui import paths
 from tui.app import ServedeckApp
 from tui.config import demo_profile
 from tui.deck import Deck, open_deck
@@ -114,6 +116,17 @@ async def test_read_only_footer_offers_no_change() -> None:
                 await pilot.press(key)
                 await pilot.pause(0.2)
                 assert app.screen is app.screen_stack[0], f"{key} opened a dialog in read-only"
+            # Pressed anyway (a browser visitor does): a refusal the operator sees, audited.
+            said = [note.message for note in app._notifications]
+            assert any("Start (S) is refused" in text for text in said), said
+            assert any("Clean up (K) is refused" in text for text in said), said
+            await pilot.press("1")  # a key that changes nothing is not "refused"
+            await pilot.pause(0.2)
+            records = [json.loads(line) for line in paths.audit_log_path().read_text().splitlines()]
+            refused = [r for r in records if r["event"] == "console.refused"]
+            assert [r["pressed"] for r in refused] == ["S", "K"], refused
+            assert all(r["reason"] == "read-only mode" for r in refused)
+            assert not [r for r in records if r["event"].startswith(("service.", "kill."))]
 
 
 async def test_log_keys_work_without_tab_and_help_lists_them() -> None:

@@ -115,13 +115,15 @@ def test_demo_console_in_chromium_reads_keys_refuses_actions_and_ends_with_the_t
         press(page, "Escape")
         wait_screen(page, lambda s: "Show every key" not in s, 30, "the help screen to close")
 
-        # Read-only offers no key that changes the host: X and K do nothing (not in the footer).
+        # Read-only offers no key that changes the host; X and K pressed anyway are refused
+        # on screen (and audited below), never a dialog.
         press(page, "X")
+        wait_screen(page, lambda s: "Stop (X) is refused" in s, 30, "X refused")
         press(page, "K")
-        time.sleep(2.0)  # an absence: give a wrongly offered dialog time to appear
+        wait_screen(page, lambda s: "Clean up (K) is refused" in s, 30, "K refused")
+        time.sleep(1.0)  # an absence: give a wrongly offered dialog time to appear
         screen = screen_text(page)
         assert "Stop vllm-kimi-k25-int4.service?" not in screen
-        assert "Read-only" not in screen or "disabled" not in screen
         assert "activating" in screen or "active" in screen
         assert "deactivating" not in screen and "inactive" not in screen
 
@@ -134,6 +136,9 @@ def test_demo_console_in_chromium_reads_keys_refuses_actions_and_ends_with_the_t
     records = audit_records()
     events = [record["event"] for record in records]
     assert not [event for event in events if str(event).startswith(("service.", "kill."))]
+    refused = [r for r in records if r["event"] == "console.refused"]
+    assert [r["pressed"] for r in refused] == ["X", "K"], refused
+    assert all(r["via"] and r["reason"] == "read-only mode" for r in refused)
     start = next(r for r in records if r["event"] == "web.visit.start")
     end = next(r for r in records if r["event"] == "web.visit.end")
     assert start["pid"] == end["pid"] == console

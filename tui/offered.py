@@ -14,6 +14,11 @@ _FOCUS_BY_TAB = {"deck": "#log-pane Log", "procs": "#procs-pane"}
 _SCOPES_BY_TAB = {"deck": ("log", "gpu", "gpu-table"), "procs": ("procs",)}
 
 
+def changes_host(action: str) -> bool:
+    """True for the actions a read-only console refuses (start/stop/restart, kills)."""
+    return action in _CHANGING
+
+
 def action_offered(
     action: str,
     parameters: tuple[object, ...],

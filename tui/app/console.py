@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
@@ -49,7 +50,7 @@ from tui.load_eta import ready_clock_for
 from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
 from tui.logs.line import LogLine
 from tui.metrics import MetricsPoller, ServerMetrics
-from tui.offered import action_offered, focus_target, help_scopes
+from tui.offered import action_offered, changes_host, focus_target, help_scopes
 from tui.paths import demo_records_note
 from tui.procs import ProcListing
 from tui.procs.kill import leftovers
@@ -636,6 +637,36 @@ class ServedeckApp(
     def action_help(self) -> None:
         scopes = help_scopes(self._tabs.active, getattr(self.screen, "KEY_SCOPE", None))
         self.push_screen(HelpScreen(COMMANDS, self._effective_keys(), extra=FORMULAS, here=scopes))
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that would change the host, pressed read-only: say no, and audit it.
+
+        Read-only hides those keys, so Textual ignores the press; a browser visitor who
+        presses X anyway sees why nothing happened, and the audit log keeps the attempt.
+        """
+        if not self.profile.read_only:
+            return
+        keymap = dict(self.profile.keys)
+        for command in commands_in("app"):
+            keys = keymap.get(command.binding_id, command.key).split(",")
+            if event.key not in (key.strip() for key in keys):
+                continue
+            _namespace, name, _parameters = parse_action(command.action)
+            if changes_host(name):
+                self._refuse_read_only(event.key, command.label, command.action)
+            return
+
+    def _refuse_read_only(self, key: str, label: str, action: str) -> None:
+        self.notify(
+            f"Read-only console: {label} ({key}) is refused.",
+            title="Read-only",
+            severity="warning",
+        )
+        append_audit(
+            "console.refused",
+            self.deck.host_label,
+            {"pressed": key, "action": action, "reason": "read-only mode"},
+        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer only what can be done now: the footer and the keys follow the service state."""
