@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.browser_support import ServeProcess, chromium, wait_screen  # noqa: E402
+from tests.support.browser_support import ServeProcess, chromium, wait_screen  # noqa: E402
 
 
 def loaded_percent(screen: str) -> int:

@@ -17,7 +17,7 @@ from textual.app import App, ComposeResult  # noqa: E402
 from tui.plan import Layout, PlanSettings, build_plan, model_from_config, stated_inventory  # noqa: E402
 from widgets.plan_view import PlanView  # noqa: E402
 
-CONFIG = ROOT / "tests" / "fixtures" / "models" / "MiniMax-M2.7.json"
+CONFIG = ROOT / "tests" / "support" / "fixtures" / "models" / "MiniMax-M2.7.json"
 
 
 class PlanScreenshotApp(App[None]):

@@ -9,15 +9,15 @@ import pytest
 
 # Fixture plugins, one module per area (keeps this file free of merge fights).
 pytest_plugins: list[str] = [
-    "tests.sim_fixtures",
-    "tests.gpu_fixtures",
-    "tests.journal_fixtures",
-    "tests.sshd_fixtures",
-    "tests.procs_fixtures",
-    "tests.bench_fixtures",
-    "tests.vllm_harness",
-    "tests.cli_support",
-    "tests.tiers",
+    "tests.support.sim_fixtures",
+    "tests.support.gpu_fixtures",
+    "tests.support.journal_fixtures",
+    "tests.support.sshd_fixtures",
+    "tests.support.procs_fixtures",
+    "tests.support.bench_fixtures",
+    "tests.support.vllm_harness",
+    "tests.support.cli_support",
+    "tests.support.tiers",
 ]
 
 

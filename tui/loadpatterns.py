@@ -6,7 +6,7 @@ compiled regex; loadwatch decides what a match means for the phase.
 Every pattern is linear-time on any input (a 1 MB line of digits must not stall
 the console): repetitions that can meet each other are bounded, `.*` between
 two literals is `.{0,N}?`, and the tracker examines at most SCAN_CHARS of a line.
-tests/test_pattern_linearity.py feeds 1 MB adversarial lines to every pattern.
+tests/integration/test_pattern_linearity.py feeds 1 MB adversarial lines to every pattern.
 """
 
 from __future__ import annotations

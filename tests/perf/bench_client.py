@@ -1,6 +1,6 @@
 """The benchmark client's own ceiling: output tok/s it can parse, and CPU per 1,000 tokens.
 
-Against a fast loopback SSE server (tests/sse_server.py with no delays, one
+Against a fast loopback SSE server (tests/support/sse_server.py with no delays, one
 process), for 256 and 512 concurrent streams, for each transport considered:
 httpx's default transport, httpx over httpx-aiohttp (servedeck's choice), and
 raw aiohttp with the same SSE fast path. The client's CPU seconds are its

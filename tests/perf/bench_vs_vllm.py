@@ -11,7 +11,7 @@ characters per token; so vLLM's client runs first and servedeck's then asks
 for the mean prompt length the simulator charged vLLM's prompts. Output
 tokens are identical (max_tokens with ignore_eos; both read usage).
 
-Part 2, ceiling: each client against tests/sse_server.py in fast mode (16
+Part 2, ceiling: each client against tests/support/sse_server.py in fast mode (16
 tokens per write, no delays: the server outruns either client), at 256 and
 512 concurrent streams. tok/s is each client's own output throughput (both
 use vLLM's definition), accepted only when every token arrived. A sampler
@@ -383,7 +383,7 @@ def main() -> None:
             print(f"{client.source}: worst deviation from truth {100 * worst:.2f}%")
     if not args.skip_ceiling:
         print(
-            f"\nceiling: tests/sse_server.py fast mode, {args.output_len_ceiling} tokens per "
+            f"\nceiling: tests/support/sse_server.py fast mode, {args.output_len_ceiling} tokens per "
             f"request, {args.waves} waves; tok/s is the client's own (tokens / first dispatch"
             " .. last completion, every token checked), 'server wrote' the server's pace"
         )

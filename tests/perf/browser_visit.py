@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.browser_support import ServeProcess, chromium, descendants, wait_for, wait_screen  # noqa: E402
+from tests.support.browser_support import ServeProcess, chromium, descendants, wait_for, wait_screen  # noqa: E402
 
 TICKS_S = os.sysconf("SC_CLK_TCK")
 

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.prometheus_fixtures import PrometheusServer, ScrapeJob  # noqa: E402
+from tests.support.prometheus_fixtures import PrometheusServer, ScrapeJob  # noqa: E402
 from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, build_query  # noqa: E402
 from tui.sim.box import free_port  # noqa: E402
 

@@ -14,8 +14,8 @@ import statistics
 import time
 from pathlib import Path
 
-from tests.fleet_fixtures import start_fleet
-from tests.sshd_fixtures import SshdPair, _children
+from tests.support.fleet_fixtures import start_fleet
+from tests.support.sshd_fixtures import SshdPair, _children
 from tui.fleet.collector import FleetCollector, probes_for
 from tui.fleet.groups import load_group
 from tui.sim.box import SimBox

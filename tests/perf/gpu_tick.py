@@ -5,7 +5,7 @@
     python tests/perf/gpu_tick.py --source smi    # SmiGpuSource over LocalHost
     python tests/perf/gpu_tick.py --app-cpu 60    # CPU seconds for 60 s of sampling at 1 s
 
-Without a driver it uses the fake NVML of tests/fake_nvml.py with modelled per-call
+Without a driver it uses the fake NVML of tests/support/fake_nvml.py with modelled per-call
 latencies (PCIe throughput ~20 ms, others tens of microseconds): the figures then
 show the design (slow calls off the loop), not a real driver's cost. Printed
 figures: loop-thread CPU per sample() (time.thread_time on the loop thread, which
@@ -34,7 +34,7 @@ from tui.hosts.local import LocalHost
 
 
 def install_fake(gpus: int) -> None:
-    from tests.fake_nvml import REALISTIC_LATENCY_S, FakeNvml, h200_box
+    from tests.support.fake_nvml import REALISTIC_LATENCY_S, FakeNvml, h200_box
 
     FakeNvml(h200_box(gpus), latency_s=REALISTIC_LATENCY_S).install()
 

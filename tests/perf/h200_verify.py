@@ -6,7 +6,7 @@
 2. samples NvmlGpuSource and SmiGpuSource (over LocalHost) and prints whether they
    agree (same GPU count, memory within 1% of total, same PIDs) as a table and JSON;
 3. saves raw nvidia-smi output (the query stream, compute apps, topo -m, --version)
-   in OUT_DIR as test fixtures (tests/fixtures/nvidia_smi/ takes them as they are);
+   in OUT_DIR as test fixtures (tests/support/fixtures/nvidia_smi/ takes them as they are);
 4. saves `python -m tui gpus --json`;
 5. renders the GPU pane headlessly at 160x50 to OUT_DIR/gpus-h200.svg;
 6. runs tests/perf/gpu_tick.py (tick costs, then --app-cpu 60) and saves its output.
@@ -160,7 +160,7 @@ async def sample_both(holder_pid: int) -> tuple[GpuBoxSnapshot, GpuBoxSnapshot, 
 
 
 async def render_pane(history: list[GpuBoxSnapshot], out: Path) -> None:
-    from tests.gpu_pane_app import GpuPaneApp
+    from tests.support.gpu_pane_app import GpuPaneApp
 
     trends = GpuHistory(target_fraction=0.9)
     for snapshot in history:

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.record_synth import box_samples, build_week  # noqa: E402
+from tests.support.record_synth import box_samples, build_week  # noqa: E402
 from tui.gpu.model import GpuBoxSnapshot  # noqa: E402
 from tui.record.model import Event, MetricsRow  # noqa: E402
 from tui.record.query import RecordingReader  # noqa: E402
@@ -101,8 +101,8 @@ def seek_in_a_week(tmp: Path) -> None:
 
 async def _console_cpu(seconds: float, record: bool) -> float:
     os.environ["SERVEDECK_RECORD"] = "1" if record else "0"
-    from tests.sim_fixtures import FAST_OPTIONS
-    from tests.summary_helpers import demo_deck
+    from tests.support.sim_fixtures import FAST_OPTIONS
+    from tests.support.summary_helpers import demo_deck
     from tui.app import ServedeckApp
     from tui.sim.box import SimBox
 

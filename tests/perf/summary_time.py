@@ -20,9 +20,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.sshd_fixtures import SshdPair  # noqa: E402
-from tests.summary_helpers import demo_deck  # noqa: E402
-from tests.test_summary_remote import model_dir_with_config, remote_profile  # noqa: E402
+from tests.integration.test_summary_remote import model_dir_with_config, remote_profile  # noqa: E402
+from tests.support.sshd_fixtures import SshdPair  # noqa: E402
+from tests.support.summary_helpers import demo_deck  # noqa: E402
 from tui.deck import Deck  # noqa: E402
 from tui.hosts.ssh import SSHHost  # noqa: E402
 from tui.sim.box import SimBox  # noqa: E402

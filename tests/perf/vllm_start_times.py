@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.vllm_harness import start_vllm_server, stop_vllm_server
-from tests.vllm_install import ensure_tiny_model, ensure_vllm_venv
+from tests.support.vllm_harness import start_vllm_server, stop_vllm_server
+from tests.support.vllm_install import ensure_tiny_model, ensure_vllm_venv
 
 
 def main() -> int:

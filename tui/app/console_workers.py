@@ -5,7 +5,7 @@ worker (polls, service actions, benchmark, summary, kill, readiness) is started 
 `console_worker` instead: the worker runs with exit_on_error=False, and any exception is
 turned into a `WorkerFailed` message for the pane it belongs to (the app draws it as a
 state there, and notifies when the operator asked for the work), plus a record in the
-console log. tests/test_console_workers.py fails if a worker is started any other way.
+console log. tests/ui/test_console_workers.py fails if a worker is started any other way.
 """
 
 from __future__ import annotations

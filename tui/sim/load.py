@@ -33,7 +33,7 @@ FP8_ERROR = (
     "weight quantization block_n = 128."
 )
 SITE = "/opt/vllm/venv/lib/python3.12/site-packages/vllm"
-# WARNING lines real vLLM loads print (the first from tests/fixtures/vllm-0.32-cpu), so the
+# WARNING lines real vLLM loads print (the first from tests/support/fixtures/vllm-0.32-cpu), so the
 # log pane's level filter has something to show on the demo.
 ULIMIT_WARNING = (
     "Found ulimit of 20000 and failed to automatically increase with error current limit "

@@ -1,0 +1,111 @@
+"""The console's polls: one timer chain per poll, whatever runs them on demand; and quitting
+lets every worker finish, so the event loop never closes on a half-started command.
+
+On CPython 3.11, closing the event loop while asyncio is still connecting a new
+subprocess's pipes makes the loop wait for that process forever (gh-125502): the
+console would hang on quit. The console overview re-reads host vitals with a real
+`cat` every 10 ms here, so workers are starting commands at any instant the
+console quits; after each quit no worker may still be running or about to start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+from tests.support.console_support import local_console
+from tui.app.console import SERVICE_POLL_S
+from tui.hostinfo import VITALS_FILES
+
+ROUNDS = 12
+
+
+OVERVIEW_SCRIPT = ("/bin/sh", "-s")
+VITALS = ("cat", VITALS_FILES[0])
+SERVICE_STATE = ("systemctl", "show")
+
+
+async def test_r_pressed_again_and_again_gives_a_full_overview_and_one_poll_chain() -> None:
+    interval_s = 0.2
+    app, host = local_console(interval_s)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(60):
+            await pilot.pause(0.1)
+            if host.count(VITALS) >= 2:
+                break
+        for _ in range(6):  # some of these land while a read is running
+            await pilot.press("r")
+            await pilot.pause(0.03)
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if host.count(OVERVIEW_SCRIPT) >= 2:
+                break
+        assert host.count(OVERVIEW_SCRIPT) >= 2, host.commands
+        window_start_s, window_s = time.monotonic(), 2.0
+        await pilot.pause(window_s)
+        reads = host.count(OVERVIEW_SCRIPT, window_start_s) + host.count(VITALS, window_start_s)
+    # One chain reads once per interval (slower when the machine is busy); a chain per
+    # press of `r` would read seven times as often.
+    assert 2 <= reads <= window_s / interval_s + 3, host.commands
+
+
+async def test_service_polled_on_demand_keeps_one_chain() -> None:
+    app, host = local_console(30.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if host.count(SERVICE_STATE) >= 1:
+                break
+        for _ in range(4):  # what a start, stop or restart does after it finished
+            app._poll_service()
+            await pilot.pause(0.1)
+        window_start_s, window_s = time.monotonic(), 2 * SERVICE_POLL_S + 0.5
+        await pilot.pause(window_s)
+        polls = host.count(SERVICE_STATE, window_start_s)
+    # One chain polls twice in the window (three times at most); five chains ten times.
+    assert 1 <= polls <= 3, host.commands
+
+
+async def test_poll_later_replaces_a_pending_run() -> None:
+    app, _ = local_console(30.0)
+    runs: list[float] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        # A delay well over the five re-arms: a loaded machine (a slow first frame) must not
+        # let the timer fire between two of them.
+        for _ in range(5):
+            app.poll_later(1.0, lambda: runs.append(time.monotonic()), "test-poll")
+            await pilot.pause(0.05)
+        await pilot.pause(1.6)
+    assert len(runs) == 1
+
+
+def _unfinished_workers() -> list[asyncio.Task[object]]:
+    current = asyncio.current_task()
+    return [
+        task
+        for task in asyncio.all_tasks()
+        if task is not current and not task.done() and "Worker._run" in repr(task.get_coro())
+    ]
+
+
+async def test_quit_leaves_no_worker_running_even_mid_command() -> None:
+    rng = random.Random(7)
+    total_started = 0
+    for round_index in range(ROUNDS):
+        app, host = local_console(0.01)
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(50):
+                await pilot.pause(0.02)
+                if len(host.commands) >= 3:
+                    break
+            await asyncio.sleep(rng.uniform(0.0, 0.02))  # quit at a different instant each round
+        await asyncio.sleep(0)  # work asked for while quitting was cancelled before its first step
+        left = _unfinished_workers()
+        assert not left, f"round {round_index}: workers still running after quit: {left}"
+        assert not host.started_while_quitting, (
+            f"round {round_index}: commands started after quitting began: "
+            f"{host.started_while_quitting}"
+        )
+        total_started += len(host.commands)
+    assert total_started >= 3 * ROUNDS  # the overview really was polling when each quit came

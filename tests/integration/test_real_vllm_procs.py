@@ -1,0 +1,186 @@
+"""The leftover killer on the real orphans of a SIGKILLed vLLM 0.32.0 API server.
+
+A second server (not the session one) is started and its API server SIGKILLed,
+which orphans VLLM::EngineCore, VLLM::Worker and a multiprocessing
+resource_tracker: the chore servedeck exists for. This machine has no GPU, so
+neither of servedeck's candidate sources exists: no NVML process list and no
+/dev/nvidia* holders. Two stand-ins, each said where it is used:
+  - the library listing points `device_prefix` (the path a GPU holder has open)
+    at the server's captured log, which every vLLM process holds as stdout, so
+    the real holder scan finds the candidates with no hints at all;
+  - the CLI's GPU source is replaced by one reporting the orphaned EngineCore
+    and Worker pids (found in /proc by the harness's env marker) as NVML would,
+    with made-up memory figures; it drops a pid once the process is gone.
+Classification, identity checks, signalling and the audit log are all real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.support.procs_fixtures import wait_until
+from tests.support.vllm_harness import VllmServer, VllmServerFactory
+from tests.support.vllm_procs import ProcInfo, processes_with_marker, still_running
+from tui.audit import read_audit
+from tui.cli import main
+from tui.config import Profile, ServiceConfig
+from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
+from tui.hosts.local import LocalHost
+from tui.procs import context_for, list_gpu_processes
+
+pytestmark = pytest.mark.real_vllm
+
+GIB = 1024**3
+RESOURCE_TRACKER = "*-c from multiprocessing.resource_tracker import main*"
+
+
+def orphan_server(factory: VllmServerFactory) -> tuple[VllmServer, list[ProcInfo]]:
+    """Start a server, SIGKILL its API server, return it and its orphans once reparented."""
+    server = factory()
+    os.kill(server.pid, signal.SIGKILL)
+    server.process.wait(timeout=30)
+
+    def reparented() -> bool:
+        procs = processes_with_marker(server.run_id)
+        return bool(procs) and all(p.ppid != server.pid for p in procs)
+
+    assert wait_until(reparented, timeout_s=30.0), processes_with_marker(server.run_id)
+    return server, processes_with_marker(server.run_id)
+
+
+def titled(procs: list[ProcInfo], title: str) -> ProcInfo:
+    (found,) = [p for p in procs if p.cmdline.startswith(title)]
+    return found
+
+
+def tracker_of(procs: list[ProcInfo]) -> ProcInfo:
+    (found,) = [p for p in procs if "multiprocessing.resource_tracker" in p.cmdline]
+    return found
+
+
+class OrphanHints:
+    """Stand-in for NVML (no GPU here): the orphaned GPU workers' pids while they live."""
+
+    name = "test-hints"
+
+    def __init__(self, usages: list[tuple[ProcInfo, int]]) -> None:
+        self.usages = usages
+
+    async def sample(self) -> GpuBoxSnapshot:
+        alive = tuple(
+            GpuProcessUsage(info.pid, 0, memory)
+            for info, memory in self.usages
+            if still_running(info)
+        )
+        used = sum(usage.used_memory_bytes or 0 for usage in alive)
+        sample = GpuSample(0, used, 96 * GIB, processes=alive)
+        return GpuBoxSnapshot("test-hints", time.time(), samples=(sample,), simulated=True)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def write_profile(folder: Path, server: VllmServer) -> Path:
+    """A local profile for the crashed server; its patterns name the service's own python."""
+    path = folder / "crashed-vllm.toml"
+    patterns = ["VLLM::*", f"{server.python} {RESOURCE_TRACKER}"]
+    path.write_text(
+        "[service]\n"
+        'engine = "vllm"\n'
+        f'base_url = "{server.base_url}"\n'
+        f'log_file = "{server.log_path}"\n'
+        f"process_patterns = {json.dumps(patterns)}\n"
+    )
+    return path
+
+
+async def library_listing(server: VllmServer, orphans: list[ProcInfo]) -> None:
+    """The real holder scan with no hints: every orphan found, the service's ones leftover."""
+    core, worker = titled(orphans, "VLLM::EngineCore"), titled(orphans, "VLLM::Worker")
+    tracker = tracker_of(orphans)
+    profile = Profile(
+        name="crashed-vllm",
+        service=ServiceConfig(
+            base_url=server.base_url,
+            process_patterns=("VLLM::*", f"{server.python} {RESOURCE_TRACKER}"),
+        ),
+    )
+    host = LocalHost()
+    # Stand-in for /dev/nvidia*: the log file every vLLM process holds open as stdout.
+    context = replace(context_for(profile, host), device_prefix=str(server.log_path))
+    listing = await list_gpu_processes(host, None, context)
+    own = {core.pid, worker.pid, tracker.pid}
+    # Other servers' orphans may share this machine: look at this server's own.
+    by_pid = {proc.pid: proc for proc in listing.processes if proc.pid in own}
+    assert set(by_pid) == own, listing.processes
+    for info in (core, worker, tracker):
+        found = by_pid[info.pid]
+        assert found.klass == "leftover", found
+        assert found.pid_source == "device" and found.ppid == info.ppid
+        assert found.identity.start_ticks == info.start_ticks
+    # The default patterns know vLLM's workers but not a generic resource_tracker.
+    plain = replace(context_for(Profile(name="plain"), host), device_prefix=str(server.log_path))
+    plain_listing = await list_gpu_processes(host, None, plain)
+    classes = {p.pid: p.klass for p in plain_listing.processes if p.pid in own}
+    assert classes == {core.pid: "leftover", worker.pid: "leftover", tracker.pid: "foreign"}
+
+
+def test_orphans_of_a_killed_api_server_are_listed_killed_and_audited(
+    vllm_server_factory: VllmServerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    server, orphans = orphan_server(vllm_server_factory)
+    core, worker = titled(orphans, "VLLM::EngineCore"), titled(orphans, "VLLM::Worker")
+    tracker = tracker_of(orphans)
+    assert all(p.ppid != server.pid for p in (core, worker, tracker)), orphans
+    asyncio.run(library_listing(server, orphans))
+
+    hints = OrphanHints([(core, 2 * GIB), (worker, 30 * GIB)])
+
+    async def hint_source(deck: object) -> OrphanHints:
+        return hints
+
+    monkeypatch.setattr("tui.deck.Deck.gpu_source", hint_source)
+    profile = str(write_profile(tmp_path, server))
+
+    assert main(["--profile", profile, "procs", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    by_pid = {proc["identity"]["pid"]: proc for proc in listing["processes"]}
+    # The resource_tracker holds no GPU but is an orphan matching the service's patterns.
+    assert {core.pid, worker.pid, tracker.pid} <= set(by_pid), listing
+    by_pid = {pid: by_pid[pid] for pid in (core.pid, worker.pid, tracker.pid)}
+    assert {proc["klass"] for proc in by_pid.values()} == {"leftover"}
+    assert by_pid[tracker.pid]["gpu_memory_bytes"] is None
+    assert "no GPU memory" in by_pid[tracker.pid]["reason"]
+    assert by_pid[worker.pid]["gpu_memory_bytes"] == 30 * GIB
+    assert by_pid[core.pid]["command"].startswith("VLLM::EngineCore")
+
+    assert main(["--profile", profile, "kill", "--leftovers", "--yes", "--timeout", "60"]) == 0
+    out = capsys.readouterr().out
+    assert f"pid {core.pid}: terminated [SIGTERM]" in out, out
+    assert f"pid {worker.pid}: " in out
+    assert "32.00 GiB GPU memory freed" in out, out
+    # Once its clients are gone the resource_tracker ends by itself; then nothing is left.
+    assert wait_until(lambda: not still_running(tracker), timeout_s=60.0)
+    assert wait_until(lambda: not server.leftovers(), timeout_s=30.0), server.leftovers()
+
+    records = list(read_audit())
+    assert [record["event"] for record in records] == ["kill-request", "kill-outcome"]
+    request, outcome = records
+    assert request["action"] == outcome["action"] == "kill --leftovers"
+    assert {core.pid, worker.pid, tracker.pid} <= {t["pid"] for t in request["targets"]}
+    assert {t["class"] for t in request["targets"]} == {"leftover"}
+    results = {r["pid"]: r["outcome"] for r in outcome["outcomes"]}
+    results = {pid: results[pid] for pid in (core.pid, worker.pid, tracker.pid)}
+    assert set(results.values()) <= {"terminated", "gone"}
+    assert outcome["freed_bytes"] == 32 * GIB

@@ -1,0 +1,167 @@
+"""The process killer over SSH: a stopped simulator's orphaned workers, listed and ended
+through real sshd servers by the helper script running on "the remote box".
+
+The box is this machine reached through sshd (direct, or jump A -> B); the GPU pid
+hints come from the SimBox's own snapshot (SimGpuSource), the way a real box's
+nvidia-smi would name the orphans. No subreaper is set up: on stop the simulator's
+orphans are reparented to PID 1, exactly as on a real box (checked below).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.support.procs_fixtures import wait_until
+from tests.support.sim_fixtures import FAST_OPTIONS
+from tests.support.sshd_fixtures import SshdPair
+from tui.audit import read_audit
+from tui.config import HostConfig, Profile
+from tui.gpu.sim_source import SimGpuSource
+from tui.hosts.ssh import SSHHost
+from tui.procs import context_for, kill_processes, leftovers, list_gpu_processes
+from tui.sim.box import SimBox
+from tui.sim.procs import is_alive
+
+pytestmark = pytest.mark.sshd
+
+ORPHANS = 2
+ROUTES: dict[str, Callable[..., HostConfig]] = {
+    "direct": lambda pair, **changes: pair.host_config(**changes),
+    "jump": lambda pair, **changes: pair.jump_config(**changes),
+}
+
+
+@pytest.fixture(autouse=True)
+def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the tester's ~/.ssh/known_hosts out of the tests."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+
+def _ppid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+@pytest.fixture
+def orphaned_box(sim_box_factory: Callable[..., SimBox]) -> Iterator[SimBox]:
+    """A simulator that was serving and then stopped, leaving two workers holding GPU memory."""
+    box = sim_box_factory(replace(FAST_OPTIONS, orphans_on_stop=ORPHANS))
+    box.start()
+    assert box.wait_until_active(timeout_s=120) == "active", box.log_path.read_text()[-2000:]
+    box.stop()
+    assert box.unit.wait_for_state("inactive", 30) == "inactive"
+    assert wait_until(lambda: len(box.live_processes()) == ORPHANS, 60.0)
+    yield box
+
+
+def _orphan_pids(box: SimBox) -> set[int]:
+    return {pid for pid, role in box.live_processes() if role.startswith("VLLM::Worker")}
+
+
+def _profile(config: HostConfig) -> Profile:
+    return Profile(name="ssh-procs", host=config)
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+async def test_root_lists_orphans_as_leftovers_and_ends_them(
+    sshd: SshdPair, orphaned_box: SimBox, route: str
+) -> None:
+    config = ROUTES[route](sshd)
+    host = SSHHost(config)
+    gpu = SimGpuSource(orphaned_box)
+    orphans = _orphan_pids(orphaned_box)
+    assert len(orphans) == ORPHANS
+    # How they were reparented here: PID 1, the way a real box's systemd adopts them.
+    assert {_ppid(pid) for pid in orphans} == {1}
+    context = context_for(_profile(config), host)
+    assert context.console_pid is None  # a remote host: the console's tree is not there
+    try:
+        listing = await list_gpu_processes(host, await gpu.sample(), context)
+        assert listing.host_label == config.route
+        assert listing.euid == 0
+        # Leftovers include every orphan matching the patterns, with or without GPU
+        # memory: on a shared machine other simulators' orphans may be listed too.
+        found = {proc.pid: proc for proc in listing.processes if proc.pid in orphans}
+        assert set(found) == orphans
+        for proc in found.values():
+            assert proc.klass == "leftover", proc.reason
+            assert "parent 1" in proc.reason and proc.command.startswith("VLLM::Worker_TP")
+            assert proc.gpu_memory_bytes and proc.gpu_memory_bytes > 10 * 1024**3
+        held_bytes = sum(proc.gpu_memory_bytes or 0 for proc in found.values())
+
+        report = await kill_processes(
+            host,
+            [proc for proc in leftovers(listing.processes) if proc.pid in orphans],
+            context,
+            read_only=False,
+            timeout_s=10.0,
+            reread=gpu.sample,
+        )
+    finally:
+        await host.close()
+    assert report.host_label == config.route
+    assert {o.outcome for o in report.outcomes} == {"terminated"}, report.outcomes
+    assert all(o.method == "pidfd" for o in report.outcomes)
+    assert report.freed_bytes == held_bytes
+    assert wait_until(lambda: not any(is_alive(pid) for pid in orphans), 60.0)
+    assert all(s.memory_used_bytes == 0 for s in orphaned_box.snapshot().samples)
+
+    records = list(read_audit())
+    assert [r["event"] for r in records] == ["kill-request", "kill-outcome"]
+    assert {r["host"] for r in records} == {config.route}
+    assert {t["pid"] for t in records[0]["targets"]} == orphans
+    assert {o["outcome"] for o in records[1]["outcomes"]} == {"terminated"}
+    assert records[1]["freed_bytes"] == held_bytes
+    if route == "jump":
+        assert " via " in records[0]["host"]
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+async def test_zsh_user_lists_but_may_not_kill_roots_orphans(
+    sshd: SshdPair, orphaned_box: SimBox, route: str
+) -> None:
+    """A login-shell user that is not root sees the listing; signalling root's workers is
+    refused by the helper with the reason, and nothing is sent."""
+    if sshd.zsh_user is None:
+        pytest.skip("the zsh login-shell user exists only when the tests run as root")
+    config = ROUTES[route](sshd, user=sshd.zsh_user)
+    host = SSHHost(config)
+    gpu = SimGpuSource(orphaned_box)
+    orphans = _orphan_pids(orphaned_box)
+    context = context_for(_profile(config), host)
+    try:
+        listing = await list_gpu_processes(host, await gpu.sample(), context)
+        assert listing.euid != 0
+        # Leftovers include every orphan matching the patterns, with or without GPU
+        # memory: on a shared machine other simulators' orphans may be listed too.
+        found = {proc.pid: proc for proc in listing.processes if proc.pid in orphans}
+        assert set(found) == orphans
+        assert {proc.klass for proc in found.values()} == {"leftover"}
+        assert {proc.user for proc in found.values()} == {"root"}
+        report = await kill_processes(
+            host,
+            [proc for proc in leftovers(listing.processes) if proc.pid in orphans],
+            context,
+            read_only=False,
+            timeout_s=5.0,
+        )
+    finally:
+        await host.close()
+    assert {o.outcome for o in report.outcomes} == {"refused"}, report.outcomes
+    for outcome in report.outcomes:
+        assert outcome.detail == "refused: owned by root (only root may signal other users)"
+        assert outcome.signals == ()
+    assert not report.all_ended
+    time.sleep(0.5)
+    assert all(is_alive(pid) for pid in orphans)
+    records = list(read_audit())
+    assert [r["event"] for r in records] == ["kill-request", "kill-outcome"]
+    assert {r["host"] for r in records} == {config.route}
+    assert {o["outcome"] for o in records[1]["outcomes"]} == {"refused"}

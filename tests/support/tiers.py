@@ -1,0 +1,35 @@
+"""Test tiers are folders: tests/core (pure), tests/ui (Pilot and snapshots), tests/integration.
+
+The fast tier a developer runs before every commit is `pytest tests/core tests/ui`; the
+same tests carry the `fast` marker, so `pytest -m fast` from the root selects them too.
+A test that starts real servers (sshd, journald, the simulator's box, Chromium, tmux,
+Prometheus, vLLM) or takes seconds belongs in tests/integration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+FAST_TIERS = ("core", "ui")
+TIERS = (*FAST_TIERS, "integration")
+
+
+def tier_of(path: Path) -> str | None:
+    """The tier folder a test file lives in (None outside tests/<tier>/)."""
+    try:
+        relative = path.resolve().relative_to(TESTS)
+    except ValueError:
+        return None
+    return relative.parts[0] if len(relative.parts) > 1 and relative.parts[0] in TIERS else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = tier_of(item.path)
+        if tier is not None:
+            item.add_marker(getattr(pytest.mark, tier))
+        if tier in FAST_TIERS:
+            item.add_marker(pytest.mark.fast)

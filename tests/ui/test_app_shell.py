@@ -1,0 +1,104 @@
+"""The console shell: header, overview, help, palette, keys, sizes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.support.canned_host import CannedHost, canned_deck
+from tui.app import ServedeckApp
+from tui.config import load_profile_file
+from tui.deck import open_deck
+from tui.errors import HostError
+from tui.screens.help import HelpScreen
+from widgets.header_bar import HeaderBar
+
+REPO = Path(__file__).resolve().parents[2]
+KIMI = load_profile_file(REPO / "profiles" / "kimi-k25-int4-lxc.toml")
+
+
+async def test_overview_of_the_local_machine_appears() -> None:
+    profile = load_profile_file(REPO / "profiles" / "local-vllm.toml")
+    app = ServedeckApp(profile, open_deck(profile))
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if app.query_one(HeaderBar).connection_state == "connected":
+                break
+        header = app.query_one(HeaderBar)
+        assert header.connection_state == "connected"
+        assert header.profile_name == "local-vllm"
+        import socket
+
+        assert header.connection_detail == socket.gethostname()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)])
+async def test_shell_works_at_small_and_large_sizes(size: tuple[int, int]) -> None:
+    app = ServedeckApp(KIMI, canned_deck(KIMI))
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.3)
+        header = app.query_one(HeaderBar)
+        assert header.route == "root@10.10.0.21 via root@pve.lab.example"
+        assert header.connection_state == "connected"
+        assert header.region.width == size[0]
+        await pilot.press("question_mark")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("q")
+    assert app.return_code in (0, None)
+
+
+async def test_unreachable_host_is_one_line_in_header_and_pane() -> None:
+    class Down(CannedHost):
+        async def run(self, argv, timeout_s=30.0, stdin_text=None):  # type: ignore[no-untyped-def]
+            raise HostError("root@10.10.0.21", "connection refused")
+
+    app = ServedeckApp(KIMI, canned_deck(KIMI, Down()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        assert app.query_one(HeaderBar).connection_state == "unreachable"
+
+
+async def test_keymap_from_profile_remaps_a_binding() -> None:
+    profile = replace(KIMI, keys={"help": "f1"})
+    app = ServedeckApp(profile, canned_deck(profile))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("f1")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_command_palette_opens_on_colon() -> None:
+    from textual.command import CommandPalette
+
+    app = ServedeckApp(KIMI, canned_deck(KIMI))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("colon")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if isinstance(app.screen, CommandPalette):
+                break
+        assert isinstance(app.screen, CommandPalette)
+
+
+def test_shell_snapshot_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(
+        ServedeckApp(KIMI, canned_deck(KIMI)), terminal_size=(80, 24), run_before=_settle
+    )
+
+
+def test_shell_snapshot_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(
+        ServedeckApp(KIMI, canned_deck(KIMI)), terminal_size=(200, 60), run_before=_settle
+    )
+
+
+async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.pause(0.3)
