@@ -17,7 +17,7 @@ from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.procs import kill_processes, list_gpu_processes
 from tui.procs.gpu_hints import deck_context
-from tui.procs.kill import ReadOnlyError, leftovers, refuse_before_asking
+from tui.procs.kill import DEFAULT_TIMEOUT_S, ReadOnlyError, leftovers, refuse_before_asking
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.source_health import rebooted
 from widgets.procs_pane import ProcsPane
@@ -100,7 +100,7 @@ class ProcessesMixin(ConsoleParts):
                 self._kill(confirmation)
 
         self.push_screen(
-            KillConfirmScreen(self.deck.host_label, targets, timeout_s=15.0), confirmed
+            KillConfirmScreen(self.deck.host_label, targets, timeout_s=DEFAULT_TIMEOUT_S), confirmed
         )
 
     def action_kill_leftovers(self) -> None:

@@ -6,22 +6,14 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from tui.screens.dialog import Dialog
 from tui.service import ServiceAction
 
 
-class ConfirmActionScreen(ModalScreen[bool]):
-    DEFAULT_CSS = """
-    ConfirmActionScreen { align: center middle; }
-    ConfirmActionScreen > Vertical {
-        width: 80%; max-width: 110; height: auto;
-        border: thick $warning; background: $surface; padding: 1 2;
-    }
-    ConfirmActionScreen Horizontal { height: auto; margin-top: 1; }
-    ConfirmActionScreen Button { margin-right: 2; }
-    """
+class ConfirmActionScreen(Dialog[bool]):
+    TONE = "-warning"
     # The safe button has the focus from the first frame (not after on_mount: keys typed
     # quickly after the dialog opens must not land on the destructive one).
     AUTO_FOCUS = "#confirm-no"
@@ -39,12 +31,12 @@ class ConfirmActionScreen(ModalScreen[bool]):
         table.add_row("Host", self.action.host_label)
         table.add_row("Unit", self.action.unit)
         table.add_row("Command", self.action.command_line)
-        with Vertical():
+        with Vertical(classes="dialog-frame"):
             yield Label(f"{self.action.verb.capitalize()} {self.action.unit}?", id="confirm-title")
             yield Static(table)
             if self.note:
                 yield Static(f"[dim]{self.note}[/]")
-            with Horizontal():
+            with Horizontal(classes="dialog-buttons"):
                 yield Button(self.action.verb.capitalize(), variant="warning", id="confirm-yes")
                 yield Button("Cancel", id="confirm-no")
 
@@ -54,5 +46,5 @@ class ConfirmActionScreen(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "confirm-yes")
 
-    def action_cancel(self) -> None:
-        self.dismiss(False)
+    def cancel_result(self) -> bool:
+        return False

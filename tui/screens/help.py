@@ -9,10 +9,10 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tui.keymap import SCOPES, ConsoleCommand
+from tui.screens.dialog import Dialog
 
 
 def keys_table(
@@ -36,13 +36,9 @@ def keys_table(
     return table
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 90%; max-width: 100; height: 90%;
-        border: round $accent; background: $surface; padding: 0 1;
-    }
+    HelpScreen > .dialog-frame { width: 90%; max-width: 100; height: 90%; padding: 0 1; }
     """
     BINDINGS = [
         Binding("escape,q,question_mark", "dismiss", "Close", id="help-close"),
@@ -63,7 +59,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         elsewhere = tuple(scope for scope in SCOPES if scope not in self._here)
-        with VerticalScroll():
+        with VerticalScroll(classes="dialog-frame"):
             yield Static(
                 keys_table("Keys that work here", self._commands, self._keys_by_id, self._here),
                 id="help-here",

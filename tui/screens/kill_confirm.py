@@ -16,11 +16,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from tui.procs.model import GpuProcess
 from tui.procs.text import format_memory, format_start
+from tui.screens.dialog import Dialog
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,20 +118,13 @@ def service_warning(targets: Sequence[GpuProcess]) -> str | None:
     )
 
 
-class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
+class KillConfirmScreen(Dialog[KillConfirmation | None]):
     """Lists host, pid, class, user, start time, GPU memory and command of every target."""
 
     DEFAULT_CSS = """
-    KillConfirmScreen {
-        align: center middle;
-    }
-    KillConfirmScreen > Vertical {
+    KillConfirmScreen > .dialog-frame {
         width: 90%;
         max-width: 160;
-        height: auto;
-        max-height: 90%;
-        border: thick $error;
-        background: $surface;
         padding: 0 1;
     }
     /* Many targets scroll; the buttons stay on screen at 24 rows. */
@@ -151,13 +144,11 @@ class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
         color: $error;
         margin-top: 1;
     }
-    KillConfirmScreen Horizontal {
-        height: auto;
-    }
-    KillConfirmScreen Button {
-        margin-right: 2;
+    KillConfirmScreen .dialog-buttons {
+        margin-top: 0;
     }
     """
+    TONE = "-danger"
     # The safe button has the focus from the first frame (not after on_mount: keys typed
     # quickly after the dialog opens must not land on the destructive one).
     AUTO_FOCUS = "#kill-cancel"
@@ -171,7 +162,7 @@ class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
         self.foreign = tuple(proc for proc in self.targets if proc.klass == "foreign")
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical(classes="dialog-frame"):
             yield Label(
                 f"End {len(self.targets)} process(es) on {self.host_label}? "
                 f"SIGTERM, then SIGKILL after {self.timeout_s:g} s.",
@@ -189,7 +180,7 @@ class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
                     id="kill-foreign-warning",
                 )
                 yield Input(placeholder=pids, id="kill-typed")
-            with Horizontal():
+            with Horizontal(classes="dialog-buttons"):
                 yield Button("Kill", variant="error", id="kill-confirm")
                 yield Button("Cancel", variant="default", id="kill-cancel")
 
@@ -215,6 +206,3 @@ class KillConfirmScreen(ModalScreen[KillConfirmation | None]):
             self.dismiss(KillConfirmation(self.targets, self.typed_pids()))
         else:
             self.dismiss(None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

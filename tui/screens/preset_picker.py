@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from tui.config import BenchmarkPreset
+from tui.screens.dialog import Dialog
 
 
 def describe_preset(preset: BenchmarkPreset) -> str:
@@ -23,13 +23,9 @@ def describe_preset(preset: BenchmarkPreset) -> str:
     return f"{preset.name:<8} {load}; input {preset.input_tokens}, output {preset.output_tokens} tokens"
 
 
-class PresetPickerScreen(ModalScreen[str | None]):
+class PresetPickerScreen(Dialog[str | None]):
     DEFAULT_CSS = """
-    PresetPickerScreen { align: center middle; }
-    PresetPickerScreen > Vertical {
-        width: 80%; max-width: 100; height: auto; max-height: 80%;
-        border: round $accent; background: $surface; padding: 1 2;
-    }
+    PresetPickerScreen > .dialog-frame { max-width: 100; max-height: 80%; }
     PresetPickerScreen OptionList { height: auto; max-height: 20; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="preset-cancel")]
@@ -40,7 +36,7 @@ class PresetPickerScreen(ModalScreen[str | None]):
         self.default = default
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical(classes="dialog-frame"):
             yield Label("Run which benchmark preset?")
             yield OptionList(
                 *(Option(describe_preset(preset), id=name) for name, preset in self.presets.items())
@@ -54,6 +50,3 @@ class PresetPickerScreen(ModalScreen[str | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

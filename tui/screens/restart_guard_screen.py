@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from tui.errors import ServedeckError
 from tui.restart_loop import RestartLoopDetector, record
+from tui.screens.dialog import Dialog
 
 if TYPE_CHECKING:  # the guard (and the doctor's checks) load with the first start/restart
     from tui.app import ServedeckApp
@@ -26,18 +26,13 @@ if TYPE_CHECKING:  # the guard (and the doctor's checks) load with the first sta
     from tui.service import UnitState
 
 
-class GuardRefusedScreen(ModalScreen[bool]):
+class GuardRefusedScreen(Dialog[bool]):
     """Dismissed True when the operator chose K (end the leftovers first)."""
 
     DEFAULT_CSS = """
-    GuardRefusedScreen { align: center middle; }
-    GuardRefusedScreen > Vertical {
-        width: 90%; max-width: 140; height: auto;
-        border: thick $error; background: $surface; padding: 1 2;
-    }
-    GuardRefusedScreen Horizontal { height: auto; margin-top: 1; }
-    GuardRefusedScreen Button { margin-right: 2; }
+    GuardRefusedScreen > .dialog-frame { width: 90%; max-width: 140; }
     """
+    TONE = "-danger"
     AUTO_FOCUS = "#guard-cancel"
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="guard-cancel"),
@@ -49,7 +44,7 @@ class GuardRefusedScreen(ModalScreen[bool]):
         self.verdict = verdict
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical(classes="dialog-frame"):
             yield Label(
                 f"{self.verdict.verb.capitalize()} refused: {self.verdict.why()}",
                 id="guard-title",
@@ -59,12 +54,12 @@ class GuardRefusedScreen(ModalScreen[bool]):
                 "[dim]A new engine would fail its KV-cache check, OOM or find "
                 "its port taken. End the leftovers first.[/]"
             )
-            with Horizontal():
+            with Horizontal(classes="dialog-buttons"):
                 yield Button("K: end leftovers", variant="error", id="guard-kill")
                 yield Button("Cancel", id="guard-cancel")
 
-    def action_cancel(self) -> None:
-        self.dismiss(False)
+    def cancel_result(self) -> bool:
+        return False
 
     def action_kill_first(self) -> None:
         self.dismiss(True)

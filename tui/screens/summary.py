@@ -8,10 +8,10 @@ from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.message import Message
-from textual.screen import ModalScreen
 
 from tui.app.console_workers import WorkerFailed, console_worker, failure_text
 from tui.errors import ServedeckError
+from tui.screens.dialog import Dialog
 from widgets.keys import bindings_for
 from widgets.summary_view import SummaryView
 
@@ -19,14 +19,11 @@ Collect = Callable[[], Awaitable[str]]
 Export = Callable[[str], Path]
 
 
-class SummaryScreen(ModalScreen[None]):
+class SummaryScreen(Dialog[None]):
     """`s` opens it; `e` writes the file; `r` collects again; escape closes."""
 
     DEFAULT_CSS = """
-    SummaryScreen { align: center middle; }
-    SummaryScreen > SummaryView {
-        width: 96%; height: 94%; border: round $accent; background: $surface;
-    }
+    SummaryScreen > .dialog-frame { width: 96%; max-width: 100%; height: 94%; padding: 0; }
     """
     BINDINGS = bindings_for("summary")
     KEY_SCOPE = "summary"  # `?` over the preview lists these keys first
@@ -46,7 +43,7 @@ class SummaryScreen(ModalScreen[None]):
         self._markdown = markdown
 
     def compose(self) -> ComposeResult:
-        yield SummaryView(id="summary-view")
+        yield SummaryView(id="summary-view", classes="dialog-frame")
 
     async def on_mount(self) -> None:
         if self._markdown is not None:
