@@ -13,6 +13,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from typing import Any
+
+from textual.timer import Timer
 
 from tests.support.console_support import local_console
 from tui.app.console import SERVICE_POLL_S
@@ -68,15 +71,29 @@ async def test_service_polled_on_demand_keeps_one_chain() -> None:
 
 
 async def test_poll_later_replaces_a_pending_run() -> None:
+    """Five re-arms leave one timer: each earlier one is stopped, whatever the timing."""
     app, _ = local_console(30.0)
     runs: list[float] = []
+    armed: list[Timer] = []
     async with app.run_test(size=(80, 24)) as pilot:
-        # A delay well over the five re-arms: a loaded machine (a slow first frame) must not
-        # let the timer fire between two of them.
+        arm = app.set_timer
+
+        def spy(*args: Any, **kwargs: Any) -> Timer:
+            armed.append(arm(*args, **kwargs))
+            return armed[-1]
+
+        app.set_timer = spy  # type: ignore[method-assign]
         for _ in range(5):
-            app.poll_later(1.0, lambda: runs.append(time.monotonic()), "test-poll")
+            app.poll_later(0.5, lambda: runs.append(time.monotonic()), "test-poll")
+        app.set_timer = arm  # type: ignore[method-assign]
+        assert len(armed) == 5
+        assert app._poll_timers["test-poll"] is armed[-1]
+        assert [timer._task is None for timer in armed] == [True] * 4 + [False]
+        # The one left runs once: wait for it, not for a fixed time.
+        deadline = time.monotonic() + 30
+        while not runs and time.monotonic() < deadline:
             await pilot.pause(0.05)
-        await pilot.pause(1.6)
+        assert armed[-1]._task is None or armed[-1]._task.done()
     assert len(runs) == 1
 
 
