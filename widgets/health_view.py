@@ -27,6 +27,8 @@ class HealthView(Vertical):
     HealthView { height: 1fr; }
     HealthView > #health-title { height: auto; padding: 0 1; color: $text-muted; }
     HealthView > #health-probe { height: auto; padding: 0 1; }
+    HealthView > #health-kernel { height: auto; padding: 0 1; color: $text-muted; }
+    HealthView > #health-kernel.-failing { color: $error; text-style: bold; }
     HealthView #health-body { padding: 0 1; }
     """
 
@@ -35,11 +37,20 @@ class HealthView(Vertical):
         yield Static(
             "p: run the interconnect probe (idle GPUs only; asks first)", id="health-probe"
         )
+        yield Static(
+            "Kernel log: not followed yet (starts with the first GPU sample)", id="health-kernel"
+        )
         with VerticalScroll(id="health-scroll"):
             yield Static(id="health-body")
 
     def show_probe(self, line: str) -> None:
         self.query_one("#health-probe", Static).update(line)
+
+    def show_kernel(self, line: str, failing: bool) -> None:
+        """Whether XIDs are being followed live; a lost follow is drawn as an error."""
+        kernel = self.query_one("#health-kernel", Static)
+        kernel.update(line)
+        kernel.set_class(failing, "-failing")
 
     def show_error(self, message: str) -> None:
         self.query_one("#health-title", Static).update(message)

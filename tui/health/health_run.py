@@ -8,6 +8,7 @@ from tui.health.interconnect_parse import norm_bdf, split_sections
 from tui.health.kernel_log import KernelLogFollower, dmesg_events
 from tui.health.report import HealthReport, build_report
 from tui.health.xid import XidEvent
+from tui.health.xid_follow import journal_unreadable
 from tui.hosts.base import Host
 
 _SCRIPT = r"""
@@ -43,16 +44,8 @@ async def read_events(
 ) -> tuple[list[XidEvent], str, str | None]:
     """(events, where from, a note): the journal first, dmesg when journalctl fails."""
     if journal_file is None:
-        # journalctl exits 0 with no entries when the user may not read the kernel's
-        # messages: say so instead of reporting a clean log.
-        try:
-            probe = await host.run(["journalctl", "-k", "-n", "0", "--no-pager"], timeout_s=15)
-            stderr = probe.stderr
-        except ServedeckError as error:  # no journalctl on this box (a container): dmesg
-            stderr = f"No journal files: {error}"
-        if "insufficient permissions" in stderr or "No journal files" in stderr:
-            line = stderr.strip().splitlines()[0][:160]
-            note = f"kernel journal unreadable as this user ({line}); run as root or join adm"
+        note = await journal_unreadable(host)
+        if note is not None:
             try:
                 return [e async for e in dmesg_events(host, buses)], "dmesg", None
             except (OSError, ServedeckError) as error:
