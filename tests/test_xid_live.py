@@ -1,0 +1,133 @@
+"""XIDs followed live: kernel lines written to a real journal (systemd-journal-remote)
+reach the console's Health pane, the GPU table's badge, the recording's Timeline and
+the alert rules within seconds; a lost kernel log is a state on the Health pane."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+
+from tests.sshd_fixtures import SshdPair
+from tests.test_health_xid import BUSES, LINES, KernelJournal
+from tui.app import ServedeckApp
+from tui.config import demo_profile
+from tui.deck import open_deck
+from tui.health.xid import XidEvent
+from tui.health.xid_follow import KERNEL_JOURNAL_ENV, FollowState, follow_xids
+from tui.hosts.ssh import SSHHost
+from tui.record.query import RecordingReader
+from tui.sim.health import xid_line
+from widgets.gpu_table import GpuTable
+
+
+async def _until(pilot, predicate: Callable[[], object], timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await (pilot.pause(0.02) if pilot is not None else asyncio.sleep(0.02))
+
+
+@pytest.fixture
+def kernel_journal(tmp_path: Path):  # type: ignore[no-untyped-def]
+    writer = KernelJournal(tmp_path / "kernel.journal")
+    writer.write_kernel("NVRM: loading NVIDIA UNIX x86_64 Kernel Module  580.95.05")
+    writer.wait_visible(1)
+    yield writer
+    writer.close()
+
+
+def _recorded_xids(app: ServedeckApp) -> list[str]:
+    assert app.recording is not None
+    with RecordingReader(app.recording.db_path) as reader:
+        return [e.text for e in reader.iter_events() if e.source == "xid"]
+
+
+async def test_console_follows_xids_to_pane_badge_timeline_and_alert(
+    monkeypatch: pytest.MonkeyPatch, kernel_journal: KernelJournal
+) -> None:
+    monkeypatch.setenv(KERNEL_JOURNAL_ENV, str(kernel_journal.path))
+    deck = open_deck(demo_profile())
+    app = ServedeckApp(deck.profile, deck)
+    async with app.run_test(size=(160, 50)) as pilot:
+        kernel = app.query_one("#health-kernel", Static)
+        await _until(
+            pilot, lambda: "following XIDs (journal)" in str(kernel.render()), 60, "the follow"
+        )
+        table = app.query_one(GpuTable)
+        assert table.cell("gpu-5", "gpu") == "5"
+        written = time.monotonic()
+        kernel_journal.write_kernel("usb 1-1: new device", xid_line(79, 5), "garbage \x1b[31m")
+        await _until(pilot, lambda: table.cell("gpu-5", "gpu").endswith("X[/]"), 30, "the badge")
+        delay_s = time.monotonic() - written
+        print(f"XID line to GPU badge: {delay_s:.2f} s")
+        assert delay_s < 5.0
+        body = app.query_one("#health-body", Static)
+        assert "XID 79 GPU has fallen off the bus" in str(body.render())
+        monitor = app.recording.monitor  # type: ignore[union-attr]
+        fired = {(c.rule.name, c.gpu, c.state) for c in monitor.changes}
+        assert {("gpu-xid", 5, "firing"), ("gpu-xid-critical", 5, "firing")} <= fired
+        # A contained XID (warning) on GPU 1: the warning rule only.
+        kernel_journal.write_kernel(xid_line(43, 1))
+        await _until(pilot, lambda: table.cell("gpu-1", "gpu").endswith("X[/]"), 30, "XID 43")
+        fired = {(c.rule.name, c.gpu) for c in monitor.changes}
+        assert ("gpu-xid", 1) in fired and ("gpu-xid-critical", 1) not in fired
+        # On the Timeline (the recording), once each, with the GPU and the action.
+        await _until(pilot, lambda: len(_recorded_xids(app)) >= 2, 30, "the recorded XIDs")
+        texts = _recorded_xids(app)
+        assert texts == [
+            "XID 79 on GPU 5: GPU has fallen off the bus -> reboot the node; RMA if it repeats",
+            "XID 43 on GPU 1: GPU stopped processing -> restart the engine",
+        ]
+        await pilot.press("q")
+
+
+async def test_console_shows_a_lost_kernel_log(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(KERNEL_JOURNAL_ENV, str(tmp_path / "gone.journal"))
+    deck = open_deck(demo_profile())
+    app = ServedeckApp(deck.profile, deck)
+    async with app.run_test(size=(120, 36)) as pilot:
+        kernel = app.query_one("#health-kernel", Static)
+        await _until(pilot, lambda: "lost" in str(kernel.render()), 60, "the lost state")
+        text = str(kernel.render())
+        assert text.startswith("kernel log (XIDs) lost: journal stream ended")
+        assert kernel.has_class("-failing")
+        assert app.health["kernel"].failing
+        await pilot.press("7")  # the pane still draws the rest of the health
+        body = app.query_one("#health-body", Static)
+        await _until(pilot, lambda: "GPU7" in str(body.render()), 60, "the health report")
+        await pilot.press("q")
+
+
+@pytest.mark.sshd
+async def test_follow_over_ssh_reports_lost_and_resumes_without_repeats(
+    sshd: SshdPair, kernel_journal: KernelJournal
+) -> None:
+    host = SSHHost(sshd.host_config())
+    events: list[XidEvent] = []
+    states: list[FollowState] = []
+    task = asyncio.create_task(
+        follow_xids(host, BUSES, events.append, states.append, str(kernel_journal.path))
+    )
+    try:
+        await _until(None, lambda: states and states[-1].following, 60, "following")
+        kernel_journal.write_kernel(LINES[0][0])
+        await _until(None, lambda: len(events) == 1, 30, "the first XID")
+        assert sshd.first.kill_connections() >= 1
+        await _until(None, lambda: not states[-1].following, 30, "the lost state")
+        assert states[-1].reason == "journal stream ended; resuming"
+        kernel_journal.write_kernel(LINES[1][0])  # while the connection is down
+        await _until(None, lambda: states[-1].following and len(events) >= 2, 60, "the resume")
+        await asyncio.sleep(0.5)
+        assert [(e.xid, e.gpu_index) for e in events] == [(79, 2), (13, 0)]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await host.close()
