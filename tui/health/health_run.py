@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from tui.errors import ServedeckError
 from tui.health.counters import HealthCounters, parse_counters
 from tui.health.interconnect_parse import norm_bdf, split_sections
@@ -27,8 +29,23 @@ def bus_map(ids_text: str) -> dict[str, int]:
     return found
 
 
+async def nvml_counters(host: Host) -> list[HealthCounters] | None:
+    """NVML's counters (with NVLink errors) when the GPUs are on this machine; else None."""
+    if not host.is_local:
+        return None
+    try:
+        from tui.health.nvml_counters import read_nvml_counters
+
+        return await asyncio.to_thread(read_nvml_counters) or None
+    except (ImportError, OSError, ServedeckError):  # no nvidia-ml-py, no driver: nvidia-smi
+        return None
+
+
 async def read_counters(host: Host) -> tuple[list[HealthCounters], dict[str, int], str | None]:
-    """(counters, bus id -> index, why there are none)."""
+    """(counters, bus id -> index, why there are none): NVML here, else `nvidia-smi -q`."""
+    from_nvml = await nvml_counters(host)
+    if from_nvml:
+        return from_nvml, {c.bus_id: c.index for c in from_nvml}, None
     result = await host.run(["/bin/sh", "-s"], timeout_s=30, stdin_text=_SCRIPT)
     sections = split_sections(result.stdout)
     buses = bus_map(sections.get("ids", ""))
