@@ -21,6 +21,7 @@ from tui.health.xid import XidEvent
 from tui.health.xid_follow import KERNEL_JOURNAL_ENV, FollowState, follow_xids
 from tui.hosts.ssh import SSHHost
 from tui.record.query import RecordingReader
+from tui.screens.timeline import TimelineScreen
 from tui.sim.health import xid_line
 from widgets.gpu_table import GpuTable
 
@@ -84,6 +85,17 @@ async def test_console_follows_xids_to_pane_badge_timeline_and_alert(
             "XID 79 on GPU 5: GPU has fallen off the bus -> reboot the node; RMA if it repeats",
             "XID 43 on GPU 1: GPU stopped processing -> restart the engine",
         ]
+        await pilot.press("T")  # the Timeline: the XIDs and their alerts
+        await _until(pilot, lambda: isinstance(app.screen, TimelineScreen), 30, "the Timeline")
+        screen = app.screen
+        assert isinstance(screen, TimelineScreen)
+        await _until(pilot, lambda: any(e.source == "xid" for e in screen.events), 30, "events")
+        shown = [e.text for e in screen.events]
+        assert any(t.startswith("XID 79 on GPU 5") for t in shown)
+        assert any(
+            t.startswith("CRITICAL XID that needs a GPU reset or reboot on GPU 5") for t in shown
+        )
+        await pilot.press("escape")
         await pilot.press("q")
 
 
