@@ -143,3 +143,42 @@ async def test_follow_over_ssh_reports_lost_and_resumes_without_repeats(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await host.close()
+
+
+async def test_servedeck_record_follows_xids_and_alerts(
+    monkeypatch: pytest.MonkeyPatch, kernel_journal: KernelJournal
+) -> None:
+    """The headless recorder (`servedeck record`): the same follow, feed and rules."""
+    from tests.test_xid_alerts import ListSink
+    from tui.alerts.monitor import AlertMonitor
+    from tui.alerts.rules import AlertingConfig
+    from tui.record.feed import RecordFeed
+    from tui.record.headless import Cadence, HeadlessRecorder
+
+    monkeypatch.setenv(KERNEL_JOURNAL_ENV, str(kernel_journal.path))
+    deck = open_deck(demo_profile())
+    sink = ListSink()
+    feed = RecordFeed(sink, deck.host_label)
+    monitor = AlertMonitor(AlertingConfig(), deck.host_label, feed=feed)
+    stop = asyncio.Event()
+    recorder = HeadlessRecorder(deck, feed, Cadence(gpu_s=0.5, service_s=0.5), monitor)
+    task = asyncio.create_task(recorder.run(None, stop))
+    try:
+        await _until(None, lambda: recorder.last_gpu is not None, 60, "a GPU sample")
+        # Logged whenever: the follow starts with this boot's backlog, then follows.
+        kernel_journal.write_kernel(xid_line(95, 3))
+        await _until(
+            None, lambda: any(e.source == "xid" for e in sink.events), 30, "the recorded XID"
+        )
+        xid = next(e for e in sink.events if e.source == "xid")
+        assert xid.gpu == 3 and xid.text.startswith("XID 95 on GPU 3: Uncontained ECC error")
+        await _until(
+            None,
+            lambda: any(c.rule.name == "gpu-xid-critical" for c in monitor.changes),
+            30,
+            "the alert",
+        )
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 60)
+        await deck.close()

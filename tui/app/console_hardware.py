@@ -43,9 +43,9 @@ class HardwareHealthMixin(ConsoleParts):
         if self._xid_follow_started or not snapshot.available or not snapshot.statics:
             return
         self._xid_follow_started = True
-        from tui.health.interconnect_parse import norm_bdf
+        from tui.health.xid_follow import gpu_buses
 
-        self._follow_xids({norm_bdf(s.bus_id): s.index for s in snapshot.statics if s.bus_id})
+        self._follow_xids(gpu_buses(snapshot) or {})
 
     @console_worker("xid", pane="kernel", what="follow the kernel log for XIDs")
     async def _follow_xids(self, buses: dict[str, int]) -> None:

@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from tui.errors import ServedeckError
+from tui.gpu.model import GpuBoxSnapshot
+from tui.health.interconnect_parse import norm_bdf
 from tui.health.kernel_log import KernelLogFollower, dmesg_events
 from tui.health.xid import XidEvent
 from tui.hosts.base import Host
@@ -41,6 +43,13 @@ class FollowState:
 
 def kernel_journal_file() -> str | None:
     return os.environ.get(KERNEL_JOURNAL_ENV) or None
+
+
+def gpu_buses(snapshot: GpuBoxSnapshot | None) -> dict[str, int] | None:
+    """Bus id -> GPU index from a GPU sample; None until one with GPUs arrives."""
+    if snapshot is None or not snapshot.available or not snapshot.statics:
+        return None
+    return {norm_bdf(s.bus_id): s.index for s in snapshot.statics if s.bus_id}
 
 
 async def journal_unreadable(host: Host) -> str | None:
