@@ -8,11 +8,12 @@ badge, the recording (Timeline) and the alert rules within a second or two.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
 from tui.app import messages
-from tui.app.console_guard import while_open
+from tui.app.console_guard import console_closing, while_open
 from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
 from tui.errors import ServedeckError
@@ -26,6 +27,8 @@ if TYPE_CHECKING:  # loaded by the checks themselves, after the first frame
 
 # Re-read at most this often when the tab is shown again (the doctor runs ~15 commands).
 HEALTH_REFRESH_S = 30.0
+# The counters change slowly (a remap, an ECC error); `nvidia-smi -q` costs ~1 s of CPU.
+HW_COUNTERS_S = 120.0
 XIDS_KEPT = 500  # followed events kept for the pane (a storm of XIDs must not grow forever)
 
 
@@ -45,32 +48,41 @@ class HardwareHealthMixin(ConsoleParts):
         self._xid_follow_started = True
         from tui.health.xid_follow import gpu_buses
 
-        self._follow_xids(gpu_buses(snapshot) or {})
+        buses = gpu_buses(snapshot) or {}
+        self._poll_hw_counters(buses)
+        self._follow_xids(buses)
 
-    @console_worker("xid", pane="kernel", what="follow the kernel log for XIDs")
-    async def _follow_xids(self, buses: dict[str, int]) -> None:
+    @console_worker("hw-counters", pane="kernel", what="read the GPU health counters")
+    async def _poll_hw_counters(self, buses: dict[str, int]) -> None:
+        """The counters (remaps, ECC, NVLink errors, throttling) now and every few minutes."""
         from tui.health.counters import HealthCounters
         from tui.health.health_run import collect_demo_health, read_counters
         from tui.health.report import build_report
+
+        while not console_closing(self):
+            if self.deck.box is not None:
+                report = await collect_demo_health()
+            else:
+                try:
+                    counters, _, why = await read_counters(self.deck.host)
+                except ServedeckError as error:
+                    counters, why = [], str(error)
+                # Without counters the GPUs are still there: XIDs land on them by bus id.
+                counters = counters or [HealthCounters(i, b) for b, i in sorted(buses.items())]
+                report = build_report(counters, [], "journal", [why] if why else [])
+            self.post_message(messages.HardwareCounters(report))
+            await asyncio.sleep(HW_COUNTERS_S)
+
+    @console_worker("xid", pane="kernel", what="follow the kernel log for XIDs")
+    async def _follow_xids(self, buses: dict[str, int]) -> None:
         from tui.health.xid_follow import FollowState, follow_xids, kernel_journal_file
 
-        deck, journal = self.deck, kernel_journal_file()
-        if deck.box is not None:
-            report = await collect_demo_health()
-        else:
-            try:
-                counters, _, why = await read_counters(deck.host)
-            except ServedeckError as error:
-                counters, why = [], str(error)
-            # Without counters the GPUs are still there: events land on them by bus id.
-            counters = counters or [HealthCounters(i, bus) for bus, i in sorted(buses.items())]
-            report = build_report(counters, [], "journal", [why] if why else [])
-        self.post_message(messages.HardwareCounters(report))
-        if deck.box is not None and journal is None:
+        journal = kernel_journal_file()
+        if self.deck.box is not None and journal is None:
             self.post_message(messages.KernelLogState(FollowState(True, "simulated")))
             return
         await follow_xids(
-            deck.host,
+            self.deck.host,
             buses,
             lambda event: self.post_message(messages.XidSeen(event)),
             lambda state: self.post_message(messages.KernelLogState(state)),
