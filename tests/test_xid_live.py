@@ -182,3 +182,21 @@ async def test_servedeck_record_follows_xids_and_alerts(
         stop.set()
         await asyncio.wait_for(task, 60)
         await deck.close()
+
+
+async def test_demo_badges_from_the_counters_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No kernel log to follow on the simulated box: its XIDs and counters still mark the
+    GPUs from the first sample on, without visiting the Health pane."""
+    monkeypatch.setenv("SERVEDECK_SIM_XID", "63@2")
+    deck = open_deck(demo_profile())
+    app = ServedeckApp(deck.profile, deck)
+    async with app.run_test(size=(160, 50)) as pilot:
+        table = app.query_one(GpuTable)
+        await _until(pilot, lambda: "gpu-2" in table.row_keys, 60, "the GPU rows")
+        await _until(pilot, lambda: table.cell("gpu-2", "gpu").endswith("X[/]"), 30, "the mark")
+        assert table.cell("gpu-3", "gpu") == "3"
+        kernel = app.query_one("#health-kernel", Static)
+        assert str(kernel.render()) == "Kernel log: following XIDs (simulated)"
+        body = str(app.query_one("#health-body", Static).render())
+        assert "row remap / page retirement pending" in body and "NVLink errors n/a" in body
+        await pilot.press("q")

@@ -20,6 +20,11 @@ STYLES = {"crit": "bold red", "warn": "bold yellow", "info": "cyan", "ok": "bold
 MARKS = {"crit": "CRIT", "warn": "WARN", "info": "INFO", "ok": " OK "}
 
 
+def _na(value: object) -> str:
+    """A counter the GPU or driver does not report is n/a, never 0 or None."""
+    return "n/a" if value is None else str(value)
+
+
 class HealthView(Vertical):
     """Interconnect findings (check, GPU, evidence, fix), then a badge and events per GPU."""
 
@@ -58,7 +63,9 @@ class HealthView(Vertical):
     def show(self, interconnect: InterconnectReport | None, health: HealthReport | None) -> None:
         text = Text()
         text.append("Interconnect (read-only doctor)\n", style="bold")
-        if interconnect is not None:
+        if interconnect is None:
+            text.append("  reading (shown when this pane is open) ...\n", style="dim")
+        else:
             for note in interconnect.notes:
                 text.append(f"  note: {note}\n", style="dim")
             if not interconnect.findings:
@@ -76,8 +83,8 @@ class HealthView(Vertical):
                 text.append(f"  {MARKS.get(gpu.badge, gpu.badge)} ", style=STYLES.get(gpu.badge))
                 c = gpu.counters
                 figures = (
-                    f"ECC unc. {c.ecc_volatile_uncorrected}/{c.ecc_aggregate_uncorrected}  "
-                    f"replays {c.pcie_replays}"
+                    f"ECC unc. {_na(c.ecc_volatile_uncorrected)}/{_na(c.ecc_aggregate_uncorrected)}"
+                    f"  replays {_na(c.pcie_replays)}  NVLink errors {_na(c.nvlink_errors)}"
                     if c
                     else "no counters"
                 )
