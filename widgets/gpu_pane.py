@@ -18,12 +18,14 @@ from textual.widgets import Static
 
 from tui.gpu.history import GpuTrend
 from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_bytes
+from tui.health.badge import GpuBadge
 from widgets import gpu_format as fmt
 from widgets.gpu_table import GpuTable, TableColumn, TableRow
 from widgets.keys import bindings_for
 from widgets.quiet_update import update_static
 
 FULL_LAYOUT_MIN_WIDTH = 150  # narrower terminals get the compact columns
+BADGE_STYLES = {"crit": "bold white on red", "warn": "bold black on yellow"}
 
 
 _FULL_COLUMNS = (
@@ -52,12 +54,23 @@ _COMPACT_COLUMNS = (
 )
 
 
+def badge_cell(index: int, badge: GpuBadge | None) -> str:
+    """The GPU number, and beside it the health mark (X, R, E, L, P, T) when there is one."""
+    if badge is None or not badge.mark:
+        return str(index)
+    return f"{index}[{BADGE_STYLES.get(badge.severity, 'bold')}]{badge.mark}[/]"
+
+
 def _gpu_cells(
-    static: GpuStatic | None, sample: GpuSample, trend: GpuTrend | None, compact: bool
+    static: GpuStatic | None,
+    sample: GpuSample,
+    trend: GpuTrend | None,
+    compact: bool,
+    badge: GpuBadge | None = None,
 ) -> dict[str, str]:
     name_width = 10 if compact else 18
     name = fmt.short_gpu_name(static.name if static else "GPU", name_width)
-    cells = {"gpu": str(sample.index), "name": name}
+    cells = {"gpu": badge_cell(sample.index, badge), "name": name}
     if sample.lost:
         cells["memory"] = "[bold red]LOST[/]"
         cells["util"] = fmt.clip(sample.error or "", 9 if compact else 15)
@@ -126,6 +139,7 @@ class GpuPane(Widget):
         self._table_class = table_class
         self._snapshot: GpuBoxSnapshot | None = None
         self._trends: Mapping[int, GpuTrend] = {}
+        self._badges: Mapping[int, GpuBadge] = {}
         self._compact: bool | None = None
         self._selected_gpu: int | None = None
         self._detail_text: str | None = None
@@ -147,6 +161,13 @@ class GpuPane(Widget):
 
     def update_view(self, snapshot: GpuBoxSnapshot, trends: Mapping[int, GpuTrend]) -> None:
         self._snapshot, self._trends = snapshot, trends
+        self._render_snapshot()
+
+    def set_health(self, badges: Mapping[int, GpuBadge]) -> None:
+        """Health marks per GPU index (tui.health.badge); redrawn only when they change."""
+        if dict(badges) == dict(self._badges):
+            return
+        self._badges = dict(badges)
         self._render_snapshot()
 
     def action_toggle_topology(self) -> None:
@@ -183,7 +204,9 @@ class GpuPane(Widget):
                     cells["memory"] = f"[dim]cpus {fmt.clip(static.cpu_affinity, 17)}[/]"
                 rows.append(TableRow(f"numa-{node}", cells, selectable=False))
             trend = self._trends.get(sample.index)
-            rows.append(TableRow(f"gpu-{sample.index}", _gpu_cells(static, sample, trend, compact)))
+            badge = self._badges.get(sample.index)
+            cells = _gpu_cells(static, sample, trend, compact, badge)
+            rows.append(TableRow(f"gpu-{sample.index}", cells))
         rows.append(TableRow("total", _total_cells(snapshot, compact), selectable=False))
         return rows
 
@@ -221,9 +244,20 @@ class GpuPane(Widget):
             text = topology_text(self._snapshot)
         else:
             text = processes_text(self._snapshot, self._selected_gpu, self.size.width)
+            badge = self._badges.get(self._selected_gpu) if self._selected_gpu is not None else None
+            if badge is not None and badge.mark:
+                text = f"{health_line(badge, self.size.width)}\n{text}"
         if text != self._detail_text:
             update_static(self._detail, text)
             self._detail_text = text
+
+
+def health_line(badge: GpuBadge, width: int) -> str:
+    """The selected GPU's health reasons, one line (the Health tab has them all)."""
+    style = BADGE_STYLES.get(badge.severity, "bold")
+    reasons = "; ".join(badge.reasons) or "see the Health tab (7)"
+    text = fmt.clip(f"{reasons} · 7: Health", max(20, width - 14))
+    return f"[{style}]health {badge.codes}[/] {text}"
 
 
 def _numa_sort_key(static: GpuStatic | None) -> int:

@@ -20,6 +20,11 @@ STYLES = {"crit": "bold red", "warn": "bold yellow", "info": "cyan", "ok": "bold
 MARKS = {"crit": "CRIT", "warn": "WARN", "info": "INFO", "ok": " OK "}
 
 
+def _na(value: object) -> str:
+    """A counter the GPU or driver does not report is n/a, never 0 or None."""
+    return "n/a" if value is None else str(value)
+
+
 class HealthView(Vertical):
     """Interconnect findings (check, GPU, evidence, fix), then a badge and events per GPU."""
 
@@ -27,6 +32,8 @@ class HealthView(Vertical):
     HealthView { height: 1fr; }
     HealthView > #health-title { height: auto; padding: 0 1; color: $text-muted; }
     HealthView > #health-probe { height: auto; padding: 0 1; }
+    HealthView > #health-kernel { height: auto; padding: 0 1; color: $text-muted; }
+    HealthView > #health-kernel.-failing { color: $error; text-style: bold; }
     HealthView #health-body { padding: 0 1; }
     """
 
@@ -35,11 +42,20 @@ class HealthView(Vertical):
         yield Static(
             "p: run the interconnect probe (idle GPUs only; asks first)", id="health-probe"
         )
+        yield Static(
+            "Kernel log: not followed yet (starts with the first GPU sample)", id="health-kernel"
+        )
         with VerticalScroll(id="health-scroll"):
             yield Static(id="health-body")
 
     def show_probe(self, line: str) -> None:
         self.query_one("#health-probe", Static).update(line)
+
+    def show_kernel(self, line: str, failing: bool) -> None:
+        """Whether XIDs are being followed live; a lost follow is drawn as an error."""
+        kernel = self.query_one("#health-kernel", Static)
+        kernel.update(line)
+        kernel.set_class(failing, "-failing")
 
     def show_error(self, message: str) -> None:
         self.query_one("#health-title", Static).update(message)
@@ -47,7 +63,9 @@ class HealthView(Vertical):
     def show(self, interconnect: InterconnectReport | None, health: HealthReport | None) -> None:
         text = Text()
         text.append("Interconnect (read-only doctor)\n", style="bold")
-        if interconnect is not None:
+        if interconnect is None:
+            text.append("  reading (shown when this pane is open) ...\n", style="dim")
+        else:
             for note in interconnect.notes:
                 text.append(f"  note: {note}\n", style="dim")
             if not interconnect.findings:
@@ -65,8 +83,8 @@ class HealthView(Vertical):
                 text.append(f"  {MARKS.get(gpu.badge, gpu.badge)} ", style=STYLES.get(gpu.badge))
                 c = gpu.counters
                 figures = (
-                    f"ECC unc. {c.ecc_volatile_uncorrected}/{c.ecc_aggregate_uncorrected}  "
-                    f"replays {c.pcie_replays}"
+                    f"ECC unc. {_na(c.ecc_volatile_uncorrected)}/{_na(c.ecc_aggregate_uncorrected)}"
+                    f"  replays {_na(c.pcie_replays)}  NVLink errors {_na(c.nvlink_errors)}"
                     if c
                     else "no counters"
                 )

@@ -8,6 +8,7 @@ from textual.app import App, ComposeResult
 
 from tui.gpu.history import GpuTrend
 from tui.gpu.model import GpuBoxSnapshot
+from tui.health.badge import GpuBadge
 from widgets.gpu_pane import GpuPane
 from widgets.gpu_table import GpuTable
 
@@ -20,8 +21,10 @@ class GpuPaneApp(App[None]):
         snapshot: GpuBoxSnapshot,
         trends: Mapping[int, GpuTrend] | None = None,
         table_class: type[GpuTable] = GpuTable,
+        badges: Mapping[int, GpuBadge] | None = None,
     ) -> None:
         super().__init__()
+        self.badges = badges or {}
         self.snapshot = snapshot
         self.trends = trends or {}
         self.table_class = table_class
@@ -32,4 +35,6 @@ class GpuPaneApp(App[None]):
     def on_mount(self) -> None:
         pane = self.query_one(GpuPane)
         pane.update_view(self.snapshot, self.trends)
+        if self.badges:
+            pane.set_health(self.badges)
         pane.query_one("#gpu-table").focus()

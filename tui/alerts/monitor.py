@@ -8,16 +8,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tui.alerts.engine import AlertChange, AlertEngine, Signals
 from tui.alerts.rules import AlertingConfig
-from tui.alerts.signals import gpu_signals, metrics_signals, readiness_signals, unit_signals
+from tui.alerts.signals import (
+    XID_WINDOW_S,
+    gpu_signals,
+    metrics_signals,
+    readiness_signals,
+    unit_signals,
+    xid_signals,
+)
 from tui.alerts.webhook import WebhookSender
 from tui.gpu.model import GpuBoxSnapshot
 from tui.metrics import ServerMetrics
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
 from tui.service import UnitState
+
+if TYPE_CHECKING:
+    from tui.health.xid import XidEvent
 
 
 class AlertMonitor:
@@ -39,6 +50,8 @@ class AlertMonitor:
         self._ready_ever = False
         self._unit: UnitState | None = None
         self._leftovers: int | None = None
+        self._xids: list[tuple[float, int, bool]] = []  # (time, GPU, critical), the window's
+        self._gpus: list[int] = []
 
     def close(self) -> None:
         if self.webhook is not None:
@@ -66,7 +79,28 @@ class AlertMonitor:
 
     # --- the sources -----------------------------------------------------------------------
     def observe_gpu(self, snapshot: GpuBoxSnapshot) -> list[AlertChange]:
-        return self._observe(gpu_signals(snapshot), snapshot.taken_at_s)
+        changes = self._observe(gpu_signals(snapshot), snapshot.taken_at_s)
+        if snapshot.available:
+            self._gpus = [sample.index for sample in snapshot.samples]
+        if self._xids:  # the window moves: XIDs that aged out resolve their alert
+            changes += self._observe_xids(snapshot.taken_at_s)
+        return changes
+
+    def observe_xid(self, event: XidEvent, now_s: float | None = None) -> list[AlertChange]:
+        """An XID on a known GPU; one from before the window (the journal's backlog) is past."""
+        now_s = time.time() if now_s is None else now_s
+        if event.gpu_index is None:
+            return []
+        at_s = event.timestamp_s if event.timestamp_s is not None else now_s
+        if now_s - at_s > XID_WINDOW_S:
+            return []
+        self._xids.append((at_s, event.gpu_index, event.severity == "crit"))
+        return self._observe_xids(now_s)
+
+    def _observe_xids(self, now_s: float) -> list[AlertChange]:
+        signals = xid_signals(self._xids, self._gpus, now_s)
+        self._xids = [x for x in self._xids if now_s - x[0] <= XID_WINDOW_S]
+        return self._observe(signals, now_s)
 
     def observe_metrics(self, metrics: ServerMetrics) -> list[AlertChange]:
         return self._observe(metrics_signals(metrics), metrics.at_s)

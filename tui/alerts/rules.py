@@ -27,6 +27,8 @@ SIGNALS: dict[str, str] = {
     "gpu.power_w": "GPU power draw",
     "gpu.idle_allocated": "1 while a GPU holds memory (> 1 GiB) at 0 % utilization",
     "gpu.lost": "1 while a GPU is off the bus",
+    "gpu.xid_recent": "XIDs the kernel logged for a GPU in the last 10 minutes",
+    "gpu.xid_critical_recent": "XIDs that need a GPU reset or more (79, 48, 74, 95, ...) in the last 10 minutes",
     "engine.kv_cache_usage_pct": "KV cache usage",
     "engine.waiting_reqs": "requests waiting",
     "engine.running_reqs": "requests running",
@@ -129,6 +131,17 @@ DEFAULT_RULES: tuple[AlertRule, ...] = (
         "ready-lost", "engine.ready_lost", ">=", 1, 5, "critical", 0, "server stopped answering"
     ),
     AlertRule("gpu-lost", "gpu.lost", ">=", 1, 0, "critical", 0, "GPU fell off the bus"),
+    AlertRule("gpu-xid", "gpu.xid_recent", ">=", 1, 0, "warning", 0, "XID in the kernel log"),
+    AlertRule(
+        "gpu-xid-critical",
+        "gpu.xid_critical_recent",
+        ">=",
+        1,
+        0,
+        "critical",
+        0,
+        "XID that needs a GPU reset or reboot",
+    ),
 )
 
 

@@ -8,6 +8,8 @@ from tui.metrics import ServerMetrics
 from tui.service import UnitState
 
 GIB = 1024**3
+# An XID counts towards its GPU's signals this long; the alert resolves after it.
+XID_WINDOW_S = 600.0
 IDLE_HELD_BYTES = GIB
 
 
@@ -65,3 +67,21 @@ def unit_signals(state: UnitState, leftovers: int | None) -> Signals:
 
 def readiness_signals(was_ready_ever: bool, ready_now: bool) -> Signals:
     return {"engine.ready_lost": {None: 1.0 if was_ready_ever and not ready_now else 0.0}}
+
+
+def xid_signals(xids: list[tuple[float, int, bool]], gpus: list[int], now_s: float) -> Signals:
+    """Per GPU, the XIDs of the last XID_WINDOW_S: (time, GPU, needs a reset or more).
+
+    Every GPU in `gpus` gets a value (0 when quiet), so a firing alert resolves once
+    its XIDs are older than the window.
+    """
+    recent: dict[int | None, float] = dict.fromkeys(gpus, 0.0)
+    critical: dict[int | None, float] = dict.fromkeys(gpus, 0.0)
+    for at_s, gpu, crit in xids:
+        if now_s - at_s <= XID_WINDOW_S:
+            recent[gpu] = recent.get(gpu, 0.0) + 1
+            critical[gpu] = critical.get(gpu, 0.0) + (1 if crit else 0)
+        else:
+            recent.setdefault(gpu, 0.0)
+            critical.setdefault(gpu, 0.0)
+    return {"gpu.xid_recent": recent, "gpu.xid_critical_recent": critical}

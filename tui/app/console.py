@@ -336,6 +336,7 @@ class ServedeckApp(
             return
         self.last_gpu = snapshot
         self._record_gpu(snapshot)
+        self._watch_hardware(snapshot)
         self.gpu_history.add(snapshot)
         if snapshot.available:
             used_bytes, _ = total_memory_bytes(snapshot.samples)

@@ -1,28 +1,141 @@
-"""The console's Health pane: interconnect doctor and GPU health, read when it is shown."""
+"""The console's Health pane: interconnect doctor and GPU health; XIDs followed live.
+
+The doctor and the full health read run when the pane is shown. Once the first GPU
+sample arrives, the GPU counters are read once and the kernel log is followed for
+XIDs for the console's life: each new XID reaches the Health pane, the GPU table's
+badge, the recording (Timeline) and the alert rules within a second or two.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
 from tui.app import messages
-from tui.app.console_guard import while_open
+from tui.app.console_guard import console_closing, while_open
 from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
 from tui.errors import ServedeckError
 from widgets.health_view import HealthView
 
-if TYPE_CHECKING:  # loaded by the checks themselves, when the pane is first shown
-    pass
+if TYPE_CHECKING:  # loaded by the checks themselves, after the first frame
+    from tui.gpu.model import GpuBoxSnapshot
+    from tui.health.interconnect import InterconnectReport
+    from tui.health.report import HealthReport
+    from tui.health.xid import XidEvent
 
 # Re-read at most this often when the tab is shown again (the doctor runs ~15 commands).
 HEALTH_REFRESH_S = 30.0
+# The counters change slowly (a remap, an ECC error); `nvidia-smi -q` costs ~1 s of CPU.
+HW_COUNTERS_S = 120.0
+XIDS_KEPT = 500  # followed events kept for the pane (a storm of XIDs must not grow forever)
 
 
 class HardwareHealthMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose deck and profile it uses)."""
 
     _health_read_at_s: float = 0.0
+    _hw_report: HealthReport | None = None
+    _hw_interconnect: InterconnectReport | None = None
+    _xids: tuple[XidEvent, ...] = ()
+    _xid_follow_started: bool = False
+
+    def _watch_hardware(self, snapshot: GpuBoxSnapshot) -> None:
+        """Called with each GPU sample: the first one with GPUs starts the XID follow."""
+        if self._xid_follow_started or not snapshot.available or not snapshot.statics:
+            return
+        self._xid_follow_started = True
+        from tui.health.xid_follow import gpu_buses
+
+        buses = gpu_buses(snapshot) or {}
+        self._poll_hw_counters(buses)
+        self._follow_xids(buses)
+
+    @console_worker("hw-counters", pane="kernel", what="read the GPU health counters")
+    async def _poll_hw_counters(self, buses: dict[str, int]) -> None:
+        """The counters (remaps, ECC, NVLink errors, throttling) now and every few minutes."""
+        from tui.health.counters import HealthCounters
+        from tui.health.health_run import collect_demo_health, read_counters
+        from tui.health.report import build_report
+
+        while not console_closing(self):
+            if self.deck.box is not None:
+                report = await collect_demo_health()
+            else:
+                try:
+                    counters, _, why = await read_counters(self.deck.host)
+                except ServedeckError as error:
+                    counters, why = [], str(error)
+                # Without counters the GPUs are still there: XIDs land on them by bus id.
+                counters = counters or [HealthCounters(i, b) for b, i in sorted(buses.items())]
+                report = build_report(counters, [], "journal", [why] if why else [])
+            self.post_message(messages.HardwareCounters(report))
+            await asyncio.sleep(HW_COUNTERS_S)
+
+    @console_worker("xid", pane="kernel", what="follow the kernel log for XIDs")
+    async def _follow_xids(self, buses: dict[str, int]) -> None:
+        from tui.health.xid_follow import FollowState, follow_xids, kernel_journal_file
+
+        journal = kernel_journal_file()
+        if self.deck.box is not None and journal is None:
+            self.post_message(messages.KernelLogState(FollowState(True, "simulated")))
+            return
+        await follow_xids(
+            self.deck.host,
+            buses,
+            lambda event: self.post_message(messages.XidSeen(event)),
+            lambda state: self.post_message(messages.KernelLogState(state)),
+            journal_file=journal,
+        )
+
+    def _show_hardware(self) -> None:
+        """The merged report to the Health pane and the GPU table's badges."""
+        from tui.health.badge import badges
+
+        if self._hw_report is None:
+            return
+        self.query_one(HealthView).show(self._hw_interconnect, self._hw_report)
+        self._gpu_pane.set_health(badges(self._hw_report))
+
+    @while_open
+    def on_servedeck_app_hardware_counters(self, message: messages.HardwareCounters) -> None:
+        from tui.health.report import with_events
+
+        self._hw_report = with_events(message.health, list(self._xids))
+        self._show_hardware()
+
+    @while_open
+    def on_servedeck_app_xid_seen(self, message: messages.XidSeen) -> None:
+        from tui.health.report import with_events
+
+        event = message.event
+        self._xids = (*self._xids, event)[-XIDS_KEPT:]
+        self._record_xid(event)
+        if self._hw_report is not None:
+            self._hw_report = with_events(self._hw_report, [event])
+        self._show_hardware()
+
+    def _record_xid(self, event: XidEvent) -> None:
+        """On the Timeline (once per journal entry) and through the alert rules."""
+        recording = self.recording
+        if recording is None:
+            return
+        recording.feed.observe_xid(event)
+        recording.monitor.observe_xid(event)
+
+    @while_open
+    def on_servedeck_app_kernel_log_state(self, message: messages.KernelLogState) -> None:
+        state = message.state
+        if state.following:
+            self.source_ok("kernel")
+        else:
+            self._set_health("kernel", state.reason, None)
+        view = self.query_one(HealthView)
+        if state.following:
+            view.show_kernel(f"Kernel log: following XIDs ({state.source})", failing=False)
+        else:
+            view.show_kernel(self.health["kernel"].describe(), failing=True)
 
     def _show_health(self) -> None:
         if time.monotonic() - self._health_read_at_s >= HEALTH_REFRESH_S:
@@ -118,4 +231,11 @@ class HardwareHealthMixin(ConsoleParts):
             view.show_error(f"Health unreadable: {message.error}")
             self._health_read_at_s = 0.0
             return
-        view.show(message.interconnect, message.health)
+        from tui.health.report import with_events
+
+        self._hw_interconnect = message.interconnect
+        if message.health is not None:
+            self._hw_report = with_events(message.health, list(self._xids))
+            self._show_hardware()
+        else:
+            view.show(message.interconnect, message.health)

@@ -44,6 +44,7 @@ def initial_health() -> dict[str, SourceHealth]:
         "readiness": SourceHealth("readiness probe", noun="answer"),
         "metrics": SourceHealth("metrics", noun="sample"),
         "procs": SourceHealth("process list", noun="listing"),
+        "kernel": SourceHealth("kernel log (XIDs)", noun="reading"),
     }
 
 

@@ -24,6 +24,8 @@ from tui.service import ActionOutcome, UnitState
 if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
     from tui.health.interconnect import InterconnectReport
     from tui.health.report import HealthReport
+    from tui.health.xid import XidEvent
+    from tui.health.xid_follow import FollowState
 
 NAMESPACE = "servedeck_app"
 
@@ -91,6 +93,27 @@ class HealthReady(Message, namespace=NAMESPACE):
     interconnect: InterconnectReport | None
     health: HealthReport | None
     error: str | None = None
+
+
+@dataclass
+class HardwareCounters(Message, namespace=NAMESPACE):
+    """GPU health counters read at start (no doctor): the badges' first data."""
+
+    health: HealthReport
+
+
+@dataclass
+class XidSeen(Message, namespace=NAMESPACE):
+    """One XID from the followed kernel log."""
+
+    event: XidEvent
+
+
+@dataclass
+class KernelLogState(Message, namespace=NAMESPACE):
+    """The XID follow started, ended or resumed."""
+
+    state: FollowState
 
 
 @dataclass

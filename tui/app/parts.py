@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from tui.gpu.model import GpuBoxSnapshot
     from tui.loadwatch import LoadProgress
     from tui.procs.model import ProcListing
+    from tui.record.session import ConsoleRecording
+    from tui.source_health import SourceHealth
+    from widgets.gpu_pane import GpuPane
 
     class ConsoleParts(App[int]):
         """What a part may use: the App, plus what ServedeckApp and the other parts define."""
@@ -38,6 +41,9 @@ if TYPE_CHECKING:
         progress: LoadProgress | None
         _tabs: TabbedContent
         _overview_wake: asyncio.Event
+        _gpu_pane: GpuPane
+        health: dict[str, SourceHealth]
+        recording: ConsoleRecording | None
 
         # ServedeckApp (tui/app/console.py)
         def poll_later(self, delay_s: float, poll: Callable[[], object], name: str) -> None: ...
@@ -63,6 +69,9 @@ if TYPE_CHECKING:
 
         # the other parts
         def source_ok(self, source: str) -> None: ...  # console_health
+        def _set_health(
+            self, source: str, failure: str | None, retry_in_s: float | None = None
+        ) -> None: ...  # console_health
         def _refresh_procs(self) -> Worker[Any]:  # console_processes
             raise NotImplementedError
 

@@ -107,11 +107,33 @@ class HealthCounters:
     ecc_aggregate_uncorrected: int | None = None
     clock_event_reasons: tuple[str, ...] = ()
     violation_us: tuple[tuple[str, int], ...] = ()  # (reason, microseconds since boot)
+    # NVLink error counters summed over the GPU's links (NVML only; nvidia-smi -q has none).
+    nvlink_replay_errors: int | None = None
+    nvlink_recovery_errors: int | None = None
+    nvlink_crc_flit_errors: int | None = None
+    nvlink_crc_data_errors: int | None = None
+    source: str = "nvidia-smi"  # nvidia-smi | nvml | simulated
+    # Reads the driver refused (NVML NotSupported and the like): shown as n/a, named here.
+    unavailable: tuple[str, ...] = ()
+
+    @property
+    def nvlink_errors(self) -> int | None:
+        """Replay + recovery + CRC errors over all links; None where none was readable."""
+        parts = (
+            self.nvlink_replay_errors,
+            self.nvlink_recovery_errors,
+            self.nvlink_crc_flit_errors,
+            self.nvlink_crc_data_errors,
+        )
+        known = [part for part in parts if part is not None]
+        return sum(known) if known else None
 
     def as_dict(self) -> dict[str, object]:
         data = asdict(self)
         data["clock_event_reasons"] = list(self.clock_event_reasons)
         data["violation_us"] = dict(self.violation_us)
+        data["unavailable"] = list(self.unavailable)
+        data["nvlink_errors"] = self.nvlink_errors
         return data
 
 

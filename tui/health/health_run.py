@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from tui.errors import ServedeckError
 from tui.health.counters import HealthCounters, parse_counters
 from tui.health.interconnect_parse import norm_bdf, split_sections
 from tui.health.kernel_log import KernelLogFollower, dmesg_events
 from tui.health.report import HealthReport, build_report
 from tui.health.xid import XidEvent
+from tui.health.xid_follow import journal_unreadable
 from tui.hosts.base import Host
 
 _SCRIPT = r"""
@@ -26,8 +29,23 @@ def bus_map(ids_text: str) -> dict[str, int]:
     return found
 
 
+async def nvml_counters(host: Host) -> list[HealthCounters] | None:
+    """NVML's counters (with NVLink errors) when the GPUs are on this machine; else None."""
+    if not host.is_local:
+        return None
+    try:
+        from tui.health.nvml_counters import read_nvml_counters
+
+        return await asyncio.to_thread(read_nvml_counters) or None
+    except (ImportError, OSError, ServedeckError):  # no nvidia-ml-py, no driver: nvidia-smi
+        return None
+
+
 async def read_counters(host: Host) -> tuple[list[HealthCounters], dict[str, int], str | None]:
-    """(counters, bus id -> index, why there are none)."""
+    """(counters, bus id -> index, why there are none): NVML here, else `nvidia-smi -q`."""
+    from_nvml = await nvml_counters(host)
+    if from_nvml:
+        return from_nvml, {c.bus_id: c.index for c in from_nvml}, None
     result = await host.run(["/bin/sh", "-s"], timeout_s=30, stdin_text=_SCRIPT)
     sections = split_sections(result.stdout)
     buses = bus_map(sections.get("ids", ""))
@@ -43,16 +61,8 @@ async def read_events(
 ) -> tuple[list[XidEvent], str, str | None]:
     """(events, where from, a note): the journal first, dmesg when journalctl fails."""
     if journal_file is None:
-        # journalctl exits 0 with no entries when the user may not read the kernel's
-        # messages: say so instead of reporting a clean log.
-        try:
-            probe = await host.run(["journalctl", "-k", "-n", "0", "--no-pager"], timeout_s=15)
-            stderr = probe.stderr
-        except ServedeckError as error:  # no journalctl on this box (a container): dmesg
-            stderr = f"No journal files: {error}"
-        if "insufficient permissions" in stderr or "No journal files" in stderr:
-            line = stderr.strip().splitlines()[0][:160]
-            note = f"kernel journal unreadable as this user ({line}); run as root or join adm"
+        note = await journal_unreadable(host)
+        if note is not None:
             try:
                 return [e async for e in dmesg_events(host, buses)], "dmesg", None
             except (OSError, ServedeckError) as error:

@@ -89,6 +89,9 @@ def gpu_badge(
         if c.ecc_volatile_uncorrected:
             badge = _worst(badge, WARN)
             reasons.append(f"{c.ecc_volatile_uncorrected} uncorrectable ECC error(s) since reset")
+        if c.nvlink_errors:
+            badge = _worst(badge, WARN)
+            reasons.append(f"{c.nvlink_errors} NVLink error(s) (replay/recovery/CRC) since reset")
         slow = [r for r in c.clock_event_reasons if r in _SLOWDOWNS]
         if slow:
             badge = _worst(badge, WARN)
@@ -126,3 +129,19 @@ def build_report(
     known = {c.index for c in counters}
     unmatched = tuple(e for e in events if e.gpu_index is None or e.gpu_index not in known)
     return HealthReport(tuple(gpus), unmatched, event_source, tuple(notes or ()))
+
+
+def with_events(report: HealthReport, new_events: list[XidEvent]) -> HealthReport:
+    """The report with events followed since it was read, badges recomputed.
+
+    An event already in the report (same kernel line and time, or same journal cursor)
+    is not added twice: the follow may start before the one-off read ends.
+    """
+    old = [e for gpu in report.gpus for e in gpu.events] + list(report.unmatched_events)
+    seen = {(e.cursor or e.text, e.timestamp_s) for e in old}
+    fresh = [e for e in new_events if (e.cursor or e.text, e.timestamp_s) not in seen]
+    if not fresh:
+        return report
+    counters = [gpu.counters for gpu in report.gpus if gpu.counters is not None]
+    rates = {g.index: g.replay_rate_per_s for g in report.gpus if g.replay_rate_per_s is not None}
+    return build_report(counters, old + fresh, report.event_source, list(report.notes), rates)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.gpu.model import GpuBoxSnapshot
 from tui.loadwatch import LoadProgress, vllm_line_time_s
@@ -22,6 +23,9 @@ from tui.readiness import Readiness
 from tui.record.model import Event, MetricsRow
 from tui.redact import redact_text
 from tui.service import UnitState
+
+if TYPE_CHECKING:
+    from tui.health.xid import XidEvent
 
 GIB = 1024**3
 MAX_TEXT = 500
@@ -125,6 +129,27 @@ class RecordFeed:
                 )
                 data = {"throttle_reasons": list(sample.throttle_reasons)}
                 self.event(Event(now, "gpu", "gpu", text, sample.index, data=data))
+
+    def observe_xid(self, event: XidEvent, now_s: float | None = None) -> None:
+        """An XID from the kernel log on the Timeline; a journal entry lands once (its cursor)."""
+        where = f"GPU {event.gpu_index}" if event.gpu_index is not None else event.bus_id
+        text = f"XID {event.xid} on {where}: {event.name} -> {event.action}"
+        key = (
+            f"xid:{event.cursor}"
+            if event.cursor
+            else f"xid:{_digest(event.text, event.timestamp_s)}"
+        )
+        self.event(
+            Event(
+                event.timestamp_s or now_s or time.time(),
+                "gpu",
+                "xid",
+                self._redact(text),
+                event.gpu_index,
+                key=key,
+                data={"xid": event.xid, "severity": event.severity, "bus_id": event.bus_id},
+            )
+        )
 
     # --- service and engine ----------------------------------------------------------
     def observe_unit(self, state: UnitState | None, now_s: float, error: str | None = None) -> None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -35,6 +35,9 @@ from tui.record.execinfo import read_exec
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
 from tui.service import UnitState
+
+if TYPE_CHECKING:
+    from tui.health.xid import XidEvent
 
 SERVICE_POLL_S = 2.0
 METRICS_POLL_S = 5.0
@@ -132,6 +135,7 @@ class HeadlessRecorder:
                 self._procs,
                 self._files,
                 self._connection,
+                self._xids,
             )
         ]
         try:
@@ -166,6 +170,38 @@ class HeadlessRecorder:
                 self.monitor.observe_gpu(snapshot)
             self._ticked()
             await asyncio.sleep(self.cadence.gpu_s)
+
+    async def _xids(self) -> None:
+        """The kernel log's XIDs onto the Timeline and through the alert rules, once GPUs are seen."""
+        from tui.health.xid_follow import FollowState, follow_xids, gpu_buses, kernel_journal_file
+
+        journal = kernel_journal_file()
+        if self.deck.box is not None and journal is None:
+            return  # the simulated box has no kernel log
+        while (buses := gpu_buses(self.last_gpu)) is None:
+            await asyncio.sleep(self.cadence.gpu_s)
+        lost: list[str] = []
+
+        def on_event(event: XidEvent) -> None:
+            self.feed.observe_xid(event)
+            if self.monitor is not None:
+                self.monitor.observe_xid(event)
+
+        def on_state(state: FollowState) -> None:
+            if state.following == (not lost):
+                return
+            text = f"kernel log (XIDs) lost: {state.reason}" if not state.following else ""
+            lost[:] = [text] if text else []
+            self.feed.event(
+                Event(
+                    time.time(),
+                    "gpu",
+                    "kernel",
+                    text or f"kernel log (XIDs) followed ({state.source})",
+                )
+            )
+
+        await follow_xids(self.deck.host, buses, on_event, on_state, journal_file=journal)
 
     async def _service(self) -> None:
         controller = self.deck.service()
