@@ -56,12 +56,12 @@ def series_line(series: SeriesHistory, width: int) -> str:
     peak = series.peak
     top = spec.top if spec.top is not None else (peak if peak else 1.0)
     spark_cells = max(8, width - TITLE_CELLS - FIGURES_CELLS)
+    title = f"{escape(spec.title):<{TITLE_CELLS}}"
     if not series.known:
-        spark = f"[dim]{GAP * min(spark_cells, len(series.values))}[/] no samples"
-    else:
-        spark = gap_sparkline(series.values, spark_cells, top)
+        return f"{title}[dim]{GAP * min(spark_cells, len(series.values))}[/] no samples"
+    spark = gap_sparkline(series.values, spark_cells, top)
     figures = f"now {_figure(series.last, spec.unit)}  peak {_figure(peak, spec.unit)}"
-    return f"{escape(spec.title):<{TITLE_CELLS}}{spark}  {figures}"
+    return f"{title}{spark}  {figures}"
 
 
 def history_lines(history: HostHistory | None, width: int, note: str = "") -> list[str]:
@@ -74,7 +74,7 @@ def history_lines(history: HostHistory | None, width: int, note: str = "") -> li
     if history.error is not None:
         return [f"[b]{host}[/b] history: [red]{escape(history.error)}[/]"]
     if history.empty:
-        return [f"{head}: [yellow]no samples in the last {window}[/] (not scraped then)"]
+        return [f"[b]{host}[/b]: [yellow]no samples in the last {window}[/] (not scraped then)"]
     return [head] + [series_line(series, width) for series in history.series]
 
 

@@ -8,7 +8,6 @@ the history says so in `error` instead of raising.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -57,8 +56,7 @@ class PrometheusHistory:
     async def fetch(self, host: str) -> HostHistory:
         """The host's history now; Prometheus down or refusing is `error`, not an exception."""
         self.fetches += 1
-        # The grid ends on a multiple of the step, so successive fetches line up.
-        end = math.floor(time.time() / self.step_s) * self.step_s
+        end = time.time()  # the newest step is now: a value there is the current one
         start = end - self.window_s
         count = round(self.window_s / self.step_s) + 1
         base = HostHistory(host, self.window_s, self.step_s, start, taken_at_s=time.time())

@@ -93,6 +93,7 @@ class FleetApp(App[str | None]):
         self.refreshes = 0
         self._refresh_note = "waiting for the first refresh"
         self._selected_note = ""
+        self._refused: tuple[str, str] | None = None  # (host, why Enter opened nothing)
         self._shown = 0
 
     def compose(self) -> ComposeResult:
@@ -156,9 +157,9 @@ class FleetApp(App[str | None]):
             self._draw_history()
 
     def _draw_history(self, note: str = "") -> None:
-        if self.history_source is not None:
-            view = self.query_one(FleetHistoryView)
-            view.show(self.history, self.size.width, note)
+        if self.history_source is not None and self.is_running:
+            for view in self.query(FleetHistoryView):  # none while the app closes
+                view.show(self.history, self.size.width, note)
 
     def on_worker_failed(self, message: WorkerFailed) -> None:
         self.query_one("#status", Static).update(f"[red]fleet refresh failed: {message.reason}[/]")
@@ -185,7 +186,10 @@ class FleetApp(App[str | None]):
         if self.filter_text:
             status.append(f"filter {self.filter_text!r}: {self._shown} shown")
         self.query_one("#status", Static).update(" · ".join(status))
-        self.query_one("#selected", Static).update(self._selected_note)
+        note = self._selected_note
+        if self._refused is not None and note.startswith(f"{self._refused[0]}:"):
+            note += f" · {self._refused[1]}"
+        self.query_one("#selected", Static).update(note)
 
     def on_resize(self) -> None:
         if self.rows:
@@ -207,7 +211,7 @@ class FleetApp(App[str | None]):
     def _open(self, host: str) -> None:
         """Leave for the host's console, if it has a profile (a Prometheus-only host has none)."""
         if self.collector.probe(host) is None:
-            self._selected_note = f"{host}: no profile for this host, so no console to open"
+            self._refused = (host, "no profile for this host, so no console to open")
             self._draw_status()
             return
         self.exit(host)
