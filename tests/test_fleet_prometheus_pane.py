@@ -282,6 +282,13 @@ async def test_prometheus_down_from_the_start_is_a_state_then_rows_arrive(
         await feed.close()
 
 
+class Broken(PrometheusHistory):
+    """A history whose fetch has a bug (not a Prometheus fault): the pane must hold."""
+
+    async def fetch(self, host: str) -> HostHistory:
+        raise RuntimeError("planted history bug")
+
+
 async def test_a_host_in_both_sources_is_one_prometheus_row_and_enter_opens_its_console(
     dcgm_boxes: dict[str, DcgmServer],
     prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
@@ -291,11 +298,13 @@ async def test_a_host_in_both_sources_is_one_prometheus_row_and_enter_opens_its_
     target = f"{BUSY}:{dcgm_boxes[BUSY].port}"
     prom = prometheus_factory([ScrapeJob("dcgm", [(target, {"host": "box-01"})])])
     demo = DemoFleet(2)
+    source = PrometheusFleet(PromFleetConfig(prom.url, host_label="host"))
     feed = FleetFeed(
         collector=FleetCollector(demo.probes, host_timeout_s=10),
-        prometheus=PrometheusFleet(PromFleetConfig(prom.url, host_label="host")),
+        prometheus=source,
+        history=Broken(source),
     )
-    app = FleetApp(feed, interval_s=0.5)
+    app = FleetApp(feed, interval_s=0.5, history=feed.history)
     try:
         async with app.run_test(size=(200, 50)) as pilot:
             await until(pilot, lambda: cell(app, "box-01", "src") == "prom", 60, "box-01")
@@ -303,6 +312,16 @@ async def test_a_host_in_both_sources_is_one_prometheus_row_and_enter_opens_its_
             assert sorted(row.host for row in app.rows) == ["box-01", "box-02"]
             assert cell(app, "box-01", "gpus") == "8"  # the dcgm-exporter's, not the demo's
             table = app.query_one(FleetTable)
+            # A demo (SSH-style) row has no Prometheus history; a bug in the history's
+            # fetch is a line in its place, and the rows go on refreshing.
+            table.move_cursor(row=table.get_row_index("box-02"))
+            await until(
+                pilot, lambda: "history only for Prometheus rows" in screen_text(app), 20, "note"
+            )
+            table.move_cursor(row=table.get_row_index("box-01"))
+            await until(pilot, lambda: "history failed: planted" in screen_text(app), 20, "bug")
+            refreshes = app.refreshes
+            await until(pilot, lambda: app.refreshes > refreshes + 1, 20, "refreshes go on")
             table.move_cursor(row=table.get_row_index("box-01"))
             await pilot.press("enter")
             await pilot.pause(0.2)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # httpx is imported only when a Prometheus source is made
 
 BASE_INTERVAL_S = 2.0
 HISTORY_EVERY_S = 15.0
+FETCH_HISTORY = "fetch the host's history"
 
 
 @dataclass
@@ -85,6 +86,7 @@ class FleetApp(App[str | None]):
         self.history_every_s = history_every_s
         self.history: HostHistory | None = None  # the selected host's, as last fetched
         self._history_host: str | None = None
+        self._history_row: tuple[str, str] | None = None  # (host, source) it is for
         self.rows: list[FleetRow] = list(rows)
         self.interval_s = interval_s
         self.sort_column = "state"
@@ -133,17 +135,22 @@ class FleetApp(App[str | None]):
         """Fetch the selected host's history now, then every history_every_s."""
         if self.history_source is None:
             return
-        host = row.host if row is not None and row.source == "prometheus" else None
-        if host == self._history_host:
+        shown = None if row is None else (row.host, row.source)
+        if shown == self._history_row:
             return
+        self._history_row = shown
+        host = row.host if row is not None and row.source == "prometheus" else None
         self._history_host = host
         self.history = None
-        note = "" if row is None else f"{row.host}: no Prometheus history (an {row.source} row)"
-        self._draw_history(note if host is None else f"{host}: fetching history…")
+        name = "" if row is None else escape(row.host)
+        note = f"{name}: history only for Prometheus rows (not {row.source})" if row else ""
+        self._draw_history(note if host is None else f"{name}: fetching history…")
         if host is not None:
-            self.poll_history(host)
+            self.poll_history(host)  # replaces the previous host's worker (exclusive)
+        else:
+            self.workers.cancel_group(self, "fleet-history")
 
-    @console_worker("fleet-history", pane="fleet", what="fetch the host's history")
+    @console_worker("fleet-history", pane="fleet", what=FETCH_HISTORY)
     async def poll_history(self, host: str) -> None:
         """One host's history, again and again (a new selection replaces this worker)."""
         assert self.history_source is not None
@@ -162,6 +169,10 @@ class FleetApp(App[str | None]):
                 view.show(self.history, self.size.width, note)
 
     def on_worker_failed(self, message: WorkerFailed) -> None:
+        if message.what == FETCH_HISTORY:  # the history's own line says it; rows go on
+            self.history = None
+            self._draw_history(f"[red]history failed: {escape(message.reason)}[/]")
+            return
         self.query_one("#status", Static).update(f"[red]fleet refresh failed: {message.reason}[/]")
 
     def visible_rows(self) -> list[FleetRow]:
