@@ -1,9 +1,9 @@
 """The Fleet pane's rows from every source it was given: an SSH group, a Prometheus server, or both.
 
-Prometheus answers for the hosts it scrapes; a group member it does not scrape is polled
-over SSH (the collector), so one pane holds both and each row says where it came from.
-A host in both shows its Prometheus row, and Enter opens its SSH console (the member's
-Deck). A Prometheus that cannot be asked is a problem line on the pane, never an end of
+Prometheus answers for the hosts it scrapes; the group's members are polled over SSH (the
+collector), so one pane holds both and each row says where it came from. A host in both
+shows its Prometheus row (the SSH poll keeps its Deck open), and Enter opens its SSH
+console. A Prometheus that cannot be asked is a problem line on the pane, never an end of
 the refreshes: its hosts seen before stay, marked unreachable, until it answers again.
 """
 
