@@ -2,7 +2,7 @@
 
 On a terminal the command opens the pane over the Prometheus rows (piped, it prints them:
 tests/test_fleet_prometheus_faults.py); here the real command runs against a real
-Prometheus scraping one dcgm-exporter-compatible box, at 80x24.
+Prometheus scraping one dcgm-exporter-compatible box, mixed with two demo boxes, at 80x24.
 """
 
 from __future__ import annotations
@@ -42,11 +42,15 @@ def test_fleet_prometheus_opens_the_pane_on_a_terminal(
     }
     try:
         prom = prometheus_factory([ScrapeJob("dcgm", [(f"127.0.0.5:{dcgm.port}", {})])])
-        tmux.start(f"{sys.executable} -m tui fleet --prometheus {prom.url}", env)
+        # Prometheus's host mixed with two light demo boxes (the SSH fleet's rows).
+        tmux.start(f"{sys.executable} -m tui fleet --prometheus {prom.url} --demo 2", env)
         screen = tmux.wait_screen(
-            lambda s: "127.0.0.5" in s and "prom" in s and "1/1 up" in s, 60, "the box's row"
+            lambda s: "127.0.0.5" in s and "box-01" in s and "3/3 up" in s, 60, "the rows"
         )
-        assert "Src" in screen and "Age" in screen, screen
+        assert "Src" in screen and "Age" in screen and "demo" in screen, screen
+        for key in ("/", "p", "r", "o", "m", "Enter"):  # filter by source, back to the table
+            tmux.send(key)
+        tmux.wait_screen(lambda s: "filter 'prom': 1 shown" in s, 20, "the prom row alone")
         tmux.wait_screen(lambda s: "GPU util max" in s or "no samples" in s, 60, "its history")
         tmux.send("Enter")  # no profile for a Prometheus-only host: the pane stays
         tmux.wait_screen(lambda s: "no profile for this host" in s, 20, "the refusal")
