@@ -30,14 +30,14 @@ from tests.screen_text import screen_lines, screen_text
 from tui.fleet.collector import FleetCollector
 from tui.fleet.demo import DemoFleet
 from tui.fleet.feed import FleetFeed
-from tui.fleet.history import HistorySpec, HostHistory, SeriesHistory, grid
+from tui.fleet.history import HostHistory
 from tui.fleet.prom_history import PrometheusHistory
 from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig
 from tui.gpu.model import GpuBoxSnapshot
 from tui.screens.fleet import FleetApp
 from tui.sim.dcgm import DcgmCollector, DcgmServer
 from tui.sim.gpu_model import SimGpuModel
-from widgets.fleet_history import FleetHistoryView, gap_sparkline, history_lines
+from widgets.fleet_history import FleetHistoryView, history_lines
 from widgets.fleet_table import FleetTable
 
 BUSY, IDLE = "127.0.0.2", "127.0.0.3"
@@ -346,15 +346,3 @@ async def test_history_of_a_host_not_scraped_is_empty_not_zero(
         assert down.error is not None and "ConnectError" in down.error and not down.series
     finally:
         await source.aclose()
-
-
-def test_grid_and_gap_sparkline_keep_gaps() -> None:
-    values = grid([(100.0, 5.0), (102.0, 50.0), (103.0, float("nan")), (99.0, 1.0)], 100.0, 1, 4)
-    assert values == (5.0, None, 50.0, None)  # before the start and NaN are gaps
-    line = gap_sparkline(values, 10, 50.0)
-    assert line.count("·") == 2 and line.startswith("▂") and "█" in line
-    squeezed = gap_sparkline([None] * 10 + [10.0] * 10, 4, 10.0)
-    assert squeezed == "[dim]·[/][dim]·[/]██"
-    spec = HistorySpec("running", "running")
-    flat = SeriesHistory(spec, (0.0, 0.0, None))
-    assert flat.peak == 0.0 and flat.last is None  # the newest step has no sample: not "0 now"

@@ -18,6 +18,7 @@ FAST_MODULES = frozenset(
         "test_bench_metrics",
         "test_file_tail",
         "test_fill_flat",
+        "test_fleet_history_view",
         "test_gpu_history",
         "test_gpu_history_series",
         "test_gpu_nvml",
