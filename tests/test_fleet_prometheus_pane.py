@@ -11,6 +11,7 @@ through a Prometheus stop (unreachable, the error on the status line) until it r
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,8 +26,10 @@ from tests.prometheus_fixtures import (
     PrometheusServer,
     ScrapeJob,
     prometheus_factory,  # noqa: F401 - a fixture
+    wait_for,
 )
 from tests.screen_text import screen_lines, screen_text
+from tests.test_fleet_prometheus_faults import fleet_cli
 from tui.fleet.collector import FleetCollector
 from tui.fleet.demo import DemoFleet
 from tui.fleet.feed import FleetFeed
@@ -346,3 +349,32 @@ async def test_history_of_a_host_not_scraped_is_empty_not_zero(
         assert down.error is not None and "ConnectError" in down.error and not down.series
     finally:
         await source.aclose()
+
+
+def test_a_group_file_naming_prometheus_reads_its_rows_there(
+    tmp_path: Path,
+    dcgm_boxes: dict[str, DcgmServer],
+    prometheus_factory: Callable[..., PrometheusServer],  # noqa: F811
+) -> None:
+    """`servedeck fleet -g GROUP` where the group's [fleet] says source = "prometheus"."""
+    prom = prometheus_factory(jobs(dcgm_boxes))
+    group = tmp_path / "prod.toml"
+    group.write_text(f'[fleet]\ndescription = "prod"\nsource = "prometheus"\nurl = "{prom.url}"\n')
+
+    def rows() -> list[dict[str, object]] | None:
+        done = fleet_cli("-g", str(group), "--json")
+        assert done.returncode == 0, done.stderr
+        found = json.loads(done.stdout)
+        return found if [row["gpu_count"] for row in found] == [8, 8] else None
+
+    found = wait_for(rows, 60, "both boxes through the group file")
+    assert isinstance(found, list)
+    assert [row["host"] for row in found] == [BUSY, IDLE]
+    assert {row["source"] for row in found} == {"prometheus"}
+    group.write_text('[fleet]\nsource = "prometheus"\nurl = "prom:9090"\n')
+    done = fleet_cli("-g", str(group), "--json")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert f"{group}: [fleet].url: expected an http(s):// URL" in done.stderr
+    group.write_text(f'[fleet]\nhosts = []\nurl = "{prom.url}"\n')  # an SSH group: no url
+    done = fleet_cli("-g", str(group), "--json")
+    assert done.returncode == 2 and "fleet.url: unknown key" in done.stderr

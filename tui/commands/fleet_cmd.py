@@ -6,10 +6,14 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from tui.cli import run_async
 from tui.errors import UsageError
 from tui.fleet.collector import FleetCollector, HostProbe
+
+if TYPE_CHECKING:
+    from tui.fleet.prometheus import PromFleetConfig
 
 JSON_TIMEOUT_S = 20.0
 MAX_DEMO_HOSTS = 100
@@ -103,15 +107,32 @@ def _names_ssh_hosts(args: argparse.Namespace) -> bool:
     return bool(args.group or getattr(args, "profile", None) or args.demo is not None)
 
 
+def _group_prometheus(args: argparse.Namespace) -> PromFleetConfig | None:
+    """The Prometheus source a `-g` group's [fleet] table names (`source = "prometheus"`)."""
+    if not getattr(args, "group", None) or args.demo is not None:
+        return None
+    from tui.fleet.groups import load_group
+
+    group = load_group(args.group, read_only=args.read_only)
+    if group.prometheus is None:
+        return None
+    from tui.fleet.prometheus import config_from_table
+
+    return config_from_table(group.prometheus, f"{group.path}: [fleet]")
+
+
 def run_fleet(args: argparse.Namespace) -> int:
     prometheus = None
-    if _wants_prometheus(args):
+    group_config = _group_prometheus(args)
+    if _wants_prometheus(args) or group_config is not None:
         from tui.commands import fleet_prom_cmd
 
+        # --prometheus/--fleet-config name the source over a group's own.
+        config = fleet_prom_cmd.config_from_args(args) if _wants_prometheus(args) else None
         # Printed rows (--json, or output that is not a terminal) come from Prometheus alone.
         if args.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
-            return fleet_prom_cmd.run_fleet(args)
-        prometheus = fleet_prom_cmd.config_from_args(args)
+            return fleet_prom_cmd.run_fleet(args, config or group_config)
+        prometheus = config or group_config
     if args.json:
         started = time.monotonic()
         rows = run_async(lambda: collect_json(args))
