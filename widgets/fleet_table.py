@@ -26,6 +26,7 @@ STATE_STYLE = {
     "failed": "bold red",
     "unreachable": "bold red",
     "slow": "red",
+    "stale": "bold yellow",
     "stopped": "dim",
     "unknown": "dim",
 }
@@ -33,7 +34,9 @@ STATE_STYLE = {
 # (column id, title) for each layout; the ids are the sort keys of tui.fleet.view.
 FULL_COLUMNS = (
     ("host", "Host"),
+    ("src", "Src"),
     ("state", "State"),
+    ("age", "Age"),
     ("unit", "Unit"),
     ("load", "Load"),
     ("ready", "Ready"),
@@ -50,13 +53,30 @@ FULL_COLUMNS = (
 )
 COMPACT_COLUMNS = (
     ("host", "Host"),
+    ("src", "Src"),
     ("state", "State"),
+    ("age", "Age"),
     ("load", "Load"),
     ("toks", "tok/s"),
     ("mem", "Mem"),
     ("temp", "Temp"),
     ("alerts", "!"),
 )
+
+
+SOURCE_WORD = {"prometheus": "prom", "ssh": "ssh", "demo": "demo"}
+# A Prometheus figure older than this is called out (yellow), whatever the scrape interval.
+OLD_SAMPLE_S = 30.0
+
+
+def age_cell(row: FleetRow) -> str:
+    """How old the row's figures are (a Prometheus row: its host's last good scrape)."""
+    if row.sample_age_s is None:
+        return NA if row.source == "prometheus" else ""
+    text = duration(row.sample_age_s)
+    if not row.reachable or row.sample_age_s >= OLD_SAMPLE_S:
+        return f"[bold yellow]{text}[/]"
+    return text
 
 
 def _na(value: object, fmt: str = "{}") -> str:
@@ -89,6 +109,8 @@ def cells(row: FleetRow, compact: bool) -> list[Text]:
     name = row.host if not row.label or compact else f"{row.host} {row.label}"
     values = {
         "host": clip(name, 14 if compact else 30),
+        "src": SOURCE_WORD.get(row.source, row.source),
+        "age": age_cell(row),
         "state": f"[{STATE_STYLE[state]}]{state}[/]",
         "unit": _na(row.unit_state),
         "load": clip(load_cell(row), 14),

@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from tests.support.prometheus_fixtures import PrometheusServer, ScrapeJob  # noqa: E402
+from tui.fleet.prom_history import PrometheusHistory  # noqa: E402
 from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, build_query  # noqa: E402
 from tui.sim.box import free_port  # noqa: E402
 
@@ -96,6 +97,27 @@ def serve(port: int) -> None:
     server.serve_forever()
 
 
+async def history_costs(url: str, figures: dict[str, float]) -> None:
+    """One host's sparkline history (15 min at 15 s, 3 series, one query_range): wall and CPU."""
+    source = PrometheusFleet(PromFleetConfig(url, host_label="host"))
+    history = PrometheusHistory(source)
+    walls, cpus = [], []
+    try:
+        for _ in range(REFRESHES):
+            cpu, wall = time.process_time(), time.perf_counter()
+            got = await history.fetch("host0")
+            walls.append(time.perf_counter() - wall)
+            cpus.append(time.process_time() - cpu)
+            assert got.error is None and not got.empty, got
+    finally:
+        await source.aclose()
+    walls.sort()
+    figures["history_p50_s"] = round(statistics.median(walls), 4)
+    figures["history_p95_s"] = round(walls[round(0.95 * (len(walls) - 1))], 4)
+    figures["history_cpu_s"] = round(statistics.mean(cpus), 4)
+    figures["history_queries"] = history.fetches / REFRESHES
+
+
 async def column_costs(url: str, costs: dict[str, float]) -> None:
     """Each column's query alone (median of 3): where Prometheus spends a refresh."""
     full = PromFleetConfig(url, host_label="host")
@@ -162,11 +184,13 @@ def measure(hosts: int) -> dict[str, object]:
                         await asyncio.sleep(0.2)
                     queries = (source.queries_sent - sent_before) / REFRESHES
                     await column_costs(prom.url, costs)
+                    await history_costs(prom.url, history)
                     return walls, cpus, rows_seen, complete if queries == 1 else -1
                 finally:
                     await source.aclose()
 
             costs: dict[str, float] = {}
+            history: dict[str, float] = {}
             walls, cpus, rows_seen, complete = asyncio.run(refresh_all())
         finally:
             prom.stop()
@@ -187,6 +211,7 @@ def measure(hosts: int) -> dict[str, object]:
             100 * statistics.mean(cpus) / REFRESH_EVERY_S, 2
         ),
         "slowest_columns_s": dict(sorted(costs.items(), key=lambda kv: -kv[1])[:4]),
+        **history,
     }
 
 

@@ -6,10 +6,14 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from tui.cli import run_async
 from tui.errors import UsageError
 from tui.fleet.collector import FleetCollector, HostProbe
+
+if TYPE_CHECKING:
+    from tui.fleet.prometheus import PromFleetConfig
 
 JSON_TIMEOUT_S = 20.0
 MAX_DEMO_HOSTS = 100
@@ -93,11 +97,42 @@ async def collect_json(args: argparse.Namespace) -> list[dict[str, object]]:
     return [row.to_json() for row in rows]
 
 
+def _wants_prometheus(args: argparse.Namespace) -> bool:
+    return (
+        bool(getattr(args, "prometheus", None)) or getattr(args, "fleet_config", None) is not None
+    )
+
+
+def _names_ssh_hosts(args: argparse.Namespace) -> bool:
+    return bool(args.group or getattr(args, "profile", None) or args.demo is not None)
+
+
+def _group_prometheus(args: argparse.Namespace) -> PromFleetConfig | None:
+    """The Prometheus source a `-g` group's [fleet] table names (`source = "prometheus"`)."""
+    if not getattr(args, "group", None) or args.demo is not None:
+        return None
+    from tui.fleet.groups import load_group
+
+    group = load_group(args.group, read_only=args.read_only)
+    if group.prometheus is None:
+        return None
+    from tui.fleet.prometheus import config_from_table
+
+    return config_from_table(group.prometheus, f"{group.path}: [fleet]")
+
+
 def run_fleet(args: argparse.Namespace) -> int:
-    if getattr(args, "prometheus", None) or getattr(args, "fleet_config", None) is not None:
+    prometheus = None
+    group_config = _group_prometheus(args)
+    if _wants_prometheus(args) or group_config is not None:
         from tui.commands import fleet_prom_cmd
 
-        return fleet_prom_cmd.run_fleet(args)
+        # --prometheus/--fleet-config name the source over a group's own.
+        config = fleet_prom_cmd.config_from_args(args) if _wants_prometheus(args) else None
+        # Printed rows (--json, or output that is not a terminal) come from Prometheus alone.
+        if args.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            return fleet_prom_cmd.run_fleet(args, config or group_config)
+        prometheus = config or group_config
     if args.json:
         started = time.monotonic()
         rows = run_async(lambda: collect_json(args))
@@ -110,10 +145,16 @@ def run_fleet(args: argparse.Namespace) -> int:
         return 0 if all(row["reachable"] for row in rows) else 1
     from tui.screens.fleet import run_fleet_console
 
-    probes, demo = probes_from_args(args)
+    # The pane: Prometheus's hosts, the group's (over SSH), or both in one table.
+    no_probes: tuple[list[HostProbe], object | None] = ([], None)
+    wanted = prometheus is None or _names_ssh_hosts(args)
+    probes, demo = probes_from_args(args) if wanted else no_probes
     try:
         return run_fleet_console(
-            probes, host_timeout_s=args.timeout or 4.0, read_only=args.read_only
+            probes,
+            host_timeout_s=args.timeout or 4.0,
+            read_only=args.read_only,
+            prometheus=prometheus,
         )
     finally:
         if demo is not None:

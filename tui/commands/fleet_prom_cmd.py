@@ -127,10 +127,12 @@ def _text(rows: list[FleetRow]) -> str:
     return "\n".join(lines) if lines else "no hosts: Prometheus scrapes no targets"
 
 
-def run_fleet(args: argparse.Namespace) -> int:
-    if not args.prometheus and args.fleet_config is None:
-        raise UsageError("fleet: give --prometheus URL or --fleet-config FILE")
-    config = config_from_args(args)
+def run_fleet(args: argparse.Namespace, config: PromFleetConfig | None = None) -> int:
+    """Print the rows once; `config` is a group file's source (else the options name it)."""
+    if config is None:
+        if not args.prometheus and args.fleet_config is None:
+            raise UsageError("fleet: give --prometheus URL or --fleet-config FILE")
+        config = config_from_args(args)
     started = time.monotonic()
     rows: list[FleetRow] = run_async(lambda: fleet_from_prometheus(config))  # type: ignore[assignment]
     if args.json:

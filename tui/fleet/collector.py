@@ -296,6 +296,11 @@ class FleetCollector:
     def __post_init__(self) -> None:
         self._slots = [_Slot(probe) for probe in self.probes]
 
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """A host's failure is its row's; the collector itself has no other problem to show."""
+        return ()
+
     def probe(self, name: str) -> HostProbe | None:
         return next((slot.probe for slot in self._slots if slot.probe.name == name), None)
 

@@ -12,14 +12,20 @@ then the user config dir's profiles/groups/NAME.toml), so `servedeck fleet -g la
     profile = "glm5"
     label = "GLM-5 staging"
 
+A group can read its rows from Prometheus instead (`source = "prometheus"`, `url`, and
+the other keys of tui.fleet.prometheus.config_from_table); its members, if any, are then
+the hosts whose console Enter opens, and the ones Prometheus does not scrape.
+
 Every problem is one line naming the file and the key (`lab.toml: fleet.host[1].profile:
-profile 'x' not found ...`); a group that names no host at all is an error too.
+profile 'x' not found ...`); a group that names no host (and no Prometheus) is an error too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tui.config import Profile, _Table, load_profile_file, parse_toml, read_profile_bytes
 from tui.errors import ProfileError
@@ -27,6 +33,8 @@ from tui.profile_store import _looks_like_path, resolve_profile_path, search_dir
 
 GROUPS_FOLDER = "groups"
 MAX_GROUP_HOSTS = 200
+# The [fleet] keys of a Prometheus source (checked by tui.fleet.prometheus.config_from_table).
+PROMETHEUS_KEYS = ("url", "host_label", "auth", "auth_env", "verify_tls", "queries")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +55,7 @@ class FleetGroup:
     path: Path | None
     members: tuple[FleetMember, ...]
     description: str = ""
+    prometheus: Mapping[str, Any] | None = None  # the [fleet] table of a Prometheus source
 
 
 def group_dirs() -> list[tuple[str, Path]]:
@@ -101,12 +110,18 @@ def load_group_file(path: Path, read_only: bool = False) -> FleetGroup:
         raise ProfileError(f"{path}: fleet: missing (a group file has a [fleet] table)")
     fleet = root.table("fleet")
     description = fleet.string("description", "") or ""
+    prometheus = None
+    if fleet.string("source", "ssh", choices=("ssh", "prometheus")) == "prometheus":
+        # the raw keys, read (so not "unknown") here and checked where the source is made
+        prometheus = {"source": "prometheus"} | {
+            key: fleet._get(key) for key in PROMETHEUS_KEYS if fleet.raw(key) is not None
+        }
     refs = _members(fleet, path, problems)
     fleet.finish()
     root.finish()
     if problems:
         raise ProfileError(f"{path}: {problems[0]}")
-    if not refs:
+    if not refs and prometheus is None:
         raise ProfileError(f"{path}: fleet.hosts: expected at least one member profile")
     if len(refs) > MAX_GROUP_HOSTS:
         raise ProfileError(f"{path}: fleet: {len(refs)} hosts, over the {MAX_GROUP_HOSTS} limit")
@@ -127,7 +142,7 @@ def load_group_file(path: Path, read_only: bool = False) -> FleetGroup:
 
             profile = replace(profile, read_only=True)
         members.append(FleetMember(profile, label))
-    return FleetGroup(path.stem, path, tuple(members), description)
+    return FleetGroup(path.stem, path, tuple(members), description, prometheus)
 
 
 def load_group(name_or_path: str, read_only: bool = False) -> FleetGroup:

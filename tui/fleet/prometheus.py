@@ -168,6 +168,13 @@ def build_query(config: PromFleetConfig, only: str | None = None) -> str:
     return " or ".join(parts)
 
 
+def pinned_column(config: PromFleetConfig, column: str, host: str) -> str:
+    """One column of one host only (for query_range: a host's history, not the fleet's)."""
+    selected = column_expr(config, config.effective_columns()[column])
+    pin = f'label_replace(vector(1), "{HOST_KEY}", {json.dumps(host)}, "", "")'
+    return f"{selected} and on ({HOST_KEY}) {pin}"
+
+
 def shown_url(url: str) -> str:
     """The URL for messages: credentials written into it (user:pass@) are left out."""
     parts = urlsplit(url)
@@ -298,6 +305,7 @@ class PrometheusFleet:
         self.query = build_query(config)
         self.queries_sent = 0
         self.last_refresh_s: float | None = None
+        self.last_error: str | None = None  # why the last refresh could not ask Prometheus
         self._rows: list[FleetRow] = []
         self._client: httpx.AsyncClient | None = None
 
@@ -340,11 +348,13 @@ class PrometheusFleet:
         try:
             data = await self._api("/api/v1/query", {"query": self.query})
         except PrometheusError as error:
+            self.last_error = str(error)
             if not self._rows:
                 raise
             return [self._lost(row, str(error), now) for row in self._rows]
         finally:
             self.last_refresh_s = time.monotonic() - started
+        self.last_error = None
         result = data.get("result") if isinstance(data, dict) else None
         self._rows = rows_from_vector(result if isinstance(result, list) else [], now)
         return self._rows
@@ -359,24 +369,28 @@ class PrometheusFleet:
             taken_at_s=now_s,
         )
 
+    async def query_range(
+        self, query: str, start_s: float, end_s: float, step_s: float
+    ) -> list[Mapping[str, Any]]:
+        """The matrix `/api/v1/query_range` returns for one PromQL expression (one request)."""
+        form = {
+            "query": query,
+            "start": f"{start_s:.3f}",
+            "end": f"{end_s:.3f}",
+            "step": f"{step_s:g}",
+        }
+        data = await self._api("/api/v1/query_range", form)
+        result = data.get("result") if isinstance(data, dict) else None
+        return [series for series in result or [] if isinstance(series, Mapping)]
+
     async def history(
         self, host: str, column: str, seconds: float = 600.0, step_s: float = 15.0
     ) -> list[tuple[float, float]]:
         """(time, value) of one host's column over the last `seconds` (a sparkline)."""
-        config = self.config
-        selected = column_expr(config, config.effective_columns()[column])
-        pin = f'label_replace(vector(1), "{HOST_KEY}", {json.dumps(host)}, "", "")'
-        query = f"{selected} and on ({HOST_KEY}) {pin}"
+        query = pinned_column(self.config, column, host)
         end = time.time()
-        form = {
-            "query": query,
-            "start": f"{end - seconds:.3f}",
-            "end": f"{end:.3f}",
-            "step": f"{step_s:g}",
-        }
-        data = await self._api("/api/v1/query_range", form)
         points: list[tuple[float, float]] = []
-        for series in data.get("result", []) if isinstance(data, dict) else []:
+        for series in await self.query_range(query, end - seconds, end, step_s):
             for stamp, raw in series.get("values", []):
                 value = _value({"value": [stamp, raw]})
                 if value is not None:

@@ -8,13 +8,20 @@ from typing import Any
 
 from tui.fleet.model import FleetRow
 
-STATES = ("unreachable", "slow", "failed", "loading", "serving", "stopped", "unknown")
+STATES = ("unreachable", "slow", "stale", "failed", "loading", "serving", "stopped", "unknown")
+
+
+def is_stale(row: FleetRow) -> bool:
+    """A Prometheus row some of whose scrapes fail: its figures are old or missing."""
+    return row.source == "prometheus" and bool(row.error) and str(row.error).startswith("stale")
 
 
 def host_state(row: FleetRow) -> str:
-    """One word for the row: unreachable/slow, failed, loading, serving, stopped, unknown."""
+    """One word for the row: unreachable/slow/stale, failed, loading, serving, stopped, unknown."""
     if not row.reachable:
         return "slow" if row.error and "no answer for" in row.error else "unreachable"
+    if is_stale(row):
+        return "stale"
     if row.phase == "failed" or row.unit_state == "failed":
         return "failed"
     if row.phase in ("starting", "weights", "compile", "kv_cache", "cuda_graphs"):
@@ -28,9 +35,8 @@ def host_state(row: FleetRow) -> str:
 
 def matches(row: FleetRow, text: str) -> bool:
     """The `/` filter: every word must appear in the name, label, route or state."""
-    haystack = " ".join(
-        (row.host, row.label, row.route, host_state(row), row.phase or "", row.unit_state or "")
-    ).lower()
+    words = (row.host, row.label, row.route, host_state(row), row.source)
+    haystack = " ".join((*words, row.phase or "", row.unit_state or "")).lower()
     return all(word in haystack for word in text.lower().split())
 
 
@@ -52,6 +58,8 @@ SORT_KEYS: dict[str, Callable[[FleetRow], Any]] = {
     "power": lambda r: r.power_w,
     "left": lambda r: r.leftovers,
     "alerts": lambda r: len(r.alerts),
+    "src": lambda r: r.source,
+    "age": lambda r: r.sample_age_s,
 }
 
 
@@ -62,7 +70,16 @@ def sorted_rows(rows: Sequence[FleetRow], column: str, descending: bool) -> list
     return sorted(known, key=key, reverse=descending) + unknown
 
 
-_SUMMARY_ORDER = ("serving", "loading", "failed", "stopped", "unknown", "slow", "unreachable")
+_SUMMARY_ORDER = (
+    "serving",
+    "loading",
+    "failed",
+    "stopped",
+    "unknown",
+    "stale",
+    "slow",
+    "unreachable",
+)
 _SHORT = {
     "serving": "srv",
     "loading": "load",

@@ -12,7 +12,9 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -21,17 +23,31 @@ from textual.widgets import DataTable, Footer, Input, Static
 from tui.app.console_workers import WorkerFailed, console_worker
 from tui.deck import Deck
 from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
+from tui.fleet.feed import FleetRowSource
+from tui.fleet.history import HostHistory
 from tui.fleet.model import FleetRow
 from tui.fleet.view import SORT_KEYS, matches, sorted_rows, summarize
+from widgets.fleet_history import FleetHistoryView
 from widgets.fleet_table import FleetTable
 
+if TYPE_CHECKING:  # httpx is imported only when a Prometheus source is made
+    from tui.fleet.prom_history import PrometheusHistory
+    from tui.fleet.prometheus import PromFleetConfig
+
 BASE_INTERVAL_S = 2.0
+HISTORY_EVERY_S = 15.0
+FETCH_HISTORY = "fetch the host's history"
 
 
 @dataclass
 class FleetRows(Message):
     rows: list[FleetRow]
     took_s: float
+
+
+@dataclass
+class FleetHistoryFetched(Message):
+    history: HostHistory
 
 
 class FleetApp(App[str | None]):
@@ -57,13 +73,20 @@ class FleetApp(App[str | None]):
 
     def __init__(
         self,
-        collector: FleetCollector,
+        collector: FleetRowSource,
         *,
         rows: Sequence[FleetRow] = (),
         interval_s: float = BASE_INTERVAL_S,
+        history: PrometheusHistory | None = None,
+        history_every_s: float = HISTORY_EVERY_S,
     ) -> None:
         super().__init__()
         self.collector = collector
+        self.history_source = history
+        self.history_every_s = history_every_s
+        self.history: HostHistory | None = None  # the selected host's, as last fetched
+        self._history_host: str | None = None
+        self._history_row: tuple[str, str] | None = None  # (host, source) it is for
         self.rows: list[FleetRow] = list(rows)
         self.interval_s = interval_s
         self.sort_column = "state"
@@ -72,12 +95,15 @@ class FleetApp(App[str | None]):
         self.refreshes = 0
         self._refresh_note = "waiting for the first refresh"
         self._selected_note = ""
+        self._refused: tuple[str, str] | None = None  # (host, why Enter opened nothing)
         self._shown = 0
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first refresh…", id="summary")
         yield Input(placeholder="filter: name, label or state", id="filter")
         yield FleetTable(id="fleet")
+        if self.history_source is not None:
+            yield FleetHistoryView("", id="history")
         yield Static("", id="selected", markup=False)
         yield Static("", id="status")
         yield Footer()
@@ -103,7 +129,50 @@ class FleetApp(App[str | None]):
         self._refresh_note = f"refreshed in {message.took_s:.2f} s"
         self._draw()
 
+    # -- the selected host's history (Prometheus rows) ----------------------------------
+
+    def _follow_history(self, row: FleetRow | None) -> None:
+        """Fetch the selected host's history now, then every history_every_s."""
+        if self.history_source is None:
+            return
+        shown = None if row is None else (row.host, row.source)
+        if shown == self._history_row:
+            return
+        self._history_row = shown
+        host = row.host if row is not None and row.source == "prometheus" else None
+        self._history_host = host
+        self.history = None
+        name = "" if row is None else escape(row.host)
+        note = f"{name}: history only for Prometheus rows (not {row.source})" if row else ""
+        self._draw_history(note if host is None else f"{name}: fetching history…")
+        if host is not None:
+            self.poll_history(host)  # replaces the previous host's worker (exclusive)
+        else:
+            self.workers.cancel_group(self, "fleet-history")
+
+    @console_worker("fleet-history", pane="fleet", what=FETCH_HISTORY)
+    async def poll_history(self, host: str) -> None:
+        """One host's history, again and again (a new selection replaces this worker)."""
+        assert self.history_source is not None
+        while True:
+            self.post_message(FleetHistoryFetched(await self.history_source.fetch(host)))
+            await asyncio.sleep(self.history_every_s)
+
+    def on_fleet_history_fetched(self, message: FleetHistoryFetched) -> None:
+        if message.history.host == self._history_host:
+            self.history = message.history
+            self._draw_history()
+
+    def _draw_history(self, note: str = "") -> None:
+        if self.history_source is not None and self.is_running:
+            for view in self.query(FleetHistoryView):  # none while the app closes
+                view.show(self.history, self.size.width, note)
+
     def on_worker_failed(self, message: WorkerFailed) -> None:
+        if message.what == FETCH_HISTORY:  # the history's own line says it; rows go on
+            self.history = None
+            self._draw_history(f"[red]history failed: {escape(message.reason)}[/]")
+            return
         self.query_one("#status", Static).update(f"[red]fleet refresh failed: {message.reason}[/]")
 
     def visible_rows(self) -> list[FleetRow]:
@@ -121,36 +190,51 @@ class FleetApp(App[str | None]):
 
     def _draw_status(self) -> None:
         status = [
+            *(f"[red]{escape(problem)}[/]" for problem in self.collector.problems),
             self._refresh_note,
             f"sort {self.sort_column}{' desc' if self.descending else ''}",
         ]
         if self.filter_text:
             status.append(f"filter {self.filter_text!r}: {self._shown} shown")
         self.query_one("#status", Static).update(" · ".join(status))
-        self.query_one("#selected", Static).update(self._selected_note)
+        note = self._selected_note
+        if self._refused is not None and note.startswith(f"{self._refused[0]}:"):
+            note += f" · {self._refused[1]}"
+        self.query_one("#selected", Static).update(note)
 
     def on_resize(self) -> None:
         if self.rows:
             self._draw()
+        if self.history is not None:
+            self._draw_history()
 
     # -- keys ---------------------------------------------------------------------------
 
     def action_open_host(self) -> None:
         host = self.query_one(FleetTable).selected_host()
         if host is not None:
-            self.exit(host)
+            self._open(host)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
-            self.exit(str(event.row_key.value))
+            self._open(str(event.row_key.value))
+
+    def _open(self, host: str) -> None:
+        """Leave for the host's console, if it has a profile (a Prometheus-only host has none)."""
+        if self.collector.probe(host) is None:
+            self._refused = (host, "no profile for this host, so no console to open")
+            self._draw_status()
+            return
+        self.exit(host)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The selected host's route (hop chain) and its error, under the table."""
         row = next((r for r in self.rows if r.host == event.row_key.value), None)
-        self._selected_note = "" if row is None else f"{row.host}: {row.route or '?'}"
+        self._selected_note = "" if row is None else f"{row.host}: {row.route or row.source}"
         if row is not None and row.error:
             self._selected_note += f" · {row.error}"
         self._draw_status()
+        self._follow_history(row)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         column = str(event.column_key.value)
@@ -192,14 +276,18 @@ class FleetApp(App[str | None]):
 
 
 async def fleet_console(
-    collector: FleetCollector, *, read_only: bool = False, interval_s: float = BASE_INTERVAL_S
+    collector: FleetRowSource,
+    *,
+    read_only: bool = False,
+    interval_s: float = BASE_INTERVAL_S,
+    history: PrometheusHistory | None = None,
 ) -> int:
     """The fleet, then a host's console, then the fleet again, until the operator quits."""
     from tui.app import ServedeckApp
 
     rows: list[FleetRow] = []
     while True:
-        app = FleetApp(collector, rows=rows, interval_s=interval_s)
+        app = FleetApp(collector, rows=rows, interval_s=interval_s, history=history)
         chosen = await app.run_async()
         rows = app.rows
         if not chosen:
@@ -226,13 +314,28 @@ async def _deck_for(probe: HostProbe | None, read_only: bool) -> Deck | None:
 
 
 def run_fleet_console(
-    probes: Sequence[HostProbe], *, host_timeout_s: float = 4.0, read_only: bool = False
+    probes: Sequence[HostProbe],
+    *,
+    host_timeout_s: float = 4.0,
+    read_only: bool = False,
+    prometheus: PromFleetConfig | None = None,
 ) -> int:
+    """The Fleet pane over SSH probes, a Prometheus server, or both (one row per host)."""
+
     async def main() -> int:
-        collector = FleetCollector(probes, host_timeout_s=host_timeout_s)
+        from tui.fleet.feed import FleetFeed
+
+        collector = FleetCollector(probes, host_timeout_s=host_timeout_s) if probes else None
+        feed = FleetFeed(collector=collector)
+        if prometheus is not None:
+            from tui.fleet.prom_history import PrometheusHistory
+            from tui.fleet.prometheus import PrometheusFleet
+
+            feed.prometheus = PrometheusFleet(prometheus)
+            feed.history = PrometheusHistory(feed.prometheus)
         try:
-            return await fleet_console(collector, read_only=read_only)
+            return await fleet_console(feed, read_only=read_only, history=feed.history)
         finally:
-            await collector.close()
+            await feed.close()
 
     return asyncio.run(main())
