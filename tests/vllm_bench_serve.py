@@ -112,6 +112,58 @@ def run_vllm_bench(
     return vllm_figures(json.loads(result.read_text()))
 
 
+async def running_requests(base_url: str) -> float:
+    """vLLM's num_requests_running gauge now (0 when /metrics cannot be read)."""
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        try:
+            text = (await client.get(f"{base_url}/metrics")).text
+        except httpx.HTTPError:
+            return 0.0
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("vllm:num_requests_running")
+    )
+
+
+async def run_both_at_once(
+    vllm_bin: Path,
+    tokenizer: Path,
+    spec: BenchSpec,
+    dataset: Path,
+    result: Path,
+    env: dict[str, str],
+) -> tuple[Figures, Figures]:
+    """(vLLM's, servedeck's) figures, both clients loading the server at the same time.
+
+    vLLM's client starts first (it imports torch for ~15 s); once the server is
+    running more requests than its one warm-up, servedeck starts. The server then
+    batches both clients' requests together, so both see the same engine and the
+    same neighbours on the machine: what differs is how each one measures.
+    """
+    log = result.with_suffix(".log")
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            vllm_bench_command(vllm_bin, tokenizer, spec, dataset, result),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        try:
+            while process.poll() is None and await running_requests(spec.base_url) < 2:
+                await asyncio.sleep(0.05)
+            ours = await run_servedeck(spec)
+            await asyncio.to_thread(process.wait, 600)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    if process.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"vllm bench serve exited {process.returncode}; {log}:\n{tail}")
+    return vllm_figures(json.loads(result.read_text())), ours
+
+
 def vllm_figures(result: dict[str, Any]) -> Figures:
     return Figures(
         "vllm bench serve",

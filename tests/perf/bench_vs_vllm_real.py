@@ -16,10 +16,19 @@ token). Output tok/s: vLLM 758 / 340 / 489, servedeck 520 / 409 / 742; medians
 489 vs 520 (servedeck / vLLM 1.06). Median TTFT: vLLM 60 / 76 / 100 ms,
 servedeck 94 / 130 / 159 ms (ratio of medians 1.72). The same client's runs
 spread 2x on this machine, so the issue's 2 % needs a quiet one; servedeck's
-TTFT read above vLLM's in all three pairs, which this machine cannot settle.
+TTFT read above vLLM's in all three pairs. With --at-once (same load,
+3 rounds): vLLM 1,189 / 400 / 1,504 tok/s, servedeck 699 / 587 / 433; median
+TTFT vLLM 167 / 64 / 12 ms, servedeck 58 / 29 / 92 ms; vLLM's client once read
+every stream in one burst (median TPOT 0.003 ms) and once finished before
+servedeck's started. On this machine the spread is the machine's, in both
+directions; the comparison within 2 % needs a quiet one.
+
+`--at-once` runs both clients at the same time instead (vLLM's first, then
+servedeck's as soon as vLLM's main run reaches the server): the engine batches
+their requests together, so both see the same server and the same neighbours.
 
 Run: python tests/perf/bench_vs_vllm_real.py [--concurrency 4] [--num-prompts 64]
-     [--input-len 64] [--output-len 64] [--rounds 3] [--result-dir DIR]
+     [--input-len 64] [--output-len 64] [--rounds 3] [--at-once] [--result-dir DIR]
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from tests.vllm_bench_serve import (  # noqa: E402
     Figures,
     client_env,
     ratios,
+    run_both_at_once,
     run_servedeck,
     run_vllm_bench,
     servedeck_prompts,
@@ -73,6 +83,11 @@ def main() -> None:
     parser.add_argument("--output-len", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--result-dir", default=None)
+    parser.add_argument(
+        "--at-once",
+        action="store_true",
+        help="run both clients at the same time against the server (each at --concurrency)",
+    )
     args = parser.parse_args()
     out = Path(args.result_dir or tempfile.mkdtemp(prefix="bench-vs-vllm-real-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -98,12 +113,19 @@ def main() -> None:
         ours: list[Figures] = []
         for index in range(args.rounds):
             result = out / f"vllm-{index}.json"
-            theirs.append(
-                run_vllm_bench(venv.vllm_bin, model.path, spec, dataset, result, client_env())
-            )
-            print(row(theirs[-1]), flush=True)
-            ours.append(asyncio.run(run_servedeck(spec)))
-            print(row(ours[-1]), flush=True)
+            if args.at_once:
+                both = run_both_at_once(
+                    venv.vllm_bin, model.path, spec, dataset, result, client_env()
+                )
+                vllm_run, ours_run = asyncio.run(both)
+            else:
+                vllm_run = run_vllm_bench(
+                    venv.vllm_bin, model.path, spec, dataset, result, client_env()
+                )
+                ours_run = asyncio.run(run_servedeck(spec))
+            theirs.append(vllm_run)
+            ours.append(ours_run)
+            print(row(vllm_run) + "\n" + row(ours_run), flush=True)
     finally:
         stop_vllm_server(server)
     vllm_median, ours_median = median_figures(theirs), median_figures(ours)

@@ -8,7 +8,8 @@ inflates a latency) and writes JSON-line events on stdout:
   result       {result: the `bench --capacity --json` body}  (also after a cancel)
   error        {message}
 Each level is a closed loop of N users sending `1 + rounds` requests each; the
-first round is warm-up and excluded. /metrics is polled while a level runs;
+first round is warm-up and excluded (chat and trace users: see
+tui.bench.capacity_workloads). /metrics is polled while a level runs;
 errors, preemptions or a waiting queue that keeps growing stop the level at
 once (over-saturation). On a simulator with a fast clock (GET /_sim/clock),
 every time measured is multiplied by its time scale, so results are in the
