@@ -46,6 +46,7 @@ class Figures:
     completed: int
     input_tokens: int
     output_tokens: int
+    prefix_hit_rate: float | None = None  # the server's, over the client's measured requests
 
 
 async def servedeck_prompts(spec: BenchSpec, count: int) -> list[str]:
@@ -187,6 +188,7 @@ def servedeck_figures(level: LevelResult) -> Figures:
         level.completed,
         level.total_input_tokens,
         level.total_output_tokens,
+        level.server.prefix_hit_rate if level.server else None,
     )
 
 
@@ -198,14 +200,33 @@ async def run_servedeck(spec: BenchSpec) -> Figures:
     return servedeck_figures(level)
 
 
-def side_spec(base_url: str, model: str, **sizes: int) -> BenchSpec:
-    """The closed-loop random workload both clients run."""
+def side_spec(base_url: str, model: str, workload: str = "random", **sizes: int) -> BenchSpec:
+    """The closed-loop workload both clients run (random, or shared-prefix groups)."""
     return BenchSpec(
         base_url=base_url, model=model, input_tokens=sizes["input_tokens"],
         output_tokens=sizes["output_tokens"], concurrency=(sizes["concurrency"],),
         num_requests=sizes["num_prompts"], warmup_requests=1, seed=sizes.get("seed", 0),
-        read_timeout_s=300.0,
+        read_timeout_s=300.0, workload=workload,
+        prefix_groups=sizes.get("prefix_groups", 4), prefix_tokens=sizes.get("prefix_tokens", 0),
     )  # fmt: skip
+
+
+async def prefix_counters(base_url: str) -> tuple[float, float]:
+    """vLLM's (prefix_cache_queries, prefix_cache_hits) totals now."""
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        text = (await client.get(f"{base_url}/metrics")).text
+    totals = {"vllm:prefix_cache_queries_total": 0.0, "vllm:prefix_cache_hits_total": 0.0}
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in totals:
+            totals[name] += float(line.rsplit(" ", 1)[1])
+    return totals["vllm:prefix_cache_queries_total"], totals["vllm:prefix_cache_hits_total"]
+
+
+async def reset_prefix_cache(base_url: str) -> bool:
+    """POST /reset_prefix_cache (offered when the server runs with VLLM_SERVER_DEV_MODE=1)."""
+    async with httpx.AsyncClient(timeout=30.0) as client:
+        return (await client.post(f"{base_url}/reset_prefix_cache")).status_code == 200
 
 
 def ratios(ours: Figures, theirs: Figures) -> dict[str, float]:
