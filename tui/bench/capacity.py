@@ -128,6 +128,9 @@ class CapacityLevel:
     # (rate / rate step) and `peak_in_flight` the most requests the client had open.
     request_rate: float | None = None
     peak_in_flight: int = 0
+    # chat, trace: the share of prompt tokens the workload meant to reuse (0-100);
+    # server.prefix_hit_rate_pct is what the engine measured.
+    intended_prefix_hit_rate_pct: float | None = None
 
     @property
     def load(self) -> str:

@@ -8,7 +8,8 @@ inflates a latency) and writes JSON-line events on stdout:
   result       {result: the `bench --capacity --json` body}  (also after a cancel)
   error        {message}
 Each level is a closed loop of N users sending `1 + rounds` requests each; the
-first round is warm-up and excluded. /metrics is polled while a level runs;
+first round is warm-up and excluded (chat and trace users: see
+tui.bench.capacity_workloads). /metrics is polled while a level runs;
 errors, preemptions or a waiting queue that keeps growing stop the level at
 once (over-saturation). On a simulator with a fast clock (GET /_sim/clock),
 every time measured is multiplied by its time scale, so results are in the
@@ -36,6 +37,14 @@ from tui.bench.capacity import (
     capacity_json,
     level_failures,
 )
+from tui.bench.capacity_workloads import (
+    CLOSED_LOOP_WORKLOADS,
+    check_workload,
+    replay_trace_level,
+    run_chat_users,
+    run_trace_users,
+)
+from tui.bench.chat_loop import PrefixIntent
 from tui.bench.client import make_client, stream_request
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import output_tokens_of, percentile, tpot_of
@@ -240,9 +249,10 @@ async def measure_level(
     """Run one closed-loop level, stopping early when the server over-saturates."""
     bench = spec.bench
     # A fresh seed per level: a prompt repeated from an earlier level would hit the prefix cache.
-    count = concurrency * rounds_for(spec, concurrency)
-    prompts = workload_prompts(bench, words, count, bench.seed + 7919 * concurrency)
+    seed = bench.seed + 7919 * concurrency
+    rounds = rounds_for(spec, concurrency)
     loop_run = ClosedLoop()
+    intent = PrefixIntent()
     stop = asyncio.Event()
     poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
 
@@ -255,7 +265,20 @@ async def measure_level(
 
     watcher = asyncio.create_task(watch())
     try:
-        await run_users(client, spec, prompts, concurrency, stop, loop_run)
+        if bench.workload == "chat":
+            await run_chat_users(
+                client, bench, words, concurrency=concurrency, rounds=rounds, seed=seed,
+                first_tokens=lambda user: first_round_tokens(bench.output_tokens, concurrency, user),
+                stop=stop, loop_run=loop_run, intent=intent,
+            )  # fmt: skip
+        elif bench.workload == "trace":
+            await run_trace_users(
+                client, bench, words, concurrency=concurrency, rounds=rounds, seed=seed,
+                stop=stop, loop_run=loop_run, intent=intent,
+            )  # fmt: skip
+        else:
+            prompts = workload_prompts(bench, words, concurrency * rounds, seed)
+            await run_users(client, spec, prompts, concurrency, stop, loop_run)
     finally:
         stop.set()
         watcher.cancel()
@@ -263,7 +286,7 @@ async def measure_level(
     await poller.sample(steady=True)
     server = poller.stats(concurrency)
     # Stopped by the watchdog for over-saturation is a finding; stopped by a cancel is not.
-    return summarize(
+    level = summarize(
         loop_run,
         concurrency=concurrency,
         slo=spec.slo,
@@ -271,6 +294,14 @@ async def measure_level(
         partial=cancel.is_set(),
         server=server if server.samples else None,
     )
+    return _with_intent(level, bench, intent)
+
+
+def _with_intent(level: CapacityLevel, bench: BenchSpec, intent: PrefixIntent) -> CapacityLevel:
+    """The level with the prefix reuse its chat or trace workload intended, in percent."""
+    if bench.workload not in CLOSED_LOOP_WORKLOADS or intent.rate is None:
+        return level
+    return replace(level, intended_prefix_hit_rate_pct=100.0 * intent.rate)
 
 
 async def measure_rate_level(
@@ -290,8 +321,9 @@ async def measure_rate_level(
     bench = spec.bench
     rate = step * spec.rate_step
     count = max(2 * spec.min_requests, math.ceil(rate * spec.rate_level_s))
-    prompts = workload_prompts(bench, words, count, bench.seed + 7919 * step)
+    seed = bench.seed + 7919 * step
     run = LevelRun()
+    intent = PrefixIntent()
     stop = asyncio.Event()
     poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
     nominal = max(4, math.ceil(rate))
@@ -308,11 +340,18 @@ async def measure_rate_level(
 
     watcher = asyncio.create_task(watch())
     try:
-        await run_level(
-            client, api_url(bench.base_url, endpoint_path(bench.endpoint)), bench, prompts,
-            concurrency=spec.max_concurrency, rate=rate * scale, seed=bench.seed + step,
-            cancel=stop, run=run,
-        )  # fmt: skip
+        if bench.workload == "trace":
+            await replay_trace_level(
+                client, bench, words, rate=rate * scale, count=count,
+                max_concurrency=spec.max_concurrency, seed=seed, stop=stop, run=run,
+                intent=intent,
+            )  # fmt: skip
+        else:
+            await run_level(
+                client, api_url(bench.base_url, endpoint_path(bench.endpoint)), bench,
+                workload_prompts(bench, words, count, seed), concurrency=spec.max_concurrency,
+                rate=rate * scale, seed=bench.seed + step, cancel=stop, run=run,
+            )  # fmt: skip
     finally:
         stop.set()
         watcher.cancel()
@@ -329,7 +368,7 @@ async def measure_rate_level(
         partial=cancel.is_set(),
         server=server if server.samples else None,
     )
-    return replace(level, request_rate=rate, peak_in_flight=peak)
+    return replace(_with_intent(level, bench, intent), request_rate=rate, peak_in_flight=peak)
 
 
 async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
@@ -348,6 +387,7 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
         max_levels=spec.max_levels,
     )
     started = time.time()
+    check_workload(bench, spec.by)
     async with control:
         model, version = await _discover(control, bench)
         bench = replace(bench, model=model)
@@ -382,8 +422,10 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
                     break  # cancelled mid-level: keep only the finished levels
                 searcher.record(level)
                 emit("level", level=_level_dict(level))
-        # The simulator's truth is for closed-loop users; a rate search has none.
-        truth = None if cancel.is_set() or by_rate else await read_truth(control, spec)
+        # The simulator's truth is for closed-loop users of fixed-length prompts: a rate
+        # search, chat (growing histories) and trace (the trace's lengths) have none.
+        no_truth = by_rate or bench.workload in CLOSED_LOOP_WORKLOADS
+        truth = None if cancel.is_set() or no_truth else await read_truth(control, spec)
     best, above = searcher.answer()
     simulated_s = sum(level.duration_s for level in searcher.levels)
     context = replace(bench.context, model=model, base_url=bench.base_url)
@@ -402,6 +444,7 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
             "wall_s": time.time() - started,
             "by": spec.by,
             "workload": {
+                "name": bench.workload,
                 "input_tokens": bench.input_tokens,
                 "output_tokens": bench.output_tokens,
                 "endpoint": bench.endpoint,

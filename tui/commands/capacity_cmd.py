@@ -40,6 +40,10 @@ def _load(level: dict[str, Any]) -> str:
     return f"{rate:g}/s" if rate is not None else str(level["concurrency"])
 
 
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
 def format_capacity(result: dict[str, Any]) -> str:
     """The answer, then one line per level: client, server and GPU figures side by side."""
     lines = [hanging("capacity: ", result["answer"])]
@@ -60,6 +64,14 @@ def format_capacity(result: dict[str, Any]) -> str:
             f"{queue:>9} {kv:>6} {util:>5} "
             f"{'-' if per_joule is None else format(per_joule, '.2f'):>6}  {verdict}"
         )
+    reuse = []
+    for level in result["levels"]:
+        intended = level.get("intended_prefix_hit_rate_pct")
+        if intended is not None:
+            measured = (level.get("server") or {}).get("prefix_hit_rate_pct")
+            reuse.append(f"{_load(level)}: {intended:.0f}% / {_pct(measured)}")
+    if reuse:
+        lines.append(hanging("prefix-cache hit rate, intended / measured: ", ", ".join(reuse)))
     truth = result.get("truth")
     if truth:
         lines.append(f"simulator truth: {truth.get('concurrency')} users")

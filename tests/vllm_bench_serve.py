@@ -1,0 +1,246 @@
+"""servedeck's benchmark and `vllm bench serve`, one workload, one real vLLM server.
+
+The workload is literally the same: servedeck's own prompts for the spec
+(calibrated with the server's /tokenize, the seed of its first level) are
+written as a ShareGPT file for vLLM's client (`--dataset-name sharegpt
+--disable-shuffle --sharegpt-output-len`; its completions backend sends the
+human turn as the prompt, no template), so both send byte-identical
+prompts with the same output length, ignore_eos, closed loop at the same
+concurrency, one warm-up request each. Used by tests/perf/bench_vs_vllm_real.py
+and tests/test_real_vllm_bench_serve.py.
+
+Prompts shorter than one KV block (128 tokens on vLLM's CPU backend) can never
+be served from the prefix cache, so a second run of the same prompts costs the
+server what the first did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tui.bench.driver import run_bench
+from tui.bench.model import LevelResult
+from tui.bench.workload import BenchSpec, words_for_tokens
+from tui.bench.workloads import workload_prompts
+
+LEVEL_SEED_STEP = 1000  # tui.bench.runner: level i uses seed + 1000 * (i + 1)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One client's account of one run (vLLM's definitions; ms and tok/s)."""
+
+    client: str
+    output_tok_s: float
+    median_ttft_ms: float
+    mean_ttft_ms: float
+    median_tpot_ms: float
+    completed: int
+    input_tokens: int
+    output_tokens: int
+    prefix_hit_rate: float | None = None  # the server's, over the client's measured requests
+
+
+async def servedeck_prompts(spec: BenchSpec, count: int) -> list[str]:
+    """The prompts servedeck's runner sends at the spec's first level, in order."""
+    async with httpx.AsyncClient(timeout=30.0) as client:
+        words, _ = await words_for_tokens(client, spec)
+    return workload_prompts(spec, words, count, spec.seed + LEVEL_SEED_STEP)
+
+
+def write_sharegpt_dataset(prompts: list[str], path: Path) -> Path:
+    """The prompts as a ShareGPT file: each the human turn of a two-turn conversation.
+
+    vLLM's `custom` (JSONL) dataset would be the plainer choice but needs pandas,
+    which the vLLM CPU venv does not have; its ShareGPT loader reads plain JSON.
+    """
+    conversations = [
+        {
+            "id": str(i),
+            "conversations": [{"from": "human", "value": p}, {"from": "gpt", "value": "ok"}],
+        }
+        for i, p in enumerate(prompts)
+    ]
+    path.write_text(json.dumps(conversations), encoding="utf-8")
+    return path
+
+
+def vllm_bench_command(
+    vllm_bin: Path, tokenizer: Path, spec: BenchSpec, dataset: Path, result: Path
+) -> list[str]:
+    return [
+        str(vllm_bin), "bench", "serve", "--backend", "vllm",
+        "--base-url", spec.base_url, "--model", spec.model, "--tokenizer", str(tokenizer),
+        "--dataset-name", "sharegpt", "--dataset-path", str(dataset), "--disable-shuffle",
+        "--sharegpt-output-len", str(spec.output_tokens),
+        "--num-prompts", str(spec.num_requests),
+        "--max-concurrency", str(spec.concurrency[0]), "--request-rate", "inf",
+        "--ignore-eos", "--num-warmups", str(spec.warmup_requests),
+        "--temperature", str(spec.temperature), "--disable-tqdm",
+        "--save-result", "--result-dir", str(result.parent), "--result-filename", result.name,
+    ]  # fmt: skip
+
+
+def run_vllm_bench(
+    vllm_bin: Path,
+    tokenizer: Path,
+    spec: BenchSpec,
+    dataset: Path,
+    result: Path,
+    env: dict[str, str],
+) -> Figures:
+    """One `vllm bench serve` run; its log sits next to the result JSON."""
+    log = result.with_suffix(".log")
+    with log.open("w") as out:
+        status = subprocess.run(
+            vllm_bench_command(vllm_bin, tokenizer, spec, dataset, result),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            timeout=600,
+        )
+    if status.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"vllm bench serve exited {status.returncode}; {log}:\n{tail}")
+    return vllm_figures(json.loads(result.read_text()))
+
+
+async def running_requests(base_url: str) -> float:
+    """vLLM's num_requests_running gauge now (0 when /metrics cannot be read)."""
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        try:
+            text = (await client.get(f"{base_url}/metrics")).text
+        except httpx.HTTPError:
+            return 0.0
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("vllm:num_requests_running")
+    )
+
+
+async def run_both_at_once(
+    vllm_bin: Path,
+    tokenizer: Path,
+    spec: BenchSpec,
+    dataset: Path,
+    result: Path,
+    env: dict[str, str],
+) -> tuple[Figures, Figures]:
+    """(vLLM's, servedeck's) figures, both clients loading the server at the same time.
+
+    vLLM's client starts first (it imports torch for ~15 s); once the server is
+    running more requests than its one warm-up, servedeck starts. The server then
+    batches both clients' requests together, so both see the same engine and the
+    same neighbours on the machine: what differs is how each one measures.
+    """
+    log = result.with_suffix(".log")
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            vllm_bench_command(vllm_bin, tokenizer, spec, dataset, result),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        try:
+            while process.poll() is None and await running_requests(spec.base_url) < 2:
+                await asyncio.sleep(0.05)
+            ours = await run_servedeck(spec)
+            await asyncio.to_thread(process.wait, 600)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    if process.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"vllm bench serve exited {process.returncode}; {log}:\n{tail}")
+    return vllm_figures(json.loads(result.read_text())), ours
+
+
+def vllm_figures(result: dict[str, Any]) -> Figures:
+    return Figures(
+        "vllm bench serve",
+        result["output_throughput"],
+        result["median_ttft_ms"],
+        result["mean_ttft_ms"],
+        result["median_tpot_ms"],
+        result["completed"],
+        result["total_input_tokens"],
+        result["total_output_tokens"],
+    )
+
+
+def servedeck_figures(level: LevelResult) -> Figures:
+    return Figures(
+        "servedeck bench",
+        level.output_throughput,
+        level.ttft.median_ms,
+        level.ttft.mean_ms,
+        level.tpot.median_ms,
+        level.completed,
+        level.total_input_tokens,
+        level.total_output_tokens,
+        level.server.prefix_hit_rate if level.server else None,
+    )
+
+
+async def run_servedeck(spec: BenchSpec) -> Figures:
+    result = await asyncio.wait_for(run_bench(spec), timeout=600.0)
+    (level,) = result.levels
+    if level.failed or level.partial:
+        raise RuntimeError(f"servedeck run incomplete: {level.failed} failed, {level.errors[:2]}")
+    return servedeck_figures(level)
+
+
+def side_spec(base_url: str, model: str, workload: str = "random", **sizes: int) -> BenchSpec:
+    """The closed-loop workload both clients run (random, or shared-prefix groups)."""
+    return BenchSpec(
+        base_url=base_url, model=model, input_tokens=sizes["input_tokens"],
+        output_tokens=sizes["output_tokens"], concurrency=(sizes["concurrency"],),
+        num_requests=sizes["num_prompts"], warmup_requests=1, seed=sizes.get("seed", 0),
+        read_timeout_s=300.0, workload=workload,
+        prefix_groups=sizes.get("prefix_groups", 4), prefix_tokens=sizes.get("prefix_tokens", 0),
+    )  # fmt: skip
+
+
+async def prefix_counters(base_url: str) -> tuple[float, float]:
+    """vLLM's (prefix_cache_queries, prefix_cache_hits) totals now."""
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        text = (await client.get(f"{base_url}/metrics")).text
+    totals = {"vllm:prefix_cache_queries_total": 0.0, "vllm:prefix_cache_hits_total": 0.0}
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in totals:
+            totals[name] += float(line.rsplit(" ", 1)[1])
+    return totals["vllm:prefix_cache_queries_total"], totals["vllm:prefix_cache_hits_total"]
+
+
+async def reset_prefix_cache(base_url: str) -> bool:
+    """POST /reset_prefix_cache (offered when the server runs with VLLM_SERVER_DEV_MODE=1)."""
+    async with httpx.AsyncClient(timeout=30.0) as client:
+        return (await client.post(f"{base_url}/reset_prefix_cache")).status_code == 200
+
+
+def ratios(ours: Figures, theirs: Figures) -> dict[str, float]:
+    """servedeck / vLLM for each figure compared."""
+    return {
+        "output_tok_s": ours.output_tok_s / theirs.output_tok_s,
+        "median_ttft_ms": ours.median_ttft_ms / theirs.median_ttft_ms,
+        "mean_ttft_ms": ours.mean_ttft_ms / theirs.mean_ttft_ms,
+        "median_tpot_ms": ours.median_tpot_ms / theirs.median_tpot_ms,
+    }
+
+
+def client_env() -> dict[str, str]:
+    """vLLM's client offline, its venv first on PATH, no PYTHONPATH from this process."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1")
+    return env
