@@ -5,7 +5,7 @@ Llama, cached under ~/.cache/servedeck-tests), then runs both clients in
 turn, --rounds times each, alternating (vLLM, servedeck, vLLM, servedeck,
 ...) so that a slow spell of a shared machine falls on both. Both send
 byte-identical prompts (servedeck's, handed to vLLM's client as a ShareGPT
-file: tests/vllm_bench_serve.py), the same output length with
+file: tests/support/vllm_bench_serve.py), the same output length with
 ignore_eos, closed loop at --concurrency, one warm-up each. Prints every run,
 the median of each figure per client and servedeck / vLLM for each.
 
@@ -56,7 +56,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.vllm_bench_serve import (  # noqa: E402
+from tests.support.vllm_bench_serve import (  # noqa: E402
     Figures,
     client_env,
     prefix_counters,
@@ -69,8 +69,8 @@ from tests.vllm_bench_serve import (  # noqa: E402
     side_spec,
     write_sharegpt_dataset,
 )
-from tests.vllm_harness import start_vllm_server, stop_vllm_server  # noqa: E402
-from tests.vllm_install import ensure_tiny_model, ensure_vllm_venv  # noqa: E402
+from tests.support.vllm_harness import start_vllm_server, stop_vllm_server  # noqa: E402
+from tests.support.vllm_install import ensure_tiny_model, ensure_vllm_venv  # noqa: E402
 
 FIELDS = ("output_tok_s", "median_ttft_ms", "mean_ttft_ms", "median_tpot_ms")
 

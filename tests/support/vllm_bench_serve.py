@@ -7,7 +7,7 @@ written as a ShareGPT file for vLLM's client (`--dataset-name sharegpt
 human turn as the prompt, no template), so both send byte-identical
 prompts with the same output length, ignore_eos, closed loop at the same
 concurrency, one warm-up request each. Used by tests/perf/bench_vs_vllm_real.py
-and tests/test_real_vllm_bench_serve.py.
+and tests/integration/test_real_vllm_bench_serve.py.
 
 Prompts shorter than one KV block (128 tokens on vLLM's CPU backend) can never
 be served from the prefix cache, so a second run of the same prompts costs the

@@ -25,8 +25,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.vllm_harness import VllmServer, start_vllm_server, stop_vllm_server
-from tests.vllm_install import VllmVenv
+from tests.support.vllm_harness import VllmServer, start_vllm_server, stop_vllm_server
+from tests.support.vllm_install import VllmVenv
 from tui.bench.driver import run_bench
 from tui.bench.model import BenchResult
 from tui.bench.telemetry import MetricsPoller

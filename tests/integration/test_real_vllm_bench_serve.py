@@ -1,6 +1,6 @@
 """servedeck's benchmark against `vllm bench serve` on the same real vLLM server and workload.
 
-Both clients send byte-identical prompts (tests/vllm_bench_serve.py), the same
+Both clients send byte-identical prompts (tests/support/vllm_bench_serve.py), the same
 output length with ignore_eos, closed loop at concurrency 4, one warm-up each;
 they run alternately, twice each, and the mean of each client's two runs is
 compared. The workload must be the same to the token (input and output totals
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vllm_bench_serve import (
+from tests.support.vllm_bench_serve import (
     Figures,
     client_env,
     run_servedeck,
@@ -38,8 +38,8 @@ from tests.vllm_bench_serve import (
     side_spec,
     write_sharegpt_dataset,
 )
-from tests.vllm_harness import VllmServer
-from tests.vllm_install import VllmVenv
+from tests.support.vllm_harness import VllmServer
+from tests.support.vllm_install import VllmVenv
 
 pytestmark = pytest.mark.real_vllm
 
