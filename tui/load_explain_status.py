@@ -33,9 +33,13 @@ async def collect_explain(
     progress: LoadProgress,
     main_pid: int | None,
     first_answer_at_s: float | None = None,
+    explainer: LoadExplainer | None = None,
 ) -> tuple[LoadExplain, str, str | None, str | None]:
-    """(explanation, model key, checkpoint path, what could not be read)."""
-    explainer = LoadExplainer()
+    """(explanation, model key, checkpoint path, what could not be read).
+
+    `explainer`: what was sampled while the load ran (the console's live watcher),
+    so each phase has its own reads and CPU time; without it, two samples now."""
+    explainer = explainer if explainer is not None else LoadExplainer()
     errors: list[str] = []
     path = checkpoint_path(deck)
     try:

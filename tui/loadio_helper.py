@@ -192,6 +192,7 @@ def sample(request, proc=PROC):
             tree_cpu_ticks=ticks,
             tree_pids=counted,
             tree_unreadable=unreadable,
+            tree_alive=_stat_fields(int(root), proc) is not None,
         )
     path = request.get("path")
     if path:

@@ -24,6 +24,7 @@ from tui.service import ActionOutcome, UnitState
 if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
     from tui.health.interconnect import InterconnectReport
     from tui.health.report import HealthReport
+    from tui.load_live import LiveLoad
 
 NAMESPACE = "servedeck_app"
 
@@ -103,3 +104,8 @@ class ProbeChecked(Message, namespace=NAMESPACE):
 class ProbeDone(Message, namespace=NAMESPACE):
     result: dict[str, object] | None
     error: str | None = None
+
+
+@dataclass
+class LoadLiveUpdate(Message, namespace=NAMESPACE):
+    live: LiveLoad | None  # None: nothing to explain (no load, or the service stopped)

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from tui.config import Profile
     from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
-    from tui.loadwatch import LoadProgress
+    from tui.loadwatch import LoadProgress, LoadTracker
     from tui.procs.model import ProcListing
+    from tui.service import UnitState
 
     class ConsoleParts(App[int]):
         """What a part may use: the App, plus what ServedeckApp and the other parts define."""
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
         bench_process: BenchProcess | None
         procs_status_text: str
         progress: LoadProgress | None
+        tracker: LoadTracker
+        ready: bool
+        unit_state: UnitState | None
         _tabs: TabbedContent
         _overview_wake: asyncio.Event
 
