@@ -12,7 +12,9 @@ who may not read the root-owned service's /proc/PID/io (the line says so; nothin
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -177,7 +179,15 @@ async def test_proc_io_unreadable_over_ssh_is_said_on_the_line(sshd: SshdPair) -
         pytest.skip("needs root to create the unprivileged test user")
     from tui.hosts.ssh import SSHHost
 
-    box = SimBox(load_seconds=40.0, options=SimServerOptions(orphans_on_stop=0))
+    # Shards that user may read (the residency and the disk stay visible), read slowly.
+    shard_dir = Path(tempfile.mkdtemp(prefix="servedeck-live-ssh-"))
+    shard_dir.chmod(0o755)
+    make_shards(shard_dir, 4, 16 * MIB)
+    await drop_from_cache(LocalHost(), str(shard_dir))
+    options = SimServerOptions(
+        shards=4, shard_dir=str(shard_dir), disk_bytes_per_s=4 * MIB, orphans_on_stop=0
+    )
+    box = SimBox(load_seconds=40.0, options=options)
     box.state_dir.chmod(0o755)  # the log is read over SSH by that user
     deck = demo_deck(box, SSHHost(sshd.host_config(user=sshd.zsh_user)))
     app = ServedeckApp(deck.profile, deck)
@@ -197,8 +207,14 @@ async def test_proc_io_unreadable_over_ssh_is_said_on_the_line(sshd: SshdPair) -
             assert app.is_running
     finally:
         await deck.close()
-    reading = seen.readings[-1]
-    print(reading.text)
-    assert reading.problem is not None and "/io unreadable" in reading.problem
-    assert reading.read_bytes_per_s is None  # unknown, not "read nothing"
-    assert reading.cpu_cores is not None  # /proc/PID/stat still tells the CPU time
+        shutil.rmtree(shard_dir, ignore_errors=True)
+    for reading in seen.readings:
+        print(reading.text)
+    unreadable = [r for r in seen.readings if "/io unreadable" in (r.problem or "")]
+    assert all(r.read_bytes_per_s is None for r in unreadable)  # unknown, not "read nothing"
+    assert all(r.cpu_cores is not None for r in unreadable[1:])  # /proc/PID/stat still tells
+    # "waiting" only on a figure: the disk's read rate, the one read figure left.
+    assert all(r.device_read_bytes_per_s is not None for r in unreadable if r.bound == "wait")
+    assert "read rate from the disk only" in unreadable[-1].text
+    # mincore reports another user's read-only shards as all cached: no residency figure.
+    assert all(r.cache_resident_pct is None for r in seen.readings)

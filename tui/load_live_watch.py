@@ -15,7 +15,7 @@ import time
 from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hosts.base import Host
-from tui.load_explain import LoadExplainer, bound_of
+from tui.load_explain import CPU_FLOOR_CORES, LoadExplainer, bound_of
 from tui.load_io import IoSample, checkpoint_residency, io_sample
 from tui.load_live import LiveLoad, lagging_gpu, with_text
 from tui.loadwatch import LoadProgress
@@ -99,9 +99,10 @@ class LiveLoadWatcher:
             elif current.tree_alive is False:
                 problem = f"serving process {main_pid} is gone"
             elif current.tree_read_bytes is None and current.tree_unreadable:
+                rest = "read rate from the disk only" if current.device else "read rate unknown"
                 problem = (
                     f"/proc/{main_pid}/io unreadable ({current.tree_unreadable} processes "
-                    f"of another user): read rate from the disk only"
+                    f"of another user): {rest}"
                 )
             if current.tree_alive is not False:
                 self.explainer.observe(current)
@@ -113,9 +114,10 @@ class LiveLoadWatcher:
             if device_rate is not None:
                 self.device_peak_bytes_per_s = max(device_rate, self.device_peak_bytes_per_s or 0)
             reads = read if read is not None else device_rate
-            bound = bound_of(reads * dt if reads is not None else None, cpu and cpu * dt, dt)
-            if bound == "unknown" and cpu is not None:
-                bound = "cpu" if cpu >= 0.5 else "wait"
+            if reads is None:  # no read figure at all: busy CPU is all that can be told
+                bound = "cpu" if cpu is not None and cpu >= CPU_FLOOR_CORES else "unknown"
+            else:
+                bound = bound_of(reads * dt, cpu and cpu * dt, dt)
         problem = problem or self.residency_problem
         lag = lagging_gpu(gpu) if progress.phase == "weights" else None
         before, now = self.explainer.residency_before, self.explainer.residency_now
