@@ -34,6 +34,7 @@ async def collect_explain(
     main_pid: int | None,
     first_answer_at_s: float | None = None,
     explainer: LoadExplainer | None = None,
+    process_started_at_s: float | None = None,
 ) -> tuple[LoadExplain, str, str | None, str | None]:
     """(explanation, model key, checkpoint path, what could not be read).
 
@@ -58,14 +59,20 @@ async def collect_explain(
         progress,
         first_answer_at_s=first_answer_at_s,
         earlier=earlier_loads(deck.host_label, model),
+        process_started_at_s=process_started_at_s,
     )
     return explain, model, path, "; ".join(errors) or None
 
 
 async def load_explain_report(
-    deck: Deck, progress: LoadProgress, main_pid: int | None
+    deck: Deck,
+    progress: LoadProgress,
+    main_pid: int | None,
+    process_started_at_s: float | None = None,
 ) -> dict[str, Any]:
-    explain, _model, path, error = await collect_explain(deck, progress, main_pid)
+    explain, _model, path, error = await collect_explain(
+        deck, progress, main_pid, process_started_at_s=process_started_at_s
+    )
     data = explain.as_json()
     data["checkpoint_path"] = path
     data["error"] = error

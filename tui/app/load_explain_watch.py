@@ -25,11 +25,17 @@ async def explain_after_ready(app: ServedeckApp) -> None:
     if not progress.timeline:
         return
     main_pid = app.unit_state.main_pid if app.unit_state is not None else None
+    started_s = app.unit_state.started_at_s if app.unit_state is not None else None
     try:
         watcher = app.load_live_watcher
         seen = watcher.explainer if watcher is not None and watcher.pid == main_pid else None
         explain, model, _path, _error = await collect_explain(
-            app.deck, progress, main_pid, first_answer_at_s=time.time(), explainer=seen
+            app.deck,
+            progress,
+            main_pid,
+            first_answer_at_s=time.time(),
+            explainer=seen,
+            process_started_at_s=started_s,
         )
     except ServedeckError as error:
         app.notify(f"load explainer: {error}", severity="warning")
