@@ -95,7 +95,7 @@ class LiveLoadWatcher:
         bound = "unknown"
         if current is not None:
             if main_pid is None:
-                problem = "no main PID for the service yet"
+                problem = "no main PID known: the disk's figures only"
             elif current.tree_alive is False:
                 problem = f"serving process {main_pid} is gone"
             elif current.tree_read_bytes is None and current.tree_unreadable:

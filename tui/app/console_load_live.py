@@ -19,10 +19,13 @@ from widgets.load_why import LoadWhy
 
 if TYPE_CHECKING:  # loaded by the worker, when a load is first seen
     from tui.load_live_watch import LiveLoadWatcher
+    from tui.service import UnitState
 
 
-def _loading(progress: LoadProgress | None, ready: bool) -> bool:
-    if progress is None:
+def _loading(progress: LoadProgress | None, ready: bool, unit: UnitState | None) -> bool:
+    """A load runs: the log says so and, where there is a unit, it is active (an old
+    log's unfinished load under a stopped unit is not one)."""
+    if progress is None or (unit is not None and not unit.is_active):
         return False
     return progress.phase in LOADING_PHASES or (progress.phase == "serving" and not ready)
 
@@ -37,7 +40,7 @@ class LoadLiveMixin(ConsoleParts):
     def _watch_load_live_if_loading(self) -> None:
         """Called on each load update: start the worker when a load begins; once the
         served model stops, its diagnosis leaves the Deck."""
-        if not self._load_live_running and _loading(self.progress, self.ready):
+        if not self._load_live_running and _loading(self.progress, self.ready, self.unit_state):
             self._load_live_running = True
             self._watch_load_live()
         elif self.progress is not None and self.progress.phase == "stopped":
@@ -58,11 +61,11 @@ class LoadLiveMixin(ConsoleParts):
         try:
             while not console_closing(self):
                 progress = self.tracker.snapshot()
-                if not _loading(progress, self.ready):
-                    break
                 pid = self.unit_state.main_pid if self.unit_state is not None else None
                 if pid is None and seen_pid is not None:
                     break  # the unit lost its main process: the load ended
+                if not _loading(progress, self.ready, self.unit_state):
+                    break
                 seen_pid = pid or seen_pid
                 last = await watcher.sample(progress, pid, self.last_gpu)
                 if self.ready:
