@@ -218,3 +218,30 @@ async def test_proc_io_unreadable_over_ssh_is_said_on_the_line(sshd: SshdPair) -
     assert "read rate from the disk only" in unreadable[-1].text
     # mincore reports another user's read-only shards as all cached: no residency figure.
     assert all(r.cache_resident_pct is None for r in seen.readings)
+
+
+@pytest.mark.timeout(240)
+async def test_a_rank_whose_weights_lag_is_named_on_the_line() -> None:
+    """The simulator's rank 3 fills its GPU at a third of the others' pace."""
+    box = SimBox(load_seconds=30.0, options=SimServerOptions(orphans_on_stop=0, lagging_rank=3))
+    deck = demo_deck(box)
+    app = ServedeckApp(deck.profile, deck)
+    app.load_live_poll_s = 0.5
+    seen = Seen(app)
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            await start_load(pilot, app)
+
+            def lagging() -> bool:
+                live = seen.take()
+                return live is not None and live.lagging_gpu is not None
+
+            await until(pilot, lagging, 90, "a reading that names the lagging GPU")
+    finally:
+        await deck.close()
+    reading = seen.readings[-1]
+    print(reading.text)
+    assert reading.phase == "weights" and reading.lagging_gpu == 3
+    assert "GPU 3 lags: " in reading.text
+    # Before the weights came in no GPU lagged: the ranks held only their CUDA context.
+    assert all(r.lagging_gpu is None for r in seen.readings if r.phase == "starting")

@@ -21,10 +21,12 @@ SAMPLE_GAP_S = 0.5
 
 
 def checkpoint_path(deck: Deck) -> str | None:
+    """The shards to watch: the profile's model path; the simulator's shard folder in
+    the demo, which has no checkpoint on disk unless its slow-disk mode made one."""
     box = deck.box
-    options = getattr(box, "options", None)
-    if options is not None and getattr(options, "shard_dir", None):
-        return str(options.shard_dir)
+    if box is not None:
+        shard_dir = getattr(getattr(box, "options", None), "shard_dir", None)
+        return str(shard_dir) if shard_dir else None
     return deck.profile.model.path
 
 

@@ -68,11 +68,11 @@ class LiveLoadWatcher:
         try:
             residency = await checkpoint_residency(self.host, self.path)
         except ServedeckError as error:
-            self.residency_problem = f"residency unreadable: {error}"
+            self.residency_problem = f"residency unknown: {error}"
             return
         if not residency.files:
-            why = residency.errors[0] if residency.errors else "no *.safetensors there"
-            self.residency_problem = f"residency unreadable: {why}"
+            why = residency.errors[0] if residency.errors else f"no *.safetensors in {self.path}"
+            self.residency_problem = f"residency unknown: {why}"
             return
         self.residency_problem = None
         if self.explainer.residency_before is None:
