@@ -67,7 +67,7 @@ def test_one_gpu_far_behind_the_others_lags() -> None:
     assert lagging_gpu(None) is None
     live = reading(lagging_gpu=2)
     text = describe(live, (2, 12 * GIB, int(40.5 * GIB)))
-    assert text.endswith("GPU 2 lags: 12.0 GiB vs 40.5 GiB")
+    assert text.startswith("weights 1:23: GPU 2 lags: 12.0 GiB vs 40.5 GiB; I/O-bound")
 
 
 def test_how_a_load_ended_prefers_the_engines_own_error() -> None:

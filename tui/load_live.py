@@ -31,7 +31,7 @@ _PHASES = {
 # Why a phase that neither reads nor computes is slow: it waits on something else.
 _WAITS = {
     "starting": "waiting (imports done, engine not yet up)",
-    "weights": "waiting: copying to the GPUs, or ranks waiting on each other",
+    "weights": "waiting on GPU copies or other ranks",
     "compile": "waiting on torch.compile (its cache lock or workers)",
     "kv_cache": "waiting on the GPUs: profiling the KV cache",
     "cuda_graphs": "waiting on the GPUs: capturing CUDA graphs",
@@ -111,6 +111,9 @@ def describe(live: LiveLoad, lag: tuple[int, int, int] | None = None) -> str:
     """The one line: phase and time in it, why it is slow, the figures behind that."""
     head = f"{_PHASES.get(live.phase, live.phase)} {_clock(live.phase_elapsed_s)}: "
     parts: list[str] = []
+    if lag is not None:  # the likeliest why: say it first
+        index, low, median = lag
+        parts.append(f"GPU {index} lags: {low / GIB:.1f} GiB vs {median / GIB:.1f} GiB")
     cached = live.cache_resident_pct
     if live.bound == "io":
         cold = live.phase == "weights" and cached is not None and cached < COLD_PCT
@@ -135,9 +138,6 @@ def describe(live: LiveLoad, lag: tuple[int, int, int] | None = None) -> str:
         figures.append(f"{cached:.0f} % cached{was}")
     if figures:
         parts.append(", ".join(figures))
-    if lag is not None:
-        index, low, median = lag
-        parts.append(f"GPU {index} lags: {low / GIB:.1f} GiB vs {median / GIB:.1f} GiB")
     if live.problem:
         parts.append(live.problem)
     if not parts:
