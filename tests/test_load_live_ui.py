@@ -245,3 +245,51 @@ async def test_a_rank_whose_weights_lag_is_named_on_the_line() -> None:
     assert "GPU 3 lags: " in reading.text
     # Before the weights came in no GPU lagged: the ranks held only their CUDA context.
     assert all(r.lagging_gpu is None for r in seen.readings if r.phase == "starting")
+
+
+@pytest.mark.sshd
+@pytest.mark.timeout(300)
+async def test_ssh_host_lost_mid_load_is_a_state_then_readings_resume(sshd: SshdPair) -> None:
+    """A dropped connection is re-made unseen; an sshd that is gone is a state on the line
+    until it is back."""
+    box = SimBox(load_seconds=90.0, options=SimServerOptions(orphans_on_stop=0))
+    box.state_dir.chmod(0o755)
+    from tui.hosts.ssh import SSHHost
+
+    deck = demo_deck(box, SSHHost(sshd.host_config()))
+    app = ServedeckApp(deck.profile, deck)
+    app.load_live_poll_s = 0.5
+    seen = Seen(app)
+    try:
+        async with app.run_test(size=(140, 40)) as pilot:
+            await start_load(pilot, app)
+
+            def good_after(index: int) -> bool:
+                seen.take()
+                return any(
+                    r.problem is None and r.bound != "unknown" for r in seen.readings[index:]
+                )
+
+            await until(pilot, lambda: good_after(0), 90, "a reading over SSH")
+            dropped = len(seen.readings)
+            sshd.first.kill_connections()  # cut: the host connects again by itself
+            await until(pilot, lambda: good_after(dropped), 60, "readings after the cut")
+            assert not [r for r in seen.readings[dropped:] if r.final]
+
+            sshd.first.stop()  # gone: each reading fails until it is back
+
+            def failed() -> bool:
+                seen.take()
+                return any(r.problem for r in seen.readings[dropped:])
+
+            await until(pilot, failed, 90, "a reading that says the host is lost")
+            lost = len(seen.readings)
+            sshd.first.start()
+            await until(pilot, lambda: good_after(lost), 90, "readings once sshd is back")
+            assert app.is_running
+    finally:
+        await deck.close()
+    failure = next(r for r in seen.readings[dropped:] if r.problem)
+    print(failure.text)
+    assert failure.problem is not None and failure.problem.startswith("load counters unreadable: ")
+    assert failure.read_bytes_per_s is None and not failure.final

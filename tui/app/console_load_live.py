@@ -40,7 +40,15 @@ class LoadLiveMixin(ConsoleParts):
     def _watch_load_live_if_loading(self) -> None:
         """Called on each load update: start the worker when a load begins; once the
         served model stops, its diagnosis leaves the Deck."""
-        if not self._load_live_running and _loading(self.progress, self.ready, self.unit_state):
+        # Only a load seen in a loading phase: a console opened on a server that is up
+        # but not yet probed would otherwise flash a reading of its long-past "API up".
+        progress = self.progress
+        starts = progress is not None and progress.phase in LOADING_PHASES
+        if (
+            not self._load_live_running
+            and starts
+            and _loading(progress, self.ready, self.unit_state)
+        ):
             self._load_live_running = True
             self._watch_load_live()
         elif self.progress is not None and self.progress.phase == "stopped":
