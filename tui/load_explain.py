@@ -376,7 +376,12 @@ def record_load(host: str, model: str, explain: LoadExplain, path: Path | None =
         "previous_prediction_error_s": explain.previous_prediction_error_s,
         "phases": explain.as_json()["phases"],
         "waterfall": [
-            {"name": step.name, "wall_s": round(step.wall_s, 3), "logged": step.logged}
+            {
+                "name": step.name,
+                "start_s": round(step.start_s, 3),
+                "wall_s": round(step.wall_s, 3),
+                "logged": step.logged,
+            }
             for step in explain.waterfall
         ],
         "diagnosis": explain.diagnosis,

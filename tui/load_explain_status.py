@@ -30,6 +30,11 @@ def checkpoint_path(deck: Deck) -> str | None:
     return deck.profile.model.path
 
 
+def history_key(deck: Deck) -> str:
+    """The model's name in this host's history of loads (tui.load_explain.earlier_loads)."""
+    return deck.profile.model.name or (checkpoint_path(deck) or "")
+
+
 async def collect_explain(
     deck: Deck,
     progress: LoadProgress,
@@ -56,7 +61,7 @@ async def collect_explain(
             explainer.observe(await io_sample(deck.host, main_pid, path))
     except ServedeckError as error:
         errors.append(str(error))
-    model = deck.profile.model.name or (path or "")
+    model = history_key(deck)
     explain = explainer.explain(
         progress,
         first_answer_at_s=first_answer_at_s,
