@@ -67,6 +67,8 @@ class LoadExplain:
     predicted_next_load_s: float | None = None
     previous_prediction_error_s: float | None = None
     earlier_wall_s: tuple[float, ...] = ()
+    # The last earlier load's waterfall, (step name, wall_s): each step is compared with it.
+    earlier_steps_s: tuple[tuple[str, float], ...] = ()
     diagnosis: str = ""
 
     def as_json(self) -> dict[str, Any]:
@@ -237,6 +239,19 @@ def weights_read_peak(progress: LoadProgress, samples: Sequence[IoSample]) -> fl
     return peak_rate(inside, "tree_read_bytes") or None
 
 
+def last_steps(earlier: Sequence[dict[str, Any]]) -> tuple[tuple[str, float], ...]:
+    """The waterfall of the latest earlier load that kept one, as (name, wall_s)."""
+    for record in reversed(earlier):
+        steps = record.get("waterfall")
+        if isinstance(steps, list) and steps:
+            return tuple(
+                (str(step["name"]), float(step["wall_s"]))
+                for step in steps
+                if isinstance(step, dict) and "name" in step and "wall_s" in step
+            )
+    return ()
+
+
 def diagnose(explain: LoadExplain) -> str:
     weights = next((c for c in explain.phases if c.name == "weights"), None)
     if weights is None or explain.wall_s is None:
@@ -319,6 +334,7 @@ class LoadExplainer:
             predicted_next_load_s=predicted,
             previous_prediction_error_s=error,
             earlier_wall_s=tuple(float(r["wall_s"]) for r in earlier if r.get("wall_s")),
+            earlier_steps_s=last_steps(earlier),
         )
         return replace(explain, diagnosis=diagnose(explain))
 
@@ -359,6 +375,15 @@ def record_load(host: str, model: str, explain: LoadExplain, path: Path | None =
         "predicted_next_load_s": explain.predicted_next_load_s,
         "previous_prediction_error_s": explain.previous_prediction_error_s,
         "phases": explain.as_json()["phases"],
+        "waterfall": [
+            {
+                "name": step.name,
+                "start_s": round(step.start_s, 3),
+                "wall_s": round(step.wall_s, 3),
+                "logged": step.logged,
+            }
+            for step in explain.waterfall
+        ],
         "diagnosis": explain.diagnosis,
     }
     with path.open("a", encoding="utf-8") as handle:

@@ -21,11 +21,18 @@ SAMPLE_GAP_S = 0.5
 
 
 def checkpoint_path(deck: Deck) -> str | None:
+    """The shards to watch: the profile's model path; the simulator's shard folder in
+    the demo, which has no checkpoint on disk unless its slow-disk mode made one."""
     box = deck.box
-    options = getattr(box, "options", None)
-    if options is not None and getattr(options, "shard_dir", None):
-        return str(options.shard_dir)
+    if box is not None:
+        shard_dir = getattr(getattr(box, "options", None), "shard_dir", None)
+        return str(shard_dir) if shard_dir else None
     return deck.profile.model.path
+
+
+def history_key(deck: Deck) -> str:
+    """The model's name in this host's history of loads (tui.load_explain.earlier_loads)."""
+    return deck.profile.model.name or (checkpoint_path(deck) or "")
 
 
 async def collect_explain(
@@ -33,9 +40,14 @@ async def collect_explain(
     progress: LoadProgress,
     main_pid: int | None,
     first_answer_at_s: float | None = None,
+    explainer: LoadExplainer | None = None,
+    process_started_at_s: float | None = None,
 ) -> tuple[LoadExplain, str, str | None, str | None]:
-    """(explanation, model key, checkpoint path, what could not be read)."""
-    explainer = LoadExplainer()
+    """(explanation, model key, checkpoint path, what could not be read).
+
+    `explainer`: what was sampled while the load ran (the console's live watcher),
+    so each phase has its own reads and CPU time; without it, two samples now."""
+    explainer = explainer if explainer is not None else LoadExplainer()
     errors: list[str] = []
     path = checkpoint_path(deck)
     try:
@@ -49,19 +61,25 @@ async def collect_explain(
             explainer.observe(await io_sample(deck.host, main_pid, path))
     except ServedeckError as error:
         errors.append(str(error))
-    model = deck.profile.model.name or (path or "")
+    model = history_key(deck)
     explain = explainer.explain(
         progress,
         first_answer_at_s=first_answer_at_s,
         earlier=earlier_loads(deck.host_label, model),
+        process_started_at_s=process_started_at_s,
     )
     return explain, model, path, "; ".join(errors) or None
 
 
 async def load_explain_report(
-    deck: Deck, progress: LoadProgress, main_pid: int | None
+    deck: Deck,
+    progress: LoadProgress,
+    main_pid: int | None,
+    process_started_at_s: float | None = None,
 ) -> dict[str, Any]:
-    explain, _model, path, error = await collect_explain(deck, progress, main_pid)
+    explain, _model, path, error = await collect_explain(
+        deck, progress, main_pid, process_started_at_s=process_started_at_s
+    )
     data = explain.as_json()
     data["checkpoint_path"] = path
     data["error"] = error

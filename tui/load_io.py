@@ -26,6 +26,9 @@ if [ -d "$target" ]; then
 else
   set -- "$target"
 fi
+# mincore (under fincore too) reports every page of a file this user neither owns nor
+# may write as cached (Linux >= 5.2): no figure then; the helper says why.
+for f in "$@"; do [ -O "$f" ] || [ -w "$f" ] || { echo "not-writable"; exit 0; }; done
 fincore --bytes --noheadings --raw --output RES,SIZE,FILE -- "$@"
 """
 
@@ -123,15 +126,24 @@ class IoSample:
     tree_cpu_s: float | None
     device: str | None
     device_read_bytes: int | None
+    # None where not asked (no pid): whether the tree's root still runs, and how many
+    # of its processes hid their /proc/PID/io (another user's, read without root).
+    tree_alive: bool | None = None
+    tree_unreadable: int | None = None
 
 
 async def io_sample(host: Host, pid: int | None, path: str | None) -> IoSample:
     answer = await run_loadio(host, {"op": "sample", "pid": pid, "path": path}, timeout_s=15.0)
     ticks = answer.get("tree_cpu_ticks")
+    read = answer.get("tree_read_bytes")
+    if read == 0 and not answer.get("tree_pids") and answer.get("tree_unreadable"):
+        read = None  # every io file was hidden: unknown, not "read nothing"
     return IoSample(
         at_s=float(answer["at_s"]),
-        tree_read_bytes=answer.get("tree_read_bytes"),
+        tree_read_bytes=read,
         tree_cpu_s=ticks / max(1, int(answer["clock_ticks"])) if ticks is not None else None,
         device=answer.get("device"),
         device_read_bytes=answer.get("device_read_bytes"),
+        tree_alive=answer.get("tree_alive"),
+        tree_unreadable=answer.get("tree_unreadable"),
     )

@@ -32,6 +32,7 @@ from tui.app.console_guard import console_closing, while_open
 from tui.app.console_handoff import HandoffMixin
 from tui.app.console_hardware import HardwareHealthMixin
 from tui.app.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
+from tui.app.console_load_live import LoadLiveMixin
 from tui.app.console_processes import ProcessesMixin
 from tui.app.console_record import RecordMixin
 from tui.app.console_workers import console_worker, failure_text
@@ -67,6 +68,7 @@ from widgets.header_bar import HeaderBar
 from widgets.health_view import HealthView
 from widgets.host_overview import HostOverviewView
 from widgets.load_strip import LoadStrip
+from widgets.load_why import LoadWhy
 from widgets.log_pane import LogPane
 from widgets.plan_view import PlanView
 from widgets.procs_pane import ProcsPane
@@ -109,6 +111,7 @@ class ServedeckApp(
     ProcessesMixin,
     BenchMixin,
     HandoffMixin,
+    LoadLiveMixin,
     App[int],
 ):
     """One console for one profile's Deck."""
@@ -185,6 +188,7 @@ class ServedeckApp(
                 yield ServiceLine(id="service-line")
                 yield Static("", id="deck-note", classes="pane-note")
                 yield LoadStrip(id="load-strip")
+                yield LoadWhy(id="load-why")
                 yield GpuPane(id="gpu-pane")
                 yield LogPane(id="log-pane")
             with TabPane("2 Overview", id="overview"):
@@ -449,6 +453,7 @@ class ServedeckApp(
             self.set_timer(1.0, self._tick_load_clock, name="load-clock")
         now_s = time.monotonic()
         ready = self.ready_clock.update(self.progress)  # also records a load that reached serving
+        self._watch_load_live_if_loading()
         ready = None if self.ready else ready
         shown = (self.progress.phase, self.progress.shards_done, self.metrics)
         # Redraw on a visible change at once, otherwise once a second for the clocks.

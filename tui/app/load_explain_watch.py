@@ -1,4 +1,4 @@
-"""After a load: the one-line diagnosis as a notification, and the load kept in the history.
+"""After a load: the one-line diagnosis as a notification and on the Deck, and the load kept.
 
 Runs once per ready (a worker, off the UI thread); the next load's explanation
 checks this one's prediction against what it took.
@@ -9,7 +9,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from tui.app.messages import LoadLiveUpdate
 from tui.errors import ServedeckError
+from tui.load_live import final_load
 
 if TYPE_CHECKING:
     from tui.app import ServedeckApp
@@ -23,14 +25,25 @@ async def explain_after_ready(app: ServedeckApp) -> None:
     if not progress.timeline:
         return
     main_pid = app.unit_state.main_pid if app.unit_state is not None else None
+    started_s = app.unit_state.started_at_s if app.unit_state is not None else None
     try:
+        watcher = app.load_live_watcher
+        seen = watcher.explainer if watcher is not None and watcher.pid == main_pid else None
         explain, model, _path, _error = await collect_explain(
-            app.deck, progress, main_pid, first_answer_at_s=time.time()
+            app.deck,
+            progress,
+            main_pid,
+            first_answer_at_s=time.time(),
+            explainer=seen,
+            process_started_at_s=started_s,
         )
     except ServedeckError as error:
         app.notify(f"load explainer: {error}", severity="warning")
+        app.post_message(LoadLiveUpdate(final_load(f"ready; not explained: {error}")))
         return
     record_load(app.deck.host_label, model, explain)
     off_s = explain.previous_prediction_error_s
     checked = f" (last prediction off by {off_s:+.0f} s)" if off_s is not None else ""
     app.notify(f"{explain.diagnosis}{checked}", title="Load", timeout=15)
+    # The Deck's live line becomes the diagnosis (it showed the load while it ran).
+    app.post_message(LoadLiveUpdate(final_load(f"{explain.diagnosis}{checked}")))

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
     from tui.health.report import HealthReport
     from tui.health.xid import XidEvent
     from tui.health.xid_follow import FollowState
+    from tui.load_live import LiveLoad
 
 NAMESPACE = "servedeck_app"
 
@@ -126,3 +127,8 @@ class ProbeChecked(Message, namespace=NAMESPACE):
 class ProbeDone(Message, namespace=NAMESPACE):
     result: dict[str, object] | None
     error: str | None = None
+
+
+@dataclass
+class LoadLiveUpdate(Message, namespace=NAMESPACE):
+    live: LiveLoad | None  # None: nothing to explain (no load, or the service stopped)

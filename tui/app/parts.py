@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from tui.config import Profile
     from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
-    from tui.loadwatch import LoadProgress
+    from tui.loadwatch import LoadProgress, LoadTracker
     from tui.procs.model import ProcListing
     from tui.record.session import ConsoleRecording
+    from tui.service import UnitState
     from tui.source_health import SourceHealth
     from widgets.gpu_pane import GpuPane
 
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
         bench_process: BenchProcess | None
         procs_status_text: str
         progress: LoadProgress | None
+        tracker: LoadTracker
+        ready: bool
+        unit_state: UnitState | None
         _tabs: TabbedContent
         _overview_wake: asyncio.Event
         _gpu_pane: GpuPane

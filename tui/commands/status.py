@@ -12,6 +12,7 @@ from tui.commands._target import deck_from_args
 from tui.commands._width import hanging
 from tui.errors import CommandTimeout, HostError, ServedeckError
 from tui.load_explain_status import load_explain_report
+from tui.load_waterfall import waterfall_lines
 from tui.loadwatch import LoadTracker
 from tui.metrics import MetricsPoller, metrics_from_log
 from tui.readiness import ReadinessProbe
@@ -70,7 +71,8 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
         progress = tracker.snapshot()
         report["load"] = dataclasses.asdict(progress) if lines else None
         main_pid = (report.get("unit") or {}).get("main_pid")
-        report["load_explain"] = await load_explain_report(deck, progress, main_pid)
+        started = (report.get("unit") or {}).get("started_at_s")
+        report["load_explain"] = await load_explain_report(deck, progress, main_pid, started)
         base_url = service.base_url
         try:
             base_url = await deck.reachable_base_url()
@@ -103,7 +105,8 @@ def exit_status(report: dict[str, Any]) -> int:
 
 
 def _text(report: dict[str, Any]) -> str:
-    out = [f"profile {report['profile']} on {report['host']}"]
+    # A tuple is a line printed as it is (a waterfall bar), a str is wrapped under its label.
+    out: list[str | tuple[str]] = [f"profile {report['profile']} on {report['host']}"]
     unit = report.get("unit")
     if unit:
         out.append(
@@ -123,6 +126,10 @@ def _text(report: dict[str, Any]) -> str:
     explain = report.get("load_explain") or {}
     if explain.get("diagnosis") and explain.get("wall_s"):
         out.append(f"why     {explain['diagnosis']}")
+        steps = explain.get("waterfall") or []
+        # The load's waterfall: bars on one time axis, printed as they are (not wrapped).
+        lines = waterfall_lines(steps, explain.get("earlier_steps_s") or ())
+        out.extend((f"  {line}",) for line in lines)
     ready = report["readiness"]
     if ready["checked"]:
         state = "ready" if ready["health_ok"] else f"not answering ({ready['error']})"
@@ -140,7 +147,9 @@ def _text(report: dict[str, Any]) -> str:
         out.append("verdict host unreachable")
     else:
         out.append("verdict " + ("serving" if report.get("serving") else "not serving"))
-    return "\n".join(hanging(line[:8], line[8:]) for line in out)
+    return "\n".join(
+        line[0] if isinstance(line, tuple) else hanging(line[:8], line[8:]) for line in out
+    )
 
 
 def _na(value: object) -> str:

@@ -58,6 +58,7 @@ class SimServerOptions:
     orphans_on_stop: int = 0
     stubborn_orphans: bool = False
     defunct_worker: bool = False
+    lagging_rank: int | None = None  # see tui.sim.spec.ServerFaults
     http_5xx_rate: float | None = None
     cut_stream_after_tokens: int | None = None
     # Slow-disk mode: real shard files (tui.sim.shards.make_shards) read during the
@@ -141,6 +142,7 @@ class SimBox:
             "--cut-stream-after-tokens": o.cut_stream_after_tokens,
             "--shard-dir": o.shard_dir,
             "--disk-bytes-per-s": o.disk_bytes_per_s,
+            "--lagging-rank": o.lagging_rank,
         }
         for flag, value in optional.items():
             if value is not None:

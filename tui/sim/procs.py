@@ -99,9 +99,12 @@ class Worker:
     def used_bytes(self) -> int:
         progress = read_json(self.state_dir / "progress.json")
         args = self.args
+        weights_frac = float(progress.get("weights_frac", 0.0))  # type: ignore[arg-type]
+        if self.rank == args.lagging_rank and weights_frac < 1.0:
+            weights_frac /= 3  # this rank's weights come in at a third of the pace
         return int(
             args.context_bytes
-            + args.weights_bytes * float(progress.get("weights_frac", 0.0))  # type: ignore[arg-type]
+            + args.weights_bytes * weights_frac
             + args.kv_bytes * float(progress.get("kv_frac", 0.0))  # type: ignore[arg-type]
             + args.graphs_bytes * float(progress.get("graphs_frac", 0.0))  # type: ignore[arg-type]
         )
@@ -240,6 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--kv-bytes", type=int, default=0)
     parser.add_argument("--graphs-bytes", type=int, default=0)
     parser.add_argument("--defunct-worker", action="store_true")
+    parser.add_argument("--lagging-rank", type=int, default=None)
     EngineCore(parser.parse_args(argv)).run()
 
 

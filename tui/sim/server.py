@@ -90,6 +90,8 @@ class SimServer:
         ]
         if s.faults.defunct_worker:
             argv.append("--defunct-worker")
+        if s.faults.lagging_rank is not None:
+            argv += ["--lagging-rank", str(s.faults.lagging_rank)]
         self.engine_proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
         assert self.engine_proc.stdout is not None
         line = await asyncio.to_thread(self.engine_proc.stdout.readline)
@@ -303,12 +305,19 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--orphans-on-stop", type=int, default=0)
     p.add_argument("--stubborn-orphans", action="store_true")
     p.add_argument("--defunct-worker", action="store_true")
+    p.add_argument("--lagging-rank", type=int, default=None)
     p.add_argument("--http-5xx-rate", type=float, default=0.0)
     p.add_argument("--cut-stream-after-tokens", type=int, default=None)
     p.add_argument("--shard-dir", default=None)
     p.add_argument("--disk-bytes-per-s", type=float, default=None)
     a = p.parse_args(argv)
-    faults = ServerFaults(a.fail_at_shard, a.orphans_on_stop, a.stubborn_orphans, a.defunct_worker)
+    faults = ServerFaults(
+        a.fail_at_shard,
+        a.orphans_on_stop,
+        a.stubborn_orphans,
+        a.defunct_worker,
+        lagging_rank=a.lagging_rank,
+    )
     settings = ServerSettings(
         state_dir=a.state_dir,
         port=a.port,

@@ -78,6 +78,9 @@ class ServerFaults:
     orphans_on_stop: int = 0
     stubborn_orphans: bool = False
     defunct_worker: bool = False
+    # One rank whose weights arrive at a third of the others' pace (a slow disk path,
+    # a busy NUMA node): its GPU memory lags theirs through the weights phase.
+    lagging_rank: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,6 +167,15 @@ async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
     return ModelSummary(name, model.path, facts.arch, size, shards, source), facts
 
 
+def last_explained_load(deck: Deck) -> dict[str, Any] | None:
+    """The console's explanation of the last load of this model on this host, if any."""
+    from tui.load_explain import earlier_loads
+    from tui.load_explain_status import history_key
+
+    loads = earlier_loads(deck.host_label, history_key(deck))
+    return loads[-1] if loads else None
+
+
 def _local_history(deck: Deck) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     # The console and `servedeck bench` record runs under the deck's host label.
     runs = tuple(runs_for_host(deck.host_label, limit=12))
@@ -276,5 +285,6 @@ async def collect_summary(
         files=_files(deck, service),
         hardware_health=got.get("hardware health"),
         problems=tuple(problems),
+        last_load=last_explained_load(deck),
         timings_s=timings,
     )

@@ -77,6 +77,7 @@ class SummaryInputs:
     files: tuple[tuple[str, str], ...] = ()
     hardware_health: Any = None  # tui.health.summary_section.HardwareHealth
     problems: tuple[str, ...] = ()
+    last_load: dict[str, Any] | None = None  # the host's last explained load (loads.jsonl)
     timings_s: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 
     def to_plain(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from tui.plan.render import plan_markdown
 from tui.redact import redact_data, redact_text
 from tui.summary import sections
 from tui.summary.inputs import SummaryInputs
+from tui.summary.last_load import last_load_lines
 from tui.summary.mdtable import NA, clock, duration, gib, ms, num, table
 from tui.summary.recorded_render import deployment_attempts_lines, recorded_incidents_lines
 
@@ -240,6 +241,7 @@ def render_markdown(inputs: SummaryInputs, extra_secrets: tuple[str, ...] = ()) 
         sections.model(inputs),
         sections.service(inputs),
         sections.now(inputs),
+        last_load_lines(inputs.last_load),
         hardware_health_markdown(inputs.hardware_health),
         benchmarks(inputs),
         incidents(inputs),
