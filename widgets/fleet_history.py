@@ -13,7 +13,7 @@ from rich.markup import escape
 from textual.widgets import Static
 
 from tui.fleet.history import HostHistory, SeriesHistory
-from widgets.gpu_format import _SPARK_LEVELS, duration
+from widgets.gpu_format import duration, spark_buckets, spark_cell
 
 TITLE_CELLS = 13
 FIGURES_CELLS = 24
@@ -24,23 +24,10 @@ def gap_sparkline(values: Sequence[float | None], width: int, top: float) -> str
     """Values squeezed into width cells (max of each bucket); a bucket with none is a gap."""
     if not values or width <= 0:
         return ""
-    if len(values) > width:
-        size = len(values) / width
-        buckets = [
-            values[int(i * size) : max(int((i + 1) * size), int(i * size) + 1)]
-            for i in range(width)
-        ]
-    else:
-        buckets = [[value] for value in values]
-    levels = len(_SPARK_LEVELS) - 1
     cells = []
-    for bucket in buckets:
+    for bucket in spark_buckets(values, width):
         known = [value for value in bucket if value is not None]
-        if not known:
-            cells.append(f"[dim]{GAP}[/]")
-            continue
-        level = round(min(max(known), top) / top * levels) if top > 0 else 0
-        cells.append(_SPARK_LEVELS[min(levels, max(0, level))])
+        cells.append(spark_cell(max(known), top) if known else f"[dim]{GAP}[/]")
     return "".join(cells)
 
 

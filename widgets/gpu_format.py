@@ -7,12 +7,14 @@ are Rich markup strings, so the pane can diff them by plain string equality.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from rich.markup import escape
 
 GIB = 1024**3
 NA = "[dim]n/a[/]"
-_SPARK_LEVELS = "▁▂▃▄▅▆▇█"
+SPARK_LEVELS = "▁▂▃▄▅▆▇█"
+T = TypeVar("T")
 
 
 def short_gpu_name(name: str, width: int) -> str:
@@ -121,21 +123,26 @@ def fill_cell(rate_bytes_per_s: float | None, rising: bool) -> str:
     return f"[cyan]{rate_bytes_per_s / GIB:.1f}G/s[/]"
 
 
+def spark_buckets(values: Sequence[T], width: int) -> list[Sequence[T]]:
+    """The series cut into at most `width` consecutive buckets (one value each if it fits)."""
+    if len(values) <= width:
+        return [values[i : i + 1] for i in range(len(values))]
+    size = len(values) / width
+    return [
+        values[int(i * size) : max(int((i + 1) * size), int(i * size) + 1)] for i in range(width)
+    ]
+
+
+def spark_cell(value: float, top: float) -> str:
+    """One sparkline cell for value on a 0..top scale."""
+    levels = len(SPARK_LEVELS) - 1
+    level = round(min(value, top) / top * levels) if top > 0 else 0
+    return SPARK_LEVELS[min(levels, max(0, level))]
+
+
 def sparkline(values: Sequence[float], width: int, top: float = 100.0) -> str:
     """The series squeezed into width cells (max of each bucket), newest on the right."""
     if not values or width <= 0:
         return " " * max(width, 0)
-    if len(values) > width:
-        size = len(values) / width
-        buckets = [
-            values[int(i * size) : max(int((i + 1) * size), int(i * size) + 1)]
-            for i in range(width)
-        ]
-        points = [max(bucket) for bucket in buckets]
-    else:
-        points = list(values)
-    levels = len(_SPARK_LEVELS) - 1
-    chars = "".join(
-        _SPARK_LEVELS[min(levels, max(0, round(min(v, top) / top * levels)))] for v in points
-    )
+    chars = "".join(spark_cell(max(bucket), top) for bucket in spark_buckets(values, width))
     return chars.rjust(width)
