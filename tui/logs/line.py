@@ -105,8 +105,13 @@ class LevelClassifier:
 
     def classify(self, text: str, priority: int | None = None) -> str:
         plain = strip_ansi(text)
-        stated = explicit_level(plain)
-        body = _VLLM_LEVEL.sub("", plain).lstrip() if stated else plain
+        vllm = _VLLM_LEVEL.match(plain)  # matched once: it gives the level and the body
+        if vllm:
+            stated: str | None = _normal(vllm.group(1))
+            body = plain[vllm.end() :].lstrip()
+        else:
+            stated = explicit_level(plain)
+            body = plain.lstrip() if stated else plain
         if _TRACEBACK in plain:
             self._in_traceback = True
             return Level.ERROR
