@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tui import loadpatterns as patterns
 from tui import restart_loop
 from tui.loadwatch import vllm_line_time_s
 from tui.logs.line import (
@@ -204,3 +205,45 @@ def test_line_times_follow_a_time_zone_change(monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.undo()
         time.tzset()
     assert utc is not None and tokyo is not None and utc - tokyo == 9 * 3600
+
+
+# The load tracker searches each pattern only where its literal is; every match holds it.
+TRACKER_LITERALS = [
+    (patterns.VLLM_VERSION, ("version",)),
+    (patterns.VLLM_ENGINE_INIT, ("LLM engine",)),
+    (patterns.SGLANG_START, ("ServerArgs(",)),
+    (patterns.WEIGHTS_START, ("Starting to load model", "Load weight begin")),
+    (patterns.SHARD_BAR, ("Completed",)),
+    (patterns.VLLM_ENGINE_STATS, ("Avg prompt throughput: ",)),
+    (patterns.VLLM_OLD_STATS, ("Avg prompt throughput: ",)),
+    (patterns.SGLANG_DECODE, ("Decode batch.",)),
+]
+TRACKER_PIECES = [
+    "vLLM API server version ", "vLLM server version", "0.32.0", ", serving model ", "m/x",
+    "\u2588 ", "version", "Initializing a V1 LLM engine (v0.32) with config: model='m'",
+    "server_args=ServerArgs(model_path='m'", "Starting to load model m...", "Load weight begin",
+    "Loading safetensors checkpoint shards: ", "50% Completed | 1/2 [00:01<00:01",
+    "Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, ",
+    "Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.5%, Prefix cache hit rate: 0.0%",
+    "Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, ",
+    "Decode batch. #running-req: 3, token usage: 0.5, gen throughput (token/s): 9.0, ",
+    "#queue-req: 0", " ", "x", ": ",
+]  # fmt: skip
+
+
+@PROPERTY
+@given(pieces(TRACKER_PIECES))
+def test_load_tracker_literals_are_in_every_match(text: str) -> None:
+    for pattern, literals in TRACKER_LITERALS:
+        if pattern.search(text):
+            assert any(literal in text for literal in literals), (pattern.pattern, text)
+
+
+def test_load_tracker_literals_hold_on_captured_logs() -> None:
+    matched = 0
+    for line in captured_lines():
+        for pattern, literals in TRACKER_LITERALS:
+            if pattern.search(line):
+                matched += 1
+                assert any(literal in line for literal in literals), (pattern.pattern, line)
+    assert matched >= 5  # the captured loads hold version, weights and stats lines

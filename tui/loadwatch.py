@@ -255,10 +255,12 @@ class LoadTracker:
             self.feed(line)
 
     def _starts_new_load(self, message: str) -> bool:
+        # Each search only where its literal is (every match holds it): a flood of request
+        # and stats lines then costs three substring checks, not three regex scans.
         return bool(
-            p.VLLM_VERSION.search(message)
-            or p.VLLM_ENGINE_INIT.search(message)
-            or p.SGLANG_START.search(message)
+            ("version" in message and p.VLLM_VERSION.search(message))
+            or ("LLM engine" in message and p.VLLM_ENGINE_INIT.search(message))
+            or ("ServerArgs(" in message and p.SGLANG_START.search(message))
         )
 
     def _feed_text(self, text: str, t: float, level: str) -> None:
@@ -268,7 +270,11 @@ class LoadTracker:
         ):
             self._reset(t)
         elif self._load_started is None and (
-            p.WEIGHTS_START.search(message) or p.SHARD_BAR.search(message)
+            (
+                ("Starting to load model" in message or "Load weight begin" in message)
+                and p.WEIGHTS_START.search(message)
+            )
+            or ("Completed" in message and p.SHARD_BAR.search(message))
         ):
             self._reset(t)  # joined a load already under way
         if self._load_started is None:
@@ -433,7 +439,10 @@ class LoadTracker:
         self._ready = False
 
     def _stats_line(self, message: str, t: float) -> None:
-        if match := p.VLLM_ENGINE_STATS.search(message) or p.VLLM_OLD_STATS.search(message):
+        stats = "Avg prompt throughput: " in message  # in every match of both patterns
+        if stats and (
+            match := p.VLLM_ENGINE_STATS.search(message) or p.VLLM_OLD_STATS.search(message)
+        ):
             groups = match.groups()
             self._stats = EngineStats(
                 prompt_tokens_per_s=p.number(groups[0]),
@@ -444,7 +453,7 @@ class LoadTracker:
                 prefix_cache_hit_pct=p.number(groups[5]) if len(groups) > 5 else None,
                 at_s=t,
             )
-        elif match := p.SGLANG_DECODE.search(message):
+        elif "Decode batch." in message and (match := p.SGLANG_DECODE.search(message)):
             self._stats = EngineStats(
                 prompt_tokens_per_s=None,
                 generation_tokens_per_s=p.number(match.group(3)),

@@ -127,15 +127,15 @@ def sparkline(values: Sequence[float], width: int, top: float = 100.0) -> str:
         return " " * max(width, 0)
     if len(values) > width:
         size = len(values) / width
-        buckets = [
-            values[int(i * size) : max(int((i + 1) * size), int(i * size) + 1)]
+        points: Sequence[float] = [
+            max(values[int(i * size) : max(int((i + 1) * size), int(i * size) + 1)])
             for i in range(width)
         ]
-        points = [max(bucket) for bucket in buckets]
     else:
-        points = list(values)
+        points = values
     levels = len(_SPARK_LEVELS) - 1
+    # a list, not a generator: drawn for every GPU twice a tick (same arithmetic as ever)
     chars = "".join(
-        _SPARK_LEVELS[min(levels, max(0, round(min(v, top) / top * levels)))] for v in points
+        [_SPARK_LEVELS[min(levels, max(0, round(min(v, top) / top * levels)))] for v in points]
     )
     return chars.rjust(width)
