@@ -259,9 +259,9 @@ def _may_hold_secret_name(text: str) -> bool:
 def redact_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
     """Replace every secret-looking value (and each known secret value) with REDACTED.
 
-    Each scan runs only when the text holds what any match of it must hold (a log flood
-    is mostly lines with no secret at all); a replacement adds only `[REDACTED]`, which
-    holds none of those, so a skipped scan could not have matched.
+    Each scan runs only when the text it would scan holds what every match of it holds
+    (a log flood is mostly lines with no secret at all), so a skipped scan could not
+    have matched.
     """
     for secret in _known(extra_secrets):
         text = text.replace(secret, REDACTED)
@@ -270,7 +270,8 @@ def redact_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
     for (pattern, replacement), (needles, folded) in zip(_SHAPES, _SHAPE_NEEDLES, strict=True):
         if folded:
             # Lowercasing is exact case-insensitive matching for ASCII text only.
-            if text.isascii() and not any(needle in text.lower() for needle in needles):
+            lower = text.lower()
+            if text.isascii() and not any(needle in lower for needle in needles):
                 continue
         elif not any(needle in text for needle in needles):
             continue
