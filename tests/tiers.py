@@ -29,6 +29,7 @@ FAST_MODULES = frozenset(
         "test_layering",
         "test_load_variants",
         "test_loadwatch",
+        "test_log_ingest_fast_paths",
         "test_local_host",
         "test_metrics",
         "test_plan",
@@ -57,6 +58,7 @@ FAST_MODULES = frozenset(
         "test_no_profile_hint",
         "test_offered_keys",
         "test_plan_view",
+        "test_quiet_update_same_text",
         "test_record_snapshots",
         "test_toasts",
     }
