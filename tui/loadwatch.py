@@ -109,17 +109,50 @@ class LoadProgress:
         return self.phase in LOADING_PHASES
 
 
+# A log flood repeats the same minute thousands of times: mktime (and localtime for the
+# year) cost more than the rest of the parse, so the year is kept per wall-clock second and
+# each minute's start per (year, month, day, hour, minute); a second within the minute adds.
+_YEAR_AT: list[int] = [-1, 0]  # [the wall-clock second, the local year then]
+_MINUTE_START_S: dict[tuple[int, int, int, int, int], float | None] = {}
+_MINUTE_CACHE_MAX = 4096
+_MINUTE_ZONE: list[object] = [None]  # the time zone the cached minutes were computed in
+
+
+def _local_year() -> int:
+    now = int(time.time())
+    if _YEAR_AT[0] != now:
+        _YEAR_AT[0], _YEAR_AT[1] = now, time.localtime(now).tm_year
+    return _YEAR_AT[1]
+
+
+def _mktime(year: int, month: int, day: int, hour: int, minute: int, second: int) -> float | None:
+    try:
+        return time.mktime((year, month, day, hour, minute, second, 0, 0, -1))
+    except (OverflowError, ValueError):
+        return None
+
+
 def vllm_line_time_s(text: str, year: int | None = None) -> float | None:
     """The `MM-DD HH:MM:SS` in a vLLM prefix as epoch seconds (local time, given year)."""
     match = p.VLLM_TIMESTAMP.search(text[:80])
     if not match:
         return None
     month, day, hour, minute, second = (int(g) for g in match.groups())
-    year = year or time.localtime().tm_year
+    year = year or _local_year()
+    if second >= 60:  # mktime normalises a leap or bad second: leave that to it
+        return _mktime(year, month, day, hour, minute, second)
+    zone = (time.timezone, time.altzone, time.tzname)  # after a tzset, minutes start anew
+    if zone != _MINUTE_ZONE[0]:
+        _MINUTE_ZONE[0] = zone
+        _MINUTE_START_S.clear()
+    key = (year, month, day, hour, minute)
     try:
-        return time.mktime((year, month, day, hour, minute, second, 0, 0, -1))
-    except (OverflowError, ValueError):
-        return None
+        start = _MINUTE_START_S[key]
+    except KeyError:
+        if len(_MINUTE_START_S) >= _MINUTE_CACHE_MAX:
+            _MINUTE_START_S.clear()
+        start = _MINUTE_START_S[key] = _mktime(year, month, day, hour, minute, 0)
+    return None if start is None else start + second
 
 
 def _message(text: str) -> str:
@@ -222,10 +255,12 @@ class LoadTracker:
             self.feed(line)
 
     def _starts_new_load(self, message: str) -> bool:
+        # Each search only where its literal is (every match holds it): a flood of request
+        # and stats lines then costs three substring checks, not three regex scans.
         return bool(
-            p.VLLM_VERSION.search(message)
-            or p.VLLM_ENGINE_INIT.search(message)
-            or p.SGLANG_START.search(message)
+            ("version" in message and p.VLLM_VERSION.search(message))
+            or ("LLM engine" in message and p.VLLM_ENGINE_INIT.search(message))
+            or ("ServerArgs(" in message and p.SGLANG_START.search(message))
         )
 
     def _feed_text(self, text: str, t: float, level: str) -> None:
@@ -235,7 +270,11 @@ class LoadTracker:
         ):
             self._reset(t)
         elif self._load_started is None and (
-            p.WEIGHTS_START.search(message) or p.SHARD_BAR.search(message)
+            (
+                ("Starting to load model" in message or "Load weight begin" in message)
+                and p.WEIGHTS_START.search(message)
+            )
+            or ("Completed" in message and p.SHARD_BAR.search(message))
         ):
             self._reset(t)  # joined a load already under way
         if self._load_started is None:
@@ -400,7 +439,10 @@ class LoadTracker:
         self._ready = False
 
     def _stats_line(self, message: str, t: float) -> None:
-        if match := p.VLLM_ENGINE_STATS.search(message) or p.VLLM_OLD_STATS.search(message):
+        stats = "Avg prompt throughput: " in message  # in every match of both patterns
+        if stats and (
+            match := p.VLLM_ENGINE_STATS.search(message) or p.VLLM_OLD_STATS.search(message)
+        ):
             groups = match.groups()
             self._stats = EngineStats(
                 prompt_tokens_per_s=p.number(groups[0]),
@@ -411,7 +453,7 @@ class LoadTracker:
                 prefix_cache_hit_pct=p.number(groups[5]) if len(groups) > 5 else None,
                 at_s=t,
             )
-        elif match := p.SGLANG_DECODE.search(message):
+        elif "Decode batch." in message and (match := p.SGLANG_DECODE.search(message)):
             self._stats = EngineStats(
                 prompt_tokens_per_s=None,
                 generation_tokens_per_s=p.number(match.group(3)),

@@ -17,6 +17,7 @@ value extent is found by a small scanner, not by backtracking.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -48,6 +49,7 @@ _LAST_SUFFIX = (*SECRET_WORDS, "credentials")
 _NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _MAX_NAME = 64
 _MAX_VALUE = 4096
+_WEAK_LAST = ("key", "keys", "token")  # how a secret last part ends (_LAST_EXACT, _LAST_SUFFIX)
 _AUTH_SCHEMES = frozenset(("bearer", "basic", "token", "digest", "negotiate", "apikey"))
 
 # A name, then `=` or `:` (or whitespace after a dashed flag). The value is scanned by hand.
@@ -76,9 +78,27 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 
+# What every match of each of _SHAPES holds, in order: (needles, needles are lowercase and
+# the pattern ignores case). A pattern whose text holds no needle is not run.
+_SHAPE_NEEDLES: tuple[tuple[tuple[str, ...], bool], ...] = (
+    (("bearer", "basic"), True),
+    (("sk-",), False),
+    (("hf_",), False),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), False),
+    (("github_pat_",), False),
+    (("xoxa-", "xoxb-", "xoxp-", "xoxr-"), False),
+    (("AKIA",), False),
+    (("eyJ",), False),
+    (("://",), False),
+)
 
+
+@functools.lru_cache(maxsize=8192)
 def is_secret_name(name: str) -> bool:
-    """True when a flag, variable, key or header name looks like it holds a secret."""
+    """True when a flag, variable, key or header name looks like it holds a secret.
+
+    Cached: every word of a log line is a candidate name, and a flood repeats its words.
+    """
     name = name.strip().lstrip("-")
     if not name or len(name) > _MAX_NAME:
         return False
@@ -212,12 +232,49 @@ def _known(extra_secrets: Iterable[str]) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+def _may_hold_secret_name(text: str) -> bool:
+    """False only when no name in `text` can pass is_secret_name, so the scan is skipped.
+
+    A secret name has a part holding a strong word, or a last part ending in `key` or
+    `token` (or being `keys`). Parts are runs of ASCII letters (_NAME_PARTS), so a last part
+    is never followed by an ASCII letter: in ASCII text, `tokens` or `keyboard` cannot end
+    one. Other text (a non-ASCII letter may lowercase to an ASCII one) is always scanned.
+    """
+    lower = text.lower()
+    for word in _STRONG_PREFIX:
+        if word in lower:
+            return True
+    if not text.isascii():
+        return "key" in lower or "token" in lower
+    for word in _WEAK_LAST:
+        start = lower.find(word)
+        while start >= 0:
+            after = start + len(word)
+            if after >= len(lower) or not ("a" <= lower[after] <= "z"):
+                return True
+            start = lower.find(word, after)
+    return False
+
+
 def redact_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
-    """Replace every secret-looking value (and each known secret value) with REDACTED."""
+    """Replace every secret-looking value (and each known secret value) with REDACTED.
+
+    Each scan runs only when the text it would scan holds what every match of it holds
+    (a log flood is mostly lines with no secret at all), so a skipped scan could not
+    have matched.
+    """
     for secret in _known(extra_secrets):
         text = text.replace(secret, REDACTED)
-    text = _redact_named_values(text)
-    for pattern, replacement in _SHAPES:
+    if _may_hold_secret_name(text):
+        text = _redact_named_values(text)
+    for (pattern, replacement), (needles, folded) in zip(_SHAPES, _SHAPE_NEEDLES, strict=True):
+        if folded:
+            # Lowercasing is exact case-insensitive matching for ASCII text only.
+            lower = text.lower()
+            if text.isascii() and not any(needle in lower for needle in needles):
+                continue
+        elif not any(needle in text for needle in needles):
+            continue
         text = pattern.sub(replacement, text)
     return text
 

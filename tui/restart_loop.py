@@ -43,7 +43,29 @@ DEFAULT_MIN_RESTARTS = 2
 AUDIT_EVENT = "service.restart-loop"
 
 
+# Words every match of CAUSES contains (lowercased; the free-memory check's "Free memory
+# on device" too). For ASCII text, lowercasing is exact case-insensitive matching, so a
+# line with none of them cannot match and skips the four searches; other text takes them.
+_NEEDLES: tuple[str, ...] = (
+    "address already in use",
+    "cache blocks",
+    "stored in kv cache",
+    "kv cache is needed",
+    "insufficient ",
+    "free memory on device",
+    "out of memory",
+    "outofmemoryerror",
+)
+
+
 def cause_of(text: str) -> str | None:
+    if text.isascii():
+        lower = text.lower()
+        for needle in _NEEDLES:
+            if needle in lower:
+                break
+        else:
+            return None
     for cause, pattern in CAUSES:
         if pattern.search(text):
             return cause

@@ -92,6 +92,7 @@ class GpuTable(Widget, can_focus=True):
         self._strips: dict[int, Strip] = {}  # drawn rows by index, the cursor's aside
         self._strips_for: tuple[int, Style] | None = None  # the width and style they have
         self._styles: tuple[Style, Style, Style] | None = None
+        self._render_width: int | None = None  # the width while render_lines runs
         self._named_styles: dict[str, Style] = {}
         self._cursor_key: str | None = None
         self._first_row = 0  # rows above this scrolled out when the table is cut short
@@ -204,13 +205,17 @@ class GpuTable(Widget, can_focus=True):
         return 1 + len(self._rows) if self._columns else 0
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # The styles below walk the DOM (background tints of every ancestor): look them
-        # up once per repaint, not once per line.
+        # The styles below walk the DOM (background tints of every ancestor), and the size
+        # asks the compositor for the region: look them up once per repaint, not per line.
         self._styles = None
-        return super().render_lines(crop)
+        self._render_width = self.size.width
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._render_width = None
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.size.width if self._render_width is None else self._render_width
         base, header, cursor = self._line_styles()
         if y == 0 and self._columns:
             return self._strip(self._header_line, base + header, width, base)

@@ -118,23 +118,32 @@ class LogPane(Vertical):
         if len(self._pending) > self.max_lines:
             del self._pending[: len(self._pending) - self.max_lines]
 
-    def _visible(self, line: LogLine) -> bool:
-        return LEVEL_RANK.get(line.level, 1) >= LEVEL_RANK[FILTERS[self.level_filter]]
+    def _visible_count(self, lines: Iterable[LogLine]) -> int:
+        """How many pass the level filter (the filter read once, not once per line)."""
+        threshold = LEVEL_RANK[FILTERS[self.level_filter]]
+        rank = LEVEL_RANK.get
+        return sum(1 for line in lines if rank(line.level, 1) >= threshold)
 
     def _format(self, lines: Sequence[LogLine]) -> list[str]:
         out: list[str] = []
         width = max(20, self.log_view.scrollable_content_region.width - 1)
+        # Reactives read once per batch: each read costs more than the rest of a line.
+        threshold = LEVEL_RANK[FILTERS[self.level_filter]]
+        rank = LEVEL_RANK.get
+        stamps, wrap = self.show_timestamps, self.wrap
         for line in lines:
-            if not self._visible(line):
+            if rank(line.level, 1) < threshold:
                 continue
-            text = strip_ansi(line.text)
+            text = line.text
+            if "\x1b" in text:
+                text = strip_ansi(text)
             if len(text) > MAX_SHOWN_CHARS:  # the export keeps the whole line
                 text = (
                     f"{text[:MAX_SHOWN_CHARS]}... [{len(text) - MAX_SHOWN_CHARS} more characters]"
                 )
-            if self.show_timestamps and line.timestamp_s is not None:
+            if stamps and line.timestamp_s is not None:
                 text = time.strftime("%H:%M:%S ", time.localtime(line.timestamp_s)) + text
-            if self.wrap and len(text) > width:
+            if wrap and len(text) > width:
                 out.extend(textwrap.wrap(text, width, replace_whitespace=False) or [""])
             else:
                 out.extend(text.split("\n"))
@@ -156,7 +165,7 @@ class LogPane(Vertical):
         del self._pending[:FLUSH_CHUNK_LINES]
         self.buffer.extend(batch)
         self._shown_entries = min(
-            len(self.buffer), self._shown_entries + sum(1 for line in batch if self._visible(line))
+            len(self.buffer), self._shown_entries + self._visible_count(batch)
         )
         texts = self._format(batch)
         if texts:
@@ -183,7 +192,7 @@ class LogPane(Vertical):
         log = self.log_view
         log.clear()
         entries = list(self.buffer)
-        self._shown_entries = sum(1 for line in entries if self._visible(line))
+        self._shown_entries = self._visible_count(entries)
         log.write_lines(self._format(entries), scroll_end=following)
         if self.search_text:
             self._find(self.search_text)

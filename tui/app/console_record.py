@@ -15,6 +15,7 @@ from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
 from tui.errors import ServedeckError
 from tui.loadwatch import vllm_line_time_s
+from tui.logs.line import warning_or_worse
 
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
     from tui.alerts.engine import AlertChange
@@ -114,6 +115,8 @@ class RecordMixin(ConsoleParts):
             self._log_started_s = now
         settled = now - self._log_started_s > BACKLOG_S
         for line in lines:
+            if not warning_or_worse(line):  # observe_log drops it: its clock need not be read
+                continue
             own = vllm_line_time_s(line.text)
             if line.cursor is None and (own is None and not settled):
                 continue

@@ -36,6 +36,12 @@ class LogLine:
     source: str = ""
 
 
+def warning_or_worse(line: LogLine) -> bool:
+    """Whether a line is a warning or an error: the ones the flight recorder keeps."""
+    return LEVEL_RANK.get(line.level, 1) >= _WARNING_RANK
+
+
+_WARNING_RANK = LEVEL_RANK[Level.WARNING]
 _ANSI_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _VLLM_LEVEL = re.compile(
     r"^(?:\([^)]*\)\s+)?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d\s\d\d:\d\d:\d\d"
@@ -71,7 +77,15 @@ def _normal(name: str) -> str:
 
 def explicit_level(text: str) -> str | None:
     """The level the line itself states, or None when it states none."""
-    match = _VLLM_LEVEL.match(text) or _PLAIN_LEVEL.match(text)
+    match = _VLLM_LEVEL.match(text)
+    if match:
+        return _normal(match.group(1))
+    return _non_vllm_level(text)
+
+
+def _non_vllm_level(text: str) -> str | None:
+    """explicit_level for a line without vLLM's prefix (plain `LEVEL:` or glog)."""
+    match = _PLAIN_LEVEL.match(text)
     if match:
         return _normal(match.group(1))
     glog = _GLOG.match(text)
@@ -105,8 +119,13 @@ class LevelClassifier:
 
     def classify(self, text: str, priority: int | None = None) -> str:
         plain = strip_ansi(text)
-        stated = explicit_level(plain)
-        body = _VLLM_LEVEL.sub("", plain).lstrip() if stated else plain
+        vllm = _VLLM_LEVEL.match(plain)  # matched once: it gives the level and the body
+        if vllm:
+            stated: str | None = _normal(vllm.group(1))
+            body = plain[vllm.end() :].lstrip()
+        else:
+            stated = _non_vllm_level(plain)
+            body = plain.lstrip() if stated else plain
         if _TRACEBACK in plain:
             self._in_traceback = True
             return Level.ERROR

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.gpu.model import GpuBoxSnapshot
 from tui.loadwatch import LoadProgress, vllm_line_time_s
-from tui.logs.line import LEVEL_RANK, Level, LogLine
+from tui.logs.line import LogLine, warning_or_worse
 from tui.metrics import ServerMetrics
 from tui.procs.model import ProcListing
 from tui.readiness import Readiness
@@ -211,7 +211,7 @@ class RecordFeed:
         self.sink.add_metrics(metrics_row(metrics))
 
     def observe_log(self, line: LogLine, now_s: float) -> None:
-        if LEVEL_RANK.get(line.level, 1) < LEVEL_RANK[Level.WARNING]:
+        if not warning_or_worse(line):  # the console skips the rest before calling: keep alike
             return
         # The line's own clock first: a follower stamps file lines with the time it read them.
         ts = vllm_line_time_s(line.text) or line.timestamp_s or now_s

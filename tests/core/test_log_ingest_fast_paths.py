@@ -1,0 +1,249 @@
+"""The log-ingest fast paths answer exactly as the full scans they skip (issue 18).
+
+Each fast path skips work a flood line cannot need: the restart-loop watch's four
+searches, the redaction scans, mktime for a minute already seen, the log pane's per-line
+reactive reads. Each is checked here against the full computation, on the captured vLLM
+logs and on generated text built from the pieces that matter (secret words in every case,
+case-folding traps such as the Kelvin sign and the long s, non-ASCII letters).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tui import loadpatterns as patterns
+from tui import restart_loop
+from tui.loadwatch import vllm_line_time_s
+from tui.logs.line import (
+    _ERROR_WORDS,
+    _EXCEPTION_LINE,
+    _PY_WARNING,
+    _PY_WARNING_LINE,
+    _TRACEBACK,
+    _VLLM_LEVEL,
+    Level,
+    LevelClassifier,
+    explicit_level,
+    priority_level,
+    strip_ansi,
+)
+from tui.redact import _SHAPES, _redact_named_values, redact_text
+
+FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
+PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def captured_lines() -> list[str]:
+    lines: list[str] = []
+    for path in sorted(FIXTURES.glob("*.log")):
+        lines.extend(path.read_text(errors="replace").splitlines())
+    assert len(lines) > 100
+    return lines
+
+
+def full_redaction(text: str) -> str:
+    """redact_text with every scan run (no known secrets)."""
+    text = _redact_named_values(text)
+    for pattern, replacement in _SHAPES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def full_cause(text: str) -> str | None:
+    for cause, pattern in restart_loop.CAUSES:
+        if pattern.search(text):
+            return cause
+    return None
+
+
+REDACTION_PIECES = [
+    "key", "Key", "KEY", "keys", "Keys", "apikey", "token", "Token", "TOKEN", "tokens", "api",
+    "session", "Password", "auth", "secret", "cookie", "private", "credentials", "max", "_",
+    "-", "--", ".", "=", ": ", ":", " ", "\t", '"', "'", "[", "]", "{", "}", "sk-", "hf_",
+    "ghp_", "github_pat_", "xoxb-", "AKIA", "eyJ", "://", "@", "bearer ", "Basic ", "abc",
+    "ABCDEFGHIJKLMNOP", "0123456789abcdefghijKLMNOP", "Value", "s", "1", "\u212a", "\u017f",
+    "\u0130", "é", "K", "ey", "to", "ken", "/s", ",",
+]  # fmt: skip
+CAUSE_PIECES = [
+    "address already in use", "ADDRESS Already In Use", "address already", " in use",
+    "Free memory on device", "free memory on device", "CUDA out of memory", "out of memory",
+    "OutOfMemoryError", "outofmemoryerror", "CUDA error: ", "insufficient ", "Insufficient",
+    "KV cache", "kv CACHE", "No available memory for the cache blocks", "cache blocks",
+    "stored in KV cache", "KV cache is needed, which is larger than the available KV cache memory",
+    " is less than desired GPU memory utilization", "larger than the maximum number of tokens ",
+    "that can be stored in KV cache", "x", " ", "\u212a", "\u017f", "\u0130", "é", "K", "s",
+]  # fmt: skip
+
+
+def pieces(alphabet: list[str]) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(alphabet), max_size=14).map("".join)
+
+
+def test_captured_logs_redact_and_classify_as_the_full_scans() -> None:
+    for line in captured_lines():
+        assert redact_text(line) == full_redaction(line), line
+        assert restart_loop.cause_of(line) == full_cause(line), line
+
+
+@PROPERTY
+@given(pieces(REDACTION_PIECES))
+def test_redaction_skips_only_scans_that_cannot_match(text: str) -> None:
+    assert redact_text(text) == full_redaction(text)
+
+
+def test_redaction_still_finds_secrets_next_to_the_gates_edges() -> None:
+    assert redact_text("HF_TOKEN=abcdef123456") == "HF_TOKEN=[REDACTED]"
+    assert redact_text("x --api-keys s3cr3tvalue") == "x --api-keys [REDACTED]"
+    assert redact_text("apiKey: 'abcdef'") == "apiKey: '[REDACTED]'"
+    assert redact_text("max_tokens=512 tokens/s 12.5") == "max_tokens=512 tokens/s 12.5"
+    kelvin = "api_to\u212aen=abcdefgh"  # not a secret name: the Kelvin sign is no ASCII k
+    assert redact_text(kelvin) == full_redaction(kelvin)
+
+
+@PROPERTY
+@given(pieces(CAUSE_PIECES))
+def test_restart_loop_prefilter_keeps_every_cause(text: str) -> None:
+    assert restart_loop.cause_of(text) == full_cause(text)
+
+
+class FullClassifier(LevelClassifier):
+    """The classifier as it read a line before the single match: the level, then the body
+    by a second pass of the prefix pattern (the rest is LevelClassifier's own code)."""
+
+    def classify(self, text: str, priority: int | None = None) -> str:
+        plain = strip_ansi(text)
+        stated = explicit_level(plain)
+        body = _VLLM_LEVEL.sub("", plain).lstrip() if stated else plain
+        if _TRACEBACK in plain:
+            self._in_traceback = True
+            return Level.ERROR
+        if self._in_traceback:
+            if body.startswith((" ", "\t", "^", "~")) or not body or body.startswith("During "):
+                return Level.ERROR
+            if _EXCEPTION_LINE.match(body):
+                return Level.ERROR
+            if body.startswith(("The above exception", "[rank")):
+                return Level.ERROR
+            self._in_traceback = False
+        if stated:
+            return stated
+        if _PY_WARNING_LINE.match(body):
+            return Level.WARNING
+        if _EXCEPTION_LINE.match(body) or _ERROR_WORDS.search(body):
+            return Level.ERROR
+        if _PY_WARNING.search(body):
+            return Level.WARNING
+        return priority_level(priority) or Level.INFO
+
+
+def test_classifier_reads_the_same_levels_from_captured_and_tricky_lines() -> None:
+    lines = [
+        *captured_lines(),
+        "Traceback (most recent call last):",
+        '(Worker pid=1) ERROR 11-29 10:00:00 [x.py:1]   File "a.py", line 3',
+        "(Worker pid=1) ERROR 11-29 10:00:00 [x.py:1] ValueError: boom",
+        "(Worker pid=1) INFO 11-29 10:00:00 [x.py:1] next",
+        "Traceback (most recent call last):",
+        '  File "x.py", line 1, in <module>',
+        "ValueError: boom",
+        'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 200 OK',
+        "\x1b[32mINFO\x1b[0m 11-29 10:00:00 [x.py:1] coloured",
+        "W1129 10:00:00.000 glog warning",
+        "x.py:9: UserWarning: out of memory soon",
+        "WARN 11-29 10:00:00 short level",
+        "CRITICAL 11-29 10:00:00 [x.py:1] down",
+    ]
+    fast, full = LevelClassifier(), FullClassifier()
+    for text in lines:
+        assert fast.classify(text, 4) == full.classify(text, 4), text
+
+
+@pytest.fixture
+def berlin_time(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_line_times_match_mktime_across_dst_and_bad_fields(berlin_time: None) -> None:
+    stamps = [
+        (3, 29, 1, 59), (3, 29, 2, 0), (3, 29, 2, 30), (3, 29, 3, 0),
+        (10, 25, 1, 59), (10, 25, 2, 0), (10, 25, 2, 30), (10, 25, 3, 0),
+        (11, 29, 10, 0), (12, 31, 23, 59), (2, 29, 12, 0), (13, 45, 99, 99), (0, 0, 0, 0),
+    ]  # fmt: skip
+    for year in (2026, 2028):
+        for month, day, hour, minute in stamps:
+            for second in (0, 1, 30, 59, 60, 61, 99):
+                text = f"(APIServer pid=1) INFO {month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d} x"
+                try:
+                    expected: float | None = time.mktime(
+                        (year, month, day, hour, minute, second, 0, 0, -1)
+                    )
+                except (OverflowError, ValueError):
+                    expected = None
+                assert vllm_line_time_s(text, year) == expected, text
+
+
+def test_line_times_follow_a_time_zone_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "(APIServer pid=1) INFO 06-01 12:00:05 [x.py:1] hello"
+    try:
+        monkeypatch.setenv("TZ", "UTC")
+        time.tzset()
+        utc = vllm_line_time_s(text, 2026)
+        monkeypatch.setenv("TZ", "Asia/Tokyo")
+        time.tzset()
+        tokyo = vllm_line_time_s(text, 2026)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert utc is not None and tokyo is not None and utc - tokyo == 9 * 3600
+
+
+# The load tracker searches each pattern only where its literal is; every match holds it.
+TRACKER_LITERALS = [
+    (patterns.VLLM_VERSION, ("version",)),
+    (patterns.VLLM_ENGINE_INIT, ("LLM engine",)),
+    (patterns.SGLANG_START, ("ServerArgs(",)),
+    (patterns.WEIGHTS_START, ("Starting to load model", "Load weight begin")),
+    (patterns.SHARD_BAR, ("Completed",)),
+    (patterns.VLLM_ENGINE_STATS, ("Avg prompt throughput: ",)),
+    (patterns.VLLM_OLD_STATS, ("Avg prompt throughput: ",)),
+    (patterns.SGLANG_DECODE, ("Decode batch.",)),
+]
+TRACKER_PIECES = [
+    "vLLM API server version ", "vLLM server version", "0.32.0", ", serving model ", "m/x",
+    "\u2588 ", "version", "Initializing a V1 LLM engine (v0.32) with config: model='m'",
+    "server_args=ServerArgs(model_path='m'", "Starting to load model m...", "Load weight begin",
+    "Loading safetensors checkpoint shards: ", "50% Completed | 1/2 [00:01<00:01",
+    "Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, ",
+    "Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.5%, Prefix cache hit rate: 0.0%",
+    "Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, ",
+    "Decode batch. #running-req: 3, token usage: 0.5, gen throughput (token/s): 9.0, ",
+    "#queue-req: 0", " ", "x", ": ",
+]  # fmt: skip
+
+
+@PROPERTY
+@given(pieces(TRACKER_PIECES))
+def test_load_tracker_literals_are_in_every_match(text: str) -> None:
+    for pattern, literals in TRACKER_LITERALS:
+        if pattern.search(text):
+            assert any(literal in text for literal in literals), (pattern.pattern, text)
+
+
+def test_load_tracker_literals_hold_on_captured_logs() -> None:
+    matched = 0
+    for line in captured_lines():
+        for pattern, literals in TRACKER_LITERALS:
+            if pattern.search(line):
+                matched += 1
+                assert any(literal in line for literal in literals), (pattern.pattern, line)
+    assert matched >= 5  # the captured loads hold version, weights and stats lines
