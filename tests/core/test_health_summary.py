@@ -51,3 +51,23 @@ async def test_section_with_faults_xids_and_a_probe(monkeypatch) -> None:  # typ
     assert len(shapes) == 3 and all(all(c == h for c in rows) for h, rows in shapes)
     assert MarkdownIt().parse(markdown)
     assert hardware_health_markdown(None) == []
+
+
+async def test_nvlink_error_counters_reach_the_summary() -> None:
+    """NVML's NVLink counters are a column; a GPU that does not report them says n/a."""
+    from dataclasses import replace
+
+    from tui.health.counters import HealthCounters
+
+    health = await collect_demo_health()
+    first, second, *rest = health.gpus
+    counted = HealthCounters(
+        index=0, bus_id=first.bus_id, nvlink_replay_errors=3, nvlink_crc_flit_errors=2
+    )
+    health = replace(health, gpus=(replace(first, counters=counted), second, *rest))
+    markdown = "\n".join(hardware_health_markdown(HardwareHealth(None, health)))
+    header = next(line for line in markdown.splitlines() if line.startswith("| GPU | bus"))
+    assert "| NVLink errors |" in header
+    rows = [line for line in markdown.splitlines() if line.startswith("| GPU")]
+    assert rows[1].split(" | ")[7] == "5"  # 3 replays + 2 CRC flits
+    assert rows[2].split(" | ")[7] == "n/a"

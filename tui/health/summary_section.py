@@ -110,12 +110,15 @@ def hardware_health_markdown(hh: HardwareHealth | None) -> list[str]:
                     f"{c.ecc_volatile_uncorrected}/{c.ecc_aggregate_uncorrected}" if c else None,
                     ("yes" if c.remapped_rows_pending else "no") if c else None,
                     c.pcie_replays if c else None,
+                    "n/a" if c is None or c.nvlink_errors is None else c.nvlink_errors,
                     "; ".join(r for r in gpu.reasons if not r.startswith("XID ")) or "-",
                 )
             )
         if gpu_rows:
             headers = ["GPU", "bus", "badge", "XIDs", "ECC unc. vol/agg", "remap pending"]
-            lines += table([*headers, "PCIe replays", "other"], gpu_rows, right=(6,))
+            lines += table(
+                [*headers, "PCIe replays", "NVLink errors", "other"], gpu_rows, right=(6, 7)
+            )
         lines += [
             f"- XID {e.xid} on {e.bus_id} (no GPU answers there): {e.name}"
             for e in health.unmatched_events
