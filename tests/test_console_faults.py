@@ -7,8 +7,8 @@ read on this machine (as the box's nvidia-smi would report them; the nvidia-smi 
 has its own tests), so process hints and leftovers are real. The faults:
 
 - "SSH cut": the box's per-connection sshd processes are SIGKILLed (the session dies);
-- "sshd down": the box's sshd is stopped for SERVEDECK_FAULT_OUTAGE_S (default 10 s)
-  and started again;
+- "sshd down": the box's sshd is stopped for SERVEDECK_FAULT_OUTAGE_S (default 6 s,
+  past the SSH reconnect backoff's 3 s cap) and started again;
 - "server killed": the simulated server's main process is SIGKILLed (on the local
   simulator, whose unit shows the death), then the service is started again.
 
