@@ -378,6 +378,9 @@ class _Table:
             self.problem(key, f"unknown key{hint}")
 
 
+TomlTable = _Table  # the public name, for other servedeck TOML files (fleet groups)
+
+
 def _host(table: _Table) -> HostConfig:
     kind = table.string("kind", "local", choices=HOST_KINDS) or "local"
     jumps = []

@@ -141,12 +141,3 @@ async def refresh_vitals(
         uptime_s=uptime_s if uptime_s is not None else overview.uptime_s,
         loadavg=loadavg or overview.loadavg,
     )
-
-
-def format_uptime(uptime_s: float | None) -> str:
-    if uptime_s is None:
-        return "?"
-    days, rest = divmod(int(uptime_s), 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    return f"{days}d {hours}h {minutes}m" if days else f"{hours}h {minutes}m"

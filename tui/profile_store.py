@@ -76,24 +76,33 @@ def search_dirs() -> list[tuple[str, Path]]:
     return [("project", Path.cwd() / "profiles"), ("user", paths.user_profiles_dir())]
 
 
-def _looks_like_path(name_or_path: str) -> bool:
+def looks_like_path(name_or_path: str) -> bool:
+    """A path (a separator, a .toml ending or a leading dot) rather than a bare name."""
     return os.sep in name_or_path or name_or_path.endswith(".toml") or name_or_path.startswith(".")
 
 
-def resolve_profile_path(name_or_path: str) -> Path:
-    """An explicit path, then ./profiles/NAME.toml, then the user config dir."""
-    if _looks_like_path(name_or_path):
+def find_toml(name_or_path: str, kind: str, folders: list[tuple[str, Path]]) -> Path:
+    """An explicit path, else NAME.toml in the first folder that has it (profiles and groups).
+
+    `kind` names the file in the one-line error ("profile", "group").
+    """
+    if looks_like_path(name_or_path):
         path = Path(name_or_path).expanduser()
         if not path.exists():
-            raise ProfileError(f"{path}: no such profile file")
+            raise ProfileError(f"{path}: no such {kind} file")
         return path
     tried = []
-    for _, folder in search_dirs():
+    for _, folder in folders:
         candidate = folder / f"{name_or_path}.toml"
         if candidate.is_file():
             return candidate
         tried.append(str(candidate))
-    raise ProfileError(f"profile {name_or_path!r} not found (looked in {', '.join(tried)})")
+    raise ProfileError(f"{kind} {name_or_path!r} not found (looked in {', '.join(tried)})")
+
+
+def resolve_profile_path(name_or_path: str) -> Path:
+    """An explicit path, then ./profiles/NAME.toml, then the user config dir."""
+    return find_toml(name_or_path, "profile", search_dirs())
 
 
 def load_profile(name_or_path: str | None, demo: bool = False, read_only: bool = False) -> Profile:
@@ -142,7 +151,7 @@ def check_profiles(targets: list[str]) -> list[str]:
 
 def init_profile(name: str, folder: Path | None = None) -> Path:
     """Write a commented starter profile; never overwrite an existing file."""
-    if not name or _looks_like_path(name) or not name.replace("-", "").replace("_", "").isalnum():
+    if not name or looks_like_path(name) or not name.replace("-", "").replace("_", "").isalnum():
         raise UsageError(f"profile name {name!r}: use letters, digits, '-' and '_' only")
     target_dir = folder or paths.user_profiles_dir()
     target_dir.mkdir(parents=True, exist_ok=True)

@@ -18,13 +18,13 @@ from tui.config import Profile
 from tui.deck import Deck, open_deck
 from tui.doctor import OK, SKIP, WARN, DoctorCheck
 from tui.errors import ServedeckError
+from tui.formatting import GIB, gib
 from tui.procs.gpu_hints import deck_context, gpu_snapshot
 from tui.procs.kill import leftovers
 from tui.procs.listing import list_gpu_processes
 from tui.procs.model import GpuProcess, ProcListing
 from tui.service import ActionOutcome
 
-GIB = 1024**3
 # Less than this held by leftovers cannot fail a new engine's KV-cache check on its own.
 DEFAULT_THRESHOLD_BYTES = 1 * GIB
 GUARDED_VERBS = ("start", "restart")
@@ -73,17 +73,17 @@ class GuardVerdict:
         """One line: what is held, by how many leftovers."""
         parts = []
         if self.held_bytes > self.threshold_bytes:
-            parts.append(f"{self.held_bytes / GIB:.1f} GiB GPU memory")
+            parts.append(f"{gib(self.held_bytes)} GPU memory")
         if self.port_holders:
             parts.append(f"port {self.port}")
-        held = " and ".join(parts) or f"{self.held_bytes / GIB:.1f} GiB GPU memory"
+        held = " and ".join(parts) or f"{gib(self.held_bytes)} GPU memory"
         return f"{len(self.leftovers)} leftover process(es) of {self.service} hold {held}"
 
     def process_lines(self) -> list[str]:
         lines = []
         for proc in self.leftovers:
             memory = proc.gpu_memory_bytes
-            held = f"{memory / GIB:.1f} GiB" if memory else "no GPU memory"
+            held = gib(memory) if memory else "no GPU memory"
             port = f", port {self.port}" if holds_port(proc) else ""
             lines.append(f"pid {proc.pid} ({held}{port}): {proc.command[:80]} [{proc.reason}]")
         return lines
@@ -186,7 +186,7 @@ def inactive_note(listing: ProcListing) -> str | None:
         return None
     held = sum(proc.gpu_memory_bytes or 0 for proc in found)
     pids = ", ".join(str(proc.pid) for proc in found)
-    return f"service inactive but {held / GIB:.1f} GiB held by leftovers (pids {pids})"
+    return f"service inactive but {gib(held)} held by leftovers (pids {pids})"
 
 
 async def leftovers_note(deck: Deck) -> str | None:

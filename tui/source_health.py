@@ -12,6 +12,8 @@ import re
 import time
 from dataclasses import dataclass, replace
 
+from tui.formatting import duration_words
+
 # Reasons are one line on a pane: the first line of an exception's message, clipped.
 _REASON_MAX_CHARS = 160
 
@@ -27,16 +29,6 @@ def one_line(reason: str) -> str:
     text = _COUNTDOWN.sub("", lines[0][: 8 * _REASON_MAX_CHARS]).strip() if lines else ""
     text = text or "unknown error"
     return text if len(text) <= _REASON_MAX_CHARS else text[: _REASON_MAX_CHARS - 1] + "…"
-
-
-def format_age(seconds: float) -> str:
-    """37 s, 4 min 5 s, 2 h 3 min: how old the shown data is."""
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +77,7 @@ class SourceHealth:
             left_s = self.retry_at_s - now_s
             text += f", retrying in {left_s:.0f} s" if left_s >= 0.5 else ", retrying now"
         if self.last_ok_at_s is not None:
-            text += f" (last {self.noun} {format_age(now_s - self.last_ok_at_s)} ago)"
+            text += f" (last {self.noun} {duration_words(now_s - self.last_ok_at_s)} ago)"
         else:
             text += f" (no {self.noun} yet)"
         return text

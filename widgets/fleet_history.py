@@ -13,7 +13,8 @@ from rich.markup import escape
 from textual.widgets import Static
 
 from tui.fleet.history import HostHistory, SeriesHistory
-from widgets.gpu_format import duration, spark_buckets, spark_cell
+from tui.formatting import duration_compact
+from widgets.gpu_format import spark_buckets, spark_cell
 
 TITLE_CELLS = 13
 FIGURES_CELLS = 24
@@ -56,8 +57,8 @@ def history_lines(history: HostHistory | None, width: int, note: str = "") -> li
     if history is None:
         return [note or "history: select a Prometheus host"]
     host = escape(history.host)
-    window = duration(history.window_s)
-    head = f"[b]{host}[/b] last {window} (every {duration(history.step_s)}) from Prometheus"
+    window = duration_compact(history.window_s)
+    head = f"[b]{host}[/b] last {window} (every {duration_compact(history.step_s)}) from Prometheus"
     if history.error is not None:
         return [f"[b]{host}[/b] history: [red]{escape(history.error)}[/]"]
     if history.empty:

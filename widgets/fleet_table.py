@@ -15,7 +15,8 @@ from textual.widgets.data_table import CellDoesNotExist
 
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state
-from widgets.gpu_format import GIB, bar, clip, duration
+from tui.formatting import GIB, duration_compact
+from widgets.gpu_format import bar, clip
 
 COMPACT_BELOW_CELLS = 120
 NA = "n/a"
@@ -73,7 +74,7 @@ def age_cell(row: FleetRow) -> str:
     """How old the row's figures are (a Prometheus row: its host's last good scrape)."""
     if row.sample_age_s is None:
         return NA if row.source == "prometheus" else ""
-    text = duration(row.sample_age_s)
+    text = duration_compact(row.sample_age_s)
     if not row.reachable or row.sample_age_s >= OLD_SAMPLE_S:
         return f"[bold yellow]{text}[/]"
     return text
@@ -87,10 +88,10 @@ def load_cell(row: FleetRow) -> str:
     if row.phase is None:
         return NA
     if row.shards_total and row.phase in ("weights", "starting"):
-        eta = f" {duration(row.eta_s)}" if row.eta_s is not None else ""
+        eta = f" {duration_compact(row.eta_s)}" if row.eta_s is not None else ""
         return f"{row.shards_done or 0}/{row.shards_total}{eta}"
     if row.eta_s is not None and row.phase not in ("serving", "failed", "stopped"):
-        return f"{row.phase} {duration(row.eta_s)}"
+        return f"{row.phase} {duration_compact(row.eta_s)}"
     return row.phase
 
 

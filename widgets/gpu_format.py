@@ -11,7 +11,8 @@ from typing import TypeVar
 
 from rich.markup import escape
 
-GIB = 1024**3
+from tui.formatting import GIB
+
 NA = "[dim]n/a[/]"
 SPARK_LEVELS = "▁▂▃▄▅▆▇█"
 T = TypeVar("T")
@@ -96,20 +97,6 @@ def pcie_traffic_cell(tx: float | None, rx: float | None) -> str:
     if tx is None and rx is None:
         return NA
     return f"{rate_bytes(tx)}/{rate_bytes(rx)}"
-
-
-def duration(seconds: float | None) -> str:
-    """12s, 4m10s, 2h05m, 3d04h."""
-    if seconds is None or seconds < 0:
-        return "?"
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 def fill_cell(rate_bytes_per_s: float | None, rising: bool) -> str:

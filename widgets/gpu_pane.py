@@ -16,6 +16,7 @@ from textual.binding import BindingType
 from textual.widget import Widget
 from textual.widgets import Static
 
+from tui.formatting import duration_compact
 from tui.gpu.history import GpuTrend
 from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_bytes
 from tui.health.badge import GpuBadge
@@ -278,7 +279,7 @@ def processes_text(snapshot: GpuBoxSnapshot, gpu_index: int | None, width: int) 
     command_width = max(10, width - 42)
     for proc in sorted(sample.processes, key=lambda p: -(p.used_memory_bytes or 0)):
         age = (
-            fmt.duration(snapshot.taken_at_s - proc.started_at_s)
+            duration_compact(snapshot.taken_at_s - proc.started_at_s)
             if proc.started_at_s is not None
             else "?"
         )

@@ -7,8 +7,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.hostinfo import HostOverview, format_uptime
-from widgets.units import format_bytes_gib
+from tui.formatting import gib, uptime
+from tui.hostinfo import HostOverview
 
 
 class HostOverviewView(Static):
@@ -39,15 +39,15 @@ class HostOverviewView(Static):
         numa = f", {overview.numa_nodes} NUMA nodes" if overview.numa_nodes else ""
         memory = "?"
         if overview.mem_total_bytes:
-            memory = f"{format_bytes_gib(overview.mem_total_bytes)} total"
+            memory = f"{gib(overview.mem_total_bytes)} total"
             if overview.mem_available_bytes is not None:
-                memory += f", {format_bytes_gib(overview.mem_available_bytes)} available"
+                memory += f", {gib(overview.mem_available_bytes)} available"
         table.add_row("Hostname", overview.hostname)
         table.add_row("OS", overview.os_name)
         table.add_row("Kernel", f"{overview.kernel} ({overview.arch})")
         table.add_row("CPU", f"{overview.cpu_model}, {cores}{numa}")
         table.add_row("RAM", memory)
-        table.add_row("Uptime", f"{format_uptime(overview.uptime_s)}  load {overview.loadavg}")
+        table.add_row("Uptime", f"{uptime(overview.uptime_s)}  load {overview.loadavg}")
         if overview.gpu_names:
             driver = f"  driver {overview.driver_version}" if overview.driver_version else ""
             table.add_row(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.formatting import duration_clock
 from tui.load_eta import ReadyEstimate
 from tui.loadwatch import LoadProgress
 from tui.metrics import ServerMetrics
@@ -23,15 +24,6 @@ _PHASE_LABELS = {
 _PHASE_STYLES = {"failed": "bold white on red", "serving": "bold green", "stopped": "dim"}
 
 
-def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "--"
-    seconds = round(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
 def _bar(fraction: float, width: int) -> str:
     filled = round(max(0.0, min(1.0, fraction)) * width)
     return "█" * filled + "░" * (width - filled)
@@ -45,7 +37,7 @@ def render_ready(estimate: ReadyEstimate | None) -> Text:
     if estimate.remaining_s is None:
         text.append("  ready time unknown until the shards load", style="dim")
         return text
-    text.append(f"  ready in about {format_duration(estimate.remaining_s)}", style="bold")
+    text.append(f"  ready in about {duration_clock(estimate.remaining_s)}", style="bold")
     if estimate.overdue_phase:
         label = _PHASE_LABELS.get(estimate.overdue_phase, estimate.overdue_phase)
         text.append(f" ({label} longer than usual)", style="yellow")
@@ -71,7 +63,7 @@ def render_strip(
     else:
         phase = progress.phase
         text.append(f" {_PHASE_LABELS.get(phase, phase)} ", style=_PHASE_STYLES.get(phase, "bold"))
-        text.append(f" {format_duration(progress.phase_elapsed_s)}")
+        text.append(f" {duration_clock(progress.phase_elapsed_s)}")
         if progress.shards_total and phase in ("weights", "starting"):
             done = progress.shards_done or 0
             pct = progress.shard_pct if progress.shard_pct is not None else 0.0

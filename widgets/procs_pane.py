@@ -11,8 +11,9 @@ from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
+from tui.formatting import duration_compact, gib
 from tui.procs.model import GpuProcess, ProcIdentity, ProcListing
-from tui.procs.text import format_age, format_memory, gpu_column
+from tui.procs.text import gpu_column
 
 COLUMNS = (
     ("class", "Class"),
@@ -60,8 +61,8 @@ class ProcsPane(DataTable[Text]):
             "pid": Text(str(proc.pid), style=style, justify="right"),
             "user": Text(proc.user),
             "gpu": Text(gpu_column(proc)),
-            "memory": Text(format_memory(proc.gpu_memory_bytes), style=style, justify="right"),
-            "age": Text(format_age(proc.age_s(now_s)), justify="right"),
+            "memory": Text(gib(proc.gpu_memory_bytes), style=style, justify="right"),
+            "age": Text(duration_compact(proc.age_s(now_s), always_minutes=True), justify="right"),
             "command": Text(proc.command[:160], style=style),
         }
 

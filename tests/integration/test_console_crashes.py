@@ -30,12 +30,7 @@ from widgets.service_line import ServiceLine
 
 WAIT_S = 60.0
 
-
-@pytest.fixture(autouse=True)
-def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+pytestmark = pytest.mark.usefixtures("private_home")
 
 
 def _closed_port() -> int:

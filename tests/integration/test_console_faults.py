@@ -7,8 +7,8 @@ read on this machine (as the box's nvidia-smi would report them; the nvidia-smi 
 has its own tests), so process hints and leftovers are real. The faults:
 
 - "SSH cut": the box's per-connection sshd processes are SIGKILLed (the session dies);
-- "sshd down": the box's sshd is stopped for SERVEDECK_FAULT_OUTAGE_S (default 10 s)
-  and started again;
+- "sshd down": the box's sshd is stopped for SERVEDECK_FAULT_OUTAGE_S (default 6 s,
+  past the SSH reconnect backoff's 3 s cap) and started again;
 - "server killed": the simulated server's main process is SIGKILLed (on the local
   simulator, whose unit shows the death), then the service is started again.
 
@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -34,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.console_support import box_profile, readable_sim_box
 from tests.support.fault_matrix import (
     Day,
     FaultMatrix,
@@ -43,12 +42,11 @@ from tests.support.fault_matrix import (
     pane_lines,
     remote_tails,
 )
-from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.sshd_fixtures import SshdPair
 from tui import paths
 from tui.app import ServedeckApp, messages
 from tui.audit import read_audit
-from tui.config import Profile, ServiceConfig, demo_profile
+from tui.config import demo_profile
 from tui.deck import Deck, open_deck
 from tui.gpu.sim_source import SimGpuSource
 from tui.hosts.ssh import SSHHost
@@ -67,25 +65,16 @@ LOAD_S = 20.0  # long enough for a cut and an outage inside the weights phase
 ORPHANS = 2
 
 
-@pytest.fixture(autouse=True)
-def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+pytestmark = pytest.mark.usefixtures("private_home")
 
 
 @pytest.fixture
 def readable_box() -> Iterator[SimBox]:
-    """A stopped simulator whose state dir any login user can read; two orphans on stop."""
-    state = Path(tempfile.mkdtemp(prefix="servedeck-faults-"))
-    state.chmod(0o755)
-    options = replace(FAST_OPTIONS, orphans_on_stop=ORPHANS)
-    box = SimBox(state, seed=5, load_seconds=LOAD_S, options=options)
-    try:
+    """A stopped simulator any login user can read; two orphans on stop."""
+    with readable_sim_box(
+        "servedeck-faults-", seed=5, load_s=LOAD_S, orphans_on_stop=ORPHANS
+    ) as box:
         yield box
-    finally:
-        box.close()
-        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.mark.sshd
@@ -94,11 +83,7 @@ async def test_faults_at_every_step_over_a_jump_host(
 ) -> None:
     box = readable_box
     config = sshd.jump_config(connect_timeout_s=5.0)
-    profile = Profile(
-        name="faults",
-        host=config,
-        service=ServiceConfig(base_url=box.base_url, log_file=str(box.log_path)),
-    )
+    profile = box_profile("faults", config, box)
     deck = Deck(profile, SSHHost(config), _gpu_source=SimGpuSource(box))
     app = ServedeckApp(profile, deck)
     matrix = FaultMatrix()

@@ -43,17 +43,30 @@ RESOURCE_TRACKER = "*-c from multiprocessing.resource_tracker import main*"
 
 
 def orphan_server(factory: VllmServerFactory) -> tuple[VllmServer, list[ProcInfo]]:
-    """Start a server, SIGKILL its API server, return it and its orphans once reparented."""
+    """Start a server, SIGKILL its API server, return it and its orphans once reparented.
+
+    This is also the proof of what vLLM 0.32.0 leaves after a SIGKILL of the API
+    server: one EngineCore, one Worker and the resource_tracker, reparented (PID 1
+    or a subreaper) and still running; the callers then find and end them.
+    """
     server = factory()
+    tree = server.tree_at_start
+    assert [p for p in tree if p.cmdline.startswith("VLLM::EngineCore")], tree
+    assert [p for p in tree if "resource_tracker" in p.cmdline], tree
     os.kill(server.pid, signal.SIGKILL)
     server.process.wait(timeout=30)
+    assert server.process.returncode == -signal.SIGKILL
 
     def reparented() -> bool:
         procs = processes_with_marker(server.run_id)
         return bool(procs) and all(p.ppid != server.pid for p in procs)
 
     assert wait_until(reparented, timeout_s=30.0), processes_with_marker(server.run_id)
-    return server, processes_with_marker(server.run_id)
+    orphans = processes_with_marker(server.run_id)
+    for title in ("VLLM::EngineCore", "VLLM::Worker"):
+        assert len([p for p in orphans if p.cmdline.startswith(title)]) == 1, orphans
+    assert [p for p in orphans if "resource_tracker" in p.cmdline], orphans
+    return server, orphans
 
 
 def titled(procs: list[ProcInfo], title: str) -> ProcInfo:

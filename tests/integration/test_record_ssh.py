@@ -8,8 +8,6 @@ port forward. The cuts kill every sshd connection process at once.
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_record_night import BackgroundRecording
+from tests.support.console_support import box_profile, readable_sim_box
 from tests.support.record_support import wait_for
-from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.sshd_fixtures import SshdPair
-from tui.config import Profile, ServiceConfig
 from tui.deck import open_deck
 from tui.loadwatch import LOADING_ORDER
 from tui.record.feed import RecordFeed
@@ -29,30 +26,17 @@ from tui.record.query import RecordingReader
 from tui.record.writer import Recorder
 from tui.sim.box import SimBox
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]
 
 FAST = Cadence(
     gpu_s=0.5, service_s=0.5, metrics_s=1.0, readiness_s=0.5, procs_s=2.0, files_s=1.0, retry_s=1.0
 )
 
 
-@pytest.fixture(autouse=True)
-def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-
-
 @pytest.fixture
 def readable_box() -> Iterator[SimBox]:
-    state = Path(tempfile.mkdtemp(prefix="servedeck-rec-"))
-    state.chmod(0o755)
-    box = SimBox(state, seed=5, load_seconds=12.0, options=FAST_OPTIONS)
-    try:
+    with readable_sim_box("servedeck-rec-", seed=5, load_s=12.0) as box:
         yield box
-    finally:
-        box.close()
-        shutil.rmtree(state, ignore_errors=True)
 
 
 def _texts(db: Path) -> list[str]:
@@ -65,11 +49,7 @@ def test_recording_over_a_jump_host_survives_two_cuts(
 ) -> None:
     box = readable_box
     user = sshd.zsh_user or sshd.user
-    profile = Profile(
-        name="rec-over-ssh",
-        host=sshd.jump_config(user=user),
-        service=ServiceConfig(base_url=box.base_url, log_file=str(box.log_path)),
-    )
+    profile = box_profile("rec-over-ssh", sshd.jump_config(user=user), box)
     deck = open_deck(profile)
     db = tmp_path / "ssh.sqlite"
     recorder = Recorder(db, host_label=deck.host_label).start()

@@ -23,7 +23,7 @@ from tui.hosts.factory import host_for_profile
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]
 
 _DEADLINE_S = 30.0
 
@@ -45,14 +45,6 @@ async def _until_no_remote_process(host: SSHHost, marker: str) -> list[str]:
         await asyncio.sleep(0.2)
         pids = await _remote_pids(host, marker)
     return pids
-
-
-@pytest.fixture(autouse=True)
-def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep the tester's ~/.ssh/known_hosts (say, an old 127.0.0.1 key) out of the tests."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
 
 
 async def test_run_reports_status_stdout_and_stderr(sshd: SshdPair) -> None:

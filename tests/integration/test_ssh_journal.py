@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -23,21 +22,13 @@ from tui.hosts.ssh import SSHHost
 from tui.logs.journal import JournalFollower, read_journal
 from tui.logs.line import Level
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]
 
 _DEADLINE_S = 90.0
 ROUTES: dict[str, Callable[[SshdPair], HostConfig]] = {
     "direct": lambda pair: pair.host_config(),
     "jump": lambda pair: pair.jump_config(),
 }
-
-
-@pytest.fixture(autouse=True)
-def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep the tester's ~/.ssh/known_hosts out of the tests."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
 
 
 def _servers(pair: SshdPair, route: str) -> list[SshdServer]:

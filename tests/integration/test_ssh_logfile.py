@@ -13,14 +13,7 @@ from tests.support.sshd_fixtures import SshdPair
 from tui.hosts.ssh import SSHHost
 from tui.logs.tail import RemoteFileFollower
 
-pytestmark = pytest.mark.sshd
-
-
-@pytest.fixture(autouse=True)
-def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]
 
 
 async def _until(predicate: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:

@@ -16,19 +16,17 @@ flag, so a small launcher drops it before running the server, leaving it in
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.console_support import box_profile, readable_sim_box
 from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.sshd_fixtures import SshdPair
 from tui import paths
 from tui.app import ServedeckApp
-from tui.config import Profile, ServiceConfig
 from tui.deck import open_deck
 from tui.loadwatch import LOADING_ORDER
 from tui.screens.summary import SummaryScreen
@@ -36,7 +34,7 @@ from tui.sim.box import SimBox
 from widgets.load_strip import LoadStrip, render_strip
 from widgets.summary_view import SummaryView
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]
 
 API_KEY_ENV = "SERVEDECK_DAY_TEST_KEY"
 API_KEY = "plain-value-no-pattern-D4y"  # matches no pattern: only the env lookup can catch it
@@ -59,25 +57,11 @@ class _KeyedSimBox(SimBox):
         return [argv[0], "-c", _LAUNCHER, "--api-key", CMDLINE_SECRET, *argv[3:]]
 
 
-@pytest.fixture(autouse=True)
-def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep the tester's ~/.ssh/known_hosts out of the tests."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-
-
 @pytest.fixture
 def world_readable_box() -> Iterator[SimBox]:
     """A stopped simulator whose state dir (log included) the zsh user can read."""
-    state = Path(tempfile.mkdtemp(prefix="servedeck-day-"))
-    state.chmod(0o755)
-    box = _KeyedSimBox(state, seed=3, load_seconds=LOAD_S, options=FAST_OPTIONS)
-    try:
+    with readable_sim_box("servedeck-day-", seed=3, load_s=LOAD_S, box_type=_KeyedSimBox) as box:
         yield box
-    finally:
-        box.close()
-        shutil.rmtree(state, ignore_errors=True)
 
 
 async def _until(pilot: object, predicate: Callable[[], bool], what: str) -> None:
@@ -94,13 +78,7 @@ async def test_operator_day_over_a_jump_host(
     box = world_readable_box
     monkeypatch.setenv(API_KEY_ENV, API_KEY)
     user = sshd.zsh_user or sshd.user
-    profile = Profile(
-        name="day-over-ssh",
-        host=sshd.jump_config(user=user),
-        service=ServiceConfig(
-            base_url=box.base_url, log_file=str(box.log_path), api_key_env=API_KEY_ENV
-        ),
-    )
+    profile = box_profile("day-over-ssh", sshd.jump_config(user=user), box, API_KEY_ENV)
     deck = open_deck(profile)
     app = ServedeckApp(deck.profile, deck)
     times: dict[str, float] = {}

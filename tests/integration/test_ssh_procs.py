@@ -27,21 +27,13 @@ from tui.procs import context_for, kill_processes, leftovers, list_gpu_processes
 from tui.sim.box import SimBox
 from tui.sim.procs import is_alive
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]
 
 ORPHANS = 2
 ROUTES: dict[str, Callable[..., HostConfig]] = {
     "direct": lambda pair, **changes: pair.host_config(**changes),
     "jump": lambda pair, **changes: pair.jump_config(**changes),
 }
-
-
-@pytest.fixture(autouse=True)
-def _no_personal_known_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep the tester's ~/.ssh/known_hosts out of the tests."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
 
 
 def _ppid(pid: int) -> int:

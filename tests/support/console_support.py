@@ -1,16 +1,23 @@
-"""A console on this machine whose host notes every command it starts (for poll tests)."""
+"""Consoles for tests: one on this machine whose host notes every command it starts (poll
+tests), and a simulated box served over SSH (the console, fault and recorder days)."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
+from tests.support.sim_fixtures import FAST_OPTIONS
 from tui.app import ServedeckApp
-from tui.config import load_profile_file
+from tui.config import HostConfig, Profile, ServiceConfig, load_profile_file
 from tui.deck import Deck
 from tui.hosts.base import CommandResult
 from tui.hosts.local import LocalHost
+from tui.sim.box import SimBox
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,3 +57,40 @@ def local_console(overview_interval_s: float) -> tuple[ServedeckApp, RecordingLo
     app = ServedeckApp(profile, Deck(profile, host), overview_interval_s=overview_interval_s)
     host.app = app
     return app, host
+
+
+@contextmanager
+def readable_sim_box(
+    prefix: str,
+    *,
+    seed: int,
+    load_s: float,
+    orphans_on_stop: int | None = None,
+    box_type: type[SimBox] = SimBox,
+) -> Iterator[SimBox]:
+    """A stopped simulator whose state dir (log included) any login user can read.
+
+    Over SSH the box is this machine logged into as another user (the zsh user), so
+    the state dir cannot be pytest's private tmp_path.
+    """
+    state = Path(tempfile.mkdtemp(prefix=prefix))
+    state.chmod(0o755)
+    options = FAST_OPTIONS
+    if orphans_on_stop is not None:
+        options = replace(options, orphans_on_stop=orphans_on_stop)
+    box = box_type(state, seed=seed, load_seconds=load_s, options=options)
+    try:
+        yield box
+    finally:
+        box.close()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def box_profile(
+    name: str, host: HostConfig, box: SimBox, api_key_env: str | None = None
+) -> Profile:
+    """A profile for the simulated box behind `host`: its log file and its loopback URL."""
+    service = ServiceConfig(
+        base_url=box.base_url, log_file=str(box.log_path), api_key_env=api_key_env
+    )
+    return Profile(name=name, host=host, service=service)

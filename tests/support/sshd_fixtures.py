@@ -307,3 +307,12 @@ def sshd(sshd_pair: SshdPair) -> Iterator[SshdPair]:
         if server.process is None or server.process.poll() is not None:
             server.process = None
             server.start()
+
+
+@pytest.fixture
+def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty HOME, so the tester's ~/.ssh/known_hosts (an old 127.0.0.1 key) stays out."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home

@@ -319,11 +319,18 @@ def tiny_model_dir(tiny_model: TinyModel) -> Path:
 def real_vllm_server(
     vllm_venv: VllmVenv, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[VllmServer]:
-    """A session-wide healthy server; teardown checks SIGTERM leaves nothing behind."""
+    """A session-wide healthy server; teardown proves SIGTERM alone ends its whole tree.
+
+    That is the tier's only SIGTERM proof (no server is started just for it): a
+    failure here is an error at the teardown of the last test that used it.
+    """
     server = start_vllm_server(vllm_venv, tiny_model_dir, tmp_path_factory.mktemp("vllm-session"))
+    assert [p for p in server.tree_at_start if p.cmdline.startswith("VLLM::EngineCore")]
     yield server
     report = stop_vllm_server(server)
     assert not report.killed, f"SIGTERM left processes needing SIGKILL: {_describe(report.killed)}"
+    assert report.exit_code is not None
+    assert processes_with_marker(server.run_id) == []
 
 
 VllmServerFactory = Callable[..., VllmServer]

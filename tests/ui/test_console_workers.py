@@ -15,7 +15,8 @@ from textual.widgets import Static
 
 from tui import paths
 from tui.app.console_workers import WorkerFailed, console_worker
-from tui.source_health import SourceHealth, format_age
+from tui.formatting import duration_words
+from tui.source_health import SourceHealth
 
 REPO = Path(__file__).resolve().parents[2]
 RUNNER = REPO / "tui" / "app" / "console_workers.py"
@@ -128,7 +129,7 @@ def test_source_health_says_what_failed_when_it_retries_and_how_old_the_data_is(
     again = health.failed("refused", retry_in_s=4.0, now_s=141.0)
     assert again.failed_since_s == 137.0 and again.failures == 2
     assert not again.succeeded(now_s=142.0).failing
-    assert format_age(245) == "4 min 5 s"
+    assert duration_words(245) == "4 min 5 s"
 
 
 def test_a_countdown_inside_an_error_is_dropped_from_the_note() -> None:

@@ -13,6 +13,7 @@ from tests.support.gpu_boxes import (
     with_memory,
 )
 from tests.support.gpu_pane_app import GpuPaneApp
+from tui.formatting import duration_compact
 from widgets import gpu_format as fmt
 from widgets.gpu_pane import GpuPane
 from widgets.gpu_table import GpuTable
@@ -139,7 +140,7 @@ async def test_layout_follows_terminal_width() -> None:
 def test_formatting_helpers() -> None:
     assert fmt.short_gpu_name("NVIDIA H200", 10) == "H200"
     assert fmt.short_gpu_name("NVIDIA RTX PRO 6000 Blackwell", 10) == "RTX PRO 6…"
-    assert fmt.duration(250) == "4m10s" and fmt.duration(7500) == "2h05m"
+    assert duration_compact(250) == "4m10s" and duration_compact(7500) == "2h05m"
     assert fmt.sparkline([0, 50, 100], 3) == "▁▅█"
     assert len(fmt.sparkline(list(range(300)), 12)) == 12
     assert fmt.sparkline([], 4) == "    "

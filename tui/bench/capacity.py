@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tui.errors import UsageError
+from tui.formatting import milliseconds
 
 DEFAULT_SLO_TEXT = "ttft_p99_ms=2000,itl_p99_ms=100,min_user_tok_s=20"
 # The passing level's margin above which interpolation beats bisection.
@@ -41,16 +42,12 @@ class CapacitySlo:
     def describe(self) -> str:
         parts = []
         if self.ttft_p99_ms is not None:
-            parts.append(f"p99 TTFT <= {_duration(self.ttft_p99_ms)}")
+            parts.append(f"p99 TTFT <= {milliseconds(self.ttft_p99_ms)}")
         if self.itl_p99_ms is not None:
-            parts.append(f"p99 ITL <= {_duration(self.itl_p99_ms)}")
+            parts.append(f"p99 ITL <= {milliseconds(self.itl_p99_ms)}")
         if self.min_user_tok_s is not None:
             parts.append(f">= {self.min_user_tok_s:g} tok/s each")
         return ", ".join(parts) or "no SLO"
-
-
-def _duration(ms: float) -> str:
-    return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms:g} ms"
 
 
 def parse_slo(text: str, base: CapacitySlo | None = None) -> CapacitySlo:

@@ -1,7 +1,8 @@
 """Drive a capacity search from the CLI or the console, with the GPUs sampled alongside.
 
-`CapacityProcess` starts `python -m tui.bench.capacity_runner` and yields its
-events as dicts; `cancel()` keeps the finished levels. `GpuRecorder` samples a
+`CapacityProcess` runs `python -m tui.bench.capacity_runner` through the
+shared `RunnerProcess` and yields its events as dicts; `cancel()` keeps the
+finished levels. `GpuRecorder` samples a
 GPU source while each level runs (the load generator's process knows only the
 server's URL; the deck knows the GPUs) and adds the per-level GPU figures to
 the result: mean utilisation and power, peak memory, tokens per joule.
@@ -11,93 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
-import signal
-import sys
-from collections import deque
-from collections.abc import AsyncIterator
 from dataclasses import asdict
 from typing import Any
 
 from tui.bench.capacity import GpuLevelStats
-from tui.bench.capacity_runner import CapacitySpec
-from tui.bench.driver import _PROJECT_ROOT, BenchError
+from tui.bench.driver import BenchError, RunnerProcess
 from tui.gpu.model import GpuBoxSnapshot, GpuSource
 
 
-class CapacityProcess:
-    """One capacity search in its own process."""
+class CapacityProcess(RunnerProcess[dict[str, Any], dict[str, Any]]):
+    """One capacity search in its own process; events stay dicts."""
 
-    def __init__(self, spec: CapacitySpec) -> None:
-        self.spec = spec
-        self._process: asyncio.subprocess.Process | None = None
-        self._stderr: deque[str] = deque(maxlen=20)
-        self.result: dict[str, Any] | None = None
+    module = "tui.bench.capacity_runner"
+    label = "capacity search"
 
-    async def start(self) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            part for part in (_PROJECT_ROOT, env.get("PYTHONPATH", "")) if part
-        )
-        self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tui.bench.capacity_runner",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env, limit=16 * 1024 * 1024,
-        )  # fmt: skip
-        assert self._process.stdin is not None
-        self._process.stdin.write(json.dumps(self.spec.to_dict()).encode())
-        await self._process.stdin.drain()
-        self._process.stdin.close()
-
-    def cancel(self) -> None:
-        """Stop the level in flight; the result keeps the levels that finished."""
-        if self._process is not None and self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._process.send_signal(signal.SIGINT)
-
-    async def kill(self) -> None:
-        if self._process is not None and self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._process.kill()
-            await self._process.wait()
-
-    async def _drain_stderr(self) -> None:
-        assert self._process is not None and self._process.stderr is not None
-        async for raw in self._process.stderr:
-            self._stderr.append(raw.decode(errors="replace").rstrip())
-
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
-        """Every event until the process exits; raises BenchError on an `error` event."""
-        if self._process is None:
-            await self.start()
-        assert self._process is not None and self._process.stdout is not None
-        reader = asyncio.create_task(self._drain_stderr())
-        try:
-            async for raw in self._process.stdout:
-                try:
-                    event = json.loads(raw)
-                except ValueError:
-                    continue
-                if event.get("event") == "error":
-                    raise BenchError(f"capacity: {event.get('message', 'failed')}")
-                if event.get("event") == "result":
-                    self.result = event["result"]
-                yield event
-            await self._process.wait()
-            await reader
-        finally:
-            reader.cancel()
-            if self._process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    self._process.kill()
-                await self._process.wait()
-        if self.result is None:
-            tail = next((line for line in reversed(self._stderr) if line.strip()), "")
-            raise BenchError(
-                f"capacity search ended (status {self._process.returncode}) without a result"
-                + (f": {tail}" if tail else "")
-            )
+    def _event(self, message: dict[str, Any]) -> dict[str, Any]:
+        if message.get("event") == "error":
+            raise BenchError(f"capacity: {message.get('message', 'failed')}")
+        if message.get("event") == "result":
+            self.result = message["result"]
+        return message
 
 
 def gpu_level_stats(snapshots: list[GpuBoxSnapshot], output_tok_s: float) -> GpuLevelStats | None:

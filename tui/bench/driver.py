@@ -1,8 +1,10 @@
 """Drive the benchmark process from the console, the CLI or a test: one code path.
 
-`BenchProcess` starts `python -m tui.bench.runner`, writes the spec, and turns
-the JSON-line events into frozen dataclasses. `cancel()` asks the runner to
-stop (SIGINT); the result still arrives, marked partial.
+`RunnerProcess` is the runner-process lifecycle shared with the capacity
+search: start `python -m <module>`, write the spec, stream the JSON-line
+events, SIGINT to stop early. `BenchProcess` runs `tui.bench.runner` and turns
+its events into frozen dataclasses; after `cancel()` the result still
+arrives, marked partial.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from tui.bench.model import BenchResult, LevelResult, level_from_dict, result_from_dict
 from tui.errors import ServedeckError
@@ -26,6 +28,8 @@ if TYPE_CHECKING:  # the workload module loads httpx: not needed to draw a run's
     from tui.bench.workload import BenchSpec
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+EventT = TypeVar("EventT")
+ResultT = TypeVar("ResultT")
 
 
 class BenchError(ServedeckError):
@@ -81,15 +85,30 @@ def parse_event(message: dict) -> BenchEvent | None:
     return None
 
 
-class BenchProcess:
-    """One benchmark run in its own process."""
+class _Spec(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
 
-    def __init__(self, spec: BenchSpec, python: str | None = None) -> None:
+
+class RunnerProcess(Generic[EventT, ResultT]):
+    """A runner module in its own process: the spec on stdin, JSON-line events on stdout.
+
+    The benchmark and the capacity search share this lifecycle; a subclass names
+    the module and turns each message into its event (setting `result`).
+    """
+
+    module: ClassVar[str]
+    label: ClassVar[str]  # names the run in the error when no result came
+
+    def __init__(self, spec: _Spec, python: str | None = None) -> None:
         self.spec = spec
         self._python = python or sys.executable
         self._process: asyncio.subprocess.Process | None = None
         self._stderr_tail: deque[str] = deque(maxlen=20)
-        self.result: BenchResult | None = None
+        self.result: ResultT | None = None
+
+    def _event(self, message: dict[str, Any]) -> EventT | None:
+        """One event line as this runner's event (None to skip); sets `result`."""
+        raise NotImplementedError
 
     async def start(self) -> None:
         env = dict(os.environ)
@@ -99,7 +118,7 @@ class BenchProcess:
         self._process = await asyncio.create_subprocess_exec(
             self._python,
             "-m",
-            "tui.bench.runner",
+            self.module,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -112,7 +131,7 @@ class BenchProcess:
         self._process.stdin.close()
 
     def cancel(self) -> None:
-        """Stop sending; the runner ends in-flight streams and reports a partial result."""
+        """Ask the runner to stop (SIGINT); it still reports what finished, marked partial."""
         if self._process is not None and self._process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self._process.send_signal(signal.SIGINT)
@@ -128,8 +147,8 @@ class BenchProcess:
         async for raw in self._process.stderr:
             self._stderr_tail.append(raw.decode(errors="replace").rstrip())
 
-    async def events(self) -> AsyncIterator[BenchEvent]:
-        """Every event until the runner exits; the last is the BenchResult."""
+    async def events(self) -> AsyncIterator[EventT]:
+        """Every event until the runner exits; BenchError when it ends without a result."""
         if self._process is None:
             await self.start()
         assert self._process is not None and self._process.stdout is not None
@@ -140,9 +159,9 @@ class BenchProcess:
                     message = json.loads(raw)
                 except ValueError:
                     continue
-                event = parse_event(message)
-                if isinstance(event, BenchResult):
-                    self.result = event
+                if not isinstance(message, dict):
+                    continue
+                event = self._event(message)
                 if event is not None:
                     yield event
             await self._process.wait()
@@ -153,9 +172,22 @@ class BenchProcess:
         if self.result is None:
             tail = next((line for line in reversed(self._stderr_tail) if line.strip()), "")
             raise BenchError(
-                f"benchmark process ended (status {self._process.returncode}) without a result"
+                f"{self.label} ended (status {self._process.returncode}) without a result"
                 + (f": {tail}" if tail else "")
             )
+
+
+class BenchProcess(RunnerProcess[BenchEvent, BenchResult]):
+    """One benchmark run in its own process; the last event is the BenchResult."""
+
+    module = "tui.bench.runner"
+    label = "benchmark process"
+
+    def _event(self, message: dict[str, Any]) -> BenchEvent | None:
+        event = parse_event(message)
+        if isinstance(event, BenchResult):
+            self.result = event
+        return event
 
 
 async def run_bench(

@@ -10,8 +10,9 @@ in-flight streams; what completed before is kept.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -44,35 +45,41 @@ class LevelRun:
         return sum(not outcome.success for outcome in self.outcomes)
 
 
-async def run_level(
+async def drive_requests(
     client: httpx.AsyncClient,
     url: str,
-    spec: BenchSpec,
-    prompts: Sequence[str],
+    run: LevelRun,
+    count: int,
     *,
     concurrency: int,
-    rate: float | None,
-    seed: int,
     cancel: asyncio.Event,
-    run: LevelRun | None = None,
+    pace: Callable[[int], Awaitable[None]],
+    request: Callable[[int], tuple[dict[str, Any], int]],
+    read_timeout_s: float | None,
+    total_timeout_s: float | None = None,
     on_outcome: Callable[[RequestOutcome], None] | None = None,
 ) -> LevelRun:
-    """Send every prompt under the level's discipline; returns when done or cancelled."""
-    run = run if run is not None else LevelRun()
+    """Stream requests 0..count-1, each after `pace(index)`, at most `concurrency` in flight.
+
+    The one dispatch loop of every level (closed, open and trace replay):
+    `request(index)` gives the payload and its prompt tokens. Cancelling stops
+    dispatch and ends the in-flight streams; what completed before is kept.
+    """
     slots = asyncio.Semaphore(max(1, concurrency))
     tasks: set[asyncio.Task[None]] = set()
 
-    async def one(index: int, prompt: str) -> None:
-        outcome = RequestOutcome(prompt_tokens=spec.input_tokens)
+    async def one(index: int) -> None:
+        payload, prompt_tokens = request(index)
+        outcome = RequestOutcome(prompt_tokens=prompt_tokens)
         run.live[index] = outcome
         try:
             await stream_request(
                 client,
                 url,
-                request_payload(spec, prompt),
+                payload,
                 outcome,
-                read_timeout_s=spec.read_timeout_s,
-                total_timeout_s=spec.request_timeout_s,
+                read_timeout_s=read_timeout_s,
+                total_timeout_s=total_timeout_s,
             )
         finally:
             slots.release()
@@ -82,12 +89,10 @@ async def run_level(
             on_outcome(outcome)
 
     async def dispatch() -> None:
-        gaps = arrival_gaps_s(rate or 0.0, spec.burstiness, seed)
-        for index, prompt in enumerate(prompts):
-            if index and rate:
-                await asyncio.sleep(next(gaps))
+        for index in range(count):
+            await pace(index)
             await slots.acquire()
-            task = asyncio.create_task(one(index, prompt))
+            task = asyncio.create_task(one(index))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         while tasks:
@@ -108,3 +113,41 @@ async def run_level(
     else:
         dispatcher.result()
     return run
+
+
+async def run_level(
+    client: httpx.AsyncClient,
+    url: str,
+    spec: BenchSpec,
+    prompts: Sequence[str],
+    *,
+    concurrency: int,
+    rate: float | None,
+    seed: int,
+    cancel: asyncio.Event,
+    run: LevelRun | None = None,
+    on_outcome: Callable[[RequestOutcome], None] | None = None,
+) -> LevelRun:
+    """Send every prompt under the level's discipline; returns when done or cancelled."""
+    gaps = arrival_gaps_s(rate or 0.0, spec.burstiness, seed)
+
+    async def pace(index: int) -> None:
+        if index and rate:
+            await asyncio.sleep(next(gaps))
+
+    def request(index: int) -> tuple[dict[str, Any], int]:
+        return request_payload(spec, prompts[index]), spec.input_tokens
+
+    return await drive_requests(
+        client,
+        url,
+        run if run is not None else LevelRun(),
+        len(prompts),
+        concurrency=concurrency,
+        cancel=cancel,
+        pace=pace,
+        request=request,
+        read_timeout_s=spec.read_timeout_s,
+        total_timeout_s=spec.request_timeout_s,
+        on_outcome=on_outcome,
+    )

@@ -20,13 +20,12 @@ import time
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from tui.bench.chat_loop import PrefixIntent
-from tui.bench.client import stream_request
-from tui.bench.loadgen import LevelRun
-from tui.bench.model import RequestOutcome
+from tui.bench.loadgen import LevelRun, drive_requests
 from tui.bench.workload import BenchSpec, random_words, request_payload
 from tui.bench.workloads import DatasetError
 
@@ -116,46 +115,27 @@ async def replay(
     run: LevelRun,
 ) -> LevelRun:
     """Start each request at its time / speed; cancellable, finished requests kept."""
-    slots = asyncio.Semaphore(max(1, concurrency))
-    tasks: set[asyncio.Task[None]] = set()
     speed = spec.trace_speed if spec.trace_speed > 0 else 1.0
+    start = time.perf_counter()
 
-    async def one(index: int) -> None:
-        request = trace[index]
-        payload = request_payload(
-            replace(spec, output_tokens=request.output_tokens), prompts[index]
-        )
-        outcome = RequestOutcome(prompt_tokens=request.input_tokens)
-        run.live[index] = outcome
-        try:
-            await stream_request(client, url, payload, outcome, read_timeout_s=spec.read_timeout_s)
-        finally:
-            slots.release()
-            run.live.pop(index, None)
-        run.outcomes.append(outcome)
+    async def pace(index: int) -> None:
+        delay = start + trace[index].at_s / speed - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
 
-    async def dispatch() -> None:
-        start = time.perf_counter()
-        for index, request in enumerate(trace):
-            delay = start + request.at_s / speed - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            await slots.acquire()
-            task = asyncio.create_task(one(index))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        while tasks:
-            await asyncio.gather(*list(tasks))
+    def request(index: int) -> tuple[dict[str, Any], int]:
+        wanted = trace[index]
+        payload = request_payload(replace(spec, output_tokens=wanted.output_tokens), prompts[index])
+        return payload, wanted.input_tokens
 
-    dispatcher = asyncio.create_task(dispatch())
-    stopper = asyncio.create_task(cancel.wait())
-    await asyncio.wait({dispatcher, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    stopper.cancel()
-    if not dispatcher.done():
-        run.partial = True
-        dispatcher.cancel()
-        run.cancelled = len(tasks)
-        for task in list(tasks):
-            task.cancel()
-        await asyncio.gather(dispatcher, *tasks, return_exceptions=True)
-    return run
+    return await drive_requests(
+        client,
+        url,
+        run,
+        len(trace),
+        concurrency=concurrency,
+        cancel=cancel,
+        pace=pace,
+        request=request,
+        read_timeout_s=spec.read_timeout_s,
+    )

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tui.config import Profile, _Table, load_profile_file, parse_toml, read_profile_bytes
+from tui.config import Profile, TomlTable, load_profile_file, parse_toml, read_profile_bytes
 from tui.errors import ProfileError
-from tui.profile_store import _looks_like_path, resolve_profile_path, search_dirs
+from tui.profile_store import find_toml, looks_like_path, resolve_profile_path, search_dirs
 
 GROUPS_FOLDER = "groups"
 MAX_GROUP_HOSTS = 200
@@ -64,27 +64,17 @@ def group_dirs() -> list[tuple[str, Path]]:
 
 
 def resolve_group_path(name_or_path: str) -> Path:
-    if _looks_like_path(name_or_path):
-        path = Path(name_or_path).expanduser()
-        if not path.exists():
-            raise ProfileError(f"{path}: no such group file")
-        return path
-    tried = []
-    for _, folder in group_dirs():
-        candidate = folder / f"{name_or_path}.toml"
-        if candidate.is_file():
-            return candidate
-        tried.append(str(candidate))
-    raise ProfileError(f"group {name_or_path!r} not found (looked in {', '.join(tried)})")
+    """An explicit path, then ./profiles/groups/NAME.toml, then the user config dir's."""
+    return find_toml(name_or_path, "group", group_dirs())
 
 
 def _member_profile(ref: str, group_path: Path) -> Profile:
-    if _looks_like_path(ref) and not Path(ref).expanduser().is_absolute():
+    if looks_like_path(ref) and not Path(ref).expanduser().is_absolute():
         ref = str(group_path.parent / ref)
     return load_profile_file(resolve_profile_path(ref))
 
 
-def _members(fleet: _Table, path: Path, problems: list[str]) -> list[tuple[str, str, str]]:
+def _members(fleet: TomlTable, path: Path, problems: list[str]) -> list[tuple[str, str, str]]:
     """(key path, profile ref, label) of every member, in file order."""
     found: list[tuple[str, str, str]] = []
     for index, ref in enumerate(fleet.strings("hosts")):
@@ -105,7 +95,7 @@ def load_group_file(path: Path, read_only: bool = False) -> FleetGroup:
     text = read_profile_bytes(path).decode("utf-8", errors="replace")
     data = parse_toml(text, path)
     problems: list[str] = []
-    root = _Table(data, "", problems)
+    root = TomlTable(data, "", problems)
     if not root.has("fleet"):
         raise ProfileError(f"{path}: fleet: missing (a group file has a [fleet] table)")
     fleet = root.table("fleet")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from tui.formatting import GIB, gib
 from tui.gpu.model import GpuBoxSnapshot
 from tui.health.findings import CRIT, WARN
 from tui.health.interconnect import InterconnectReport
@@ -21,7 +22,6 @@ from tui.hosts.base import Host
 
 MARK = "@@servedeck:result"
 SCRIPT_PATH = Path(__file__).with_name("probe_script.py")
-GIB = 1024**3
 BUSY_UTILIZATION_PCT = 5.0
 # A GPU holding more than this is in use (a CUDA context alone is ~0.5 GiB).
 BUSY_MEMORY_BYTES = 2 * GIB
@@ -90,7 +90,7 @@ def busy_gpus(snapshot: GpuBoxSnapshot) -> list[str]:
     held = []
     for sample in snapshot.samples:
         procs = ", ".join(
-            f"pid {p.pid} {p.process_name or '?'} ({(p.used_memory_bytes or 0) / GIB:.1f} GiB)"
+            f"pid {p.pid} {p.process_name or '?'} ({gib(p.used_memory_bytes or 0)})"
             for p in sample.processes
         )
         if procs:

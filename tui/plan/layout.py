@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tui import formatting
 from tui.plan.inventory import GIB, GpuInventory
 from tui.plan.modelcfg import ModelArch
 from tui.plan.weights import (
@@ -124,7 +125,8 @@ class Plan:
 
 
 def gib(size: float) -> str:
-    return f"{size / GIB:.2f} GiB"
+    """Plan sizes show two decimals (a fit is often decided by tenths of a GiB)."""
+    return formatting.gib(size, 2)
 
 
 def candidate_layouts(gpu_count: int, moe: bool) -> tuple[Layout, ...]:

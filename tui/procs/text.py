@@ -6,22 +6,8 @@ import time
 from dataclasses import asdict
 from typing import Any
 
+from tui.formatting import duration_compact, gib
 from tui.procs.model import GpuProcess, KillReport, ProcListing
-
-GIB = 1024**3
-
-
-def format_memory(value_bytes: int | None) -> str:
-    return "n/a" if value_bytes is None else f"{value_bytes / GIB:.1f} GiB"
-
-
-def format_age(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    if seconds < 86400:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
 
 
 def format_start(start_time_s: float) -> str:
@@ -37,9 +23,10 @@ def listing_lines(listing: ProcListing, now_s: float | None = None) -> list[str]
     header = f"{'CLASS':<9} {'PID':>7} {'USER':<10} {'GPU':<7} {'MEMORY':>10} {'AGE':>7}  COMMAND"
     lines = [header]
     for proc in listing.processes:
+        age = duration_compact(proc.age_s(now_s), always_minutes=True)
         lines.append(
             f"{proc.klass:<9} {proc.pid:>7} {proc.user[:10]:<10} {gpu_column(proc):<7} "
-            f"{format_memory(proc.gpu_memory_bytes):>10} {format_age(proc.age_s(now_s)):>7}  "
+            f"{gib(proc.gpu_memory_bytes):>10} {age:>7}  "
             f"{proc.command[:120]}"
         )
         if proc.klass == "defunct":
@@ -54,7 +41,7 @@ def target_lines(host_label: str, targets: list[GpuProcess]) -> list[str]:
     """What a confirmation shows for each target: host, pid, class, user, start, memory, command."""
     return [
         f"{host_label}  pid {proc.pid}  {proc.klass}  user {proc.user}  "
-        f"started {format_start(proc.start_time_s)}  GPU memory {format_memory(proc.gpu_memory_bytes)}"
+        f"started {format_start(proc.start_time_s)}  GPU memory {gib(proc.gpu_memory_bytes)}"
         f"\n    {proc.command[:200]}"
         for proc in targets
     ]
@@ -64,7 +51,7 @@ def report_lines(report: KillReport) -> list[str]:
     lines = []
     for outcome in report.outcomes:
         freed = outcome.freed_bytes
-        freed_text = f", freed {format_memory(freed)}" if freed is not None else ""
+        freed_text = f", freed {gib(freed)}" if freed is not None else ""
         signals = f" [{' '.join(outcome.signals)}]" if outcome.signals else ""
         lines.append(
             f"pid {outcome.identity.pid}: {outcome.outcome}{signals}: {outcome.detail}{freed_text}"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tui.formatting import gib
 from tui.gpu.model import GpuBoxSnapshot
 from tui.loadwatch import LoadProgress, vllm_line_time_s
 from tui.logs.line import LogLine, warning_or_worse
@@ -27,7 +28,6 @@ from tui.service import UnitState
 if TYPE_CHECKING:
     from tui.health.xid import XidEvent
 
-GIB = 1024**3
 MAX_TEXT = 500
 
 
@@ -246,7 +246,7 @@ class RecordFeed:
                 proc.identity.start_ticks,
             )
             memory = proc.gpu_memory_bytes
-            held = f", {memory / GIB:.1f} GiB" if memory else ""
+            held = f", {gib(memory)}" if memory else ""
             where = f" on GPU {','.join(map(str, proc.gpu_indices))}" if proc.gpu_indices else ""
             current[identity] = f"pid {proc.pid} ({self._redact(proc.command)[:80]}{held}{where})"
             gpus[identity] = proc.gpu_indices[0] if proc.gpu_indices else None

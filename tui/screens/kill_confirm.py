@@ -18,8 +18,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Static
 
+from tui.formatting import gib
 from tui.procs.model import GpuProcess
-from tui.procs.text import format_memory, format_start
+from tui.procs.text import format_start
 from tui.screens.dialog import Dialog
 
 
@@ -41,7 +42,7 @@ def _cells(host_label: str, proc: GpuProcess) -> tuple[str, ...]:
         proc.klass,
         proc.user,
         format_start(proc.start_time_s),
-        format_memory(proc.gpu_memory_bytes),
+        gib(proc.gpu_memory_bytes),
         proc.command[:200],
     )
 
@@ -70,7 +71,7 @@ def target_blocks(host_label: str, targets: Sequence[GpuProcess]) -> Group:
         block.append_text(_class_text(proc))
         block.append(f"  on {host_label}\n")
         block.append(f"user {proc.user}  started {format_start(proc.start_time_s)}\n")
-        block.append(f"GPU memory {format_memory(proc.gpu_memory_bytes)}")
+        block.append(f"GPU memory {gib(proc.gpu_memory_bytes)}")
         if proc.gpu_indices:
             block.append(f" on GPU {','.join(str(i) for i in proc.gpu_indices)}")
         block.append("\n")

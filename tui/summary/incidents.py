@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tui.formatting import gib
 from tui.summary.inputs import Incident
 
 KILL_EVENTS = ("kill-request", "kill-outcome", "kill-refused")
@@ -19,7 +20,6 @@ SERVICE_EVENTS = (
     "service.restart-loop",
 )
 MAX_INCIDENTS = 20
-GIB = 1024**3
 
 
 def _targets(record: Mapping[str, Any]) -> str:
@@ -28,7 +28,7 @@ def _targets(record: Mapping[str, Any]) -> str:
         if not isinstance(target, Mapping):
             continue
         memory = target.get("gpu_memory_bytes")
-        held = f", {memory / GIB:.1f} GiB" if isinstance(memory, int | float) and memory else ""
+        held = f", {gib(memory)}" if isinstance(memory, int | float) and memory else ""
         command = str(target.get("command") or "?")[:60]
         klass = target.get("class")
         parts.append(f"pid {target.get('pid')} {klass + ' ' if klass else ''}({command}{held})")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-GIB = 1024**3
-NA = "n/a"
+from tui.formatting import NA
 
 
 def cell(value: object) -> str:
@@ -27,10 +26,6 @@ def table(
     return [*lines, ""]
 
 
-def gib(size: float | None, digits: int = 1) -> str:
-    return NA if size is None else f"{size / GIB:.{digits}f} GiB"
-
-
 def gb(size: float | None) -> str:
     return NA if size is None else f"{size / 1000**3:,.0f} GB"
 
@@ -43,19 +38,6 @@ def num(value: float | None, digits: int = 1, unit: str = "") -> str:
 
 def ms(seconds: float | None) -> str:
     return NA if seconds is None else f"{seconds * 1000:,.0f} ms"
-
-
-def duration(seconds: float | None) -> str:
-    """`42 s`, `3 m 05 s`, `1 h 02 m`: what a person reads in a timeline."""
-    if seconds is None:
-        return NA
-    if seconds < 60:
-        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} m {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} m"
 
 
 def clock(epoch_s: float | None) -> str:

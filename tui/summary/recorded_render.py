@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.summary.mdtable import clock, duration, num, table
+from tui.formatting import duration_markdown
+from tui.summary.mdtable import clock, num, table
 
 
 def recorded_incidents_lines(recorded: Any) -> list[str]:
@@ -21,9 +22,9 @@ def recorded_incidents_lines(recorded: Any) -> list[str]:
 def _phases(attempt: Any) -> str:
     if not attempt.phase_times:
         return "-"
-    parts = [f"{phase} {duration(seconds)}" for phase, seconds in attempt.phase_times]
+    parts = [f"{phase} {duration_markdown(seconds)}" for phase, seconds in attempt.phase_times]
     total = sum(seconds for _, seconds in attempt.phase_times)
-    return f"{duration(total)} ({', '.join(parts)})"
+    return f"{duration_markdown(total)} ({', '.join(parts)})"
 
 
 def _bench(attempt: Any) -> str:

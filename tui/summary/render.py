@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 
 from tui.bench.model import BenchResult
+from tui.formatting import NA, duration_markdown, gib
 from tui.health.summary_section import hardware_health_markdown
 from tui.plan.render import plan_markdown
 from tui.redact import redact_data, redact_text
 from tui.summary import sections
 from tui.summary.inputs import SummaryInputs
 from tui.summary.last_load import last_load_lines
-from tui.summary.mdtable import NA, clock, duration, gib, ms, num, table
+from tui.summary.mdtable import clock, ms, num, table
 from tui.summary.recorded_render import deployment_attempts_lines, recorded_incidents_lines
 
 
@@ -43,7 +44,8 @@ def glance(inputs: SummaryInputs) -> list[str]:
         phase = "serving, ready" if load.ready else load.phase
         took = _load_seconds(inputs)
         out.append(
-            f"- Load: {phase}" + (f"; startup took {duration(took)}" if took is not None else "")
+            f"- Load: {phase}"
+            + (f"; startup took {duration_markdown(took)}" if took is not None else "")
         )
         if load.failure_line:
             out.append(f"- Load failed: `{load.failure_line}`")
@@ -152,7 +154,7 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
                 where,
                 ms(ttft),
                 num(prefill, 0),
-                duration(startup) if same and startup is not None else NA,
+                duration_markdown(startup) if same and startup is not None else NA,
             )
         )
     out += table(

