@@ -34,6 +34,11 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         default=argparse.SUPPRESS,
         help="a profile to include (repeat it; an ad-hoc group without a group file)",
     )
+    parser.add_argument(
+        "--ssh",
+        metavar="ALIAS[,ALIAS...]",
+        help="hosts named as in ~/.ssh/config, without profiles (read-only)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON list and exit")
     parser.add_argument(
         "--timeout",
@@ -63,20 +68,23 @@ def probes_from_args(args: argparse.Namespace) -> tuple[list[HostProbe], object 
         demo = DemoFleet(args.demo)
         return demo.probes, demo
     from tui.fleet.collector import probes_for
-    from tui.fleet.groups import adhoc_group, load_group
+    from tui.fleet.groups import adhoc_group, load_group, ssh_group
 
     named = getattr(args, "profile", None) or []
     named = [named] if isinstance(named, str) else named  # `servedeck -p X fleet`
-    if args.group and named:
-        raise UsageError("give either -g GROUP or -p PROFILE..., not both")
-    if args.group:
+    ssh = getattr(args, "ssh", None)
+    if sum(bool(source) for source in (args.group, named, ssh)) > 1:
+        raise UsageError("give one of -g GROUP, -p PROFILE... or --ssh ALIAS,..., not several")
+    if ssh:
+        group = ssh_group(ssh)
+    elif args.group:
         group = load_group(args.group, read_only=args.read_only)
     elif named:
         group = adhoc_group(named, read_only=args.read_only)
     else:
         raise UsageError(
             "fleet: name a host group with -g GROUP "
-            "(or -p PROFILE..., --demo N, or --prometheus URL)"
+            "(or -p PROFILE..., --ssh ALIAS,..., --demo N, or --prometheus URL)"
         )
     return probes_for(group.members), None
 
