@@ -29,8 +29,15 @@ from tui.sim.box import SimBox
 UNIT = "vllm.service"
 SYSTEMCTL_SHIM = """#!/bin/sh
 # Stand-in for systemctl on a simulated box: `show` answers from the box folder.
+# start/stop/restart change that state (and are logged in systemctl.calls).
 case "$1" in
   show) cat "$FLEET_BOX_DIR/unit.show" ;;
+  stop) echo "$*" >> "$FLEET_BOX_DIR/systemctl.calls"
+    sed -i 's/^ActiveState=.*/ActiveState=inactive/; s/^SubState=.*/SubState=dead/' \
+      "$FLEET_BOX_DIR/unit.show" ;;
+  start|restart) echo "$*" >> "$FLEET_BOX_DIR/systemctl.calls"
+    sed -i 's/^ActiveState=.*/ActiveState=active/; s/^SubState=.*/SubState=running/' \
+      "$FLEET_BOX_DIR/unit.show" ;;
   *) echo "systemctl shim: unsupported: $*" >&2; exit 1 ;;
 esac
 """
