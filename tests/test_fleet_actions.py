@@ -39,6 +39,7 @@ from tui.fleet.actions import (
 )
 from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
 from tui.fleet.groups import load_group
+from tui.hosts.ssh import SSHHost
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.fleet import FleetApp
 from tui.screens.kill_confirm import KillConfirmScreen
@@ -286,3 +287,30 @@ async def test_cleanup_ends_a_real_leftover_on_the_host(
             await plan_cleanup(box.name, _deck(ro, box.name).deck)
         finally:
             await ro.close()
+
+
+async def test_a_host_too_busy_to_start_a_session_is_slow_not_lost(
+    two_boxes: SshdFleet, tmp_path: Path
+) -> None:
+    """Sessions that do not start within the connect timeout: `slow`, last figures kept."""
+    from tui.fleet.view import host_state
+
+    box = two_boxes.hosts[0]  # loading
+    collector = _collector(two_boxes, tmp_path)
+    probe = _deck(collector, box.name)
+    flag = box.box_dir / "slow-login"
+    try:
+        first = await asyncio.wait_for(probe.poll(), 60)
+        assert host_state(first) == "loading" and first.reachable, first.error
+        flag.write_text("8")  # longer than the profile's connect_timeout_s (5)
+        slow = await asyncio.wait_for(probe.poll(), 60)
+        assert host_state(slow) == "slow", slow.error
+        assert slow.error and "did not start within 5 s" in slow.error
+        assert slow.phase == first.phase and slow.shards_total == first.shards_total
+        assert isinstance(probe.deck.host, SSHHost) and probe.deck.host.connected
+        flag.unlink()
+        again = await asyncio.wait_for(probe.poll(), 60)
+        assert host_state(again) == "loading" and again.error is None, again.error
+    finally:
+        flag.unlink(missing_ok=True)
+        await collector.close()
