@@ -227,3 +227,47 @@ def test_import_ssh_cli_pattern_and_no_match(
     result = run(env, "profiles", "import-ssh", "zzz*", "--dir", str(folder))
     assert result.returncode != 0
     assert "no Host entry matches 'zzz*'" in result.stderr and "Traceback" not in result.stderr
+
+
+async def test_console_on_an_alias_with_no_profile_is_read_only_over_the_jump(
+    ssh_home: Path,
+    tmp_path: Path,
+) -> None:
+    """`servedeck --ssh box-b`: the console reaches the box through ProxyJump, read-only."""
+    from tui.app import ServedeckApp
+    from tui.deck import open_deck
+    from tui.fleet.groups import ssh_alias_profile
+
+    profile = ssh_alias_profile("box-b")
+    assert profile.read_only and " via " in profile.host.route
+    deck = open_deck(profile)
+    app = ServedeckApp(deck.profile, deck)
+    async with app.run_test(size=(140, 40)) as pilot:
+        header = app.query_one("#header")
+        for _ in range(600):
+            if header.connection_state == "connected":  # type: ignore[attr-defined]
+                break
+            await pilot.pause(0.05)
+        assert header.connection_state == "connected"  # type: ignore[attr-defined]
+        assert header.route.startswith("box-b (")  # type: ignore[attr-defined]
+
+
+def test_ssh_option_usage_errors_are_one_line(cli_env: dict[str, str]) -> None:  # noqa: F811
+    for spec in ("a,,b", "a,a", "bad name"):
+        result = run(cli_env, "--ssh", spec)
+        assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "--ssh" in result.stderr
+
+
+def test_doctor_shows_the_resolved_route_and_where_each_value_came_from(
+    ssh_home: Path,
+    tmp_path: Path,
+    cli_env: dict[str, str],  # noqa: F811
+) -> None:
+    path = alias_profile(tmp_path, "two", "two-hop", 'user = "root"\n')
+    result = run({**cli_env, "HOME": str(ssh_home)}, "doctor", "-p", str(path))
+    out = result.stdout
+    assert "ssh alias 'two-hop' -> two-hop (root@127.0.0.1:" in out, out + result.stderr
+    assert "user: profile" in out, out
+    assert "hostname: ssh config" in out and str(ssh_home / ".ssh" / "config") in out, out
+    assert "ProxyJump hop-a,hop-b" in out and "Traceback" not in result.stderr

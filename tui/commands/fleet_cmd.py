@@ -134,3 +134,18 @@ def open_group(group: str, *, read_only: bool = False) -> int:
         group=group, demo=None, json=False, timeout=None, read_only=read_only, prometheus=None
     )
     return run_fleet(args)
+
+
+def open_ssh(spec: str) -> int:
+    """`servedeck --ssh ALIAS`: the console on an ssh config alias (read-only); several: the fleet."""
+    from tui.fleet.groups import ssh_alias_profile, ssh_group
+
+    if "," in spec:
+        args = argparse.Namespace(
+            group=None, demo=None, json=False, timeout=None, read_only=True, ssh=spec
+        )
+        return run_fleet(args)
+    ssh_group(spec)  # the same checks of the name as for several
+    from tui.console import run_console
+
+    return run_console(ssh_alias_profile(spec))

@@ -151,13 +151,13 @@ def resolve_alias(config: HostConfig, config_paths: Sequence[Path] | None = None
         "connect_timeout_s": entry.connect_timeout_s,
     }
     changes: dict[str, object] = {}
-    origins: list[tuple[str, str]] = []
+    origins: list[tuple[str, str]] = [("ssh config", where)]
     for key, value in values.items():
         if key in explicit:
             origins.append((key, "profile"))
         elif value is not None:
             changes[key] = value
-            origins.append((key, where))
+            origins.append((key, "ssh config"))
         elif key == "hostname":
             changes[key] = alias  # `ssh nosuch` tries the alias itself as the host name
             origins.append((key, "the alias itself (no HostName in the ssh config)"))
@@ -166,9 +166,9 @@ def resolve_alias(config: HostConfig, config_paths: Sequence[Path] | None = None
     if "jump" in explicit:
         origins.append(("jump", "profile"))
     elif jumps:
-        origins.append(("jump", f"{where} (ProxyJump {entry.proxy_jump})"))
+        origins.append(("jump", f"ssh config (ProxyJump {entry.proxy_jump})"))
     if known:
-        origins.append(("known_hosts", f"{where} (UserKnownHostsFile)"))
+        origins.append(("known_hosts", "ssh config (UserKnownHostsFile), then the usual files"))
     return replace(
         config,
         kind="ssh",
