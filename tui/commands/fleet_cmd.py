@@ -10,6 +10,7 @@ import time
 from tui.cli import run_async
 from tui.errors import UsageError
 from tui.fleet.collector import FleetCollector, HostProbe
+from tui.fleet.model import FleetRow
 
 JSON_TIMEOUT_S = 20.0
 MAX_DEMO_HOSTS = 100
@@ -40,6 +41,11 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         help="hosts named as in ~/.ssh/config, without profiles (read-only)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON list and exit")
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print one Markdown summary of the fleet (a host table, then each host) and exit",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -89,7 +95,7 @@ def probes_from_args(args: argparse.Namespace) -> tuple[list[HostProbe], object 
     return probes_for(group.members), None
 
 
-async def collect_json(args: argparse.Namespace) -> list[dict[str, object]]:
+async def collect_rows(args: argparse.Namespace) -> list[FleetRow]:
     probes, demo = probes_from_args(args)
     collector = FleetCollector(probes, host_timeout_s=args.timeout or JSON_TIMEOUT_S)
     try:
@@ -98,7 +104,18 @@ async def collect_json(args: argparse.Namespace) -> list[dict[str, object]]:
         await collector.close()
         if demo is not None:
             demo.close()  # type: ignore[attr-defined]
-    return [row.to_json() for row in rows]
+    return rows
+
+
+async def collect_json(args: argparse.Namespace) -> list[dict[str, object]]:
+    return [row.to_json() for row in await collect_rows(args)]
+
+
+def _title(args: argparse.Namespace) -> str:
+    """The fleet's name in the summary: the group, `demo`, or `hosts` for an ad-hoc one."""
+    if args.group:
+        return str(args.group)
+    return "demo" if args.demo is not None else "hosts"
 
 
 def run_fleet(args: argparse.Namespace) -> int:
@@ -106,6 +123,13 @@ def run_fleet(args: argparse.Namespace) -> int:
         from tui.commands import fleet_prom_cmd
 
         return fleet_prom_cmd.run_fleet(args)
+    if getattr(args, "markdown", False):
+        from tui.fleet.summary import fleet_markdown
+
+        rows = run_async(lambda: collect_rows(args))
+        assert isinstance(rows, list)
+        print(fleet_markdown(rows, _title(args)), end="")
+        return 0 if all(row.reachable for row in rows) else 1
     if args.json:
         started = time.monotonic()
         rows = run_async(lambda: collect_json(args))
@@ -121,7 +145,10 @@ def run_fleet(args: argparse.Namespace) -> int:
     probes, demo = probes_from_args(args)
     try:
         return run_fleet_console(
-            probes, host_timeout_s=args.timeout or 4.0, read_only=args.read_only
+            probes,
+            host_timeout_s=args.timeout or 4.0,
+            read_only=args.read_only,
+            title=_title(args),
         )
     finally:
         if demo is not None:

@@ -72,6 +72,7 @@ class FleetApp(App[str | None]):
         Binding("R", "fleet_service('restart')", "Restart", tooltip="Restart the host's unit"),
         Binding("X", "fleet_service('stop')", "Stop", tooltip="Stop the host's unit (asks first)"),
         Binding("K", "fleet_cleanup", "Clean up", tooltip="End the host's leftover GPU processes"),
+        Binding("E", "export_summary", "Export", tooltip="Write the fleet's Markdown summary"),
         Binding("escape", "clear_filter", "Clear", show=False),
         Binding("q", "quit_fleet", "Quit", tooltip="Leave the fleet"),
     ]
@@ -82,6 +83,7 @@ class FleetApp(App[str | None]):
         *,
         rows: Sequence[FleetRow] = (),
         interval_s: float = BASE_INTERVAL_S,
+        title: str = "",
     ) -> None:
         super().__init__()
         self.collector = collector
@@ -95,6 +97,7 @@ class FleetApp(App[str | None]):
         self._selected_note = ""
         self._shown = 0
         self.last_action = ""
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first refresh…", id="summary")
@@ -215,6 +218,26 @@ class FleetApp(App[str | None]):
     def action_quit_fleet(self) -> None:
         self.exit(None)
 
+    def action_export_summary(self) -> None:
+        """The rows on screen as one Markdown file in the current folder (never overwrites)."""
+        from tui.audit import append_audit
+        from tui.fleet.summary import fleet_markdown
+        from tui.summary.export import export_summary
+
+        if not self.rows:
+            self.notify("no rows yet: nothing to export", markup=False)
+            return
+        title = self.title_text or "fleet"
+        try:
+            path = export_summary(fleet_markdown(self.rows, title), f"fleet-{title}")
+        except ServedeckError as error:
+            append_audit("summary.export_failed", "fleet", {"error": str(error)})
+            self.notify(f"fleet summary not written: {error}", severity="error", markup=False)
+            return
+        append_audit("summary.export", "fleet", {"path": str(path), "hosts": len(self.rows)})
+        self.last_action = f"wrote {path}"
+        self.notify(f"fleet summary written to {path}", markup=False)
+
     # -- actions on the selected host: planned, confirmed, re-checked, audited --------------
 
     def _selected_deck(self, what: str) -> tuple[str, Deck] | None:
@@ -317,14 +340,18 @@ class FleetApp(App[str | None]):
 
 
 async def fleet_console(
-    collector: FleetCollector, *, read_only: bool = False, interval_s: float = BASE_INTERVAL_S
+    collector: FleetCollector,
+    *,
+    read_only: bool = False,
+    interval_s: float = BASE_INTERVAL_S,
+    title: str = "",
 ) -> int:
     """The fleet, then a host's console, then the fleet again, until the operator quits."""
     from tui.app import ServedeckApp
 
     rows: list[FleetRow] = []
     while True:
-        app = FleetApp(collector, rows=rows, interval_s=interval_s)
+        app = FleetApp(collector, rows=rows, interval_s=interval_s, title=title)
         chosen = await app.run_async()
         rows = app.rows
         if not chosen:
@@ -351,12 +378,16 @@ async def _deck_for(probe: HostProbe | None, read_only: bool) -> Deck | None:
 
 
 def run_fleet_console(
-    probes: Sequence[HostProbe], *, host_timeout_s: float = 4.0, read_only: bool = False
+    probes: Sequence[HostProbe],
+    *,
+    host_timeout_s: float = 4.0,
+    read_only: bool = False,
+    title: str = "",
 ) -> int:
     async def main() -> int:
         collector = FleetCollector(probes, host_timeout_s=host_timeout_s)
         try:
-            return await fleet_console(collector, read_only=read_only)
+            return await fleet_console(collector, read_only=read_only, title=title)
         finally:
             await collector.close()
 
