@@ -424,7 +424,9 @@ def _host(table: _Table) -> HostConfig:
         keepalive_s=table.number("keepalive_s", 15.0, minimum=0, maximum=3600),
         max_sessions=table.number("max_sessions", 8, minimum=1, maximum=64, integer=True),
         ssh_alias=alias,
-        explicit_keys=tuple(key for key in (*_ALIAS_KEYS, "connect_timeout_s") if table.has(key)),
+        explicit_keys=tuple(
+            key for key in (*_ALIAS_KEYS, "connect_timeout_s") if alias and table.has(key)
+        ),
     )
     if kind == "ssh" and not config.hostname and not alias:
         table.problem(
