@@ -79,6 +79,7 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
     probe = argparse.ArgumentParser(prog="servedeck", add_help=False, parents=[common_options()])
     probe.add_argument("--version", action="store_true")
     probe.add_argument("-g", "--group")
+    probe.add_argument("--ssh")
     commands = probe.add_subparsers(dest="command")
     for name in COMMAND_MODULES:
         commands.add_parser(name, add_help=False)
@@ -106,6 +107,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "-g", "--group", metavar="GROUP", help="open the Fleet pane on a host group"
     )
+    parser.add_argument(
+        "--ssh",
+        metavar="ALIAS[,ALIAS...]",
+        help="open a ~/.ssh/config alias with no profile (read-only; several: the fleet)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in _wanted_modules(argv):
         importlib.import_module(module_name).add_parser(subparsers, common)
@@ -118,6 +124,10 @@ def _open_console(args: argparse.Namespace) -> int:
         from tui.commands.fleet_cmd import open_group
 
         return open_group(args.group, read_only=args.read_only)
+    if getattr(args, "ssh", None):  # `servedeck --ssh kimi`: an alias, no profile
+        from tui.commands.fleet_cmd import open_ssh
+
+        return open_ssh(args.ssh)
     from tui.console import open_console
 
     return open_console(args)

@@ -72,12 +72,22 @@ class HostConfig:
     connect_timeout_s: float = 10.0
     keepalive_s: float = 15.0
     max_sessions: int = 8
+    # An OpenSSH config alias (`ssh_alias = "kimi"`): what the profile leaves out is read
+    # from ~/.ssh/config when the profile is loaded (tui.hosts.ssh_config).
+    ssh_alias: str | None = None
+    explicit_keys: tuple[str, ...] = ()  # [host] keys the profile gave itself (they win)
+    origins: tuple[tuple[str, str], ...] = ()  # (key, where its value came from)
+    ssh_known_hosts: tuple[str, ...] = ()  # UserKnownHostsFile from the ssh config
+    alias_error: str | None = None  # the alias could not be read: every connect says why
 
     @property
     def label(self) -> str:
         if self.kind != "ssh":
             return self.kind
-        return JumpHost(self.hostname or "?", self.port, self.user).label
+        if self.ssh_alias and self.hostname in (None, self.ssh_alias):
+            return JumpHost(self.ssh_alias, self.port, self.user).label
+        label = JumpHost(self.hostname or "?", self.port, self.user).label
+        return f"{self.ssh_alias} ({label})" if self.ssh_alias else label
 
     @property
     def route(self) -> str:
@@ -380,9 +390,17 @@ class _Table:
 
 TomlTable = _Table  # the public name, for other servedeck TOML files (fleet groups)
 
+_ALIAS_KEYS = ("hostname", "port", "user", "identity_file", "known_hosts", "jump")
+_ALIAS_NAME = re.compile(r"^[A-Za-z0-9_.@:%+-][A-Za-z0-9_.@:%+\[\]-]*$")
+
 
 def _host(table: _Table) -> HostConfig:
-    kind = table.string("kind", "local", choices=HOST_KINDS) or "local"
+    alias = table.string(
+        "ssh_alias", pattern=_ALIAS_NAME, expected="a Host name from ~/.ssh/config"
+    )
+    kind = table.string("kind", "ssh" if alias else "local", choices=HOST_KINDS) or "local"
+    if alias and kind != "ssh":
+        table.problem("ssh_alias", f'needs kind = "ssh" (or no kind key), got kind = "{kind}"')
     jumps = []
     for hop in table.tables("jump"):
         jumps.append(
@@ -407,9 +425,15 @@ def _host(table: _Table) -> HostConfig:
         connect_timeout_s=table.number("connect_timeout_s", 10.0, minimum=1, maximum=300),
         keepalive_s=table.number("keepalive_s", 15.0, minimum=0, maximum=3600),
         max_sessions=table.number("max_sessions", 8, minimum=1, maximum=64, integer=True),
+        ssh_alias=alias,
+        explicit_keys=tuple(
+            key for key in (*_ALIAS_KEYS, "connect_timeout_s") if alias and table.has(key)
+        ),
     )
-    if kind == "ssh" and not config.hostname:
-        table.problem("hostname", 'expected a host name or address when kind = "ssh"')
+    if kind == "ssh" and not config.hostname and not alias:
+        table.problem(
+            "hostname", 'expected a host name or address (or ssh_alias) when kind = "ssh"'
+        )
     _check_jump_chain(table, config)
     table.finish()
     return config
@@ -772,6 +796,10 @@ def load_profile_file(path: Path) -> Profile:
         more = f" (and {len(problems) - 1} more problem(s); run `servedeck profiles check {path}`)"
         raise ProfileError(problems[0] + (more if len(problems) > 1 else ""))
     assert profile is not None
+    if profile.host.ssh_alias:  # HostName, User, ProxyJump ... as `ssh ALIAS` would use them
+        from tui.hosts.ssh_config import resolve_alias
+
+        profile = replace(profile, host=resolve_alias(profile.host))
     return profile
 
 

@@ -29,10 +29,24 @@ from tui.sim.box import SimBox
 UNIT = "vllm.service"
 SYSTEMCTL_SHIM = """#!/bin/sh
 # Stand-in for systemctl on a simulated box: `show` answers from the box folder.
+# start/stop/restart change that state (and are logged in systemctl.calls).
 case "$1" in
   show) cat "$FLEET_BOX_DIR/unit.show" ;;
+  stop) echo "$*" >> "$FLEET_BOX_DIR/systemctl.calls"
+    sed -i 's/^ActiveState=.*/ActiveState=inactive/; s/^SubState=.*/SubState=dead/' \
+      "$FLEET_BOX_DIR/unit.show" ;;
+  start|restart) echo "$*" >> "$FLEET_BOX_DIR/systemctl.calls"
+    sed -i 's/^ActiveState=.*/ActiveState=active/; s/^SubState=.*/SubState=running/' \
+      "$FLEET_BOX_DIR/unit.show" ;;
   *) echo "systemctl shim: unsupported: $*" >&2; exit 1 ;;
 esac
+"""
+
+
+# bash reads $BASH_ENV before each `bash -c` sshd starts: with the box's `slow-login` file
+# present, every new session waits that many seconds first (a box too busy to start one).
+BASH_ENV_SCRIPT = """# servedeck test: a slow session start on demand
+if [ -e "$FLEET_BOX_DIR/slow-login" ]; then sleep "$(cat "$FLEET_BOX_DIR/slow-login")"; fi
 """
 
 
@@ -128,6 +142,7 @@ def start_fleet(
     shims = root / "bin"
     shims.mkdir()
     _shim(shims / "systemctl", SYSTEMCTL_SHIM)
+    (root / "bash_env").write_text(BASH_ENV_SCRIPT)
     # The captured-output nvidia-smi, printing once a second like `-lms 1000` (not 5 Hz).
     _shim(shims / "nvidia-smi", FAKE_SMI.replace("sleep 0.2", "sleep 1"))
     jump = JumpHost("127.0.0.1", pair.first.port, pair.user, str(pair.client_key))
@@ -163,7 +178,8 @@ def start_fleet(
             with (server.root / "sshd_config").open("a") as config:
                 config.write(
                     f"SetEnv PATH={shims}:/usr/local/bin:/usr/bin:/bin "
-                    f"FLEET_BOX_DIR={box_dir} FAKE_SMI_DIR={box_dir}\n"
+                    f"FLEET_BOX_DIR={box_dir} FAKE_SMI_DIR={box_dir} "
+                    f"BASH_ENV={root / 'bash_env'}\n"
                 )
             server.start()
             url = serving_url if kind == "serving" else "http://127.0.0.1:9"

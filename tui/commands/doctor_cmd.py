@@ -67,6 +67,11 @@ def _doctor(args: argparse.Namespace) -> int:
     checks = asyncio.run(_run())
     where = "simulator" if profile.is_demo else profile.host.route
     print(hanging("servedeck doctor: ", f"profile {profile.name} ({where})"))
+    if profile.host.ssh_alias:  # the route ~/.ssh/config gave, and where each value came from
+        from tui.hosts.ssh_config import route_report
+
+        for line in route_report(profile.host):
+            print(hanging("  ", line))
     for check in checks:
         print(format_check(check))
     ready, verdict = doctor_verdict(checks)

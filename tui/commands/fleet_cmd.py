@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from tui.cli import run_async
 from tui.errors import UsageError
 from tui.fleet.collector import FleetCollector, HostProbe
+from tui.fleet.model import FleetRow
 
 if TYPE_CHECKING:
     from tui.fleet.prometheus import PromFleetConfig
@@ -38,7 +39,17 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         default=argparse.SUPPRESS,
         help="a profile to include (repeat it; an ad-hoc group without a group file)",
     )
+    parser.add_argument(
+        "--ssh",
+        metavar="ALIAS[,ALIAS...]",
+        help="hosts named as in ~/.ssh/config, without profiles (read-only)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON list and exit")
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print one Markdown summary of the fleet (a host table, then each host) and exit",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -67,25 +78,28 @@ def probes_from_args(args: argparse.Namespace) -> tuple[list[HostProbe], object 
         demo = DemoFleet(args.demo)
         return demo.probes, demo
     from tui.fleet.collector import probes_for
-    from tui.fleet.groups import adhoc_group, load_group
+    from tui.fleet.groups import adhoc_group, load_group, ssh_group
 
     named = getattr(args, "profile", None) or []
     named = [named] if isinstance(named, str) else named  # `servedeck -p X fleet`
-    if args.group and named:
-        raise UsageError("give either -g GROUP or -p PROFILE..., not both")
-    if args.group:
+    ssh = getattr(args, "ssh", None)
+    if sum(bool(source) for source in (args.group, named, ssh)) > 1:
+        raise UsageError("give one of -g GROUP, -p PROFILE... or --ssh ALIAS,..., not several")
+    if ssh:
+        group = ssh_group(ssh)
+    elif args.group:
         group = load_group(args.group, read_only=args.read_only)
     elif named:
         group = adhoc_group(named, read_only=args.read_only)
     else:
         raise UsageError(
             "fleet: name a host group with -g GROUP "
-            "(or -p PROFILE..., --demo N, or --prometheus URL)"
+            "(or -p PROFILE..., --ssh ALIAS,..., --demo N, or --prometheus URL)"
         )
     return probes_for(group.members), None
 
 
-async def collect_json(args: argparse.Namespace) -> list[dict[str, object]]:
+async def collect_rows(args: argparse.Namespace) -> list[FleetRow]:
     probes, demo = probes_from_args(args)
     collector = FleetCollector(probes, host_timeout_s=args.timeout or JSON_TIMEOUT_S)
     try:
@@ -94,7 +108,18 @@ async def collect_json(args: argparse.Namespace) -> list[dict[str, object]]:
         await collector.close()
         if demo is not None:
             demo.close()  # type: ignore[attr-defined]
-    return [row.to_json() for row in rows]
+    return rows
+
+
+async def collect_json(args: argparse.Namespace) -> list[dict[str, object]]:
+    return [row.to_json() for row in await collect_rows(args)]
+
+
+def _title(args: argparse.Namespace) -> str:
+    """The fleet's name in the summary: the group, `demo`, or `hosts` for an ad-hoc one."""
+    if args.group:
+        return str(args.group)
+    return "demo" if args.demo is not None else "hosts"
 
 
 def _wants_prometheus(args: argparse.Namespace) -> bool:
@@ -104,7 +129,12 @@ def _wants_prometheus(args: argparse.Namespace) -> bool:
 
 
 def _names_ssh_hosts(args: argparse.Namespace) -> bool:
-    return bool(args.group or getattr(args, "profile", None) or args.demo is not None)
+    return bool(
+        args.group
+        or getattr(args, "profile", None)
+        or getattr(args, "ssh", None)
+        or args.demo is not None
+    )
 
 
 def _group_prometheus(args: argparse.Namespace) -> PromFleetConfig | None:
@@ -133,6 +163,13 @@ def run_fleet(args: argparse.Namespace) -> int:
         if args.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
             return fleet_prom_cmd.run_fleet(args, config or group_config)
         prometheus = config or group_config
+    elif getattr(args, "markdown", False):
+        from tui.fleet.summary import fleet_markdown
+
+        rows = run_async(lambda: collect_rows(args))
+        assert isinstance(rows, list)
+        print(fleet_markdown(rows, _title(args)), end="")
+        return 0 if all(row.reachable for row in rows) else 1
     if args.json:
         started = time.monotonic()
         rows = run_async(lambda: collect_json(args))
@@ -155,6 +192,7 @@ def run_fleet(args: argparse.Namespace) -> int:
             host_timeout_s=args.timeout or 4.0,
             read_only=args.read_only,
             prometheus=prometheus,
+            title=_title(args),
         )
     finally:
         if demo is not None:
@@ -167,3 +205,18 @@ def open_group(group: str, *, read_only: bool = False) -> int:
         group=group, demo=None, json=False, timeout=None, read_only=read_only, prometheus=None
     )
     return run_fleet(args)
+
+
+def open_ssh(spec: str) -> int:
+    """`servedeck --ssh ALIAS`: the console on an ssh config alias (read-only); several: the fleet."""
+    from tui.fleet.groups import ssh_alias_profile, ssh_group
+
+    if "," in spec:
+        args = argparse.Namespace(
+            group=None, demo=None, json=False, timeout=None, read_only=True, ssh=spec
+        )
+        return run_fleet(args)
+    ssh_group(spec)  # the same checks of the name as for several
+    from tui.console import run_console
+
+    return run_console(ssh_alias_profile(spec))

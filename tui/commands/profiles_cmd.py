@@ -28,6 +28,16 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         "--dir", type=Path, default=None, help="folder to write into (default: user config dir)"
     )
     init.set_defaults(func=_init)
+    imports = actions.add_parser(
+        "import-ssh",
+        help="write profiles and a group from ~/.ssh/config's Host entries (never overwrites)",
+    )
+    imports.add_argument("pattern", nargs="?", default="*", help="Host names to take (glob)")
+    imports.add_argument("--group", default="ssh", help="the group file to write (default: ssh)")
+    imports.add_argument(
+        "--dir", type=Path, default=None, help="folder to write into (default: user config dir)"
+    )
+    imports.set_defaults(func=_import_ssh)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -79,4 +89,13 @@ def _check(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> int:
     path = init_profile(args.name, args.dir)
     print(f"wrote {path}")
+    return 0
+
+
+def _import_ssh(args: argparse.Namespace) -> int:
+    from tui.fleet.ssh_import import import_ssh_hosts
+
+    report = import_ssh_hosts(args.pattern, folder=args.dir, group=args.group)
+    for line in report.lines:
+        print(line)
     return 0

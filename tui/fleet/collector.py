@@ -75,6 +75,7 @@ class DeckProbe:
         self._metrics: MetricsPoller | None = None
         self._metrics_url = ""
         self._leftovers_at: tuple[float, int] | None = None
+        self._last: FleetRow | None = None
         self.step_s: dict[str, float] = {}  # how long each part of the last poll took
 
     def _took(self, step: str, started: float) -> float:
@@ -83,12 +84,30 @@ class DeckProbe:
         return now
 
     async def poll(self) -> FleetRow:
+        row = await self._poll()
+        self._last = row
+        return row
+
+    def _slow_row(self, took_s: float, errors: list[str]) -> FleetRow:
+        """Connected but too slow to answer: the last row's figures, marked slow (not lost)."""
+        base = self._last or self._base
+        detail = errors[0] if errors else "timed out"
+        return replace(
+            base,
+            reachable=False,
+            error=f"{self.name}: no answer for {took_s:.1f} s (slow: {detail})",
+        )
+
+    async def _poll(self) -> FleetRow:
         errors: list[str] = []
         reachable = True
+        timed_out = False
+        started = time.monotonic()
 
         def failed(error: ServedeckError) -> None:
-            nonlocal reachable
+            nonlocal reachable, timed_out
             errors.append(str(error))
+            timed_out = timed_out or isinstance(error, CommandTimeout)
             if isinstance(error, HostError) and not isinstance(error, CommandTimeout):
                 reachable = False
 
@@ -105,6 +124,8 @@ class DeckProbe:
         mark = self._took("unit+log+gpus", mark)
         if not reachable:  # the connection is down: the rest would fail the same way
             return build_row(replace(self._base, reachable=False), errors=tuple(errors))
+        if timed_out and unit is None and progress is None:  # a busy host, not a lost one
+            return self._slow_row(time.monotonic() - started, errors)
         readiness, metrics = await self._http(progress, failed)
         mark = self._took("http", mark)
         leftovers = None

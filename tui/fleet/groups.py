@@ -151,3 +151,31 @@ def adhoc_group(refs: list[str], read_only: bool = False) -> FleetGroup:
             profile = replace(profile, read_only=True)
         members.append(FleetMember(profile))
     return FleetGroup("profiles", None, tuple(members))
+
+
+def ssh_alias_profile(alias: str) -> Profile:
+    """A read-only profile for an ssh config alias with no profile (`--ssh kimi`)."""
+    from tui.config import HostConfig
+    from tui.hosts.ssh_config import resolve_alias
+
+    host = resolve_alias(HostConfig(kind="ssh", ssh_alias=alias))
+    return Profile(name=alias, read_only=True, host=host)
+
+
+def ssh_group(spec: str) -> FleetGroup:
+    """A group of ssh config aliases named on the command line (`fleet --ssh a,b`)."""
+    names = [name.strip() for name in spec.split(",")]
+    if not all(names):
+        raise ProfileError(f"--ssh {spec!r}: expected ALIAS[,ALIAS...] with no empty name")
+    seen: set[str] = set()
+    members = []
+    for name in names:
+        if name in seen:
+            raise ProfileError(f"--ssh: alias {name!r} is named twice")
+        if len(name) > 255 or any(c.isspace() or c in "'\"\\," for c in name):
+            raise ProfileError(f"--ssh: {name!r} is not an ssh config alias")
+        seen.add(name)
+        members.append(FleetMember(ssh_alias_profile(name)))
+    if len(members) > MAX_GROUP_HOSTS:
+        raise ProfileError(f"--ssh: {len(members)} hosts, over the {MAX_GROUP_HOSTS} limit")
+    return FleetGroup("ssh", None, tuple(members))

@@ -183,7 +183,13 @@ class SSHHost:
             remote.pgid = await asyncio.wait_for(
                 self._read_pgid(process), self.config.connect_timeout_s
             )
-        except (TimeoutError, OSError, asyncssh.Error):
+        except TimeoutError:  # the connection is up but slow to start a session (busy box)
+            await self._end(remote)
+            raise CommandTimeout(
+                self._route,
+                f"{argv[0]}: the command did not start within {self.config.connect_timeout_s:g} s",
+            ) from None
+        except (OSError, asyncssh.Error):
             await self._end(remote)
             raise HostError(self._route, f"{argv[0]}: the command did not start") from None
         except asyncio.CancelledError:

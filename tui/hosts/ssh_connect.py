@@ -40,7 +40,13 @@ def route_hops(config: HostConfig) -> tuple[JumpHost, ...]:
 def known_hosts_files(config: HostConfig) -> list[Path]:
     """Where trusted keys are looked up: the profile's file, ~/.ssh's, servedeck's own."""
     files = [Path(config.known_hosts).expanduser()] if config.known_hosts else []
-    return [*files, Path.home() / ".ssh" / "known_hosts", paths.known_hosts_path()]
+    from_ssh_config = [Path(name).expanduser() for name in config.ssh_known_hosts]
+    return [
+        *files,
+        *from_ssh_config,
+        Path.home() / ".ssh" / "known_hosts",
+        paths.known_hosts_path(),
+    ]
 
 
 def load_known_hosts(config: HostConfig) -> asyncssh.SSHKnownHosts:
@@ -102,6 +108,8 @@ def describe_error(error: BaseException, timeout_s: float) -> str:
         return f"cannot open a session: {error.reason}"
     if isinstance(error, socket.gaierror):
         return f"cannot resolve the host name: {error.strerror}"
+    if isinstance(error, OSError) and "getaddrinfo" in str(error):
+        return f"cannot resolve the host name: {error}"
     if isinstance(error, OSError):
         return f"cannot connect: {error.strerror or error}"
     return str(error) or type(error).__name__
@@ -168,7 +176,7 @@ async def diagnose_host_key(
 
 def _connect_options(config: HostConfig, hop: JumpHost) -> dict[str, Any]:
     options: dict[str, Any] = {
-        "config": None,  # the profile says everything; ~/.ssh/config would surprise
+        "config": None,  # the profile says everything (an ssh_alias was resolved on load)
         "connect_timeout": config.connect_timeout_s,
         "keepalive_interval": config.keepalive_s,
         "keepalive_count_max": 3,
@@ -203,7 +211,20 @@ async def connect_hop(
         raise await diagnose_host_key(config, hop, tunnel, known, profile_ref) from None
     except (OSError, asyncssh.Error, ValueError) as error:
         message = describe_error(error, config.connect_timeout_s)
+        if config.ssh_alias == hop.hostname and message.startswith("cannot resolve"):
+            message = (
+                f"ssh alias {config.ssh_alias!r} has no HostName in the ssh config and "
+                f"{message[0].lower()}{message[1:]}"
+            )
         raise HostError(config.route, f"{_hop_prefix(config, hop)}{message}") from None
+
+
+def check_ssh_target(config: HostConfig) -> None:
+    """An SSH profile with somewhere to go, or HostError (one line)."""
+    if config.alias_error:
+        raise HostError(config.route, config.alias_error)
+    if config.kind != "ssh" or not config.hostname:
+        raise HostError(config.route, 'not an SSH host (expected kind = "ssh" and a hostname)')
 
 
 async def close_all(connections: Sequence[Connection]) -> None:
@@ -219,8 +240,7 @@ async def close_all(connections: Sequence[Connection]) -> None:
 
 async def connect_chain(config: HostConfig, profile_ref: str) -> list[Connection]:
     """Connect every hop through the previous one; the last connection is the target."""
-    if config.kind != "ssh" or not config.hostname:
-        raise HostError(config.route, 'not an SSH host (expected kind = "ssh" and a hostname)')
+    check_ssh_target(config)
     known = await asyncio.to_thread(load_known_hosts, config)
     connections: list[Connection] = []
     try:
@@ -241,8 +261,7 @@ async def trust_route(config: HostConfig, confirm: Confirm, profile_ref: str) ->
 
     A changed key is refused, never replaced. Returns one report line per hop.
     """
-    if config.kind != "ssh" or not config.hostname:
-        raise HostError(config.route, 'not an SSH host (expected kind = "ssh" and a hostname)')
+    check_ssh_target(config)
     store = paths.known_hosts_path()
     report: list[str] = []
     connections: list[Connection] = []

@@ -22,6 +22,8 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from tui.app.console_workers import WorkerFailed, console_worker
 from tui.deck import Deck
+from tui.errors import ServedeckError
+from tui.fleet.actions import CleanupPlan, ServicePlan, plan_cleanup, plan_service
 from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
 from tui.fleet.feed import FleetRowSource
 from tui.fleet.history import HostHistory
@@ -50,6 +52,22 @@ class FleetHistoryFetched(Message):
     history: HostHistory
 
 
+@dataclass
+class FleetPlanned(Message):
+    """A fleet action is planned (host re-read): the app asks the operator now."""
+
+    plan: ServicePlan | CleanupPlan
+
+
+@dataclass
+class FleetActionDone(Message):
+    """What a confirmed fleet action did, in one line (also in the audit log)."""
+
+    host: str
+    text: str
+    ok: bool
+
+
 class FleetApp(App[str | None]):
     """Rows, sort, `/` filter and a summary line; exits with the host chosen by Enter."""
 
@@ -67,6 +85,10 @@ class FleetApp(App[str | None]):
         Binding("slash", "filter", "Filter", tooltip="Filter by name, label or state"),
         Binding("s", "sort_next", "Sort", tooltip="Sort by the next column"),
         Binding("r", "reverse", "Reverse", tooltip="Reverse the sort order"),
+        Binding("R", "fleet_service('restart')", "Restart", tooltip="Restart the host's unit"),
+        Binding("X", "fleet_service('stop')", "Stop", tooltip="Stop the host's unit (asks first)"),
+        Binding("K", "fleet_cleanup", "Clean up", tooltip="End the host's leftover GPU processes"),
+        Binding("E", "export_summary", "Export", tooltip="Write the fleet's Markdown summary"),
         Binding("escape", "clear_filter", "Clear", show=False),
         Binding("q", "quit_fleet", "Quit", tooltip="Leave the fleet"),
     ]
@@ -79,6 +101,7 @@ class FleetApp(App[str | None]):
         interval_s: float = BASE_INTERVAL_S,
         history: PrometheusHistory | None = None,
         history_every_s: float = HISTORY_EVERY_S,
+        title: str = "",
     ) -> None:
         super().__init__()
         self.collector = collector
@@ -97,6 +120,8 @@ class FleetApp(App[str | None]):
         self._selected_note = ""
         self._refused: tuple[str, str] | None = None  # (host, why Enter opened nothing)
         self._shown = 0
+        self.last_action = ""
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first refresh…", id="summary")
@@ -172,6 +197,9 @@ class FleetApp(App[str | None]):
         if message.what == FETCH_HISTORY:  # the history's own line says it; rows go on
             self.history = None
             self._draw_history(f"[red]history failed: {escape(message.reason)}[/]")
+            return
+        if message.user_action:  # an action the operator asked for: refused or failed
+            self.notify(f"{message.what}: {message.reason}", severity="error", markup=False)
             return
         self.query_one("#status", Static).update(f"[red]fleet refresh failed: {message.reason}[/]")
 
@@ -274,6 +302,126 @@ class FleetApp(App[str | None]):
     def action_quit_fleet(self) -> None:
         self.exit(None)
 
+    def action_export_summary(self) -> None:
+        """The rows on screen as one Markdown file in the current folder (never overwrites)."""
+        from tui.audit import append_audit
+        from tui.fleet.summary import fleet_markdown
+        from tui.summary.export import export_summary
+
+        if not self.rows:
+            self.notify("no rows yet: nothing to export", markup=False)
+            return
+        title = self.title_text or "fleet"
+        try:
+            path = export_summary(fleet_markdown(self.rows, title), f"fleet-{title}")
+        except ServedeckError as error:
+            append_audit("summary.export_failed", "fleet", {"error": str(error)})
+            self.notify(f"fleet summary not written: {error}", severity="error", markup=False)
+            return
+        append_audit("summary.export", "fleet", {"path": str(path), "hosts": len(self.rows)})
+        self.last_action = f"wrote {path}"
+        self.notify(f"fleet summary written to {path}", markup=False)
+
+    # -- actions on the selected host: planned, confirmed, re-checked, audited --------------
+
+    def _selected_deck(self, what: str) -> tuple[str, Deck] | None:
+        host = self.query_one(FleetTable).selected_host()
+        if host is None:
+            return None
+        probe = self.collector.probe(host)
+        if not isinstance(probe, DeckProbe):
+            self.notify(f"{host}: {what} is not available on a simulated box", markup=False)
+            return None
+        return host, probe.deck
+
+    def action_fleet_service(self, verb: str) -> None:
+        chosen = self._selected_deck(verb)
+        if chosen is not None:
+            self._plan_service(*chosen, verb)
+
+    def action_fleet_cleanup(self) -> None:
+        chosen = self._selected_deck("clean up")
+        if chosen is not None:
+            self._plan_cleanup(*chosen)
+
+    @console_worker(
+        "fleet-plan",
+        pane="fleet",
+        what=lambda app, host, deck, verb: f"{verb} on {host}",
+        user_action=True,
+    )
+    async def _plan_service(self, host: str, deck: Deck, verb: str) -> None:
+        self.post_message(FleetPlanned(await plan_service(host, deck, verb)))
+
+    @console_worker(
+        "fleet-plan",
+        pane="fleet",
+        what=lambda app, host, deck: f"clean up leftovers on {host}",
+        user_action=True,
+    )
+    async def _plan_cleanup(self, host: str, deck: Deck) -> None:
+        self.post_message(FleetPlanned(await plan_cleanup(host, deck)))
+
+    def on_fleet_planned(self, message: FleetPlanned) -> None:
+        from tui.screens.confirm_action import ConfirmActionScreen
+        from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
+
+        plan = message.plan
+        if isinstance(plan, ServicePlan):
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self._run_planned(plan, plan.action.verb)
+
+            note = f"Machine {plan.identity.text}: checked again just before acting."
+            self.push_screen(ConfirmActionScreen(plan.action, note), answered)
+            return
+        if not plan.targets:
+            refused = f" ({len(plan.refused)} refused)" if plan.refused else ""
+            self.notify(f"{plan.host}: no leftover GPU processes to end{refused}", markup=False)
+            return
+
+        def killed(answer: KillConfirmation | None) -> None:
+            if answer is not None and answer.targets:
+                self._run_planned(
+                    CleanupPlan(
+                        plan.host, plan.host_label, answer.targets, plan.refused, plan.identity
+                    ),
+                    "clean up",
+                )
+
+        self.push_screen(KillConfirmScreen(plan.host_label, plan.targets, timeout_s=15.0), killed)
+
+    @console_worker(
+        "fleet-action",
+        pane="fleet",
+        what=lambda app, plan, verb: f"{verb} on {plan.host}",
+        user_action=True,
+    )
+    async def _run_planned(self, plan: ServicePlan | CleanupPlan, verb: str) -> None:
+        from tui.fleet.actions import run_cleanup, run_service
+        from tui.procs.text import report_lines
+
+        probe = self.collector.probe(plan.host)
+        if not isinstance(probe, DeckProbe):
+            raise ServedeckError(f"{plan.host}: no longer in the fleet")
+        if isinstance(plan, ServicePlan):
+            outcome = await run_service(plan, probe.deck, confirmed=True)
+            text = f"{plan.host}: {verb} {plan.action.unit}: " + (
+                "done" if outcome.ok else f"failed (exit {outcome.exit_status}) {outcome.message}"
+            )
+            self.post_message(FleetActionDone(plan.host, text, outcome.ok))
+            return
+        report = await run_cleanup(plan, probe.deck)
+        lines = report_lines(report)
+        self.post_message(
+            FleetActionDone(plan.host, f"{plan.host}: " + "; ".join(lines), report.all_ended)
+        )
+
+    def on_fleet_action_done(self, message: FleetActionDone) -> None:
+        self.last_action = message.text
+        self.notify(message.text, severity="information" if message.ok else "error", markup=False)
+
 
 async def fleet_console(
     collector: FleetRowSource,
@@ -281,13 +429,14 @@ async def fleet_console(
     read_only: bool = False,
     interval_s: float = BASE_INTERVAL_S,
     history: PrometheusHistory | None = None,
+    title: str = "",
 ) -> int:
     """The fleet, then a host's console, then the fleet again, until the operator quits."""
     from tui.app import ServedeckApp
 
     rows: list[FleetRow] = []
     while True:
-        app = FleetApp(collector, rows=rows, interval_s=interval_s, history=history)
+        app = FleetApp(collector, rows=rows, interval_s=interval_s, history=history, title=title)
         chosen = await app.run_async()
         rows = app.rows
         if not chosen:
@@ -319,6 +468,7 @@ def run_fleet_console(
     host_timeout_s: float = 4.0,
     read_only: bool = False,
     prometheus: PromFleetConfig | None = None,
+    title: str = "",
 ) -> int:
     """The Fleet pane over SSH probes, a Prometheus server, or both (one row per host)."""
 
@@ -334,7 +484,7 @@ def run_fleet_console(
             feed.prometheus = PrometheusFleet(prometheus)
             feed.history = PrometheusHistory(feed.prometheus)
         try:
-            return await fleet_console(feed, read_only=read_only, history=feed.history)
+            return await fleet_console(feed, read_only=read_only, history=feed.history, title=title)
         finally:
             await feed.close()
 
