@@ -161,7 +161,8 @@ async def test_every_screen_of_the_day_at_80x24(tmp_path: Path) -> None:
         await pilot.press("3")
         await pilot.press("K")
         await until(pilot, lambda: isinstance(app.screen, KillConfirmScreen), 20, "the dialog")
-        await pilot.pause(0.3)
+        # Drawn, not only pushed: a loaded machine paints it a frame or more later.
+        await until(pilot, lambda: "SIGKILL after" in screen_text(app), 20, "the dialog drawn")
         dialog = day.check("leftovers/K dialog")
         for proc in app.screen.targets:  # type: ignore[attr-defined]
             assert re.search(rf"(?<!\d){proc.pid}(?!\d)", dialog), (proc.pid, dialog)

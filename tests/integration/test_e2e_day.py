@@ -112,7 +112,15 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
             with day.step("start (S, confirm); watch the load, no key"):
                 await keys.press("S")
                 await until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), 10, "ask")
-                assert app.screen.focused is not None and app.screen.focused.id == "confirm-no"
+                # Cancel has the focus from the dialog's first frame (its AUTO_FOCUS).
+                await until(
+                    pilot,
+                    lambda: (
+                        app.screen.focused is not None and app.screen.focused.id == "confirm-no"
+                    ),
+                    10,
+                    "the focus on Cancel",
+                )
                 await keys.press("shift+tab")
                 assert app.screen.focused is not None and app.screen.focused.id == "confirm-yes"
                 await keys.press("enter")
