@@ -29,6 +29,7 @@ from tui.hosts import LocalHost
 from tui.hosts.base import Host
 from tui.load_io import drop_from_cache
 from tui.load_live import LiveLoad
+from tui.record.query import RecordingReader
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.shards import make_shards
@@ -100,8 +101,15 @@ async def test_live_line_follows_a_cold_load_then_shows_the_diagnosis(tmp_path: 
                 return live is not None and live.final
 
             await until(pilot, final, 120, "the diagnosis on the Deck")
+            db_path = app.recording.db_path if app.recording is not None else None
     finally:
         await deck.close()
+    # The flight recorder kept what the line said (each change, not each sample).
+    assert db_path is not None
+    with RecordingReader(db_path) as reader:
+        recorded = [e.text for e in reader.events(search="load ") if e.source == "load"]
+    assert any(t.startswith("load explainer: weights") for t in recorded), recorded
+    assert any(t.startswith("load diagnosis: load ") for t in recorded), recorded
     live = [r for r in seen.readings if not r.final]
     for reading in live:
         print(reading.text)

@@ -94,3 +94,4 @@ class LoadLiveMixin(ConsoleParts):
         if live is not None and not live.final and self.ready:
             return  # a reading taken just before ready: the diagnosis comes next
         self.query_one(LoadWhy).show(live)
+        self._record_load_live(live)

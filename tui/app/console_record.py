@@ -20,6 +20,7 @@ from tui.logs.line import warning_or_worse
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
     from tui.alerts.engine import AlertChange
     from tui.gpu.model import GpuBoxSnapshot
+    from tui.load_live import LiveLoad
     from tui.loadwatch import LoadProgress
     from tui.logs.line import LogLine
     from tui.metrics import ServerMetrics
@@ -123,6 +124,10 @@ class RecordMixin(ConsoleParts):
             if own is not None and own < self._log_started_s - BACKLOG_S:
                 continue
             self.recording.feed.observe_log(line, now)
+
+    def _record_load_live(self, live: LiveLoad | None) -> None:
+        if self.recording is not None:
+            self.recording.feed.observe_load_live(live)
 
     def _record_progress(self, progress: LoadProgress) -> None:
         if self.recording is not None:

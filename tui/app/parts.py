@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from tui.config import Profile
     from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
+    from tui.load_live import LiveLoad
     from tui.loadwatch import LoadProgress, LoadTracker
     from tui.procs.model import ProcListing
     from tui.record.session import ConsoleRecording
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
             raise NotImplementedError
 
         # the other parts
+        def _record_load_live(self, live: LiveLoad | None) -> None: ...  # console_record
         def source_ok(self, source: str) -> None: ...  # console_health
         def _set_health(
             self, source: str, failure: str | None, retry_in_s: float | None = None

@@ -27,6 +27,7 @@ from tui.service import UnitState
 
 if TYPE_CHECKING:
     from tui.health.xid import XidEvent
+    from tui.load_live import LiveLoad
 
 MAX_TEXT = 500
 
@@ -92,6 +93,7 @@ class RecordFeed:
         self._failure: str | None = None
         self._ready: bool | None = None
         self._leftovers: dict[tuple[object, ...], str] | None = None
+        self._load_live: tuple[object, ...] | None = None
 
     def event(self, event: Event) -> None:
         self.sink.add_event(event)
@@ -191,6 +193,35 @@ class RecordFeed:
             self.event(Event(now, "engine", "load", f"load failed: {line}", data=data))
         elif not progress.failure_line:
             self._failure = None
+
+    def observe_load_live(self, live: LiveLoad | None) -> None:
+        """The Deck's load explainer line, when what it says changes (the phase, what bounds
+        the load, a lagging GPU, a problem reading, the final diagnosis): not every sample."""
+        if live is None:
+            return
+        key = (live.phase, live.bound, live.lagging_gpu, live.problem, live.final)
+        if key == self._load_live:
+            return
+        self._load_live = key
+        data: dict[str, Any] = {
+            name: getattr(live, name)
+            for name in (
+                "phase",
+                "phase_elapsed_s",
+                "bound",
+                "read_bytes_per_s",
+                "cpu_cores",
+                "device",
+                "device_read_bytes_per_s",
+                "cache_resident_pct",
+                "lagging_gpu",
+                "final",
+            )
+        }
+        data["problem"] = self._redact(live.problem) if live.problem else None
+        prefix = "load diagnosis" if live.final else "load explainer"
+        text = f"{prefix}: {self._redact(live.text)}"
+        self.event(Event(live.at_s, "engine", "load", text, data=data))
 
     def observe_readiness(self, readiness: Readiness) -> None:
         if not readiness.checked:
