@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.support.summary_helpers import demo_deck, seed_history  # noqa: E402
-from tui.config import demo_profile  # noqa: E402
+from tui.core.config import demo_profile  # noqa: E402
 from tui.sim.box import SimBox, SimServerOptions  # noqa: E402
 from tui.summary import collect_summary, render_markdown  # noqa: E402
 

@@ -16,8 +16,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tui import __version__, paths
-from tui.errors import ServedeckError
+from tui import __version__
+from tui.core import paths
+from tui.core.errors import ServedeckError
 
 COMMAND_MODULES: dict[str, str] = {
     "profiles": "tui.commands.profiles_cmd",
@@ -145,7 +146,7 @@ def _runs_the_demo(args: argparse.Namespace) -> bool:
     name = getattr(args, "profile", None)
     if not name:
         return False
-    from tui.profile_store import load_profile
+    from tui.core.profile_store import load_profile
 
     try:
         return load_profile(name).is_demo

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from tui import paths
-from tui.config import Profile
+from tui.core import paths
+from tui.core.config import Profile
+from tui.core.profile_store import load_profile
 from tui.hosts.base import Host
-from tui.profile_store import load_profile
 
 
 def host_for(profile: Profile) -> Host:

@@ -12,14 +12,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit, urlunsplit
 
-from tui.config import Profile
+from tui.core.config import Profile
+from tui.core.redact import remember_secret
 from tui.gpu.model import GpuSource
-from tui.hostinfo import HostOverview, collect_overview, refresh_vitals
+from tui.hostfacts.hostinfo import HostOverview, collect_overview, refresh_vitals
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
 from tui.logs.line import LogLine
-from tui.redact import remember_secret
-from tui.service import ServiceController, SystemdService
+from tui.serving.service import ServiceController, SystemdService
 
 # A demo opened by a one-shot CLI command loads quickly; the console's demo shows a full load.
 CLI_DEMO_LOAD_S = 4.0

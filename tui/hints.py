@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui.config import Profile
+from tui.core.config import Profile
 
 
 def setup_hint(profile: Profile) -> tuple[str, ...]:

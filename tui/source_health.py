@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass, replace
 
-from tui.formatting import duration_words
+from tui.core.formatting import duration_words
 
 # Reasons are one line on a pane: the first line of an exception's message, clipped.
 _REASON_MAX_CHARS = 160

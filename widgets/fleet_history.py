@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from rich.markup import escape
 from textual.widgets import Static
 
+from tui.core.formatting import duration_compact
 from tui.fleet.history import HostHistory, SeriesHistory
-from tui.formatting import duration_compact
 from widgets.gpu_format import spark_buckets, spark_cell
 
 TITLE_CELLS = 13

@@ -13,9 +13,9 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
+from tui.core.formatting import GIB, duration_compact
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state
-from tui.formatting import GIB, duration_compact
 from widgets.gpu_format import bar, clip
 
 COMPACT_BELOW_CELLS = 120

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from rich.markup import escape
 
-from tui.formatting import GIB
+from tui.core.formatting import GIB
 
 NA = "[dim]n/a[/]"
 SPARK_LEVELS = "▁▂▃▄▅▆▇█"

@@ -16,7 +16,7 @@ from textual.binding import BindingType
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tui.formatting import duration_compact
+from tui.core.formatting import duration_compact
 from tui.gpu.history import GpuTrend
 from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_bytes
 from tui.health.badge import GpuBadge

@@ -7,8 +7,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.formatting import gib, uptime
-from tui.hostinfo import HostOverview
+from tui.core.formatting import gib, uptime
+from tui.hostfacts.hostinfo import HostOverview
 
 
 class HostOverviewView(Static):

@@ -1,10 +1,10 @@
-"""Bindings built from the one command table (tui.keymap), so `?` and the keys agree."""
+"""Bindings built from the one command table (tui.core.keymap), so `?` and the keys agree."""
 
 from __future__ import annotations
 
 from textual.binding import Binding, BindingType
 
-from tui.keymap import commands_in
+from tui.core.keymap import commands_in
 
 
 def bindings_for(scope: str) -> list[BindingType]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.formatting import duration_clock
-from tui.load_eta import ReadyEstimate
-from tui.loadwatch import LoadProgress
-from tui.metrics import ServerMetrics
+from tui.core.formatting import duration_clock
+from tui.serving.load_eta import ReadyEstimate
+from tui.serving.loadwatch import LoadProgress
+from tui.serving.metrics import ServerMetrics
 from widgets.quiet_update import update_static
 
 _PHASE_LABELS = {

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
-from tui.formatting import duration_compact, gib
+from tui.core.formatting import duration_compact, gib
 from tui.procs.model import GpuProcess, ProcIdentity, ProcListing
 from tui.procs.text import gpu_column
 

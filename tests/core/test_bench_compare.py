@@ -12,7 +12,7 @@ from tui.bench.history import append_result
 from tui.bench.metrics import summarize_level
 from tui.bench.model import BenchResult, RequestOutcome, RunContext
 from tui.cli import main
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 
 
 def _run(run_id: str, tpot_s: float, *, jitter: float = 0.02, tp: int = 8) -> BenchResult:

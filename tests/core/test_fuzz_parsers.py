@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tui.bench.client import stream_request
 from tui.bench.model import RequestOutcome
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.gpu.smi_parse import (
     QUERY_GPU_FIELDS,
     parse_compute_apps,
@@ -26,8 +26,8 @@ from tui.gpu.smi_parse import (
     parse_topo,
     parse_versions,
 )
-from tui.metrics import compute_metrics, parse_metrics
-from tui.service import parse_systemctl_show
+from tui.serving.metrics import compute_metrics, parse_metrics
+from tui.serving.service import parse_systemctl_show
 
 FUZZ = settings(max_examples=200, deadline=1000, suppress_health_check=[HealthCheck.too_slow])
 

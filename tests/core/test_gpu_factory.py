@@ -12,8 +12,8 @@ import pynvml
 import pytest
 
 from tests.support.fake_nvml import FakeNvml, h200_box
-from tui.config import demo_profile
-from tui.errors import UsageError
+from tui.core.config import demo_profile
+from tui.core.errors import UsageError
 from tui.gpu.factory import NoGpuSource, gpu_source_for
 from tui.gpu.nvml import NvmlGpuSource
 from tui.gpu.smi import SmiGpuSource

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tui.cli import main
-from tui.config import profile_problems, read_profile_bytes
-from tui.errors import ProfileError
+from tui.core.config import profile_problems, read_profile_bytes
+from tui.core.errors import ProfileError
 
 FUZZ = settings(
     max_examples=150,
@@ -145,7 +145,7 @@ def test_every_key_name_textual_knows_for_a_character_is_accepted() -> None:
 
     from textual.keys import _character_to_key
 
-    from tui.keynames import key_problem
+    from tui.core.keynames import key_problem
 
     for character in string.ascii_letters + string.digits + string.punctuation:
         name = _character_to_key(character)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tui.loadwatch import LoadTracker, Phase
 from tui.logs.line import LogLine, classify_level
 from tui.logs.tail import FileFollower
+from tui.serving.loadwatch import LoadTracker, Phase
 
 PREFIX = "(APIServer pid=2000) INFO 11-29 10:{mm:02d}:{ss:02d} [api_server.py:1] "
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.loadwatch import LoadTracker, Phase
 from tui.logs.line import LogLine
+from tui.serving.loadwatch import LoadTracker, Phase
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
 P = "(Worker_TP0 pid=2101) INFO 11-29 10:{mm:02d}:{ss:02d} [file.py:1] "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.errors import CommandTimeout, HostError
+from tui.core.errors import CommandTimeout, HostError
 from tui.hosts import LocalHost
 
 TRICKY_ARGV = [

@@ -17,9 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tui import loadpatterns as patterns
-from tui import restart_loop
-from tui.loadwatch import vllm_line_time_s
+from tui.core.redact import _SHAPES, _redact_named_values, redact_text
 from tui.logs.line import (
     _ERROR_WORDS,
     _EXCEPTION_LINE,
@@ -33,7 +31,9 @@ from tui.logs.line import (
     priority_level,
     strip_ansi,
 )
-from tui.redact import _SHAPES, _redact_named_values, redact_text
+from tui.serving import loadpatterns as patterns
+from tui.serving import restart_loop
+from tui.serving.loadwatch import vllm_line_time_s
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tui.errors import ServedeckError
-from tui.loadwatch import EngineStats, LoadTracker
-from tui.metrics import (
+from tui.core.errors import ServedeckError
+from tui.serving.loadwatch import EngineStats, LoadTracker
+from tui.serving.metrics import (
     MetricsPoller,
     compute_metrics,
     histogram_quantile,
     metrics_from_log,
     parse_metrics,
 )
-from tui.readiness import ReadinessProbe
+from tui.serving.readiness import ReadinessProbe
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
 
@@ -142,7 +142,7 @@ async def test_poller_error_names_the_url() -> None:
 
 def test_parsing_only_the_used_families_gives_the_same_numbers() -> None:
     """The poller filters the page before the reference parser; nothing it uses may change."""
-    from tui.metrics import USED_FAMILIES, parse_metrics
+    from tui.serving.metrics import USED_FAMILIES, parse_metrics
 
     text = (FIXTURES / "metrics.txt").read_text()
     full = parse_metrics(text, at_s=1.0)

@@ -13,8 +13,8 @@ import pytest
 
 from tests.support import procs_fixtures
 from tests.support.procs_fixtures import GPU_HINTS, wait_until
-from tui.audit import read_audit
 from tui.cli import main
+from tui.core.audit import read_audit
 from tui.gpu.model import GpuProcessUsage
 
 GIB = 1024**3

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tui.config import load_profile_file, profile_problems
-from tui.errors import ProfileError, UsageError
-from tui.profile_store import init_profile, list_profiles, resolve_profile_path
+from tui.core.config import load_profile_file, profile_problems
+from tui.core.errors import ProfileError, UsageError
+from tui.core.profile_store import init_profile, list_profiles, resolve_profile_path
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "profiles").glob("*.toml"))
@@ -181,7 +181,7 @@ def test_init_writes_a_valid_starter_and_never_overwrites(tmp_path: Path) -> Non
 def test_lookup_order_path_then_project_then_user(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tui import paths
+    from tui.core import paths
 
     user_dir = paths.user_profiles_dir()
     user_dir.mkdir(parents=True)

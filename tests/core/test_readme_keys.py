@@ -1,4 +1,4 @@
-"""README's key table lists every key of the command table (tui/keymap.py).
+"""README's key table lists every key of the command table (tui/core/keymap.py).
 
 The command table drives the bindings, the footer, `?` and the palette; the README is
 written by hand, so this test is what keeps it from falling behind a new key.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tui.keymap import COMMANDS
+from tui.core.keymap import COMMANDS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # Textual's key names for the characters the README writes as themselves.

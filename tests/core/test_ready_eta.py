@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from tui.load_eta import (
+from tui.logs.line import LogLine
+from tui.serving.load_eta import (
     DEFAULT_PHASE_S,
     PhasePlan,
     ReadyClock,
@@ -20,8 +21,7 @@ from tui.load_eta import (
     read_history,
     record_load,
 )
-from tui.loadwatch import LoadTracker, Phase, vllm_line_time_s
-from tui.logs.line import LogLine
+from tui.serving.loadwatch import LoadTracker, Phase, vllm_line_time_s
 from widgets.load_strip import render_strip
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"

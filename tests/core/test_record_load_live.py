@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tui.gpu.model import GpuBoxSnapshot
-from tui.load_live import LiveLoad, final_load
 from tui.record.feed import RecordFeed
 from tui.record.model import Event, MetricsRow
+from tui.serving.load_live import LiveLoad, final_load
 
 
 class ListSink:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import socket
 import traceback
 
-from tui.audit import read_audit
-from tui.restart_loop import RestartLoopDetector, cause_of, record
+from tui.core.audit import read_audit
+from tui.serving.restart_loop import RestartLoopDetector, cause_of, record
 from tui.summary.incidents import incidents_from_audit
 
 KV_LINE = (

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_bench_broken_sse import _spec, _start
-from tui.audit import append_audit
 from tui.bench.driver import run_bench
 from tui.bench.history import append_result
 from tui.cli import main
+from tui.core.audit import append_audit
 
 KEY_ENV = "SERVEDECK_TEST_OUTPUT_KEY"
 KEY = "plainKeyNoShape4242"  # no known shape: only the exact-value rule can catch it
@@ -114,7 +114,7 @@ def test_the_deck_api_key_is_redacted_from_the_audit_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A known secret in a form no rule knows (a bare argv word) still goes."""
-    from tui.config import load_profile_file
+    from tui.core.config import load_profile_file
     from tui.deck import Deck
     from tui.hosts.local import LocalHost
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tui.audit import read_audit
-from tui.errors import ServedeckError
+from tui.core.audit import read_audit
+from tui.core.errors import ServedeckError
 from tui.hosts.local import LocalHost
-from tui.service import (
+from tui.serving.service import (
     ServiceController,
     SystemdService,
     describe_action,

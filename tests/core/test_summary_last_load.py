@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
-from tui.load_explain import LoadExplainer, record_load
-from tui.loadwatch import LoadTracker
+from tui.serving.load_explain import LoadExplainer, record_load
+from tui.serving.loadwatch import LoadTracker
 from tui.summary import render_markdown
 from tui.summary.collect import last_explained_load
 from tui.summary.inputs import SummaryInputs

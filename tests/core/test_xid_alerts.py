@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.integration.test_health_xid import BUSES, LINES
 from tui.alerts.monitor import AlertMonitor
 from tui.alerts.signals import XID_WINDOW_S
-from tui.config import profile_from_data
+from tui.core.config import profile_from_data
 from tui.gpu.model import GpuBoxSnapshot, GpuSample
 from tui.health.xid import XidEvent, decode_xid
 from tui.record.feed import RecordFeed

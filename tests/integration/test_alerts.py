@@ -15,7 +15,7 @@ from tui.alerts.engine import AlertEngine
 from tui.alerts.monitor import AlertMonitor
 from tui.alerts.rules import DEFAULT_RULES, AlertingConfig, AlertRule, WebhookConfig
 from tui.alerts.webhook import WebhookSender
-from tui.config import demo_profile, profile_from_data
+from tui.core.config import demo_profile, profile_from_data
 from tui.record.session import ConsoleRecording, restore_mutes
 
 KV = AlertRule("kv-full", "engine.kv_cache_usage_pct", ">=", 95, 10, "warning", 5)

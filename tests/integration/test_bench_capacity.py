@@ -30,8 +30,8 @@ from tui.bench.capacity_history import read_capacity_history
 from tui.bench.capacity_runner import CapacitySpec
 from tui.bench.workload import BenchSpec
 from tui.cli import main
-from tui.config import profile_from_data
-from tui.errors import UsageError
+from tui.core.config import profile_from_data
+from tui.core.errors import UsageError
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.capacity import SloTarget, simulate_level, true_capacity
 from tui.sim.spec import GIB, ServerSettings
@@ -158,7 +158,7 @@ def test_demo_capacity_json_lands_within_ten_percent_of_truth(
         assert isinstance(level["meets_slo"], bool)
     busiest = max(body["levels"], key=lambda level: level["concurrency"])
     assert busiest["server"]["running_mean"] > 0.5 * busiest["concurrency"]
-    from tui import paths
+    from tui.core import paths
 
     with paths.demo_records():
         (saved,) = read_capacity_history()

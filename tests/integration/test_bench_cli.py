@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tui import paths
 from tui.bench.history import read_history
 from tui.cli import main
+from tui.core import paths
 
 
 def test_bench_json_export_and_save(sse_server: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,8 +35,8 @@ DEFERRED = (
     "tui.gpu.nvml",
     "tui.gpu.smi",
     "tui.logs.journal",
-    "tui.load_explain",
-    "tui.restart_guard",
+    "tui.serving.load_explain",
+    "tui.serving.restart_guard",
     "tui.health.report",
     "tui.health.interconnect",
 )
@@ -70,7 +70,7 @@ def test_importing_the_console_loads_no_source_or_pane_internals() -> None:
 
 def test_opening_a_local_deck_loads_no_source_internals() -> None:
     modules = _modules_after(
-        "from tui.config import Profile\nfrom tui.deck import open_deck\n"
+        "from tui.core.config import Profile\nfrom tui.deck import open_deck\n"
         "open_deck(Profile(name='local'))"
     )
     assert _loaded(modules) == []
@@ -83,7 +83,7 @@ def test_the_check_sees_a_deferred_module_when_it_is_loaded() -> None:
 
 def test_a_recording_dir_that_cannot_be_made_is_a_state_not_a_crash(tmp_path: Path) -> None:
     """The recorder starts after the first frame; a data dir that is a file must not crash it."""
-    from tui.config import demo_profile
+    from tui.core.config import demo_profile
     from tui.record.session import ConsoleRecording
 
     blocker = tmp_path / "not-a-dir"

@@ -20,9 +20,9 @@ import pytest
 
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
-from tui.audit import read_audit
 from tui.bench.history import read_history
-from tui.config import Profile, ServiceConfig, demo_profile
+from tui.core.audit import read_audit
+from tui.core.config import Profile, ServiceConfig, demo_profile
 from tui.deck import Deck, open_deck
 from tui.hosts.ssh import SSHHost
 from widgets.header_bar import HeaderBar
@@ -168,7 +168,7 @@ async def test_a_failing_service_action_says_what_failed_and_is_audited(
 
 async def test_a_benchmark_against_a_dead_server_says_so_and_is_audited() -> None:
     """`b` with nothing listening: what was attempted, what failed, nothing else done."""
-    from tui.config import demo_profile
+    from tui.core.config import demo_profile
 
     base = demo_profile()
     deck = open_deck(base)  # the simulator is never started: its port refuses
@@ -193,7 +193,7 @@ async def test_an_export_that_cannot_write_says_so_and_is_audited(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`E` with a data dir that is a file: the toast names the failure; nothing written."""
-    from tui.config import demo_profile
+    from tui.core.config import demo_profile
 
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")

@@ -43,10 +43,10 @@ from tests.support.fault_matrix import (
     remote_tails,
 )
 from tests.support.sshd_fixtures import SshdPair
-from tui import paths
 from tui.app import ServedeckApp, messages
-from tui.audit import read_audit
-from tui.config import demo_profile
+from tui.core import paths
+from tui.core.audit import read_audit
+from tui.core.config import demo_profile
 from tui.deck import Deck, open_deck
 from tui.gpu.sim_source import SimGpuSource
 from tui.hosts.ssh import SSHHost

@@ -19,7 +19,7 @@ from textual.timer import Timer
 
 from tests.support.console_support import local_console
 from tui.app.console import SERVICE_POLL_S
-from tui.hostinfo import VITALS_FILES
+from tui.hostfacts.hostinfo import VITALS_FILES
 
 ROUNDS = 12
 

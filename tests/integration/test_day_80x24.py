@@ -14,7 +14,7 @@ from pathlib import Path
 from tests.support.e2e_support import E2E_LOAD_S
 from tests.support.screen_text import screen_text
 from tui.app import ServedeckApp
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.deck import open_deck
 from tui.gpu.model import total_memory_bytes
 from tui.screens.confirm_action import ConfirmActionScreen

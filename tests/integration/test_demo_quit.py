@@ -21,9 +21,9 @@ from tests.support.e2e_support import (
     wait_for,
 )
 from tui.app import ServedeckApp
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.deck import open_deck
-from tui.loadwatch import Phase
+from tui.serving.loadwatch import Phase
 from widgets.header_bar import HeaderBar
 from widgets.load_strip import LoadStrip
 

@@ -19,10 +19,10 @@ import pytest
 
 from tests.support.cli_support import REPO, run
 from tests.support.summary_helpers import demo_deck
-from tui import paths
 from tui.app import ServedeckApp
-from tui.audit import append_audit
-from tui.config import demo_profile
+from tui.core import paths
+from tui.core.audit import append_audit
+from tui.core.config import demo_profile
 from tui.sim.box import SimBox
 from tui.sim.procs import is_alive
 from tui.sim.sweep import OWNER_FILE, sweep_stale

@@ -17,14 +17,14 @@ import pytest
 
 from tests.support.cli_support import closed_port, run, write_profile
 from tests.support.summary_helpers import demo_deck
-from tui.config import HostConfig, demo_profile
-from tui.errors import HostError
+from tui.core.config import HostConfig, demo_profile
+from tui.core.errors import HostError
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
-from tui.loadwatch import LoadTracker
 from tui.plan import FITS
 from tui.plan.for_deck import demo_model_facts, plan_for_profile
 from tui.plan.inventory import GIB
+from tui.serving.loadwatch import LoadTracker
 from tui.sim import spec
 from tui.sim.box import SimBox
 from tui.summary import collect_summary, render_markdown

@@ -28,16 +28,16 @@ from tests.support.e2e_support import (
     survivors,
     wait_for,
 )
-from tui import paths
 from tui.app import ServedeckApp
-from tui.audit import read_audit
 from tui.bench.history import read_history
-from tui.config import demo_profile
+from tui.core import paths
+from tui.core.audit import read_audit
+from tui.core.config import demo_profile
 from tui.deck import open_deck
 from tui.gpu.model import total_memory_bytes
-from tui.loadwatch import LOADING_ORDER, Phase
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.kill_confirm import KillConfirmScreen
+from tui.serving.loadwatch import LOADING_ORDER, Phase
 from tui.sim.procs import is_alive
 from widgets.header_bar import HeaderBar
 from widgets.load_strip import LoadStrip, render_strip

@@ -28,9 +28,9 @@ from tests.support.e2e_support import (
     survivors,
     wait_for,
 )
-from tui import paths
-from tui.audit import read_audit
 from tui.bench.history import read_history
+from tui.core import paths
+from tui.core.audit import read_audit
 from tui.sim.procs import is_alive
 
 REPO = Path(__file__).resolve().parents[2]

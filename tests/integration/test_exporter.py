@@ -17,9 +17,9 @@ from tests.support.sim_fixtures import SIM_LOAD_SECONDS
 from tests.support.summary_helpers import bench_run
 from tui.alerts.rules import AlertingConfig, AlertRule
 from tui.bench.history import append_result
-from tui.config import demo_profile
+from tui.core.config import demo_profile
+from tui.core.paths import demo_records
 from tui.exporter.metrics import METRICS
-from tui.paths import demo_records
 from tui.sim.box import SimBox, SimServerOptions, free_port
 
 REPO = Path(__file__).resolve().parents[2]

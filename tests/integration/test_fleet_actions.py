@@ -27,8 +27,8 @@ from textual.widgets import Button
 from tests.support.fleet_fixtures import SshdFleet, start_fleet
 from tests.support.procs_fixtures import proc_state, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
-from tui.audit import read_audit
-from tui.errors import ServedeckError
+from tui.core.audit import read_audit
+from tui.core.errors import ServedeckError
 from tui.fleet.actions import (
     HostIdentity,
     ReadOnlyRefused,

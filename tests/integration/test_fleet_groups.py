@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.errors import ProfileError
+from tui.core.errors import ProfileError
 from tui.fleet.groups import adhoc_group, load_group
 
 PROFILE = '[host]\nkind = "ssh"\nhostname = "{name}.example"\n[service]\nunit = "vllm.service"\n'

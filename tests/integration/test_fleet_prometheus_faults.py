@@ -18,7 +18,7 @@ from tests.support.prometheus_fixtures import (
     prometheus_factory,  # noqa: F401 - a fixture
     wait_for,
 )
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.fleet.prometheus import (
     Column,
     PrometheusError,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.audit import read_audit
+from tui.core.audit import read_audit
 from tui.fleet.collector import FleetCollector
 from tui.fleet.demo import DemoFleet
 from tui.fleet.model import FleetRow

@@ -263,7 +263,7 @@ async def test_doctor_over_ssh_is_read_only_and_fast(sshd: SshdPair) -> None:
 
 async def test_unreachable_host_is_a_finding_not_a_traceback() -> None:
     from tests.support.cli_support import closed_port
-    from tui.config import HostConfig
+    from tui.core.config import HostConfig
     from tui.hosts.ssh import SSHHost as Ssh
 
     host = Ssh(

@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tui.app import ServedeckApp
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.deck import open_deck
 from widgets.health_view import HealthView
 

@@ -9,8 +9,8 @@ import pytest
 
 from tests.support.console_support import local_console
 from tests.support.sshd_fixtures import SshdPair
-from tui.config import Profile
-from tui.hostinfo import VITALS_FILES, collect_overview, refresh_vitals
+from tui.core.config import Profile
+from tui.hostfacts.hostinfo import VITALS_FILES, collect_overview, refresh_vitals
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
 from widgets.header_bar import HeaderBar

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tui.hosts import LocalHost
-from tui.load_explain import (
+from tui.serving.load_explain import (
     LoadExplainer,
     bound_of,
     earlier_loads,
@@ -25,8 +25,14 @@ from tui.load_explain import (
     record_load,
     waterfall,
 )
-from tui.load_io import IoSample, Residency, checkpoint_residency, drop_from_cache, io_sample
-from tui.loadwatch import LoadTracker
+from tui.serving.load_io import (
+    IoSample,
+    Residency,
+    checkpoint_residency,
+    drop_from_cache,
+    io_sample,
+)
+from tui.serving.loadwatch import LoadTracker
 
 FIXTURE_LOG = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu" / "server.log"
 MIB = 1024**2

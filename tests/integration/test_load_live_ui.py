@@ -23,14 +23,14 @@ import pytest
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
 from tui.app.console_workers import WorkerFailed
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.deck import Deck
 from tui.hosts import LocalHost
 from tui.hosts.base import Host
-from tui.load_io import drop_from_cache
-from tui.load_live import LiveLoad
 from tui.record.query import RecordingReader
 from tui.screens.confirm_action import ConfirmActionScreen
+from tui.serving.load_io import drop_from_cache
+from tui.serving.load_live import LiveLoad
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.shards import make_shards
 from widgets.load_why import LoadWhy

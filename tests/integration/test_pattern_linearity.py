@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import tui
 import widgets
-from tui.loadwatch import LoadTracker
+from tui.core.redact import redact_data, redact_text
 from tui.logs.line import LevelClassifier
-from tui.redact import redact_data, redact_text
+from tui.serving.loadwatch import LoadTracker
 
 MB = 1024 * 1024
 BOUND_S = 3.0  # per search of 1 MB; linear patterns take ~0.01-0.05 s
@@ -54,7 +54,7 @@ def _line(prefix: str, unit: str, size: int = MB) -> str:
 
 def test_the_pattern_census_found_the_log_patterns() -> None:
     assert len(PATTERNS) > 40
-    assert "tui.loadpatterns.VLLM_ENGINE_STATS" in PATTERNS
+    assert "tui.serving.loadpatterns.VLLM_ENGINE_STATS" in PATTERNS
     assert "widgets.log_pane._LEVEL_STYLES[0]" in PATTERNS
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.procs_fixtures import proc_state, wait_until
-from tui.audit import read_audit
+from tui.core.audit import read_audit
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
 from tui.hosts import LocalHost
 from tui.procs import (

@@ -18,7 +18,7 @@ from tui.bench.driver import run_bench
 from tui.bench.model import OUTPUT_TOKENS_FROM_USAGE, BenchResult, LevelResult
 from tui.bench.server_view import parse_counters
 from tui.bench.workload import PROMPT_BY_TOKENIZE, BenchSpec, spec_from_preset
-from tui.config import default_presets
+from tui.core.config import default_presets
 
 pytestmark = pytest.mark.real_vllm
 

@@ -15,10 +15,10 @@ import httpx
 import pytest
 
 from tests.support.vllm_harness import VllmServer
-from tui.config import Profile, ServiceConfig
+from tui.core.config import Profile, ServiceConfig
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
-from tui.loadwatch import LOADING_ORDER, LoadProgress, LoadTracker, Phase
+from tui.serving.loadwatch import LOADING_ORDER, LoadProgress, LoadTracker, Phase
 
 pytestmark = pytest.mark.real_vllm
 

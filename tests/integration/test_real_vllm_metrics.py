@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.support.vllm_harness import VllmServer
-from tui.metrics import MetricsPoller, parse_metrics
+from tui.serving.metrics import MetricsPoller, parse_metrics
 
 pytestmark = pytest.mark.real_vllm
 

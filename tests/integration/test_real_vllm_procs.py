@@ -29,9 +29,9 @@ import pytest
 from tests.support.procs_fixtures import wait_until
 from tests.support.vllm_harness import VllmServer, VllmServerFactory
 from tests.support.vllm_procs import ProcInfo, processes_with_marker, still_running
-from tui.audit import read_audit
 from tui.cli import main
-from tui.config import Profile, ServiceConfig
+from tui.core.audit import read_audit
+from tui.core.config import Profile, ServiceConfig
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
 from tui.hosts.local import LocalHost
 from tui.procs import context_for, list_gpu_processes

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.record_support import count, wait_for
-from tui.config import profile_from_data
+from tui.core.config import profile_from_data
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
 from tui.logs.line import LogLine
 from tui.procs.model import GpuMemoryShare, GpuProcess, ProcIdentity, ProcListing
@@ -24,7 +24,7 @@ from tui.record.query import RecordingReader
 from tui.record.retention import RetentionPolicy, apply_retention
 from tui.record.schema import MIGRATIONS, SCHEMA_VERSION, RecordingError, connect
 from tui.record.writer import Recorder
-from tui.service import UnitState
+from tui.serving.service import UnitState
 
 GIB = 1024**3
 

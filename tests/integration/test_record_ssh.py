@@ -19,11 +19,11 @@ from tests.support.console_support import box_profile, readable_sim_box
 from tests.support.record_support import wait_for
 from tests.support.sshd_fixtures import SshdPair
 from tui.deck import open_deck
-from tui.loadwatch import LOADING_ORDER
 from tui.record.feed import RecordFeed
 from tui.record.headless import Cadence, HeadlessRecorder
 from tui.record.query import RecordingReader
 from tui.record.writer import Recorder
+from tui.serving.loadwatch import LOADING_ORDER
 from tui.sim.box import SimBox
 
 pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]

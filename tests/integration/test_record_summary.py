@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.integration.test_record_core import _unit
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.record.attempts import config_of, deployment_attempts
 from tui.record.feed import RecordFeed
 from tui.record.model import Event

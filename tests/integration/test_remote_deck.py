@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.support.sshd_fixtures import SshdPair
-from tui.config import Profile, ServiceConfig
+from tui.core.config import Profile, ServiceConfig
 from tui.deck import Deck
 from tui.hosts.ssh import SSHHost
 from tui.sim.box import SimBox

@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.procs_fixtures import wait_until
-from tui.audit import read_audit
 from tui.cli import main
+from tui.core.audit import read_audit
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
 from tui.hosts import LocalHost
 from tui.procs import ClassifyContext, list_gpu_processes
 from tui.procs.model import ProcListing
-from tui.restart_guard import GIB, assess, inactive_note
+from tui.serving.restart_guard import GIB, assess, inactive_note
 
 LISTENER = r"""
 import socket, sys, time

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.deck import open_deck
-from tui.restart_guard import GuardRefused, guarded_action, leftovers_checks, leftovers_note
+from tui.serving.restart_guard import GuardRefused, guarded_action, leftovers_checks, leftovers_note
 from tui.sim.procs import is_alive
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 
 from tui.app import ServedeckApp
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.deck import open_deck
-from tui.load_explain import earlier_loads
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.screens.restart_guard_screen import GuardRefusedScreen
+from tui.serving.load_explain import earlier_loads
 from tui.sim.procs import is_alive
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tui.redact import REDACTED, SECRET_WORDS, is_secret_name, redact_data, redact_text
+from tui.core.redact import REDACTED, SECRET_WORDS, is_secret_name, redact_data, redact_text
 
 PROPERTY = settings(max_examples=400, deadline=1000, suppress_health_check=[HealthCheck.too_slow])
 

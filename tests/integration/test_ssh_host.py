@@ -14,10 +14,10 @@ import pytest
 
 from tests.support import sshd_fixtures
 from tests.support.sshd_fixtures import SshdPair
-from tui import paths
 from tui.cli import main
-from tui.config import load_profile_file
-from tui.errors import CommandTimeout, HostError, HostKeyError
+from tui.core import paths
+from tui.core.config import load_profile_file
+from tui.core.errors import CommandTimeout, HostError, HostKeyError
 from tui.hosts.base import Host
 from tui.hosts.factory import host_for_profile
 from tui.hosts.local import LocalHost

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.journal_fixtures import JournalWriter, journalctl_pids
 from tests.support.sshd_fixtures import SshdPair, SshdServer
-from tui.config import HostConfig
+from tui.core.config import HostConfig
 from tui.hosts.ssh import SSHHost
 from tui.logs.journal import JournalFollower, read_journal
 from tui.logs.line import Level

@@ -25,11 +25,11 @@ import pytest
 from tests.support.console_support import box_profile, readable_sim_box
 from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.sshd_fixtures import SshdPair
-from tui import paths
 from tui.app import ServedeckApp
+from tui.core import paths
 from tui.deck import open_deck
-from tui.loadwatch import LOADING_ORDER
 from tui.screens.summary import SummaryScreen
+from tui.serving.loadwatch import LOADING_ORDER
 from tui.sim.box import SimBox
 from widgets.load_strip import LoadStrip, render_strip
 from widgets.summary_view import SummaryView

@@ -19,8 +19,8 @@ import pytest
 from tests.support.procs_fixtures import wait_until
 from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.sshd_fixtures import SshdPair
-from tui.audit import read_audit
-from tui.config import HostConfig, Profile
+from tui.core.audit import read_audit
+from tui.core.config import HostConfig, Profile
 from tui.gpu.sim_source import SimGpuSource
 from tui.hosts.ssh import SSHHost
 from tui.procs import context_for, kill_processes, leftovers, list_gpu_processes

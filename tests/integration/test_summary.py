@@ -16,7 +16,7 @@ from tests.support.summary_helpers import (
     table_lines_outside_tables,
     table_shapes,
 )
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.sim.box import SimBox, SimServerOptions
 from tui.summary import CollectTimeouts, collect_summary, render_json, render_markdown
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.summary_helpers import table_shapes
-from tui.config import HandoffNotes, ModelConfig, Profile, ServiceConfig
+from tui.core.config import HandoffNotes, ModelConfig, Profile, ServiceConfig
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
 from tui.summary import collect_summary, render_markdown

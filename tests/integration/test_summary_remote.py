@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.sshd_fixtures import SshdPair
 from tests.support.summary_helpers import table_shapes
-from tui.config import HandoffNotes, ModelConfig, Profile, ServiceConfig
+from tui.core.config import HandoffNotes, ModelConfig, Profile, ServiceConfig
 from tui.deck import Deck
 from tui.hosts.ssh import SSHHost
 from tui.sim.box import SimBox

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.summary_helpers import demo_deck, seed_history
-from tui.audit import append_audit
-from tui.config import HandoffNotes, demo_profile
+from tui.core.audit import append_audit
+from tui.core.config import HandoffNotes, demo_profile
 from tui.deck import Deck
-from tui.service import ServiceController, UnitState, parse_systemctl_show
+from tui.serving.service import ServiceController, UnitState, parse_systemctl_show
 from tui.sim.box import SimBox, SimServerOptions
 from tui.summary import (
     collect_summary,
@@ -151,7 +151,7 @@ async def test_no_planted_secret_reaches_the_summary(
 
 def test_colon_form_keeps_short_prose_and_redacts_values() -> None:
     """`name: value` redaction needs a 6+ character value: plan prose stays readable."""
-    from tui.redact import redact_text
+    from tui.core.redact import redact_text
 
     assert redact_text("KV per token: MLA latent") == "KV per token: MLA latent"
     assert redact_text("token: abc123xyz") == "token: [REDACTED]"

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from textual.widgets import Markdown
 
 from tests.support.summary_helpers import demo_deck
-from tui import paths
 from tui.app import ServedeckApp
+from tui.core import paths
 from tui.screens.summary import SummaryScreen
 from tui.sim.box import SimBox, SimServerOptions
 from widgets.summary_view import SummaryView

@@ -16,7 +16,7 @@ from tests.support.summary_helpers import demo_deck
 from tui.alerts.rules import AlertingConfig, AlertRule
 from tui.app import ServedeckApp
 from tui.app.console_record import RecordMixin
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 from tui.logs.line import LogLine
 from tui.record.query import RecordingReader
 from tui.record.where import recording_path

@@ -56,7 +56,7 @@ def child(args: argparse.Namespace) -> int:
     from textual.screen import Screen
 
     from tui.app import ServedeckApp
-    from tui.config import Profile, demo_profile
+    from tui.core.config import Profile, demo_profile
     from tui.deck import Deck, open_deck
     from tui.hosts.local import LocalHost
     from tui.sim.box import SimBox

@@ -45,7 +45,7 @@ try:
 except ImportError:
     fail("nvidia-ml-py is not installed (pip install nvidia-ml-py); it provides NVML's pynvml")
 
-from tui.errors import ServedeckError  # noqa: E402
+from tui.core.errors import ServedeckError  # noqa: E402
 from tui.health.badge import GpuBadge, badges  # noqa: E402
 from tui.health.counters import HealthCounters  # noqa: E402
 from tui.health.health_run import read_events  # noqa: E402

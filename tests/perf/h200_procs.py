@@ -85,8 +85,8 @@ def spawn_orphan(folder: Path) -> int:
 
 async def render_procs_pane(profile: Path, out: Path) -> None:
     from tui.app import ServedeckApp
+    from tui.core.profile_store import load_profile
     from tui.deck import open_deck
-    from tui.profile_store import load_profile
     from widgets.procs_pane import ProcsPane
 
     loaded = load_profile(str(profile))

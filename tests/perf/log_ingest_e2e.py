@@ -78,7 +78,7 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
     os.environ["SERVEDECK_DATA_DIR"] = str(workdir / "data")
     os.environ["SERVEDECK_RECORD"] = "1" if record else "0"
     from tui.app import ServedeckApp
-    from tui.config import Profile, ServiceConfig
+    from tui.core.config import Profile, ServiceConfig
     from tui.deck import open_deck
     from widgets.log_pane import LogPane
 
@@ -175,14 +175,14 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
 
 def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     """Each stage apart, µs per line, on the same vLLM-format lines."""
+    from tui.core.redact import redact_text
     from tui.hosts.local import LocalHost
-    from tui.loadwatch import LoadTracker, vllm_line_time_s
     from tui.logs.journal import JournalFollower
     from tui.logs.line import LevelClassifier
     from tui.logs.tail import FileFollower
     from tui.record.feed import RecordFeed
-    from tui.redact import redact_text
-    from tui.restart_loop import RestartLoopDetector
+    from tui.serving.loadwatch import LoadTracker, vllm_line_time_s
+    from tui.serving.restart_loop import RestartLoopDetector
 
     lines = texts(total)
     costs: dict[str, float] = {}

@@ -25,7 +25,7 @@ FIRST_FRAME = r"""
 import asyncio, sys, time
 started = float(sys.argv[1])
 from tui.app import ServedeckApp
-from tui.config import Profile
+from tui.core.config import Profile
 from tui.deck import open_deck
 
 async def main():

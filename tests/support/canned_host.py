@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 
-from tui.config import Profile
+from tui.core.config import Profile
 from tui.deck import Deck
 from tui.gpu.factory import NoGpuSource
 from tui.gpu.model import GpuSource
 from tui.hosts.base import CommandResult
 from tui.logs.line import LogLine
-from tui.service import ServiceController
+from tui.serving.service import ServiceController
 
 SEED_BOX_OVERVIEW = (
     """\

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.support.sim_fixtures import FAST_OPTIONS
 from tui.app import ServedeckApp
-from tui.config import HostConfig, Profile, ServiceConfig, load_profile_file
+from tui.core.config import HostConfig, Profile, ServiceConfig, load_profile_file
 from tui.deck import Deck
 from tui.hosts.base import CommandResult
 from tui.hosts.local import LocalHost

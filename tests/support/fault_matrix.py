@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
-from tui.audit import read_audit
+from tui.core.audit import read_audit
 from widgets.header_bar import HeaderBar
 from widgets.log_pane import LogPane
 

@@ -22,7 +22,7 @@ import pytest
 
 from tests.support.gpu_fixtures import FAKE_SMI, NVIDIA_SMI_FIXTURES
 from tests.support.sshd_fixtures import SshdPair, SshdServer, _children
-from tui.config import JumpHost
+from tui.core.config import JumpHost
 from tui.fleet.demo import MODELS, LightBox
 from tui.sim.box import SimBox
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tui.config import Profile, demo_profile
+from tui.core.config import Profile, demo_profile
 from tui.deck import Deck
 from tui.exporter.runner import ExporterRunner
 from tui.hosts.local import LocalHost

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.config import HostConfig, JumpHost
+from tui.core.config import HostConfig, JumpHost
 
 SSHD_PATH = Path("/usr/sbin/sshd")
 ZSH_PATH = Path("/usr/bin/zsh")

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 from markdown_it import MarkdownIt
 
-from tui.config import Profile, demo_profile
+from tui.core.config import Profile, demo_profile
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
-from tui.loadwatch import LoadFacts, PhaseSpan
+from tui.serving.loadwatch import LoadFacts, PhaseSpan
 from tui.sim.box import SimBox
 from tui.summary.inputs import SummaryInputs
 
@@ -170,8 +170,8 @@ def bench_run(run_id: str, profile: Profile, *, tp: int, ep: bool, speed: float,
 
 def seed_history(profile: Profile) -> None:
     """Two benchmark runs and one leftover kill, as the console would have recorded them."""
-    from tui.audit import append_audit
     from tui.bench.history import append_result
+    from tui.core.audit import append_audit
 
     append_result(
         bench_run("r1", profile, tp=8, ep=True, speed=70.0, when="2026-01-01T09:00:00+00:00")

@@ -9,9 +9,9 @@ import pytest
 
 from tests.support.canned_host import CannedHost, canned_deck
 from tui.app import ServedeckApp
-from tui.config import load_profile_file
+from tui.core.config import load_profile_file
+from tui.core.errors import HostError
 from tui.deck import open_deck
-from tui.errors import HostError
 from tui.screens.help import HelpScreen
 from widgets.header_bar import HeaderBar
 

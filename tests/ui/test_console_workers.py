@@ -13,9 +13,9 @@ from pathlib import Path
 from textual.app import App
 from textual.widgets import Static
 
-from tui import paths
 from tui.app.console_workers import WorkerFailed, console_worker
-from tui.formatting import duration_words
+from tui.core import paths
+from tui.core.formatting import duration_words
 from tui.source_health import SourceHealth
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from tests.support.gpu_boxes import (
     with_memory,
 )
 from tests.support.gpu_pane_app import GpuPaneApp
-from tui.formatting import duration_compact
+from tui.core.formatting import duration_compact
 from widgets import gpu_format as fmt
 from widgets.gpu_pane import GpuPane
 from widgets.gpu_table import GpuTable

@@ -13,7 +13,7 @@ import pytest
 from tests.integration.test_bench_broken_sse import _start
 from tui.app import ServedeckApp
 from tui.cli import main
-from tui.config import load_profile_file
+from tui.core.config import load_profile_file
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
 from widgets.log_pane import LogPane
@@ -65,7 +65,7 @@ async def test_a_1_mb_log_line_leaves_the_console_responsive(tmp_path: Path) -> 
 
 
 def test_the_load_strip_shows_nan_metrics_as_not_available() -> None:
-    from tui.metrics import compute_metrics, parse_metrics
+    from tui.serving.metrics import compute_metrics, parse_metrics
     from widgets.load_strip import render_strip
 
     page = (

@@ -16,7 +16,7 @@ import pytest
 from tests.support import procs_fixtures
 from tests.support.procs_fixtures import GPU_HINTS
 from tui.app import ServedeckApp
-from tui.config import GpuConfig, Profile
+from tui.core.config import GpuConfig, Profile
 from tui.deck import Deck
 from tui.gpu.model import GpuProcessUsage
 from tui.hosts.local import LocalHost

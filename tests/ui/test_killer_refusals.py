@@ -10,8 +10,8 @@ import pytest
 
 from tests.support.console_support import REPO, local_console
 from tui.app import ServedeckApp
-from tui.audit import read_audit
-from tui.config import load_profile_file
+from tui.core.audit import read_audit
+from tui.core.config import load_profile_file
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
 from tui.procs import GpuMemoryShare, GpuProcess, ProcIdentity

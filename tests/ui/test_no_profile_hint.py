@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from tui.app import ServedeckApp
+from tui.core.profile_store import load_profile
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
-from tui.profile_store import load_profile
 from widgets.log_pane import LogPane
 from widgets.service_line import ServiceLine
 

@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 from textual.command import CommandPalette
 from textual.widgets import Log
 
-from tui import paths
 from tui.app import ServedeckApp
-from tui.config import demo_profile
+from tui.core import paths
+from tui.core.config import demo_profile
+from tui.core.keymap import COMMANDS, commands_in
+from tui.core.profile_store import load_profile
 from tui.deck import Deck, open_deck
 from tui.hosts.local import LocalHost
-from tui.keymap import COMMANDS, commands_in
-from tui.profile_store import load_profile
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.summary import SummaryScreen

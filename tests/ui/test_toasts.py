@@ -11,9 +11,9 @@ import time
 from tests.support.screen_text import screen_lines, screen_text
 from tests.ui.test_procs_ui import SEED
 from tui.app import ServedeckApp
+from tui.core.profile_store import load_profile
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
-from tui.profile_store import load_profile
 from tui.screens.kill_confirm import KillConfirmScreen
 
 

@@ -22,10 +22,10 @@ from tui.alerts.signals import (
 )
 from tui.alerts.webhook import WebhookSender
 from tui.gpu.model import GpuBoxSnapshot
-from tui.metrics import ServerMetrics
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
-from tui.service import UnitState
+from tui.serving.metrics import ServerMetrics
+from tui.serving.service import UnitState
 
 if TYPE_CHECKING:
     from tui.health.xid import XidEvent

@@ -17,7 +17,7 @@ from typing import Any, cast
 import httpx
 
 from tui.alerts.rules import WebhookConfig
-from tui.redact import redact_text
+from tui.core.redact import redact_text
 
 _STOP = object()
 

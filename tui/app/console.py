@@ -37,30 +37,30 @@ from tui.app.console_processes import ProcessesMixin
 from tui.app.console_record import RecordMixin
 from tui.app.console_workers import console_worker, failure_text
 from tui.app.load_explain_watch import explain_after_ready
-from tui.audit import append_audit
 from tui.bench.history import runs_for_host
-from tui.config import Profile
+from tui.core.audit import append_audit
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
+from tui.core.keymap import COMMANDS, commands_in
+from tui.core.paths import demo_records_note
 from tui.deck import Deck
-from tui.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.hints import setup_hint, short_setup_hint
-from tui.hostinfo import HostOverview
-from tui.keymap import COMMANDS, commands_in
-from tui.load_eta import ready_clock_for
-from tui.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
+from tui.hostfacts.hostinfo import HostOverview
 from tui.logs.line import LogLine
-from tui.metrics import MetricsPoller, ServerMetrics
 from tui.offered import action_offered, changes_host, focus_target, help_scopes
-from tui.paths import demo_records_note
 from tui.procs import ProcListing
 from tui.procs.kill import leftovers
-from tui.readiness import ReadinessProbe
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
-from tui.service import UnitState, audit_refusal
+from tui.serving.load_eta import ready_clock_for
+from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
+from tui.serving.metrics import MetricsPoller, ServerMetrics
+from tui.serving.readiness import ReadinessProbe
+from tui.serving.service import UnitState, audit_refusal
 from tui.source_health import unknown_since_text
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane

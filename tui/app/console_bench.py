@@ -9,10 +9,10 @@ from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
 from tui.app.parts import ConsoleParts
-from tui.audit import append_audit
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
-from tui.errors import ServedeckError
+from tui.core.audit import append_audit
+from tui.core.errors import ServedeckError
 from tui.screens.preset_picker import PresetPickerScreen
 from widgets.bench_view import BenchView
 

@@ -11,8 +11,8 @@ from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
 from tui.app.parts import ConsoleParts
-from tui.audit import append_audit
-from tui.errors import ServedeckError
+from tui.core.audit import append_audit
+from tui.core.errors import ServedeckError
 from widgets.plan_view import PlanView
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class HandoffMixin(ConsoleParts):
         return render_markdown(inputs, summary_secrets(self.deck))
 
     def _export_summary(self, markdown: str) -> Path:
-        from tui import paths
+        from tui.core import paths
         from tui.summary import export_summary
 
         folder = paths.data_dir() / "summaries"

@@ -16,7 +16,7 @@ from tui.app import messages
 from tui.app.console_guard import console_closing, while_open
 from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from widgets.health_view import HealthView
 
 if TYPE_CHECKING:  # loaded by the checks themselves, after the first frame
@@ -182,7 +182,7 @@ class HardwareHealthMixin(ConsoleParts):
     @while_open
     def on_servedeck_app_probe_checked(self, message: messages.ProbeChecked) -> None:
         from tui.screens.confirm_action import ConfirmActionScreen
-        from tui.service import ServiceAction
+        from tui.serving.service import ServiceAction
 
         view = self.query_one(HealthView)
         if message.refusal:

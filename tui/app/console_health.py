@@ -19,7 +19,7 @@ from textual.widgets import Static
 from tui.app.console_guard import console_closing, while_open
 from tui.app.console_workers import WorkerFailed
 from tui.app.parts import ConsoleParts
-from tui.audit import append_audit
+from tui.core.audit import append_audit
 from tui.source_health import SourceHealth
 from widgets.bench_view import BenchView
 from widgets.header_bar import HeaderBar

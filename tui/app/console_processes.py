@@ -12,8 +12,8 @@ from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
 from tui.app.parts import ConsoleParts
-from tui.audit import append_audit
-from tui.errors import ServedeckError
+from tui.core.audit import append_audit
+from tui.core.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.procs import kill_processes, list_gpu_processes
 from tui.procs.gpu_hints import deck_context

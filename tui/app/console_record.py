@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING, Any
 
 from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
-from tui.errors import ServedeckError
-from tui.loadwatch import vllm_line_time_s
+from tui.core.errors import ServedeckError
 from tui.logs.line import warning_or_worse
+from tui.serving.loadwatch import vllm_line_time_s
 
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
     from tui.alerts.engine import AlertChange
     from tui.gpu.model import GpuBoxSnapshot
-    from tui.load_live import LiveLoad
-    from tui.loadwatch import LoadProgress
     from tui.logs.line import LogLine
-    from tui.metrics import ServerMetrics
     from tui.procs.model import ProcListing
-    from tui.readiness import Readiness
     from tui.record.session import ConsoleRecording
-    from tui.service import UnitState
+    from tui.serving.load_live import LiveLoad
+    from tui.serving.loadwatch import LoadProgress
+    from tui.serving.metrics import ServerMetrics
+    from tui.serving.readiness import Readiness
+    from tui.serving.service import UnitState
 
 RECORD_PROCS_S = 10.0
 RECORD_FILES_S = 2.0

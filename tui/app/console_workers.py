@@ -21,8 +21,8 @@ from typing import Any
 from textual.message import Message
 from textual.worker import Worker
 
-from tui import paths
-from tui.redact import redact_text
+from tui.core import paths
+from tui.core.redact import redact_text
 from tui.source_health import one_line
 
 logger = logging.getLogger("servedeck.console")

@@ -10,16 +10,16 @@ import time
 from typing import TYPE_CHECKING
 
 from tui.app.messages import LoadLiveUpdate
-from tui.errors import ServedeckError
-from tui.load_live import final_load
+from tui.core.errors import ServedeckError
+from tui.serving.load_live import final_load
 
 if TYPE_CHECKING:
     from tui.app import ServedeckApp
 
 
 async def explain_after_ready(app: ServedeckApp) -> None:
-    from tui.load_explain import record_load  # once a load is done, not at console start
-    from tui.load_explain_status import collect_explain
+    from tui.serving.load_explain import record_load  # once a load is done, not at console start
+    from tui.serving.load_explain_status import collect_explain
 
     progress = app.tracker.snapshot()
     if not progress.timeline:

@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 from tui.gpu.model import GpuBoxSnapshot
-from tui.hostinfo import HostOverview
-from tui.metrics import ServerMetrics
+from tui.hostfacts.hostinfo import HostOverview
 from tui.plan.layout import Plan
 from tui.procs import KillReport, ProcListing
-from tui.readiness import Readiness
-from tui.service import ActionOutcome, UnitState
+from tui.serving.metrics import ServerMetrics
+from tui.serving.readiness import Readiness
+from tui.serving.service import ActionOutcome, UnitState
 
 if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
     from tui.health.interconnect import InterconnectReport
     from tui.health.report import HealthReport
     from tui.health.xid import XidEvent
     from tui.health.xid_follow import FollowState
-    from tui.load_live import LiveLoad
+    from tui.serving.load_live import LiveLoad
 
 NAMESPACE = "servedeck_app"
 

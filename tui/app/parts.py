@@ -20,14 +20,14 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from tui.bench.driver import BenchProcess
-    from tui.config import Profile
+    from tui.core.config import Profile
     from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
-    from tui.load_live import LiveLoad
-    from tui.loadwatch import LoadProgress, LoadTracker
     from tui.procs.model import ProcListing
     from tui.record.session import ConsoleRecording
-    from tui.service import UnitState
+    from tui.serving.load_live import LiveLoad
+    from tui.serving.loadwatch import LoadProgress, LoadTracker
+    from tui.serving.service import UnitState
     from tui.source_health import SourceHealth
     from widgets.gpu_pane import GpuPane
 

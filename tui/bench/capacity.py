@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from tui.errors import UsageError
-from tui.formatting import milliseconds
+from tui.core.errors import UsageError
+from tui.core.formatting import milliseconds
 
 DEFAULT_SLO_TEXT = "ttft_p99_ms=2000,itl_p99_ms=100,min_user_tok_s=20"
 # The passing level's margin above which interpolation beats bisection.

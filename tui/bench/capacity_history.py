@@ -13,8 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tui import paths
 from tui.bench.history import append_record
+from tui.core import paths
 
 
 def capacity_history_path() -> Path:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tui.bench.model import BenchResult, LatencyStats, LevelResult
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 
 CONFIG_FIELDS = ("model", "engine", "engine_version", "tp", "ep", "gpus", "config_hash", "host")
 WORKLOAD_FIELDS = ("preset", "endpoint", "input_tokens", "output_tokens")

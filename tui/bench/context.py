@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict
 
 from tui.bench.model import RunContext
-from tui.config import Profile
+from tui.core.config import Profile
 
 
 def config_hash(profile: Profile) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from tui.bench.model import BenchResult, LevelResult, level_from_dict, result_from_dict
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 
 if TYPE_CHECKING:  # the workload module loads httpx: not needed to draw a run's events
     from tui.bench.workload import BenchSpec

@@ -1,6 +1,6 @@
 """Benchmark history: one BenchResult per line of a JSONL file in the data dir.
 
-Appends are one `os.write` on an O_APPEND descriptor (as tui.audit does), so
+Appends are one `os.write` on an O_APPEND descriptor (as tui.core.audit does), so
 a console and a CLI run never interleave; a truncated last line (a crash
 mid-write) is skipped on read and the next append starts on a new line.
 """
@@ -11,9 +11,9 @@ import json
 import os
 from pathlib import Path
 
-from tui import paths
 from tui.bench.model import BenchResult, result_from_dict
-from tui.redact import redact_data
+from tui.core import paths
+from tui.core.redact import redact_data
 
 
 def history_path() -> Path:

@@ -47,7 +47,7 @@ from tui.bench.workload import (
     words_for_tokens,
 )
 from tui.bench.workloads import intended_prefix_hit_rate, reset_prefix_cache, workload_prompts
-from tui.redact import redact_data
+from tui.core.redact import redact_data
 
 STREAMS_PER_PROCESS = 256
 

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from tui.bench.model import RunContext
-from tui.config import BenchmarkPreset
+from tui.core.config import BenchmarkPreset
 
 _WORDS = [
     "the",

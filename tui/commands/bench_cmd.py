@@ -19,9 +19,9 @@ from tui.bench.model import BenchResult, LevelResult, RunContext
 from tui.bench.workload import BenchSpec, spec_from_preset
 from tui.commands._target import deck_from_args, profile_from_args
 from tui.commands._width import hanging
-from tui.config import BenchmarkPreset, default_presets
+from tui.core.config import BenchmarkPreset, default_presets
+from tui.core.errors import ServedeckError, UsageError
 from tui.deck import Deck
-from tui.errors import ServedeckError, UsageError
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ from dataclasses import asdict
 
 from tui.bench.compare import compare_runs, config_diff, find_run, format_comparison
 from tui.bench.history import read_history
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 
 
 def run_compare(args: argparse.Namespace) -> int:

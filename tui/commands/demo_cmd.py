@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tui.config import demo_profile
+from tui.core.config import demo_profile
 
 # tui.deck.CONSOLE_DEMO_LOAD_S (not imported here: parsing stays fast)
 DEFAULT_LOAD_S = 45.0
@@ -43,7 +43,7 @@ def _positive_seconds(text: str) -> float:
 
 def _demo(args: argparse.Namespace) -> int:
     from tui.console import run_console
-    from tui.profile_store import load_profile
+    from tui.core.profile_store import load_profile
 
     read_only = getattr(args, "read_only", False)
     # A demo-kind profile file (its own handoff notes, api_key_env, keys) or the built-in one.

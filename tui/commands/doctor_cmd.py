@@ -7,11 +7,11 @@ import asyncio
 
 from tui.commands._width import hanging
 from tui.console import host_for
+from tui.core.profile_store import load_profile
 from tui.deck import open_deck
-from tui.doctor import DoctorCheck, doctor_verdict, run_doctor
-from tui.doctor_demo import run_demo_doctor
-from tui.profile_store import load_profile
-from tui.restart_guard import leftovers_checks
+from tui.hostfacts.doctor import DoctorCheck, doctor_verdict, run_doctor
+from tui.hostfacts.doctor_demo import run_demo_doctor
+from tui.serving.restart_guard import leftovers_checks
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tui.cli import run_async
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 from tui.fleet.collector import FleetCollector, HostProbe
 from tui.fleet.model import FleetRow
 

@@ -17,7 +17,7 @@ from typing import Literal
 
 from tui.cli import run_async
 from tui.commands._width import hanging
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 from tui.fleet.model import FleetRow
 from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, config_from_table
 

@@ -10,8 +10,8 @@ import sys
 from typing import Any, TextIO
 
 from tui.commands._target import deck_from_args
+from tui.core.errors import UsageError
 from tui.deck import Deck
-from tui.errors import UsageError
 from tui.gpu.model import GpuBoxSnapshot, GpuSource, total_memory_bytes
 
 GIB = 1024**3

@@ -8,13 +8,13 @@ import json
 import sys
 
 from tui.commands._width import hanging
-from tui.config import Profile
 from tui.console import host_for
+from tui.core.config import Profile
+from tui.core.profile_store import load_profile
 from tui.health.health_run import bus_map, collect_demo_health, collect_health
 from tui.health.kernel_log import KernelLogFollower
 from tui.health.report import HealthReport
 from tui.health.xid import XidEvent
-from tui.profile_store import load_profile
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "crit": "CRIT"}
 

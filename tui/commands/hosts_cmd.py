@@ -14,11 +14,11 @@ from typing import Any
 
 import asyncssh
 
-from tui.config import JumpHost, Profile
-from tui.errors import UsageError
+from tui.core.config import JumpHost, Profile
+from tui.core.errors import UsageError
+from tui.core.profile_store import load_profile
 from tui.hosts.factory import profile_ref
 from tui.hosts.ssh_connect import trust_route
-from tui.profile_store import load_profile
 
 
 def load_profile_arg(value: str | None) -> Profile:

@@ -7,8 +7,8 @@ import asyncio
 import json
 
 from tui.commands._width import hanging
-from tui.config import Profile
 from tui.console import host_for
+from tui.core.config import Profile
 from tui.deck import open_deck
 from tui.health.doctor_run import run_demo_interconnect, run_interconnect
 from tui.health.findings import CRIT, WARN, Finding

@@ -13,7 +13,7 @@ import sys
 
 from tui.commands._target import deck_from_args
 from tui.commands.procs_cmd import current_listing
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 from tui.procs.gpu_hints import deck_context, rereader
 from tui.procs.kill import DEFAULT_TIMEOUT_S, kill_processes, leftovers, refuse_before_asking
 from tui.procs.model import GpuProcess, KillReport

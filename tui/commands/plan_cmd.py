@@ -7,9 +7,10 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from tui.config import Profile
 from tui.console import host_for
-from tui.errors import UsageError
+from tui.core.config import Profile
+from tui.core.errors import UsageError
+from tui.core.profile_store import load_profile
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
 from tui.plan import (
@@ -27,7 +28,6 @@ from tui.plan import (
 )
 from tui.plan.for_deck import demo_model_facts
 from tui.plan.render import plan_json, plan_markdown
-from tui.profile_store import load_profile
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

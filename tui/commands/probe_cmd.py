@@ -7,13 +7,13 @@ import asyncio
 import json
 import sys
 
-from tui.audit import append_audit
 from tui.commands._width import hanging
-from tui.config import Profile
+from tui.core.audit import append_audit
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
+from tui.core.profile_store import load_profile
 from tui.deck import open_deck
-from tui.errors import ServedeckError
 from tui.health.probe_run import probe_refusal, run_and_record
-from tui.profile_store import load_profile
 
 
 class ProbeRefused(ServedeckError):

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from tui.commands.timeline_cmd import db_from_args
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 from tui.record.query import RecordingReader
 from tui.record.timeparse import parse_instant
 

@@ -11,9 +11,9 @@ import asyncio
 import sys
 
 from tui.commands._target import deck_from_args
-from tui.errors import UsageError
-from tui.restart_guard import DEFAULT_THRESHOLD_BYTES, GIB, guarded_action
-from tui.service import VERBS, ActionOutcome
+from tui.core.errors import UsageError
+from tui.serving.restart_guard import DEFAULT_THRESHOLD_BYTES, GIB, guarded_action
+from tui.serving.service import VERBS, ActionOutcome
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 from tui.sim.box import SimBox, SimServerOptions
 
 

@@ -10,14 +10,14 @@ from typing import Any
 from tui.cli import run_async
 from tui.commands._target import deck_from_args
 from tui.commands._width import hanging
-from tui.errors import CommandTimeout, HostError, ServedeckError
-from tui.load_explain_status import load_explain_report
-from tui.load_waterfall import waterfall_lines
-from tui.loadwatch import LoadTracker
-from tui.metrics import MetricsPoller, metrics_from_log
-from tui.readiness import ReadinessProbe
-from tui.redact import redact_data
-from tui.restart_guard import leftovers_note
+from tui.core.errors import CommandTimeout, HostError, ServedeckError
+from tui.core.redact import redact_data
+from tui.serving.load_explain_status import load_explain_report
+from tui.serving.load_waterfall import waterfall_lines
+from tui.serving.loadwatch import LoadTracker
+from tui.serving.metrics import MetricsPoller, metrics_from_log
+from tui.serving.readiness import ReadinessProbe
+from tui.serving.restart_guard import leftovers_note
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

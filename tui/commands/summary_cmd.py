@@ -9,7 +9,7 @@ from typing import cast
 
 from tui.cli import run_async
 from tui.commands._target import deck_from_args
-from tui.redact import redact_text
+from tui.core.redact import redact_text
 from tui.summary import (
     collect_summary,
     default_summary_name,

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from tui.commands._target import profile_from_args
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 from tui.record.model import KINDS
 from tui.record.query import RecordingReader
 from tui.record.timeparse import parse_instant

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 
-from tui.config import Profile
 from tui.console import host_for
-from tui.unit_lint import finding_lines
-from tui.unit_lint_run import UnitLintReport, lint_profile_unit
+from tui.core.config import Profile
+from tui.serving.unit_lint import finding_lines
+from tui.serving.unit_lint_run import UnitLintReport, lint_profile_unit
 
 
 def run_unit_lint(profile: Profile, *, as_json: bool) -> int:

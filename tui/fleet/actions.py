@@ -6,7 +6,7 @@ its `uname -n` and boot id are read when the plan is made and again just before
 acting, so an alias that now points elsewhere, or a box that rebooted meanwhile, is
 refused instead of acted on. Refusals (read-only, no unit, identity changed), requests
 and outcomes go to the audit log through the same helpers the console uses
-(tui.service's audited actions, tui.procs.kill's audited kills).
+(tui.serving.service's audited actions, tui.procs.kill's audited kills).
 """
 
 from __future__ import annotations
@@ -14,11 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.audit import append_audit
+from tui.core.audit import append_audit
+from tui.core.errors import ServedeckError
 from tui.deck import Deck
-from tui.errors import ServedeckError
 from tui.procs.model import GpuProcess, KillReport
-from tui.service import ActionOutcome, ServiceAction, audit_refusal, describe_action, perform_action
+from tui.serving.service import (
+    ActionOutcome,
+    ServiceAction,
+    audit_refusal,
+    describe_action,
+    perform_action,
+)
 
 SERVICE_VERBS = ("restart", "stop")
 _IDENTITY_SCRIPT = 'uname -n; cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo "?"\n'

@@ -17,17 +17,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.deck import Deck
-from tui.errors import CommandTimeout, HostError, ServedeckError
 from tui.fleet.groups import FleetMember
 from tui.fleet.model import FleetRow, FleetSource
 from tui.fleet.rows import build_row
 from tui.gpu.model import GpuBoxSnapshot
-from tui.loadwatch import LoadProgress, LoadTracker
 from tui.logs.line import LevelClassifier, LogLine
-from tui.metrics import MetricsPoller, ServerMetrics, metrics_from_log
-from tui.readiness import Readiness, ReadinessProbe
-from tui.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
+from tui.serving.loadwatch import LoadProgress, LoadTracker
+from tui.serving.metrics import MetricsPoller, ServerMetrics, metrics_from_log
+from tui.serving.readiness import Readiness, ReadinessProbe
+from tui.serving.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
 
 Fail = Callable[[ServedeckError], None]
 

@@ -25,11 +25,11 @@ from tui.fleet.model import FleetRow
 from tui.fleet.rows import build_row
 from tui.gpu.model import GpuBoxSnapshot, GpuSample
 from tui.hosts.local import LocalHost
-from tui.loadwatch import LoadTracker
 from tui.logs.tail import follow_file
-from tui.metrics import metrics_from_log
-from tui.readiness import Readiness
-from tui.service import UnitState
+from tui.serving.loadwatch import LoadTracker
+from tui.serving.metrics import metrics_from_log
+from tui.serving.readiness import Readiness
+from tui.serving.service import UnitState
 from tui.sim import spec
 from tui.sim.vlog import shard_bar
 
@@ -401,7 +401,7 @@ def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45
     """
     from dataclasses import replace
 
-    from tui.config import demo_profile
+    from tui.core.config import demo_profile
     from tui.sim.box import SimBox, SimServerOptions
 
     options = SimServerOptions(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Protocol
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.fleet.collector import FleetCollector, HostProbe
 from tui.fleet.model import FleetRow
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.fleet.history import (
     DEFAULT_SPECS,
     DEFAULT_STEP_S,

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from tui.errors import HostError, ServedeckError
+from tui.core.errors import HostError, ServedeckError
 from tui.fleet.model import FleetRow
 
 MIB = 1024**2

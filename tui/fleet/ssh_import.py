@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui import paths
-from tui.config import load_profile_file
-from tui.errors import ServedeckError, UsageError
+from tui.core import paths
+from tui.core.config import load_profile_file
+from tui.core.errors import ServedeckError, UsageError
+from tui.core.profile_store import search_dirs
 from tui.fleet.groups import GROUPS_FOLDER
 from tui.hosts.ssh_config import AliasError, host_aliases, user_ssh_config
-from tui.profile_store import search_dirs
 
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from tui.core.redact import redact_text
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state, summarize
-from tui.redact import redact_text
 
 _GIB = 1024**3
 _HEADERS = (

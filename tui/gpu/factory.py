@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 
-from tui.config import Profile
-from tui.errors import HostError, UsageError
+from tui.core.config import Profile
+from tui.core.errors import HostError, UsageError
 from tui.gpu.model import GpuBoxSnapshot, GpuSource
 from tui.gpu.nvml import NvmlGpuSource, NvmlUnavailable
 from tui.gpu.smi import NO_DRIVER, SmiGpuSource

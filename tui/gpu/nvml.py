@@ -20,7 +20,7 @@ from typing import Any
 
 import pynvml
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
 from tui.gpu.procinfo import LocalProcessCache
 

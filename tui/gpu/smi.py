@@ -15,7 +15,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
-from tui.errors import HostError, ServedeckError
+from tui.core.errors import HostError, ServedeckError
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
 from tui.gpu.smi_parse import (
     QUERY_GPU_FIELDS,

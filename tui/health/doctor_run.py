@@ -6,8 +6,8 @@ import asyncio
 import re
 from pathlib import Path
 
-from tui.config import Profile
-from tui.errors import ServedeckError
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
 from tui.health.findings import INFO, Finding
 from tui.health.interconnect import InterconnectReport, analyze_interconnect
 from tui.health.interconnect_collect import collect_interconnect

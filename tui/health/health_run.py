@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.health.counters import HealthCounters, parse_counters
 from tui.health.interconnect_parse import norm_bdf, split_sections
 from tui.health.kernel_log import KernelLogFollower, dmesg_events

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from tui.config import Profile
+from tui.core.config import Profile
 from tui.health.interconnect_parse import LINK_FIELDS, SECTION_MARK, split_sections
 from tui.hosts.base import Host
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from tui.errors import HostError
+from tui.core.errors import HostError
 from tui.health.xid import XidEvent, decode_xid
 from tui.hosts.base import Host
 from tui.logs.journal import JournalFollower

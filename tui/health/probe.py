@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from tui.formatting import GIB, gib
+from tui.core.formatting import GIB, gib
 from tui.gpu.model import GpuBoxSnapshot
 from tui.health.findings import CRIT, WARN
 from tui.health.interconnect import InterconnectReport

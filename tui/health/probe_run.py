@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import time
 
-from tui import paths
-from tui.audit import append_audit
+from tui.core import paths
+from tui.core.audit import append_audit
+from tui.core.errors import ServedeckError
 from tui.deck import Deck
-from tui.errors import ServedeckError
 from tui.health.doctor_run import run_interconnect
 from tui.health.interconnect import InterconnectReport
 from tui.health.probe import judge, refusal, run_probe_script

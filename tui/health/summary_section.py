@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tui import paths
+from tui.core import paths
 from tui.deck import Deck
 from tui.health.interconnect import InterconnectReport
 from tui.health.probe_run import PROBE_HISTORY

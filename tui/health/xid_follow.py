@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.health.interconnect_parse import norm_bdf
 from tui.health.kernel_log import KernelLogFollower, dmesg_events

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tui import paths
-from tui.config import Profile
-from tui.errors import ServedeckError
+from tui.core import paths
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui.config import HostConfig
+from tui.core.config import HostConfig
 
 
 def identity_files(config: HostConfig) -> list[str]:

@@ -9,7 +9,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from tui.errors import CommandTimeout, HostError
+from tui.core.errors import CommandTimeout, HostError
 from tui.hosts.base import OVERLONG_LINE, CommandResult
 
 _STREAM_LIMIT_BYTES = 4 * 1024 * 1024

@@ -26,8 +26,8 @@ from typing import Any
 
 import asyncssh
 
-from tui.config import HostConfig
-from tui.errors import CommandTimeout, HostError
+from tui.core.config import HostConfig
+from tui.core.errors import CommandTimeout, HostError
 from tui.hosts.base import CommandResult, sh_command
 from tui.hosts.ssh_connect import Connection, close_all, connect_chain, describe_error
 

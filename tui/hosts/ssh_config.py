@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tui.config import HostConfig, JumpHost
+from tui.core.config import HostConfig, JumpHost
 
 MAX_JUMP_DEPTH = 8
 _JUMP_SPEC = re.compile(

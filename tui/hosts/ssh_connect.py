@@ -16,9 +16,9 @@ from typing import Any
 
 import asyncssh
 
-from tui import paths
-from tui.config import HostConfig, JumpHost
-from tui.errors import HostError, HostKeyError, ServedeckError
+from tui.core import paths
+from tui.core.config import HostConfig, JumpHost
+from tui.core.errors import HostError, HostKeyError, ServedeckError
 from tui.hosts.identity import missing_identity_message
 
 Connection = asyncssh.SSHClientConnection

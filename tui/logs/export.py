@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tui.errors import ServedeckError
-from tui.redact import redact_text
+from tui.core.errors import ServedeckError
+from tui.core.redact import redact_text
 
 
 def export_lines(texts: Iterable[str], path: Path) -> int:

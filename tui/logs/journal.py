@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from tui.errors import HostError
+from tui.core.errors import HostError
 from tui.hosts.base import OVERLONG_LINE, Host
 from tui.logs.line import Level, LevelClassifier, LogLine
 

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import BinaryIO
 
-from tui.errors import HostError
+from tui.core.errors import HostError
 from tui.hosts.base import Host
 from tui.logs.line import LevelClassifier, LogLine
 

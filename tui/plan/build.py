@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from tui.errors import HostError, ServedeckError
+from tui.core.errors import HostError, ServedeckError
 from tui.hosts.base import Host
 from tui.plan.inventory import GIB, GpuInventory
 from tui.plan.layout import (

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tui.config import Profile
-from tui.errors import ServedeckError
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hosts.base import Host
-from tui.loadwatch import LoadFacts
 from tui.plan.build import ModelFacts, build_plan, model_from_config, read_model_dir
 from tui.plan.inventory import GIB, inventory_from_snapshot
 from tui.plan.layout import FITS, TOO_BIG, Layout, Plan, PlanSettings, gib
+from tui.serving.loadwatch import LoadFacts
 
 
 def profile_layout(profile: Profile) -> Layout:

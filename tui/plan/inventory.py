@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hosts.base import Host
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tui import formatting
+from tui.core import formatting
 from tui.plan.inventory import GIB, GpuInventory
 from tui.plan.modelcfg import ModelArch
 from tui.plan.weights import (

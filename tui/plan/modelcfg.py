@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 
 
 class ModelConfigError(ServedeckError):

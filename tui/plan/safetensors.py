@@ -14,7 +14,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tui.errors import HostError, ServedeckError
+from tui.core.errors import HostError, ServedeckError
 from tui.hosts.base import Host
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the format's own limit

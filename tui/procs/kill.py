@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from tui.audit import append_audit
-from tui.errors import ServedeckError
+from tui.core.audit import append_audit
+from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
 from tui.procs.listing import ClassifyContext, GpuHints, usages_of
 from tui.procs.model import OFFERED_CLASSES, GpuProcess, KillOutcome, KillReport

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tui.config import Profile
+from tui.core.config import Profile
+from tui.core.redact import redact_text
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage
 from tui.hosts.base import Host
 from tui.procs.model import GpuMemoryShare, GpuProcess, ProcIdentity, ProcListing
 from tui.procs.remote import run_helper
-from tui.redact import redact_text
 
 # Orphans of these engines are leftovers whatever the profile's patterns say.
 ENGINE_PATTERNS: tuple[str, ...] = (

@@ -11,7 +11,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from tui.errors import HostError
+from tui.core.errors import HostError
 from tui.hosts.base import Host
 
 HELPER_MODULE = "helper.py"

@@ -6,7 +6,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from tui.formatting import duration_compact, gib
+from tui.core.formatting import duration_compact, gib
 from tui.procs.model import GpuProcess, KillReport, ProcListing
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tui.loadwatch import LOADING_ORDER
 from tui.record.model import Event
+from tui.serving.loadwatch import LOADING_ORDER
 
 LOADING = {str(phase) for phase in LOADING_ORDER[:-1]}
 # flag -> the column it fills; the first spelling is the one shown

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import shlex
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
+from tui.core.redact import redact_text
 from tui.hosts.base import Host
-from tui.redact import redact_text
 
 # Environment worth knowing for a deployment; anything else (PATH, HOME, keys) is left out.
 ENV_PREFIXES = (

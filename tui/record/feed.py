@@ -14,20 +14,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tui.formatting import gib
+from tui.core.formatting import gib
+from tui.core.redact import redact_text
 from tui.gpu.model import GpuBoxSnapshot
-from tui.loadwatch import LoadProgress, vllm_line_time_s
 from tui.logs.line import LogLine, warning_or_worse
-from tui.metrics import ServerMetrics
 from tui.procs.model import ProcListing
-from tui.readiness import Readiness
 from tui.record.model import Event, MetricsRow
-from tui.redact import redact_text
-from tui.service import UnitState
+from tui.serving.loadwatch import LoadProgress, vllm_line_time_s
+from tui.serving.metrics import ServerMetrics
+from tui.serving.readiness import Readiness
+from tui.serving.service import UnitState
 
 if TYPE_CHECKING:
     from tui.health.xid import XidEvent
-    from tui.load_live import LiveLoad
+    from tui.serving.load_live import LiveLoad
 
 MAX_TEXT = 500
 

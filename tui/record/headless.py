@@ -21,20 +21,20 @@ import httpx
 from tui.alerts.monitor import AlertMonitor
 from tui.bench.history import history_path
 from tui.bench.model import result_from_dict
+from tui.core.errors import ServedeckError
+from tui.core.paths import audit_log_path
 from tui.deck import Deck
-from tui.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
-from tui.loadwatch import LoadTracker
 from tui.logs.line import LogLine
-from tui.metrics import MetricsPoller
-from tui.paths import audit_log_path
 from tui.procs import list_gpu_processes
 from tui.procs.gpu_hints import deck_context
-from tui.readiness import Readiness, ReadinessProbe
 from tui.record.execinfo import read_exec
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
-from tui.service import UnitState
+from tui.serving.loadwatch import LoadTracker
+from tui.serving.metrics import MetricsPoller
+from tui.serving.readiness import Readiness, ReadinessProbe
+from tui.serving.service import UnitState
 
 if TYPE_CHECKING:
     from tui.health.xid import XidEvent

@@ -84,7 +84,7 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class MetricsRow:
-    """Serving metrics at one poll (a subset of tui.metrics.ServerMetrics, all optional)."""
+    """Serving metrics at one poll (a subset of tui.serving.metrics.ServerMetrics, all optional)."""
 
     ts_s: float
     running_reqs: int | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 
 # Each entry moves the schema from version i to i + 1; never edit one that shipped.
 MIGRATIONS: tuple[str, ...] = (

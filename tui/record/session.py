@@ -14,8 +14,8 @@ from tui.alerts.engine import AlertChange, AlertEngine
 from tui.alerts.monitor import AlertMonitor
 from tui.bench.history import history_path
 from tui.bench.model import result_from_dict
-from tui.config import Profile
-from tui.paths import audit_log_path
+from tui.core.config import Profile
+from tui.core.paths import audit_log_path
 from tui.record.feed import RecordFeed
 from tui.record.headless import FileFollower
 from tui.record.lock import RecorderBusy

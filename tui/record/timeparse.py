@@ -6,7 +6,7 @@ import re
 import time
 from datetime import datetime
 
-from tui.errors import UsageError
+from tui.core.errors import UsageError
 
 _AGO = re.compile(r"^-?(\d+(?:\.\d+)?)\s*([smhd])(?:\s*ago)?$")
 _UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

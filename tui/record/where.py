@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui import paths
-from tui.config import Profile
+from tui.core import paths
+from tui.core.config import Profile
 
 
 def host_label_of(profile: Profile) -> str:

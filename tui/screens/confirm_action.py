@@ -9,7 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
 from tui.screens.dialog import Dialog
-from tui.service import ServiceAction
+from tui.serving.service import ServiceAction
 
 
 class ConfirmActionScreen(Dialog[bool]):

@@ -21,8 +21,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
 from tui.app.console_workers import WorkerFailed, console_worker
+from tui.core.errors import ServedeckError
 from tui.deck import Deck
-from tui.errors import ServedeckError
 from tui.fleet.actions import CleanupPlan, ServicePlan, plan_cleanup, plan_service
 from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
 from tui.fleet.feed import FleetRowSource
@@ -304,7 +304,7 @@ class FleetApp(App[str | None]):
 
     def action_export_summary(self) -> None:
         """The rows on screen as one Markdown file in the current folder (never overwrites)."""
-        from tui.audit import append_audit
+        from tui.core.audit import append_audit
         from tui.fleet.summary import fleet_markdown
         from tui.summary.export import export_summary
 

@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tui.keymap import SCOPES, ConsoleCommand
+from tui.core.keymap import SCOPES, ConsoleCommand
 from tui.screens.dialog import Dialog
 
 

@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Static
 
-from tui.formatting import gib
+from tui.core.formatting import gib
 from tui.procs.model import GpuProcess
 from tui.procs.text import format_start
 from tui.screens.dialog import Dialog

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from tui.config import BenchmarkPreset
+from tui.core.config import BenchmarkPreset
 from tui.screens.dialog import Dialog
 
 

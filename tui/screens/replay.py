@@ -18,10 +18,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui.app.console_workers import console_worker
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.record.query import RecordedState, RecordingReader
-from tui.service import UnitState
+from tui.serving.service import UnitState
 from widgets.gpu_pane import GpuPane
 from widgets.service_line import ServiceLine
 from widgets.timeline_view import clock

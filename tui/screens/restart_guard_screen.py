@@ -15,15 +15,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
-from tui.errors import ServedeckError
-from tui.restart_loop import RestartLoopDetector, record
+from tui.core.errors import ServedeckError
 from tui.screens.dialog import Dialog
+from tui.serving.restart_loop import RestartLoopDetector, record
 
 if TYPE_CHECKING:  # the guard (and the doctor's checks) load with the first start/restart
     from tui.app import ServedeckApp
     from tui.logs.line import LogLine
-    from tui.restart_guard import GuardVerdict
-    from tui.service import UnitState
+    from tui.serving.restart_guard import GuardVerdict
+    from tui.serving.service import UnitState
 
 
 class GuardRefusedScreen(Dialog[bool]):
@@ -70,7 +70,7 @@ class GuardRefusedScreen(Dialog[bool]):
 
 async def guard_then_confirm(app: ServedeckApp, verb: str, confirm: Callable[[], None]) -> None:
     """Open the confirm dialog only when the guard passes; else the refusal offering K."""
-    from tui.restart_guard import GUARDED_VERBS, check
+    from tui.serving.restart_guard import GUARDED_VERBS, check
 
     if verb not in GUARDED_VERBS:
         confirm()

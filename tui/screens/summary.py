@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 
 from tui.app.console_workers import WorkerFailed, console_worker, failure_text
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.screens.dialog import Dialog
 from widgets.keys import bindings_for
 from widgets.summary_view import SummaryView

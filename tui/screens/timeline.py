@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from tui.alerts.engine import AlertEngine
 from tui.app.console_workers import console_worker
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 from tui.record.model import KINDS, Event
 from tui.record.query import RecordedState, RecordingReader
 from widgets.timeline_view import RecordedStateView, TimelineTable

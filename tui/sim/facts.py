@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from importlib import resources
 
-from tui.facts import DiskFacts, HostFacts, SoftwareVersions
-from tui.hostinfo import HostOverview
+from tui.hostfacts.facts import DiskFacts, HostFacts, SoftwareVersions
+from tui.hostfacts.hostinfo import HostOverview
 from tui.sim import spec
 
 SIM_INTERPRETER = "/opt/vllm/.venv/bin/python"

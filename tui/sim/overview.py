@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tui.gpu.model import GpuBoxSnapshot
-from tui.hostinfo import HostOverview
+from tui.hostfacts.hostinfo import HostOverview
 
 _BOOTED_AT_S = time.time() - 9 * 86400 - 4 * 3600
 

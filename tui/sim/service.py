@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tui.service import (
+from tui.serving.service import (
     ActionOutcome,
     ServiceAction,
     UnitState,

@@ -16,20 +16,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tui import paths
-from tui.audit import read_audit
 from tui.bench.context import config_hash
 from tui.bench.history import history_path, runs_for_host
+from tui.core import paths
+from tui.core.audit import read_audit
+from tui.core.errors import ServedeckError
+from tui.core.redact import redact_text
 from tui.deck import Deck
-from tui.errors import ServedeckError
-from tui.facts import DiskFacts, SoftwareVersions, collect_disk, collect_versions
 from tui.gpu.model import GpuBoxSnapshot
-from tui.loadwatch import LoadProgress, LoadTracker
-from tui.metrics import MetricsPoller
+from tui.hostfacts.facts import DiskFacts, SoftwareVersions, collect_disk, collect_versions
 from tui.plan import build_plan, inventory_from_snapshot, model_from_config, read_model_dir
 from tui.plan.for_deck import profile_layout, with_engine_kv
 from tui.plan.layout import Layout, PlanSettings
-from tui.redact import redact_text
+from tui.serving.loadwatch import LoadProgress, LoadTracker
+from tui.serving.metrics import MetricsPoller
 from tui.summary.incidents import incidents_from_audit
 from tui.summary.inputs import ModelSummary, ServiceSummary, SummaryInputs
 from tui.summary.recorded import recorded_history
@@ -169,8 +169,8 @@ async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
 
 def last_explained_load(deck: Deck) -> dict[str, Any] | None:
     """The console's explanation of the last load of this model on this host, if any."""
-    from tui.load_explain import earlier_loads
-    from tui.load_explain_status import history_key
+    from tui.serving.load_explain import earlier_loads
+    from tui.serving.load_explain_status import history_key
 
     loads = earlier_loads(deck.host_label, history_key(deck))
     return loads[-1] if loads else None

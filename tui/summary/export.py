@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tui.errors import ServedeckError
+from tui.core.errors import ServedeckError
 
 
 class SummaryExistsError(ServedeckError):

@@ -1,6 +1,6 @@
 """Incidents for the summary: kills of leftover GPU processes and service actions, from the audit log.
 
-Records are read as written by tui.procs.kill and tui.service; anything else
+Records are read as written by tui.procs.kill and tui.serving.service; anything else
 in the log (or a record missing a field) is skipped, never a crash.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tui.formatting import gib
+from tui.core.formatting import gib
 from tui.summary.inputs import Incident
 
 KILL_EVENTS = ("kill-request", "kill-outcome", "kill-refused")

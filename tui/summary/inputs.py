@@ -10,15 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.bench.model import BenchResult
-from tui.config import Profile
-from tui.facts import DiskFacts, SoftwareVersions
+from tui.core.config import Profile
 from tui.gpu.model import GpuBoxSnapshot
-from tui.hostinfo import HostOverview
-from tui.loadwatch import LoadProgress
-from tui.metrics import ServerMetrics
+from tui.hostfacts.facts import DiskFacts, SoftwareVersions
+from tui.hostfacts.hostinfo import HostOverview
 from tui.plan.layout import Layout, Plan
 from tui.plan.modelcfg import ModelArch
-from tui.service import UnitState
+from tui.serving.loadwatch import LoadProgress
+from tui.serving.metrics import ServerMetrics
+from tui.serving.service import UnitState
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from tui.formatting import NA
+from tui.core.formatting import NA
 
 
 def cell(value: object) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from tui import paths
-from tui.config import Profile
-from tui.errors import ServedeckError
+from tui.core import paths
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
 from tui.record.attempts import Attempt, deployment_attempts, recorded_incidents
 from tui.record.query import RecordingReader
 from tui.record.where import recording_path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.formatting import duration_markdown
+from tui.core.formatting import duration_markdown
 from tui.summary.mdtable import clock, num, table
 
 

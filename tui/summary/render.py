@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 
 from tui.bench.model import BenchResult
-from tui.formatting import NA, duration_markdown, gib
+from tui.core.formatting import NA, duration_markdown, gib
+from tui.core.redact import redact_data, redact_text
 from tui.health.summary_section import hardware_health_markdown
 from tui.plan.render import plan_markdown
-from tui.redact import redact_data, redact_text
 from tui.summary import sections
 from tui.summary.inputs import SummaryInputs
 from tui.summary.last_load import last_load_lines

@@ -6,9 +6,9 @@ part says "not collected" and points at the problems list, never a blank.
 
 from __future__ import annotations
 
-from tui.facts import PACKAGES
-from tui.formatting import NA, duration_markdown, gib
+from tui.core.formatting import NA, duration_markdown, gib
 from tui.gpu.model import GpuBoxSnapshot
+from tui.hostfacts.facts import PACKAGES
 from tui.summary.inputs import SummaryInputs
 from tui.summary.mdtable import clock, gb, index_ranges, ms, num, table
 

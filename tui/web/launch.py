@@ -13,8 +13,8 @@ import ssl
 import sys
 from pathlib import Path
 
-from tui.errors import UsageError
-from tui.profile_store import load_profile, resolve_profile_path
+from tui.core.errors import UsageError
+from tui.core.profile_store import load_profile, resolve_profile_path
 from tui.web.server import ConsoleServer, ServeSettings, serve_until_stopped
 
 

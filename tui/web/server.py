@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from aiohttp import WSMsgType, web
 from textual_serve.download_manager import DownloadManager
 
-from tui.audit import append_audit
+from tui.core.audit import append_audit
 from tui.web.access import TOKEN_QUERY, AccessToken, new_token
 from tui.web.page import console_page, full_page, unauthorized_page
 from tui.web.visit_process import VisitProcess

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
-from tui.redact import redact_text
+from tui.core.redact import redact_text
 from tui.web import proctree
 
 # Quitting the demo stops its simulated service and workers first: a few seconds.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from tui.loadwatch import LoadProgress, LoadTracker
 from tui.logs.line import LevelClassifier, LogLine
-from tui.metrics import ServerMetrics
+from tui.serving.loadwatch import LoadProgress, LoadTracker
+from tui.serving.metrics import ServerMetrics
 from widgets.load_strip import LoadStrip
 from widgets.log_pane import LogPane
 

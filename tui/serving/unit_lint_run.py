@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tui.config import Profile
-from tui.errors import ServedeckError
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
-from tui.unit_lint import UnitFinding, lint_unit, observed_stop_s, parse_unit
+from tui.serving.unit_lint import UnitFinding, lint_unit, observed_stop_s, parse_unit
 
 
 @dataclass(frozen=True, slots=True)

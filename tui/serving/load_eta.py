@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.loadwatch import LOADING_ORDER, LoadProgress, Phase
+from tui.serving.loadwatch import LOADING_ORDER, LoadProgress, Phase
 
 # Phases a load walks through before it answers; "serving" here is the wait between
 # "Starting vLLM server" and the first good /health (vLLM binds before it listens).
@@ -190,7 +190,7 @@ class ReadyClock:
 
 def ready_clock_for(host_label: str, simulated_load_s: float | None = None) -> ReadyClock:
     """The console's clock: the simulator states its own phase times; real hosts the defaults."""
-    from tui import paths
+    from tui.core import paths
 
     path = paths.data_dir() / HISTORY_FILE
     if simulated_load_s is None:

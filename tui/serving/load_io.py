@@ -1,6 +1,6 @@
 """Reading a load's I/O on the host: shard residency and read/CPU counters, through a Host.
 
-The fixed helper (tui/loadio_helper.py) goes on stdin to `python3 -`, like the
+The fixed helper (tui/serving/loadio_helper.py) goes on stdin to `python3 -`, like the
 process helper, so local and remote hosts share one code path. Residency uses
 util-linux `fincore` when the host has it, the helper's mincore otherwise.
 """
@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from tui.errors import HostError
+from tui.core.errors import HostError
 from tui.hosts.base import Host
 
 # Sent on stdin to /bin/sh: fincore on the shards of one folder (or the files named).
@@ -35,7 +35,7 @@ fincore --bytes --noheadings --raw --output RES,SIZE,FILE -- "$@"
 
 @cache
 def helper_source() -> str:
-    return resources.files("tui").joinpath("loadio_helper.py").read_text(encoding="utf-8")
+    return resources.files("tui.serving").joinpath("loadio_helper.py").read_text(encoding="utf-8")
 
 
 async def run_loadio(

@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from tui.core.errors import ServedeckError
 from tui.deck import Deck
-from tui.errors import ServedeckError
-from tui.load_explain import LoadExplain, LoadExplainer, earlier_loads
-from tui.load_io import checkpoint_residency, io_sample
-from tui.loadwatch import LoadProgress
+from tui.serving.load_explain import LoadExplain, LoadExplainer, earlier_loads
+from tui.serving.load_io import checkpoint_residency, io_sample
+from tui.serving.loadwatch import LoadProgress
 
 SAMPLE_GAP_S = 0.5
 
@@ -31,7 +31,7 @@ def checkpoint_path(deck: Deck) -> str | None:
 
 
 def history_key(deck: Deck) -> str:
-    """The model's name in this host's history of loads (tui.load_explain.earlier_loads)."""
+    """The model's name in this host's history of loads (tui.serving.load_explain.earlier_loads)."""
     return deck.profile.model.name or (checkpoint_path(deck) or "")
 
 

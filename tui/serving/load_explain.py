@@ -1,6 +1,6 @@
 """Why a load took as long as it did: per-phase cost, a waterfall with its gaps, a prediction.
 
-Pure: feed it I/O samples (tui.load_io.IoSample), the checkpoint's residency and
+Pure: feed it I/O samples (tui.serving.load_io.IoSample), the checkpoint's residency and
 the tracker's LoadProgress; ask for a LoadExplain. A phase is I/O-bound when the
 serving tree read fast while its CPU idled, CPU-bound when it kept at least half a
 core busy, "wait" otherwise (GPU, network, a lock). The waterfall shows the time
@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tui import paths
-from tui.load_io import IoSample, Residency
-from tui.loadwatch import LoadProgress
+from tui.core import paths
+from tui.serving.load_io import IoSample, Residency
+from tui.serving.loadwatch import LoadProgress
 
 IO_FLOOR_BYTES_PER_S = 8 * 1024**2
 CPU_FLOOR_CORES = 0.5

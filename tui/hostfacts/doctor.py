@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from tui.config import Profile
-from tui.errors import ServedeckError
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"

@@ -13,17 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tui.audit import append_audit
-from tui.config import Profile
+from tui.core.audit import append_audit
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
+from tui.core.formatting import GIB, gib
 from tui.deck import Deck, open_deck
-from tui.doctor import OK, SKIP, WARN, DoctorCheck
-from tui.errors import ServedeckError
-from tui.formatting import GIB, gib
+from tui.hostfacts.doctor import OK, SKIP, WARN, DoctorCheck
 from tui.procs.gpu_hints import deck_context, gpu_snapshot
 from tui.procs.kill import leftovers
 from tui.procs.listing import list_gpu_processes
 from tui.procs.model import GpuProcess, ProcListing
-from tui.service import ActionOutcome
+from tui.serving.service import ActionOutcome
 
 # Less than this held by leftovers cannot fail a new engine's KV-cache check on its own.
 DEFAULT_THRESHOLD_BYTES = 1 * GIB

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tui.errors import ServedeckError
-from tui.loadwatch import EngineStats
+from tui.core.errors import ServedeckError
+from tui.serving.loadwatch import EngineStats
 
 if TYPE_CHECKING:  # httpx and the parser load on the first scrape, not at console start
     import httpx

@@ -28,10 +28,10 @@ from tui.alerts.rules import (
     WebhookConfig,
 )
 from tui.alerts.rules import parse_condition as parse_alert_condition
-from tui.errors import ProfileError
-from tui.keymap import COMMANDS
-from tui.keynames import key_problem
-from tui.redact import redact_text
+from tui.core.errors import ProfileError
+from tui.core.keymap import COMMANDS
+from tui.core.keynames import key_problem
+from tui.core.redact import redact_text
 
 ENGINES = ("vllm", "sglang")
 HOST_KINDS = ("local", "ssh", "demo")

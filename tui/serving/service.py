@@ -15,8 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from tui.audit import append_audit
-from tui.errors import ServedeckError
+from tui.core.audit import append_audit
+from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
 
 SHOW_PROPERTIES = (

@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tui import paths
-from tui.redact import redact_data
+from tui.core import paths
+from tui.core.redact import redact_data
 
 
 def append_audit(

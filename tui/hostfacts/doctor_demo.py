@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 
+from tui.core.errors import ServedeckError
 from tui.deck import Deck
-from tui.doctor import FAIL, OK, WARN, DoctorCheck
-from tui.errors import ServedeckError
-from tui.readiness import ReadinessProbe
+from tui.hostfacts.doctor import FAIL, OK, WARN, DoctorCheck
+from tui.serving.readiness import ReadinessProbe
 
 GIB = 1024**3
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.audit import append_audit
+from tui.core.audit import append_audit
 
 # (cause, pattern) in the order they are checked; the texts are vLLM's and torch's own
 # (the free-memory check is vLLM's gpu_worker startup check, which leftovers fail).

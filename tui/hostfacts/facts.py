@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from tui.config import Profile
-from tui.errors import ServedeckError
-from tui.hostinfo import HostOverview, collect_overview
+from tui.core.config import Profile
+from tui.core.errors import ServedeckError
+from tui.hostfacts.hostinfo import HostOverview, collect_overview
 from tui.hosts.base import Host
 
 PACKAGES = (

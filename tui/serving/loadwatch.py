@@ -12,8 +12,8 @@ from collections import deque
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from tui import loadpatterns as p
 from tui.logs.line import Level, LogLine, explicit_level, strip_ansi
+from tui.serving import loadpatterns as p
 
 _MAX_LINE_CHARS = 64 * 1024  # of a longer line, its head and tail are read
 _MAX_SEGMENTS = 64  # tqdm `\r` updates kept from one line: the newest say the most

@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui import paths
-from tui.config import Profile, demo_profile, load_profile_file, profile_problems
-from tui.errors import ProfileError, UsageError
+from tui.core import paths
+from tui.core.config import Profile, demo_profile, load_profile_file, profile_problems
+from tui.core.errors import ProfileError, UsageError
 
 _STARTER = """\
 # servedeck profile "{name}".

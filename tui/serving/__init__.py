@@ -1,0 +1,1 @@
+"""The service and its load: the unit and its actions, load progress from the log, the ready ETA, the load explainer (live and after ready), readiness, /metrics, the restart guard and loop detector, the unit lint."""
