@@ -1,6 +1,7 @@
 """Fleet refresh figures over real sshd: N light boxes (half through a jump), printed, not timed.
 
 Run:  SERVEDECK_FLEET_HOSTS=20 [SERVEDECK_FLEET_CONCURRENCY=32] python -m pytest tests/perf/fleet_sshd.py -s -q -p no:cacheprovider
+Set SERVEDECK_FLEET_PROFILE=out.prof to write cProfile stats of the refresh loop.
 Prints: refresh p50/p95/max, event-loop lag p99 during refreshes, console CPU (share of
 one core), peak RSS, SSH connections per host and on the jump host.
 """
@@ -25,6 +26,7 @@ CONCURRENCY = int(os.environ.get("SERVEDECK_FLEET_CONCURRENCY", "32"))
 TIMEOUT_S = float(os.environ.get("SERVEDECK_FLEET_TIMEOUT", "4"))
 REFRESHES = int(os.environ.get("SERVEDECK_FLEET_REFRESHES", "15"))
 INTERVAL_S = 2.0
+PROFILE = os.environ.get("SERVEDECK_FLEET_PROFILE", "")  # a path: cProfile stats of the refreshes
 
 
 async def _lag_probe(samples: list[float], stop: asyncio.Event) -> None:
@@ -57,6 +59,16 @@ async def test_fleet_refresh_figures(
         lag: list[float] = []
         stop = asyncio.Event()
         prober = asyncio.create_task(_lag_probe(lag, stop))
+        profiler = None
+        if PROFILE:  # threads' work runs inline so the profile sees all of the console's CPU
+            import cProfile
+
+            async def inline(func, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+                return func(*args, **kwargs)
+
+            monkeypatch.setattr(asyncio, "to_thread", inline)  # type: ignore[attr-defined]
+            profiler = cProfile.Profile()
+            profiler.enable()
         cpu_before = time.process_time()
         wall_before = time.monotonic()
         durations = []
@@ -66,6 +78,9 @@ async def test_fleet_refresh_figures(
             durations.append(time.monotonic() - started)
             await asyncio.sleep(max(0.0, INTERVAL_S - durations[-1]))
         cpu_share = (time.process_time() - cpu_before) / (time.monotonic() - wall_before)
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(PROFILE)
         stop.set()
         await prober
         per_host = [h.connections() for h in fleet.hosts]

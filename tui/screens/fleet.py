@@ -87,7 +87,10 @@ class FleetApp(App[str | None]):
         Binding("r", "reverse", "Reverse", tooltip="Reverse the sort order"),
         Binding("R", "fleet_service('restart')", "Restart", tooltip="Restart the host's unit"),
         Binding("X", "fleet_service('stop')", "Stop", tooltip="Stop the host's unit (asks first)"),
-        Binding("K", "fleet_cleanup", "Clean up", tooltip="End the host's leftover GPU processes"),
+        Binding(
+            "K", "fleet_cleanup", "Clean up", tooltip="End leftover GPU processes (marked hosts)"
+        ),
+        Binding("space", "toggle_mark", "Mark", show=False, tooltip="Mark the host for K"),
         Binding("E", "export_summary", "Export", tooltip="Write the fleet's Markdown summary"),
         Binding("escape", "clear_filter", "Clear", show=False),
         Binding("q", "quit_fleet", "Quit", tooltip="Leave the fleet"),
@@ -122,6 +125,7 @@ class FleetApp(App[str | None]):
         self._shown = 0
         self.last_action = ""
         self.title_text = title
+        self.marked: list[str] = []  # hosts marked with space: K cleans up each of them
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first refresh…", id="summary")
@@ -224,6 +228,8 @@ class FleetApp(App[str | None]):
         ]
         if self.filter_text:
             status.append(f"filter {self.filter_text!r}: {self._shown} shown")
+        if self.marked:
+            status.append(f"marked {len(self.marked)}: {escape(', '.join(self.marked))}")
         self.query_one("#status", Static).update(" · ".join(status))
         note = self._selected_note
         if self._refused is not None and note.startswith(f"{self._refused[0]}:"):
@@ -339,10 +345,34 @@ class FleetApp(App[str | None]):
         if chosen is not None:
             self._plan_service(*chosen, verb)
 
+    def action_toggle_mark(self) -> None:
+        """Mark or unmark the highlighted host; K then acts on every marked host."""
+        host = self.query_one(FleetTable).selected_host()
+        if host is None:
+            return
+        if host in self.marked:
+            self.marked.remove(host)
+        else:
+            self.marked.append(host)
+        self._draw_status()
+
     def action_fleet_cleanup(self) -> None:
-        chosen = self._selected_deck("clean up")
-        if chosen is not None:
-            self._plan_cleanup(*chosen)
+        if self.marked:
+            hosts, self.marked = self.marked, []
+            self._draw_status()
+            chosen = []
+            for host in hosts:
+                probe = self.collector.probe(host)
+                if isinstance(probe, DeckProbe):
+                    chosen.append((host, probe.deck))
+                else:
+                    self.notify(f"{host}: clean up is not available here", markup=False)
+            if chosen:
+                self._plan_cleanups(chosen)
+            return
+        picked = self._selected_deck("clean up")
+        if picked is not None:
+            self._plan_cleanup(*picked)
 
     @console_worker(
         "fleet-plan",
@@ -361,6 +391,23 @@ class FleetApp(App[str | None]):
     )
     async def _plan_cleanup(self, host: str, deck: Deck) -> None:
         self.post_message(FleetPlanned(await plan_cleanup(host, deck)))
+
+    @console_worker(
+        "fleet-plan",
+        pane="fleet",
+        what=lambda app, chosen: f"clean up leftovers on {len(chosen)} marked hosts",
+        user_action=True,
+    )
+    async def _plan_cleanups(self, chosen: list[tuple[str, Deck]]) -> None:
+        """Each marked host planned on its own: one refusal or failure leaves the others."""
+
+        async def plan(host: str, deck: Deck) -> None:
+            try:
+                self.post_message(FleetPlanned(await plan_cleanup(host, deck)))
+            except ServedeckError as error:
+                self.post_message(FleetActionDone(host, f"clean up on {host}: {error}", False))
+
+        await asyncio.gather(*(plan(host, deck) for host, deck in chosen))
 
     def on_fleet_planned(self, message: FleetPlanned) -> None:
         from tui.screens.confirm_action import ConfirmActionScreen
@@ -397,6 +444,7 @@ class FleetApp(App[str | None]):
         pane="fleet",
         what=lambda app, plan, verb: f"{verb} on {plan.host}",
         user_action=True,
+        exclusive=False,  # marked hosts' confirmed clean-ups run side by side, none cancelled
     )
     async def _run_planned(self, plan: ServicePlan | CleanupPlan, verb: str) -> None:
         from tui.fleet.actions import run_cleanup, run_service
