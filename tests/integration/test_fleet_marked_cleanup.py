@@ -24,7 +24,7 @@ import pytest
 from tests.support.fleet_fixtures import SshdFleet, start_fleet
 from tests.support.procs_fixtures import proc_state, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
-from tui.audit import read_audit
+from tui.core.audit import read_audit
 from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
 from tui.fleet.groups import load_group
 from tui.screens.fleet import FleetApp
