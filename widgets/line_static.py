@@ -52,13 +52,13 @@ class LineStatic(Static):
         self._lines, self._whole = lines, None
         if not drawn or not self.is_mounted or self.text_selection is not None:
             self._rendered_for = None
-            self.refresh(layout=True)
+            self.refresh(layout=self._auto_height())  # a fixed height: no screen-wide layout
             return
         assert self._rendered_for is not None
         old = self._rows
         self._render_rows(*self._rendered_for)
         new = self._rows
-        if len(old) != len(new) and self.styles.height is not None and self.styles.height.is_auto:
+        if len(old) != len(new) and self._auto_height():
             self.refresh(layout=True)  # an auto height follows the number of rows
             return
         changed = [
@@ -69,6 +69,10 @@ class LineStatic(Static):
         if changed:  # refresh() with no region would repaint the whole widget
             top, width = self.styles.gutter.top, self.outer_size.width
             self.refresh(*(Region(0, top + y, width, 1) for y in changed))
+
+    def _auto_height(self) -> bool:
+        height = self.styles.height
+        return height is None or height.is_auto
 
     def _render_rows(self, width: int, style: Style) -> None:
         """Rows from each line's Strips, rendering only lines not drawn at this place before."""

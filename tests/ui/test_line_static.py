@@ -62,3 +62,24 @@ async def test_only_changed_lines_are_rendered_again() -> None:
         assert after[2] is not before[2] and "1.75G" in after[2].text
         await pilot.pause()
         assert "1.75G" in lines.render_lines(Region(0, 2, 56, 1))[0].text
+
+
+class _AutoHeight(App[None]):
+    def compose(self) -> ComposeResult:
+        yield LineStatic(id="lines")
+        yield Static("below", id="below")
+
+
+async def test_an_auto_height_follows_the_number_of_lines() -> None:
+    app = _AutoHeight()
+    async with app.run_test(size=(40, 12)) as pilot:
+        lines = app.query_one("#lines", LineStatic)
+        lines.show_markup("one\ntwo")
+        await pilot.pause()
+        assert lines.size.height == 2
+        lines.show_markup("one\n[b]2[/]")  # the same number of lines
+        await pilot.pause()
+        assert lines.size.height == 2 and app.query_one("#below").region.y == 2
+        lines.show_markup("one\ntwo\nthree")
+        await pilot.pause()
+        assert lines.size.height == 3 and app.query_one("#below").region.y == 3
