@@ -7,6 +7,7 @@ are Rich markup strings, so the pane can diff them by plain string equality.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 from rich.markup import escape
@@ -114,10 +115,18 @@ def spark_buckets(values: Sequence[T], width: int) -> list[Sequence[T]]:
     """The series cut into at most `width` consecutive buckets (one value each if it fits)."""
     if len(values) <= width:
         return [values[i : i + 1] for i in range(len(values))]
-    size = len(values) / width
-    return [
-        values[int(i * size) : max(int((i + 1) * size), int(i * size) + 1)] for i in range(width)
-    ]
+    return [values[start:end] for start, end in _bucket_bounds(len(values), width)]
+
+
+@lru_cache(maxsize=256)
+def _bucket_bounds(count: int, width: int) -> tuple[tuple[int, int], ...]:
+    """Where each of `width` buckets of a `count`-long series starts and ends (count > width).
+
+    Kept per length: a GPU's series has the same length tick after tick, and the
+    sparklines are drawn for every GPU twice a tick.
+    """
+    size = count / width
+    return tuple((int(i * size), max(int((i + 1) * size), int(i * size) + 1)) for i in range(width))
 
 
 def spark_cell(value: float, top: float) -> str:
@@ -132,7 +141,9 @@ def sparkline(values: Sequence[float], width: int, top: float = 100.0) -> str:
     if not values or width <= 0:
         return " " * max(width, 0)
     points: Sequence[float] = (
-        [max(bucket) for bucket in spark_buckets(values, width)] if len(values) > width else values
+        [max(values[start:end]) for start, end in _bucket_bounds(len(values), width)]
+        if len(values) > width
+        else values
     )
     levels = len(SPARK_LEVELS) - 1
     # a list and no call per cell: drawn for every GPU twice a tick (spark_cell's arithmetic)

@@ -23,7 +23,7 @@ from tui.health.badge import GpuBadge
 from widgets import gpu_format as fmt
 from widgets.gpu_table import GpuTable, TableColumn, TableRow
 from widgets.keys import bindings_for
-from widgets.quiet_update import update_static
+from widgets.line_static import LineStatic
 
 FULL_LAYOUT_MIN_WIDTH = 150  # narrower terminals get the compact columns
 BADGE_STYLES = {"crit": "bold white on red", "warn": "bold black on yellow"}
@@ -150,7 +150,7 @@ class GpuPane(Widget):
     def compose(self) -> ComposeResult:
         self._message = Static("", id="gpu-message")
         self._table = self._table_class(id="gpu-table")
-        self._detail = Static("", id="gpu-detail")
+        self._detail = LineStatic("", id="gpu-detail")
         yield self._message
         yield self._table
         yield self._detail
@@ -249,7 +249,7 @@ class GpuPane(Widget):
             if badge is not None and badge.mark:
                 text = f"{health_line(badge, self.size.width)}\n{text}"
         if text != self._detail_text:
-            update_static(self._detail, text)
+            self._detail.show_markup(text)
             self._detail_text = text
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import json
 import os
 import pstats
@@ -93,6 +94,18 @@ def child(args: argparse.Namespace) -> int:
 
     Screen._compositor_refresh = timed_compositor_refresh  # type: ignore[method-assign]
 
+    # The garbage collector's pauses land wherever an allocation triggers them (main thread).
+    collecting = {"started": 0.0, "gc_s": 0.0, "collections": 0}
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting["started"] = time.thread_time()
+        elif spent["measuring"]:
+            collecting["gc_s"] += time.thread_time() - collecting["started"]
+            collecting["collections"] += 1
+
+    gc.callbacks.append(on_gc)
+
     class MeasuredApp(ServedeckApp):
         CSS_PATH = str(
             ROOT / "tui" / "app" / "app.tcss"
@@ -133,6 +146,8 @@ def child(args: argparse.Namespace) -> int:
                 show_cpu_s=spent["show_s"],
                 draw_cpu_s=spent["draw_s"],
                 draws=spent["draws"],
+                gc_cpu_s=collecting["gc_s"],
+                gc_collections=collecting["collections"],
             )
             self.exit(0)
 
@@ -243,7 +258,9 @@ def main() -> int:
         f"  the tick itself          {show_ms + draw_ms:.2f} ms per tick (snapshot to rows "
         f"{show_ms:.2f} ms, screen updates {draw_ms:.2f} ms, {figures['draws']} updates)\n"
         f"  event loop (main thread) {per_tick_ms:.2f} ms per tick (all the console's work)\n"
-        f"  whole process            {figures['process_ms_per_tick']:.2f} ms per tick"
+        f"  whole process            {figures['process_ms_per_tick']:.2f} ms per tick\n"
+        f"  garbage collection       {1e3 * float(figures['gc_cpu_s']) / ticks:.2f} ms per tick "
+        f"({figures['gc_collections']} collections, inside the figures above)"
     )
     if args.profile:
         profiled = run_in_tmux(args, profile=True)

@@ -29,13 +29,40 @@ class LineCroppingCompositor(Compositor):
             yield from super()._get_renders(crop)
             return
         intersection = Region.intersection
+        # Screen line -> the column spans drawn on it by the widgets yielded so far. They
+        # come front to back and the front one's cells win, so a container whose part of
+        # the update is all drawn by widgets in front of it (the panes behind the GPU
+        # table) would render for nothing: it is skipped. Columns outside the update are
+        # never sent to the terminal.
+        drawn: dict[int, list[tuple[int, int]]] = {}
+        crop_left, crop_right = crop.x, crop.right
         for widget, (region, clip) in self.visible_widgets.items():
             # the update's lines, across the widget's whole clip: columns as Textual cuts them
             clip = intersection(clip, Region(clip.x, crop.y, clip.width, crop.height))
             x, y, width, height = intersection(region, clip)
-            if width and height:
-                lines = Region(x - region.x, y - region.y, width, height)
-                yield region, clip, widget.render_lines(lines)
+            if not (width and height) or x + width <= crop_left or x >= crop_right:
+                continue  # no line in the update, or all of it beside the update
+            if _hidden(drawn, max(x, crop_left), min(x + width, crop_right), y, y + height):
+                continue
+            for line in range(y, y + height):
+                drawn.setdefault(line, []).append((x, x + width))
+            lines = Region(x - region.x, y - region.y, width, height)
+            yield region, clip, widget.render_lines(lines)
+
+
+def _hidden(
+    drawn: dict[int, list[tuple[int, int]]], left: int, right: int, top: int, bottom: int
+) -> bool:
+    """Whether columns left..right of every line top..bottom are already drawn."""
+    for line in range(top, bottom):
+        reach = left
+        for start, end in sorted(drawn.get(line, ())):
+            if start > reach:
+                break
+            reach = max(reach, end)
+        if reach < right:
+            return False
+    return True
 
 
 class CroppedScreen(Screen[None]):

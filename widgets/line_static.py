@@ -1,0 +1,114 @@
+"""LineStatic: a Static whose markup is drawn line by line, each line kept as Strips.
+
+The GPU pane's process list changes a number or two per tick, yet a Static parses
+and renders its whole markup on each update, and a repaint re-renders every line.
+Here each line of markup is parsed and rendered on its own, kept until its text
+changes, and only the changed lines are asked to repaint. Each line is rendered by
+Textual's own path (`Visual.to_strips`, at its line number, so selection offsets
+match), so it draws exactly what the Static would; while text is selected the
+whole text is drawn the Static way. Each line's markup must close its own tags.
+"""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import Visual, VisualType
+from textual.widgets import Static
+
+
+class LineStatic(Static):
+    """A Static for markup that changes a few lines at a time (`show_markup`)."""
+
+    def __init__(self, content: VisualType = "", *, id: str | None = None) -> None:
+        super().__init__(content, id=id)
+        self._lines: list[str] | None = None  # the markup's lines, when show_markup drew it
+        self._whole: Content | None = None  # the whole text parsed, for render() and layout
+        self._strips_of: dict[tuple[str, int], list[Strip]] = {}  # (line, line number)
+        self._rows: list[Strip] = []  # the drawn rows, wrapped lines included
+        self._rendered_for: tuple[int, Style] | None = None  # the width and style of _rows
+        self._blank = Strip.blank(0)
+
+    @property
+    def visual(self) -> Visual:
+        if self._lines is None:
+            return super().visual
+        if self._whole is None:
+            self._whole = Content.from_markup("\n".join(self._lines))
+        return self._whole
+
+    def update(self, content: VisualType = "", *, layout: bool = True) -> None:
+        self._lines, self._rendered_for = None, None
+        super().update(content, layout=layout)
+
+    def show_markup(self, markup: str) -> None:
+        """Show markup; repaint only the rows whose line changed."""
+        lines = markup.split("\n")
+        if lines == self._lines:
+            return
+        drawn = self._lines is not None and self._rendered_for is not None
+        self._lines, self._whole = lines, None
+        if not drawn or not self.is_mounted or self.text_selection is not None:
+            self._rendered_for = None
+            self.refresh(layout=self._auto_height())  # a fixed height: no screen-wide layout
+            return
+        assert self._rendered_for is not None
+        old = self._rows
+        self._render_rows(*self._rendered_for)
+        new = self._rows
+        if len(old) != len(new) and self._auto_height():
+            self.refresh(layout=True)  # an auto height follows the number of rows
+            return
+        changed = [
+            y
+            for y in range(max(len(old), len(new)))
+            if y >= len(old) or y >= len(new) or old[y] is not new[y]
+        ]
+        if changed:  # refresh() with no region would repaint the whole widget
+            top, width = self.styles.gutter.top, self.outer_size.width
+            self.refresh(*(Region(0, top + y, width, 1) for y in changed))
+
+    def _auto_height(self) -> bool:
+        height = self.styles.height
+        return height is None or height.is_auto
+
+    def _render_rows(self, width: int, style: Style) -> None:
+        """Rows from each line's Strips, rendering only lines not drawn at this place before."""
+        assert self._lines is not None
+        kept = self._strips_of
+        fresh: dict[tuple[str, int], list[Strip]] = {}
+        rows: list[Strip] = []
+        for y, line in enumerate(self._lines):
+            key = (line, y)
+            strips = kept.get(key)
+            if strips is None:
+                strips = fresh.get(key)
+            if strips is None:
+                content = Content.from_markup(line)
+                if y:  # at its line number, as in the whole text (selection offsets)
+                    content = Content("\n" * y) + content
+                strips = Visual.to_strips(self, content, width, None, style)[y:]
+            fresh[key] = strips
+            rows.extend(strips)
+        self._strips_of, self._rows = fresh, rows
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._lines is None:
+            return super().render_lines(crop)
+        width, style = self.size.width, self.visual_style
+        if self.text_selection is not None:  # the Static way: selection spans whole lines
+            self._rows = Visual.to_strips(self, self.visual, width, None, style)
+            self._rendered_for, self._strips_of = None, {}
+        elif self._rendered_for != (width, style):
+            self._strips_of = {}
+            self._render_rows(width, style)
+            self._rendered_for = (width, style)
+        self._blank = Strip.blank(width, style.rich_style)
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        if self._lines is None:
+            return super().render_line(y)
+        return self._rows[y] if y < len(self._rows) else self._blank
