@@ -56,7 +56,8 @@ async def test_killed_workers_never_show_as_defunct_after_the_report(spawn_orpha
         def listed() -> set[int]:
             return {proc.pid for proc in pane._processes.values()}
 
-        await until(pilot, lambda: listed() == pids, 20, "the two leftovers")
+        # Its two workers listed (a full run's other orphans matching the patterns may be too).
+        await until(pilot, lambda: pids <= listed(), 20, "the two leftovers")
         await pilot.press("K")
         await until(pilot, lambda: isinstance(app.screen, KillConfirmScreen), 20, "the dialog")
         await pilot.press("shift+tab", "enter")
