@@ -113,7 +113,10 @@ def test_cold_then_warm_load_explained(
     assert abs(sum(s.wall_s for s in cold.waterfall) - cold_wall) <= 2.0
     names = [p.name for p in cold.phases]
     assert names[:2] == ["starting", "weights"], names
-    assert all(p.bound in ("io", "cpu", "wait") for p in cold.phases), cold.phases
+    # A phase too short to hold a sample is honestly "unknown"; any sampled one is classified.
+    sampled = [p for p in cold.phases if p.read_bytes or p.cpu_s]
+    assert sampled and sampled[0].name == "starting", cold.phases
+    assert all(p.bound in ("io", "cpu", "wait") for p in sampled), cold.phases
     assert cold.waterfall[0].name == "process start -> first log line"
     assert cold.waterfall[-1].name == "API up -> first answer"
     record_load("local", "tiny", cold, history)
