@@ -4,24 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tui.gpu.model import GpuBoxSnapshot
+from tests.support.record_support import ListSink
 from tui.record.feed import RecordFeed
-from tui.record.model import Event, MetricsRow
 from tui.serving.load_live import LiveLoad, final_load
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def add_gpu(self, snapshot: GpuBoxSnapshot) -> None:
-        pass
-
-    def add_metrics(self, row: MetricsRow) -> None:
-        pass
-
-    def add_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 def reading(at_s: float, bound: str = "io", **changes: object) -> LiveLoad:

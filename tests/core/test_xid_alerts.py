@@ -4,29 +4,15 @@ the default rules and a profile's own, and the alert recorded on the Timeline.""
 from __future__ import annotations
 
 from tests.integration.test_health_xid import BUSES, LINES
+from tests.support.record_support import ListSink
 from tui.alerts.monitor import AlertMonitor
 from tui.alerts.signals import XID_WINDOW_S
 from tui.core.config import profile_from_data
 from tui.gpu.model import GpuBoxSnapshot, GpuSample
 from tui.health.xid import XidEvent, decode_xid
 from tui.record.feed import RecordFeed
-from tui.record.model import Event, MetricsRow
 
 T0 = 1_790_000_000.0
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    def add_gpu(self, snapshot: GpuBoxSnapshot) -> None:
-        pass
-
-    def add_metrics(self, row: MetricsRow) -> None:
-        pass
-
-    def add_event(self, event: Event) -> None:
-        self.events.append(event)
 
 
 def _box(at_s: float) -> GpuBoxSnapshot:

@@ -15,8 +15,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +23,7 @@ import pytest
 from textual.widgets import Button
 
 from tests.support.fleet_fixtures import SshdFleet, start_fleet
-from tests.support.procs_fixtures import proc_state, wait_until
+from tests.support.procs_fixtures import proc_state, spawn_pid1_orphan, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
 from tui.core.audit import read_audit
 from tui.core.errors import ServedeckError
@@ -47,36 +45,12 @@ from tui.screens.kill_confirm import KillConfirmScreen
 pytestmark = pytest.mark.sshd
 
 HOST_TIMEOUT_S = 30.0
-# A leftover the way vLLM leaves one: double fork, the middle exits, the worker is
-# reparented to PID 1 and keeps its `VLLM::Worker_TP0` title.
-_ORPHAN = r"""
-import os, sys, time
-import setproctitle
-read_end, write_end = os.pipe()
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        setproctitle.setproctitle("VLLM::Worker_TP0")
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.write(write_end, b"%d\n" % os.getpid())
-        while True:
-            time.sleep(3600)
-    os._exit(0)
-os.close(write_end)
-print(os.read(read_end, 64).decode().strip(), flush=True)
-"""
 
 
 @pytest.fixture
 def pid1_orphan() -> Iterator[int]:
     """A real orphaned worker; SIGKILLed through a pidfd at teardown if still there."""
-    out = subprocess.run(
-        [sys.executable, "-c", _ORPHAN], capture_output=True, text=True, timeout=30, check=True
-    )
-    pid = int(out.stdout.strip())
-    pidfd = os.pidfd_open(pid)
+    pid, pidfd = spawn_pid1_orphan()
     try:
         assert wait_until(lambda: _ppid(pid) == 1, 10), _ppid(pid)
         yield pid

@@ -14,15 +14,13 @@ import asyncio
 import contextlib
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.fleet_fixtures import SshdFleet, start_fleet
-from tests.support.procs_fixtures import proc_state, wait_until
+from tests.support.procs_fixtures import proc_state, spawn_pid1_orphan, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
 from tui.core.audit import read_audit
 from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
@@ -32,40 +30,11 @@ from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 
 pytestmark = pytest.mark.sshd
 
-# The same double fork as vLLM's leftovers (see test_fleet_actions): the worker ends up
-# reparented to PID 1 under its `VLLM::Worker_TP0` title.
-_ORPHAN = r"""
-import os, time
-import setproctitle
-read_end, write_end = os.pipe()
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        setproctitle.setproctitle("VLLM::Worker_TP0")
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.write(write_end, b"%d\n" % os.getpid())
-        while True:
-            time.sleep(3600)
-    os._exit(0)
-os.close(write_end)
-print(os.read(read_end, 64).decode().strip(), flush=True)
-"""
-
-
-def _spawn_orphan() -> tuple[int, int]:
-    out = subprocess.run(
-        [sys.executable, "-c", _ORPHAN], capture_output=True, text=True, timeout=30, check=True
-    )
-    pid = int(out.stdout.strip())
-    return pid, os.pidfd_open(pid)
-
 
 @pytest.fixture
 def leftovers(two_failed: SshdFleet) -> Iterator[list[int]]:
     """One real orphan per box, listed by that box's nvidia-smi; killed at teardown if left."""
-    spawned = [_spawn_orphan() for _ in two_failed.hosts]
+    spawned = [spawn_pid1_orphan() for _ in two_failed.hosts]
     saved = []
     for host, (pid, _fd) in zip(two_failed.hosts, spawned, strict=True):
         apps = host.box_dir / "handmade_8x_h200_compute_apps.csv"

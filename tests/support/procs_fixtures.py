@@ -216,3 +216,38 @@ def _cmdline(pid: int) -> str:
             return handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return ""
+
+
+# A leftover the way vLLM leaves one: double fork, the middle exits, the worker is
+# reparented to PID 1 and keeps its `VLLM::Worker_TP0` title.
+_PID1_ORPHAN = r"""
+import os, time
+import setproctitle
+read_end, write_end = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        setproctitle.setproctitle("VLLM::Worker_TP0")
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.write(write_end, b"%d\n" % os.getpid())
+        while True:
+            time.sleep(3600)
+    os._exit(0)
+os.close(write_end)
+print(os.read(read_end, 64).decode().strip(), flush=True)
+"""
+
+
+def spawn_pid1_orphan() -> tuple[int, int]:
+    """A real orphaned `VLLM::Worker_TP0` under PID 1: (pid, pidfd to end it by)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PID1_ORPHAN],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    pid = int(out.stdout.strip())
+    return pid, os.pidfd_open(pid)

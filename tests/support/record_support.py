@@ -7,6 +7,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tui.gpu.model import GpuBoxSnapshot
+from tui.record.model import Event, MetricsRow
+
 
 def wait_for(
     condition: Callable[[], object], timeout_s: float = 30.0, step_s: float = 0.05
@@ -31,3 +34,19 @@ def count(db: Path, table: str, where: str = "1") -> int:
         return 0
     finally:
         connection.close()
+
+
+class ListSink:
+    """A recorder sink that keeps the events in a list (the feed's rules, no SQLite)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def add_gpu(self, snapshot: GpuBoxSnapshot) -> None:
+        pass
+
+    def add_metrics(self, row: MetricsRow) -> None:
+        pass
+
+    def add_event(self, event: Event) -> None:
+        self.events.append(event)
