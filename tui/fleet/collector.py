@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
+from tui.core.tasks import cancel_and_wait
 from tui.deck import Deck
 from tui.fleet.groups import FleetMember
 from tui.fleet.model import FleetRow, FleetSource
@@ -46,6 +47,7 @@ _UNIT_AND_TAIL = (
     'exec tail -n "$3" -- "$4"'
 )
 FLEET_APPS_INTERVAL_S = 30.0
+CLOSE_TIMEOUT_S = 15.0  # per host: its streams ended, its SSH chain closed
 
 
 class HostProbe(Protocol):
@@ -393,12 +395,11 @@ class FleetCollector:
         return max(base_s, 2.0 * last, 0.05 * len(self._slots))
 
     async def close(self) -> None:
-        for slot in self._slots:
-            if slot.task is not None and not slot.task.done():
-                slot.task.cancel()
-                with contextlib.suppress(BaseException):
-                    await slot.task
-        await asyncio.gather(*(slot.probe.close() for slot in self._slots), return_exceptions=True)
+        await cancel_and_wait([slot.task for slot in self._slots if slot.task is not None])
+        closing = [asyncio.ensure_future(slot.probe.close()) for slot in self._slots]
+        if closing:  # a host whose link hangs must not hold the console's exit
+            _, late = await asyncio.wait(closing, timeout=CLOSE_TIMEOUT_S)
+            await cancel_and_wait(late)
 
 
 def probes_for(members: Sequence[FleetMember]) -> list[HostProbe]:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 
 from tui.core.errors import HostError, ServedeckError
+from tui.core.tasks import cancel_and_wait
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
 from tui.gpu.smi_parse import (
     QUERY_GPU_FIELDS,
@@ -248,8 +249,4 @@ class SmiGpuSource:
 
     async def aclose(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(tasks)

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from tui.core.errors import ServedeckError
+from tui.core.tasks import cancel_and_wait
 from tui.gpu.model import GpuBoxSnapshot
 from tui.health.interconnect_parse import norm_bdf
 from tui.health.kernel_log import KernelLogFollower, dmesg_events
@@ -97,8 +98,7 @@ async def _watched(
                 on_state(FollowState(True, source))
         task.result()
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await cancel_and_wait([task])
 
 
 def _reconnects(follower: KernelLogFollower) -> int:

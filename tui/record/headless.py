@@ -23,6 +23,7 @@ from tui.bench.history import history_path
 from tui.bench.model import result_from_dict
 from tui.core.errors import ServedeckError
 from tui.core.paths import audit_log_path
+from tui.core.tasks import cancel_and_wait
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.logs.line import LogLine
@@ -145,9 +146,7 @@ class HeadlessRecorder:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), seconds)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_and_wait(tasks)
             await self._http.aclose()
 
     def _ticked(self) -> None:
