@@ -8,7 +8,6 @@ import asyncio
 from tui.commands._width import hanging
 from tui.console import host_for
 from tui.core.profile_store import load_profile
-from tui.deck import open_deck
 from tui.hostfacts.doctor import DoctorCheck, doctor_verdict, run_doctor
 from tui.hostfacts.doctor_demo import run_demo_doctor
 from tui.serving.restart_guard import leftovers_checks
@@ -52,7 +51,9 @@ def _doctor(args: argparse.Namespace) -> int:
 
     async def _run() -> list[DoctorCheck]:
         if profile.is_demo:  # about the simulator, never this machine's driver or systemd
-            deck = open_deck(profile, demo_autostart=True, demo_wait_ready=True)
+            from tui.sim.deck import open_sim_deck
+
+            deck = open_sim_deck(profile, autostart=True, wait_ready=True)
             try:
                 return [*await run_demo_doctor(deck), *await leftovers_checks(profile, deck)]
             finally:
