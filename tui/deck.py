@@ -73,7 +73,7 @@ class Deck:
 
     @property
     def host_label(self) -> str:
-        return self.profile.host.route
+        return self.profile.host_label
 
     @property
     def systemd_unit(self) -> str | None:
@@ -202,6 +202,14 @@ class Deck:
         if not self.profile.model.path:
             return None
         return await collect_disk(self.host, self.profile.model.path)
+
+    async def model_facts(self) -> ModelFacts:
+        """The model's facts from the checkpoint's headers over the Host (for the plan)."""
+        from tui.plan import read_model_dir
+
+        if not self.profile.model.path:
+            raise ServedeckError(f"profile {self.profile.name}: model.path is not set")
+        return await read_model_dir(self.host, self.profile.model.path)
 
     async def checkpoint(self) -> CheckpointFacts:
         """The model's facts: the checkpoint's headers when readable, else its config alone."""

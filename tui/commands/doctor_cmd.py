@@ -66,7 +66,7 @@ def _doctor(args: argparse.Namespace) -> int:
         return [*checks, *await leftovers_checks(profile)]
 
     checks = asyncio.run(_run())
-    where = "simulator" if profile.is_demo else profile.host.route
+    where = profile.host_label
     print(hanging("servedeck doctor: ", f"profile {profile.name} ({where})"))
     if profile.host.ssh_alias:  # the route ~/.ssh/config gave, and where each value came from
         from tui.hosts.ssh_config import route_report

@@ -98,7 +98,7 @@ def _health(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
-        where = "simulator" if profile.is_demo else profile.host.route
+        where = profile.host_label
         print(hanging("servedeck health: ", f"profile {profile.name} ({where})"))
         print_report(report)
     sys.stdout.flush()

@@ -36,7 +36,7 @@ def run_interconnect_doctor(args: argparse.Namespace, profile: Profile) -> int:
     if getattr(args, "json", False):
         print(json.dumps(report.as_dict(), indent=2))
     else:
-        where = "simulator" if profile.is_demo else profile.host.route
+        where = profile.host_label
         print(hanging("servedeck doctor --interconnect: ", f"profile {profile.name} ({where})"))
         for note in report.notes:
             print(hanging("note: ", note))

@@ -26,8 +26,8 @@ from tui.plan import (
     read_model_dir,
     stated_inventory,
 )
-from tui.plan.for_deck import demo_model_facts
 from tui.plan.render import plan_json, plan_markdown
+from tui.sim.facts import simulated_model_facts
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -116,7 +116,7 @@ async def _plan_text(args: argparse.Namespace) -> str:
     if profile is not None and profile.is_demo:
         # The demo plans the simulated model on the simulated box, never this machine's.
         use_config = bool(args.config or args.model_dir)
-        model = await _model(args, None, LocalHost()) if use_config else demo_model_facts(profile)
+        model = await _model(args, None, LocalHost()) if use_config else simulated_model_facts()
         gpus = await _gpus(args, LocalHost()) if args.gpus is not None else _simulated_gpus()
         return _render(args, profile, model, gpus)
     # The model directory and the GPUs live on the profile's host (local or over SSH).

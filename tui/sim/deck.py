@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tui.health.interconnect import InterconnectReport
     from tui.health.report import HealthReport
     from tui.hostfacts.facts import DiskFacts, SoftwareVersions
+    from tui.plan.build import ModelFacts
 
 SIM_LABEL = "simulator"
 
@@ -125,12 +126,17 @@ class SimDeck(Deck):
 
         return simulated_host_facts(None, self.profile.model.path).disk  # type: ignore[arg-type]
 
+    async def model_facts(self) -> ModelFacts:
+        from tui.sim.facts import simulated_model_facts
+
+        return simulated_model_facts()
+
     async def checkpoint(self) -> CheckpointFacts:
-        from tui.plan.for_deck import demo_model_facts
         from tui.sim import spec
+        from tui.sim.facts import simulated_model_facts
 
         return CheckpointFacts(
-            demo_model_facts(self.profile),
+            simulated_model_facts(),
             spec.MODEL_WEIGHTS_BYTES,
             spec.MODEL_SHARDS,
             "packaged config.json (simulated checkpoint)",

@@ -12,6 +12,8 @@ from importlib import resources
 
 from tui.hostfacts.facts import DiskFacts, HostFacts, SoftwareVersions
 from tui.hostfacts.hostinfo import HostOverview
+from tui.plan.build import ModelFacts, model_from_config
+from tui.plan.inventory import GIB
 from tui.sim import spec
 
 SIM_INTERPRETER = "/opt/vllm/.venv/bin/python"
@@ -26,6 +28,12 @@ SIM_MODEL_PATH = "/models/Kimi-K2.5-INT4"
 SIM_DISK_TOTAL_BYTES = 3_840 * 1000**3
 SIM_DISK_FREE_BYTES = 2_912 * 1000**3
 CONFIG_RESOURCE = "kimi-k2.5-config.json"
+
+
+def simulated_model_facts() -> ModelFacts:
+    """The simulated model: its packaged config.json and the simulated checkpoint's size."""
+    gib_size = spec.MODEL_WEIGHTS_BYTES / GIB
+    return model_from_config(simulated_config_text(), "Kimi-K2.5.json", gib_size)
 
 
 def simulated_config_text() -> str:
