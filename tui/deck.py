@@ -25,8 +25,10 @@ from tui.serving.service import ServiceController, SystemdService
 if TYPE_CHECKING:
     from tui.health.interconnect import InterconnectReport
     from tui.health.report import HealthReport
+    from tui.hostfacts.doctor import DoctorCheck
     from tui.hostfacts.facts import DiskFacts, SoftwareVersions
     from tui.plan.build import ModelFacts
+    from tui.serving.unit_lint_run import UnitFile
 
 # A demo opened by a one-shot CLI command loads quickly; the console's demo shows a full load.
 CLI_DEMO_LOAD_S = 4.0
@@ -229,6 +231,18 @@ class Deck:
             return CheckpointFacts(facts, None, None, f"config.json only ({error})")
         source = f"config.json + {facts.weights.files} shard headers"
         return CheckpointFacts(facts, facts.weights.total_bytes, facts.weights.files, source)
+
+    async def unit_file(self) -> UnitFile:
+        """The unit's text (`systemctl cat`) and its last stop's duration, for the unit lint."""
+        from tui.serving.unit_lint_run import read_unit_file
+
+        return await read_unit_file(self.host, self.profile)
+
+    async def doctor_checks(self) -> list[DoctorCheck]:
+        """`servedeck doctor`'s checks of this box: host, GPU tools, systemd, the port."""
+        from tui.hostfacts.doctor import run_doctor
+
+        return await run_doctor(self.host, self.profile)
 
     async def interconnect(self) -> InterconnectReport:
         """The read-only interconnect checks (PCIe, NVLink, NCCL settings) of this box."""

@@ -92,7 +92,7 @@ def install_unit(profile: Profile, args: argparse.Namespace) -> Path:
 
 
 async def export(args: argparse.Namespace, profile: Profile) -> int:
-    deck = open_deck(profile, demo_autostart=profile.is_demo)
+    deck = open_deck(profile, demo_autostart=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

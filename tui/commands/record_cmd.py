@@ -98,7 +98,7 @@ async def record(args: argparse.Namespace, profile: Profile) -> int:
         what=f"servedeck record -p {profile.name}",
     )
     recorder.start()  # RecorderBusy names the holder
-    deck = open_deck(profile, demo_autostart=profile.is_demo)
+    deck = open_deck(profile, demo_autostart=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -26,8 +26,10 @@ from tui.sim.box import SimBox, SimServerOptions
 if TYPE_CHECKING:
     from tui.health.interconnect import InterconnectReport
     from tui.health.report import HealthReport
+    from tui.hostfacts.doctor import DoctorCheck
     from tui.hostfacts.facts import DiskFacts, SoftwareVersions
     from tui.plan.build import ModelFacts
+    from tui.serving.unit_lint_run import UnitFile
 
 SIM_LABEL = "simulator"
 
@@ -141,6 +143,19 @@ class SimDeck(Deck):
             spec.MODEL_SHARDS,
             "packaged config.json (simulated checkpoint)",
         )
+
+    async def unit_file(self) -> UnitFile:
+        from tui.serving.unit_lint_run import UnitFile
+        from tui.sim.spec import UNIT_NAME
+        from tui.sim.unit_file import UNIT_TEXT
+
+        return UnitFile(UNIT_NAME, UNIT_TEXT, None)
+
+    async def doctor_checks(self) -> list[DoctorCheck]:
+        """About the simulator, never this machine's driver, systemd or port 8000."""
+        from tui.hostfacts.doctor_demo import run_demo_doctor
+
+        return await run_demo_doctor(self)
 
     async def interconnect(self) -> InterconnectReport:
         from tui.health.doctor_run import run_demo_interconnect
