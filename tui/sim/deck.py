@@ -22,6 +22,7 @@ from tui.hosts.local import LocalHost
 from tui.logs.line import LogLine
 from tui.serving.service import ServiceController
 from tui.sim.box import SimBox, SimServerOptions
+from tui.sim.service import SIM_HOST_LABEL as SIM_LABEL
 
 if TYPE_CHECKING:
     from tui.health.interconnect import InterconnectReport
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
     from tui.hostfacts.facts import DiskFacts, SoftwareVersions
     from tui.plan.build import ModelFacts
     from tui.serving.unit_lint_run import UnitFile
-
-SIM_LABEL = "simulator"
 
 
 class SimDeck(Deck):
@@ -119,14 +118,14 @@ class SimDeck(Deck):
         return await self.overview()  # simulated: in-process and cheap
 
     async def software_versions(self) -> SoftwareVersions:
-        from tui.sim.facts import simulated_host_facts
+        from tui.sim.facts import simulated_software
 
-        return simulated_host_facts(None, self.profile.model.path).software  # type: ignore[arg-type]
+        return simulated_software()
 
     async def disk_facts(self) -> DiskFacts | None:
-        from tui.sim.facts import simulated_host_facts
+        from tui.sim.facts import simulated_disk
 
-        return simulated_host_facts(None, self.profile.model.path).disk  # type: ignore[arg-type]
+        return simulated_disk(self.profile.model.path)
 
     async def model_facts(self) -> ModelFacts:
         from tui.sim.facts import simulated_model_facts

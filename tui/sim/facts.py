@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from tui.hostfacts.facts import DiskFacts, HostFacts, SoftwareVersions
-from tui.hostfacts.hostinfo import HostOverview
+from tui.hostfacts.facts import DiskFacts, SoftwareVersions
 from tui.plan.build import ModelFacts, model_from_config
 from tui.plan.inventory import GIB
 from tui.sim import spec
@@ -41,10 +40,14 @@ def simulated_config_text() -> str:
     return resources.files("tui.sim").joinpath("data", CONFIG_RESOURCE).read_text()
 
 
-def simulated_host_facts(overview: HostOverview, model_path: str | None) -> HostFacts:
-    """What collect_facts would find on the seed box."""
-    software = SoftwareVersions(SIM_INTERPRETER, "3.12.3", dict(SIM_PACKAGES))
-    disk = DiskFacts(
+def simulated_software() -> SoftwareVersions:
+    """The serving venv's versions as collect_versions would find them on the seed box."""
+    return SoftwareVersions(SIM_INTERPRETER, "3.12.3", dict(SIM_PACKAGES))
+
+
+def simulated_disk(model_path: str | None) -> DiskFacts:
+    """The model folder's disk as collect_disk would find it on the seed box."""
+    return DiskFacts(
         path=model_path or SIM_MODEL_PATH,
         disk_total_bytes=SIM_DISK_TOTAL_BYTES,
         disk_free_bytes=SIM_DISK_FREE_BYTES,
@@ -52,4 +55,3 @@ def simulated_host_facts(overview: HostOverview, model_path: str | None) -> Host
         model_bytes=spec.MODEL_WEIGHTS_BYTES,
         shard_count=spec.MODEL_SHARDS,
     )
-    return HostFacts(overview, software, disk)
