@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tui.hostfacts.doctor import DoctorCheck
     from tui.hostfacts.facts import DiskFacts, SoftwareVersions
     from tui.plan.build import ModelFacts
+    from tui.plan.inventory import GpuInventory
     from tui.serving.unit_lint_run import UnitFile
 
 # A demo opened by a one-shot CLI command loads quickly; the console's demo shows a full load.
@@ -212,6 +213,12 @@ class Deck:
         if not self.profile.model.path:
             raise ServedeckError(f"profile {self.profile.name}: model.path is not set")
         return await read_model_dir(self.host, self.profile.model.path)
+
+    async def gpu_inventory(self) -> GpuInventory:
+        """The GPUs for the plan: count, memory and compute capability (`nvidia-smi`)."""
+        from tui.plan.inventory import inventory_from_nvidia_smi
+
+        return await inventory_from_nvidia_smi(self.host)
 
     async def checkpoint(self) -> CheckpointFacts:
         """The model's facts: the checkpoint's headers when readable, else its config alone."""

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from tui.hostfacts.doctor import DoctorCheck
     from tui.hostfacts.facts import DiskFacts, SoftwareVersions
     from tui.plan.build import ModelFacts
+    from tui.plan.inventory import GpuInventory
     from tui.serving.unit_lint_run import UnitFile
 
 
@@ -131,6 +132,12 @@ class SimDeck(Deck):
         from tui.sim.facts import simulated_model_facts
 
         return simulated_model_facts()
+
+    async def gpu_inventory(self) -> GpuInventory:
+        """The simulated GPUs as the box reports them (idle before it starts)."""
+        from tui.plan.inventory import inventory_from_snapshot
+
+        return inventory_from_snapshot(await asyncio.to_thread(self.box.snapshot))
 
     async def checkpoint(self) -> CheckpointFacts:
         from tui.sim import spec
