@@ -11,7 +11,7 @@ from tui.hosts.base import Host
 
 
 def host_for(profile: Profile) -> Host:
-    """The Host a profile names: this machine, an SSH route, or the simulator's box."""
+    """The Host a profile names: this machine or an SSH route (the demo's box opens with its Deck)."""
     from tui.hosts.factory import host_for_profile
 
     return host_for_profile(profile)

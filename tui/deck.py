@@ -1,25 +1,35 @@
 """A Deck: every source of one profile, opened once and shared by the console and the CLI.
 
-The demo differs only here: its GPUs, unit and log come from a SimBox running on
-this machine (real processes, real HTTP), everything downstream is the same code.
+Callers ask the Deck, never which kind of box is behind it. The simulator's Deck
+(`tui.sim.deck.SimDeck`) overrides the few methods whose answer comes from the
+simulated box instead of the host; everything downstream is the same code.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from tui.core.config import Profile
+from tui.core.errors import ServedeckError
 from tui.core.redact import remember_secret
 from tui.gpu.model import GpuSource
 from tui.hostfacts.hostinfo import HostOverview, collect_overview, refresh_vitals
 from tui.hosts.base import Host
-from tui.hosts.local import LocalHost
 from tui.logs.line import LogLine
 from tui.serving.service import ServiceController, SystemdService
+
+if TYPE_CHECKING:
+    from tui.health.interconnect import InterconnectReport
+    from tui.health.report import HealthReport
+    from tui.hostfacts.doctor import DoctorCheck
+    from tui.hostfacts.facts import DiskFacts, SoftwareVersions
+    from tui.plan.build import ModelFacts
+    from tui.plan.inventory import GpuInventory
+    from tui.serving.unit_lint_run import UnitFile
 
 # A demo opened by a one-shot CLI command loads quickly; the console's demo shows a full load.
 CLI_DEMO_LOAD_S = 4.0
@@ -31,11 +41,20 @@ async def _without_read_time(lines: AsyncIterator[LogLine]) -> AsyncIterator[Log
         yield replace(line, timestamp_s=None)
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointFacts:
+    """The model's facts as the Deck could read them, and where they came from."""
+
+    facts: ModelFacts
+    size_bytes: int | None
+    shards: int | None
+    source: str
+
+
 @dataclass
 class Deck:
     profile: Profile
     host: Host
-    box: object | None = None  # tui.sim.box.SimBox for the demo
     _gpu_source: GpuSource | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -43,9 +62,11 @@ class Deck:
 
     @property
     def base_url(self) -> str:
-        if self.box is not None:
-            return self.box.base_url  # type: ignore[attr-defined]
         return self.profile.service.base_url
+
+    @property
+    def service_port(self) -> int:
+        return self.profile.service.port
 
     @property
     def api_key(self) -> str | None:
@@ -55,7 +76,37 @@ class Deck:
 
     @property
     def host_label(self) -> str:
-        return "simulator" if self.box is not None else self.profile.host.route
+        return self.profile.host_label
+
+    @property
+    def systemd_unit(self) -> str | None:
+        """The unit `systemctl` manages on the host; None when there is none to manage."""
+        return self.profile.service.unit or None
+
+    @property
+    def unit_label(self) -> str:
+        """The service's name in exported metrics."""
+        return self.profile.service.unit or ""
+
+    @property
+    def checkpoint_dir(self) -> str | None:
+        """The folder of the model's shards, to watch while they load."""
+        return self.profile.model.path
+
+    @property
+    def has_kernel_log(self) -> bool:
+        """Whether the host's kernel log can tell XIDs (a simulated box has none)."""
+        return True
+
+    @property
+    def probe_unsupported(self) -> str | None:
+        """Why the GPU probe cannot run here at all, whatever the GPUs do; None when it can."""
+        return None
+
+    @property
+    def stated_load_s(self) -> float | None:
+        """A load time the box states itself (the simulator knows its phases); None for real hosts."""
+        return None
 
     async def reachable_base_url(self) -> str:
         """The service URL as this machine can reach it: a remote loopback goes through SSH."""
@@ -69,23 +120,15 @@ class Deck:
 
     async def gpu_source(self) -> GpuSource:
         if self._gpu_source is None:
-            if self.box is not None:
-                from tui.gpu.sim_source import SimGpuSource
-
-                self._gpu_source = SimGpuSource(self.box)  # type: ignore[arg-type]
-            else:
-                from tui.gpu.factory import gpu_source_for  # NVML loads with the first sample
-
-                self._gpu_source = await gpu_source_for(
-                    self.host, self.profile, interval_s=self.profile.gpu.refresh_s
-                )
+            self._gpu_source = await self._open_gpu_source()
         return self._gpu_source
 
-    def service(self) -> ServiceController | None:
-        if self.box is not None:
-            from tui.sim.service import SimService
+    async def _open_gpu_source(self) -> GpuSource:
+        from tui.gpu.factory import gpu_source_for  # NVML loads with the first sample
 
-            return SimService(self.box, read_only=self.profile.read_only)  # type: ignore[arg-type]
+        return await gpu_source_for(self.host, self.profile, interval_s=self.profile.gpu.refresh_s)
+
+    def service(self) -> ServiceController | None:
         if self.profile.service.unit:
             return SystemdService(
                 self.host,
@@ -102,9 +145,6 @@ class Deck:
         from tui.logs.journal import JournalFollower
         from tui.logs.tail import follow_file
 
-        if self.box is not None:
-            log_path = str(self.box.log_path)  # type: ignore[attr-defined]
-            return follow_file(self.host, log_path, initial_lines=initial_lines, follow=follow)
         service = self.profile.service
         if service.log_file:
             return follow_file(
@@ -116,6 +156,20 @@ class Deck:
             ).lines()
         return None
 
+    @property
+    def log_from_file(self) -> bool:
+        """Whether log_lines tails a file (its lines are stamped when read, not when logged)."""
+        return bool(self.profile.service.log_file)
+
+    def log_label(self) -> str | None:
+        """Where the service log lives, for a reader of the summary."""
+        service = self.profile.service
+        if service.log_file:
+            return service.log_file
+        if service.unit:
+            return f"journalctl -u {service.unit}"
+        return None
+
     def replay_log_lines(self, initial_lines: int = 2000) -> AsyncIterator[LogLine] | None:
         """The log's last lines, once, each stamped with the time it was logged.
 
@@ -124,31 +178,101 @@ class Deck:
         the truth for a replay. Journal entries keep their real time.
         """
         source = self.log_lines(initial_lines=initial_lines, follow=False)
-        from_file = self.box is not None or bool(self.profile.service.log_file)
-        if source is None or not from_file:
+        if source is None or not self.log_from_file:
             return source
         return _without_read_time(source)
 
     async def overview(self) -> HostOverview:
-        if self.box is not None:
-            from tui.sim.overview import simulated_overview
-
-            snapshot = await asyncio.to_thread(self.box.snapshot)  # type: ignore[attr-defined]
-            return simulated_overview(snapshot)
         return await collect_overview(self.host)
 
     async def refresh_overview(self, overview: HostOverview) -> HostOverview:
         """Fresh memory, uptime and load on top of what overview() learnt once."""
-        if self.box is not None:
-            return await self.overview()  # simulated: in-process and cheap
         return await refresh_vitals(self.host, overview)
+
+    async def software_versions(self) -> SoftwareVersions:
+        """The serving stack's versions, read with the profile's Python."""
+        from tui.hostfacts.facts import collect_versions
+
+        versions = await collect_versions(self.host, self.profile.service.python or "python3")
+        if versions.error:
+            raise ServedeckError(versions.error)
+        return versions
+
+    async def disk_facts(self) -> DiskFacts | None:
+        """The model folder's disk; None without a model path."""
+        from tui.hostfacts.facts import collect_disk
+
+        if not self.profile.model.path:
+            return None
+        return await collect_disk(self.host, self.profile.model.path)
+
+    async def model_facts(self) -> ModelFacts:
+        """The model's facts from the checkpoint's headers over the Host (for the plan)."""
+        from tui.plan import read_model_dir
+
+        if not self.profile.model.path:
+            raise ServedeckError(f"profile {self.profile.name}: model.path is not set")
+        return await read_model_dir(self.host, self.profile.model.path)
+
+    async def gpu_inventory(self) -> GpuInventory:
+        """The GPUs for the plan: count, memory and compute capability (`nvidia-smi`)."""
+        from tui.plan.inventory import inventory_from_nvidia_smi
+
+        return await inventory_from_nvidia_smi(self.host)
+
+    async def checkpoint(self) -> CheckpointFacts:
+        """The model's facts: the checkpoint's headers when readable, else its config alone."""
+        import posixpath
+
+        from tui.plan import model_from_config, read_model_dir
+
+        model = self.profile.model
+        if not model.path:
+            raise ServedeckError("the profile names no model.path")
+        try:
+            facts = await read_model_dir(self.host, model.path)
+        except ServedeckError as error:
+            config_path = posixpath.join(model.path, "config.json")
+            text = await self.host.read_file(config_path)
+            facts = model_from_config(text, config_path, model.checkpoint_gib)
+            return CheckpointFacts(facts, None, None, f"config.json only ({error})")
+        source = f"config.json + {facts.weights.files} shard headers"
+        return CheckpointFacts(facts, facts.weights.total_bytes, facts.weights.files, source)
+
+    async def unit_file(self) -> UnitFile:
+        """The unit's text (`systemctl cat`) and its last stop's duration, for the unit lint."""
+        from tui.serving.unit_lint_run import read_unit_file
+
+        return await read_unit_file(self.host, self.profile)
+
+    async def doctor_checks(self) -> list[DoctorCheck]:
+        """`servedeck doctor`'s checks of this box: host, GPU tools, systemd, the port."""
+        from tui.hostfacts.doctor import run_doctor
+
+        return await run_doctor(self.host, self.profile)
+
+    async def interconnect(self) -> InterconnectReport:
+        """The read-only interconnect checks (PCIe, NVLink, NCCL settings) of this box."""
+        from tui.health.doctor_run import run_interconnect
+
+        return await run_interconnect(self.host, self.profile)
+
+    async def hardware_health(self) -> HealthReport:
+        """The GPUs' health counters and the XIDs logged this boot."""
+        from tui.health.health_run import collect_health
+
+        return await collect_health(self.host)
+
+    async def health_counters(self, buses: dict[str, int]) -> HealthReport:
+        """The counters alone (no journal read), for the console's periodic poll."""
+        from tui.health.health_run import counters_report
+
+        return await counters_report(self.host, buses)
 
     async def close(self) -> None:
         if self._gpu_source is not None:
             await self._gpu_source.aclose()
         await self.host.close()
-        if self.box is not None:
-            await asyncio.to_thread(self.box.close)  # type: ignore[attr-defined]
 
 
 def open_deck(
@@ -162,16 +286,16 @@ def open_deck(
 ) -> Deck:
     """Create the profile's host (and, for the demo, a fresh simulated box on this machine)."""
     if profile.is_demo:
-        from tui.sim.box import SimBox, SimServerOptions
+        from tui.sim.deck import open_sim_deck
 
-        options = SimServerOptions(orphans_on_stop=demo_orphans_on_stop, time_scale=demo_time_scale)
-        box = SimBox(load_seconds=demo_load_s, options=options)
-        if demo_autostart:
-            box.start()
-            if demo_wait_ready:
-                box.wait_until_active(timeout_s=demo_load_s * 4 + 30)
-        demo = replace(profile, service=replace(profile.service, base_url=box.base_url))
-        return Deck(demo, LocalHost(label="simulator"), box)
+        return open_sim_deck(
+            profile,
+            load_s=demo_load_s,
+            autostart=demo_autostart,
+            wait_ready=demo_wait_ready,
+            orphans_on_stop=demo_orphans_on_stop,
+            time_scale=demo_time_scale,
+        )
     from tui.console import host_for
 
     return Deck(profile, host_for(profile))

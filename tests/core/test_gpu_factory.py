@@ -12,8 +12,6 @@ import pynvml
 import pytest
 
 from tests.support.fake_nvml import FakeNvml, h200_box
-from tui.core.config import demo_profile
-from tui.core.errors import UsageError
 from tui.gpu.factory import NoGpuSource, gpu_source_for
 from tui.gpu.nvml import NvmlGpuSource
 from tui.gpu.smi import SmiGpuSource
@@ -67,10 +65,3 @@ async def test_remote_host(monkeypatch: pytest.MonkeyPatch, fake_smi: Path, tmp_
     source = await gpu_source_for(RemoteLookingHost("box"))
     assert isinstance(source, NoGpuSource)
     assert source.error == "box: no NVIDIA driver (nvidia-smi not found)"
-
-
-async def test_demo_profile_takes_the_simulator_source() -> None:
-    simulated = NoGpuSource("simulated stand-in")
-    assert await gpu_source_for(LocalHost(), demo_profile(), demo_source=simulated) is simulated
-    with pytest.raises(UsageError):
-        await gpu_source_for(LocalHost(), demo_profile())

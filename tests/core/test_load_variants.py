@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.logs.line import LogLine, classify_level
+from tui.logs.line import LevelClassifier, LogLine
 from tui.logs.tail import FileFollower
 from tui.serving.loadwatch import LoadTracker, Phase
 
@@ -141,7 +141,9 @@ def test_a_warning_mentioning_an_error_is_not_a_failure(warning: str) -> None:
     for line in _load_head():
         tracker.feed(line)
     tracker.feed(_bar(3))
-    tracker.feed(LogLine(warning, level=classify_level(warning)))  # as every follower gives it
+    tracker.feed(
+        LogLine(warning, level=LevelClassifier().classify(warning))
+    )  # as every follower gives it
     tracker.feed(_bar(4))
     progress = tracker.snapshot()
     assert progress.phase == Phase.WEIGHTS

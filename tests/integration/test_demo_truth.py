@@ -22,18 +22,20 @@ from tui.core.errors import HostError
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
 from tui.plan import FITS
-from tui.plan.for_deck import demo_model_facts, plan_for_profile
+from tui.plan.for_deck import plan_for_deck
 from tui.plan.inventory import GIB
 from tui.serving.loadwatch import LoadTracker
 from tui.sim import spec
 from tui.sim.box import SimBox
+from tui.sim.deck import SimDeck
+from tui.sim.facts import simulated_model_facts
 from tui.summary import collect_summary, render_markdown
 from tui.summary.mdtable import clock
 
 
 # -- item 1: the plan and the running demo -------------------------------------------------
 def test_demo_checkpoint_size_is_the_simulated_checkpoints_own() -> None:
-    facts = demo_model_facts(demo_profile())
+    facts = simulated_model_facts()
     assert facts.stated_checkpoint_bytes is not None
     assert abs(facts.stated_checkpoint_bytes - spec.MODEL_WEIGHTS_BYTES) < 1024
     assert facts.weights.total_bytes / GIB == pytest.approx(spec.MODEL_WEIGHTS_BYTES / GIB, 0.001)
@@ -42,7 +44,7 @@ def test_demo_checkpoint_size_is_the_simulated_checkpoints_own() -> None:
 async def test_demo_plan_says_its_own_layout_fits(sim_box_factory: Callable[..., SimBox]) -> None:
     box = sim_box_factory()
     profile = demo_profile()
-    plan = await plan_for_profile(profile, LocalHost(), box.snapshot())
+    plan = await plan_for_deck(SimDeck(profile, LocalHost(), box), box.snapshot())
     chosen = plan.find(profile.model.tp)
     assert chosen is not None and chosen.verdict == FITS, chosen.reason if chosen else plan
 
@@ -58,7 +60,7 @@ async def test_plan_takes_the_engines_kv_cache_from_the_log(
     facts = tracker.snapshot().facts
     assert facts.kv_cache_tokens
     profile = demo_profile()
-    plan = await plan_for_profile(profile, LocalHost(), box.snapshot(), facts)
+    plan = await plan_for_deck(SimDeck(profile, LocalHost(), box), box.snapshot(), facts)
     chosen = plan.find(profile.model.tp)
     assert chosen is not None and chosen.verdict == FITS
     assert chosen.max_tokens == facts.kv_cache_tokens

@@ -32,6 +32,7 @@ from tui.screens.confirm_action import ConfirmActionScreen
 from tui.serving.load_io import drop_from_cache
 from tui.serving.load_live import LiveLoad
 from tui.sim.box import SimBox, SimServerOptions
+from tui.sim.deck import SimDeck
 from tui.sim.shards import make_shards
 from widgets.load_why import LoadWhy
 
@@ -50,7 +51,7 @@ def demo_deck(box: SimBox, host: Host | None = None) -> Deck:
     """The demo's Deck over a box built here (slow-disk options), as tui.deck.open_deck does."""
     profile = demo_profile()
     profile = replace(profile, service=replace(profile.service, base_url=box.base_url))
-    return Deck(profile, host or LocalHost(label="simulator"), box)
+    return SimDeck(profile, host or LocalHost(label="simulator"), box)
 
 
 class Seen:

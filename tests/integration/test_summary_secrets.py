@@ -15,9 +15,9 @@ import pytest
 from tests.support.summary_helpers import demo_deck, seed_history
 from tui.core.audit import append_audit
 from tui.core.config import HandoffNotes, demo_profile
-from tui.deck import Deck
 from tui.serving.service import ServiceController, UnitState, parse_systemctl_show
 from tui.sim.box import SimBox, SimServerOptions
+from tui.sim.deck import SimDeck
 from tui.summary import (
     collect_summary,
     export_summary,
@@ -57,7 +57,7 @@ class _ProcessAsMainPid:
         )
 
 
-class _Deck(Deck):
+class _Deck(SimDeck):
     def service(self) -> ServiceController | None:  # type: ignore[override]
         return self._controller  # type: ignore[attr-defined,return-value]
 

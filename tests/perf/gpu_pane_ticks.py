@@ -58,9 +58,10 @@ def child(args: argparse.Namespace) -> int:
 
     from tui.app import ServedeckApp
     from tui.core.config import Profile, demo_profile
-    from tui.deck import Deck, open_deck
+    from tui.deck import open_deck
     from tui.hosts.local import LocalHost
     from tui.sim.box import SimBox
+    from tui.sim.deck import SimDeck
 
     box: SimBox | None = None
     if args.local:  # this machine's GPUs through NVML, as `servedeck -p local` shows them
@@ -76,7 +77,7 @@ def child(args: argparse.Namespace) -> int:
             gpu=replace(profile.gpu, refresh_s=args.interval),
             service=replace(profile.service, base_url=box.base_url),
         )
-        deck = Deck(profile, LocalHost(label="simulator"), box)
+        deck = SimDeck(profile, LocalHost(label="simulator"), box)
         result = {"source": "simulated", "gpus": box.gpus.gpu_count, "churn": not args.static}
     profiler = cProfile.Profile() if args.profile else None
     # The tick's own cost: handling the snapshot, then every screen update (compositor

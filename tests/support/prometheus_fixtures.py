@@ -22,12 +22,12 @@ import httpx
 import pytest
 
 from tui.core.config import Profile, demo_profile
-from tui.deck import Deck
 from tui.exporter.runner import ExporterRunner
 from tui.hosts.local import LocalHost
 from tui.record.headless import Cadence
 from tui.sim.box import SimBox, free_port
 from tui.sim.dcgm import DcgmCollector, DcgmServer
+from tui.sim.deck import SimDeck
 
 PROMETHEUS = "/usr/bin/prometheus"
 FAST_CADENCE = Cadence(
@@ -164,7 +164,7 @@ class ExporterThread:
     def __init__(self, box: SimBox, host_label: str, profile: Profile | None = None) -> None:
         profile = profile or demo_profile()
         profile = replace(profile, service=replace(profile.service, base_url=box.base_url))
-        self.deck = Deck(profile, LocalHost(label="simulator"), box)
+        self.deck = SimDeck(profile, LocalHost(label="simulator"), box)
         self.runner = ExporterRunner(self.deck, host_label, FAST_CADENCE)
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None

@@ -13,6 +13,7 @@ from tui.deck import Deck
 from tui.hosts.local import LocalHost
 from tui.serving.loadwatch import LoadFacts, PhaseSpan
 from tui.sim.box import SimBox
+from tui.sim.deck import SimDeck
 from tui.summary.inputs import SummaryInputs
 
 FIXED_S = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC
@@ -22,7 +23,7 @@ def demo_deck(box: SimBox, profile: Profile | None = None) -> Deck:
     """The deck `open_deck` builds for the demo, around a box the test owns."""
     base = profile or demo_profile()
     service = replace(base.service, base_url=box.base_url)
-    return Deck(replace(base, service=service), LocalHost(label="simulator"), box)
+    return SimDeck(replace(base, service=service), LocalHost(label="simulator"), box)
 
 
 def table_shapes(markdown: str) -> list[tuple[int, list[int]]]:

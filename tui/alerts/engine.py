@@ -125,9 +125,6 @@ class AlertEngine:
     def mute(self, alert_id: str, for_s: float, now_s: float | None = None) -> None:
         self.muted_until_s[alert_id] = (time.time() if now_s is None else now_s) + for_s
 
-    def unmute(self, alert_id: str) -> None:
-        self.muted_until_s.pop(alert_id, None)
-
     def is_muted(self, alert_id: str, now_s: float | None = None) -> bool:
         until = self.muted_until_s.get(alert_id) or self.muted_until_s.get(alert_id.split(":")[0])
         return until is not None and (time.time() if now_s is None else now_s) < until

@@ -128,8 +128,7 @@ class ServedeckApp(
         self.sub_title = profile.name
         self.gpu_history = GpuHistory(target_fraction=0.9)
         self.tracker = LoadTracker()
-        box_load_s = getattr(deck.box, "load_seconds", None) if deck.box is not None else None
-        self.ready_clock = ready_clock_for(deck.host_label, box_load_s)
+        self.ready_clock = ready_clock_for(deck.host_label, deck.stated_load_s)
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
         self.ready = False

@@ -24,12 +24,12 @@ class HandoffMixin(ConsoleParts):
 
     @console_worker("plan", pane="plan", what="plan the deployment layouts")
     async def _show_plan(self) -> None:
-        from tui.plan.for_deck import plan_for_profile
+        from tui.plan.for_deck import plan_for_deck
 
         self.query_one("#plan-status", Static).update("Reading the model and planning layouts ...")
         try:
             engine = self.progress.facts if self.progress is not None else None
-            plan = await plan_for_profile(self.profile, self.deck.host, self.last_gpu, engine)
+            plan = await plan_for_deck(self.deck, self.last_gpu, engine)
         except ServedeckError as error:
             self.post_message(messages.PlanReady(None, str(error)))
         else:

@@ -55,21 +55,8 @@ class HardwareHealthMixin(ConsoleParts):
     @console_worker("hw-counters", pane="kernel", what="read the GPU health counters")
     async def _poll_hw_counters(self, buses: dict[str, int]) -> None:
         """The counters (remaps, ECC, NVLink errors, throttling) now and every few minutes."""
-        from tui.health.counters import HealthCounters
-        from tui.health.health_run import collect_demo_health, read_counters
-        from tui.health.report import build_report
-
         while not console_closing(self):
-            if self.deck.box is not None:
-                report = await collect_demo_health()
-            else:
-                try:
-                    counters, _, why = await read_counters(self.deck.host)
-                except ServedeckError as error:
-                    counters, why = [], str(error)
-                # Without counters the GPUs are still there: XIDs land on them by bus id.
-                counters = counters or [HealthCounters(i, b) for b, i in sorted(buses.items())]
-                report = build_report(counters, [], "journal", [why] if why else [])
+            report = await self.deck.health_counters(buses)
             self.post_message(messages.HardwareCounters(report))
             await asyncio.sleep(HW_COUNTERS_S)
 
@@ -78,7 +65,7 @@ class HardwareHealthMixin(ConsoleParts):
         from tui.health.xid_follow import FollowState, follow_xids, kernel_journal_file
 
         journal = kernel_journal_file()
-        if self.deck.box is not None and journal is None:
+        if not self.deck.has_kernel_log and journal is None:
             self.post_message(messages.KernelLogState(FollowState(True, "simulated")))
             return
         await follow_xids(
@@ -144,17 +131,10 @@ class HardwareHealthMixin(ConsoleParts):
 
     @console_worker("health", pane="health", what="read the hardware health")
     async def _read_health(self) -> None:
-        from tui.health.doctor_run import run_demo_interconnect, run_interconnect
-        from tui.health.health_run import collect_demo_health, collect_health
-
         deck = self.deck
         try:
-            if deck.box is not None:
-                interconnect = await run_demo_interconnect(deck.box)
-                health = await collect_demo_health()
-            else:
-                interconnect = await run_interconnect(deck.host, self.profile)
-                health = await collect_health(deck.host)
+            interconnect = await deck.interconnect()
+            health = await deck.hardware_health()
         except ServedeckError as error:
             self.post_message(messages.HealthReady(None, None, str(error)))
         else:

@@ -118,7 +118,7 @@ async def _run(args: argparse.Namespace, slo_text: str | None, progress: bool) -
         profile,
         demo_autostart=True,
         demo_wait_ready=True,
-        demo_time_scale=DEMO_TIME_SCALE if profile.is_demo else None,
+        demo_time_scale=DEMO_TIME_SCALE,
     )
     try:
         spec = build_spec(args, deck, await deck.reachable_base_url(), await gpu_set(deck))

@@ -6,11 +6,9 @@ import argparse
 import asyncio
 
 from tui.commands._width import hanging
-from tui.console import host_for
 from tui.core.profile_store import load_profile
 from tui.deck import open_deck
-from tui.hostfacts.doctor import DoctorCheck, doctor_verdict, run_doctor
-from tui.hostfacts.doctor_demo import run_demo_doctor
+from tui.hostfacts.doctor import DoctorCheck, doctor_verdict
 from tui.serving.restart_guard import leftovers_checks
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
@@ -51,21 +49,15 @@ def _doctor(args: argparse.Namespace) -> int:
         return run_interconnect_doctor(args, profile)
 
     async def _run() -> list[DoctorCheck]:
-        if profile.is_demo:  # about the simulator, never this machine's driver or systemd
-            deck = open_deck(profile, demo_autostart=True, demo_wait_ready=True)
-            try:
-                return [*await run_demo_doctor(deck), *await leftovers_checks(profile, deck)]
-            finally:
-                await deck.close()
-        host = host_for(profile)
+        # The demo's checks are about its simulated box, started here and ready.
+        deck = open_deck(profile, demo_autostart=True, demo_wait_ready=True)
         try:
-            checks = await run_doctor(host, profile)
+            return [*await deck.doctor_checks(), *await leftovers_checks(profile, deck)]
         finally:
-            await host.close()
-        return [*checks, *await leftovers_checks(profile)]
+            await deck.close()
 
     checks = asyncio.run(_run())
-    where = "simulator" if profile.is_demo else profile.host.route
+    where = profile.host_label
     print(hanging("servedeck doctor: ", f"profile {profile.name} ({where})"))
     if profile.host.ssh_alias:  # the route ~/.ssh/config gave, and where each value came from
         from tui.hosts.ssh_config import route_report

@@ -92,7 +92,7 @@ def install_unit(profile: Profile, args: argparse.Namespace) -> Path:
 
 
 async def export(args: argparse.Namespace, profile: Profile) -> int:
-    deck = open_deck(profile, demo_autostart=profile.is_demo)
+    deck = open_deck(profile, demo_autostart=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -100,10 +100,12 @@ async def export(args: argparse.Namespace, profile: Profile) -> int:
     runner = ExporterRunner(deck, args.host_label)
     dcgm = None
     try:
-        if args.dcgm_port is not None and deck.box is not None:
+        if args.dcgm_port is not None:  # run_exporter allows it for the demo alone
             from tui.sim.dcgm import DcgmCollector, DcgmServer, sim_xids
+            from tui.sim.deck import SimDeck
 
-            collector = DcgmCollector(deck.box.snapshot, runner.host, sim_xids())  # type: ignore[attr-defined]
+            assert isinstance(deck, SimDeck), "--dcgm-port needs the demo's simulated box"
+            collector = DcgmCollector(deck.box.snapshot, runner.host, sim_xids())
             dcgm = DcgmServer(collector, args.dcgm_port, args.address).start()
             print(f"simulated dcgm-exporter on {dcgm.url}", file=sys.stderr)
             print(f"simulated vLLM on {deck.base_url}/metrics", file=sys.stderr)

@@ -11,7 +11,8 @@ from tui.commands._width import hanging
 from tui.console import host_for
 from tui.core.config import Profile
 from tui.core.profile_store import load_profile
-from tui.health.health_run import bus_map, collect_demo_health, collect_health
+from tui.deck import open_deck
+from tui.health.health_run import bus_map
 from tui.health.kernel_log import KernelLogFollower
 from tui.health.report import HealthReport
 from tui.health.xid import XidEvent
@@ -86,19 +87,17 @@ def _health(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
 
     async def _run() -> HealthReport:
-        if profile.is_demo:
-            return await collect_demo_health()
-        host = host_for(profile)
+        deck = open_deck(profile)  # the demo's report is about its simulated box
         try:
-            return await collect_health(host)
+            return await deck.hardware_health()
         finally:
-            await host.close()
+            await deck.close()
 
     report = asyncio.run(_run())
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
-        where = "simulator" if profile.is_demo else profile.host.route
+        where = profile.host_label
         print(hanging("servedeck health: ", f"profile {profile.name} ({where})"))
         print_report(report)
     sys.stdout.flush()

@@ -7,10 +7,8 @@ import asyncio
 import json
 
 from tui.commands._width import hanging
-from tui.console import host_for
 from tui.core.config import Profile
 from tui.deck import open_deck
-from tui.health.doctor_run import run_demo_interconnect, run_interconnect
 from tui.health.findings import CRIT, WARN, Finding
 from tui.health.interconnect import InterconnectReport
 
@@ -25,17 +23,11 @@ def format_finding(finding: Finding) -> list[str]:
 
 
 async def interconnect_report(profile: Profile) -> InterconnectReport:
-    if profile.is_demo:  # about the simulated box, never this machine's PCIe
-        deck = open_deck(profile, demo_autostart=False)
-        try:
-            return await run_demo_interconnect(deck.box)
-        finally:
-            await deck.close()
-    host = host_for(profile)
+    deck = open_deck(profile)  # the demo's is about the simulated box, never this machine's PCIe
     try:
-        return await run_interconnect(host, profile)
+        return await deck.interconnect()
     finally:
-        await host.close()
+        await deck.close()
 
 
 def run_interconnect_doctor(args: argparse.Namespace, profile: Profile) -> int:
@@ -44,7 +36,7 @@ def run_interconnect_doctor(args: argparse.Namespace, profile: Profile) -> int:
     if getattr(args, "json", False):
         print(json.dumps(report.as_dict(), indent=2))
     else:
-        where = "simulator" if profile.is_demo else profile.host.route
+        where = profile.host_label
         print(hanging("servedeck doctor --interconnect: ", f"profile {profile.name} ({where})"))
         for note in report.notes:
             print(hanging("note: ", note))

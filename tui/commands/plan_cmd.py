@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import tempfile
 from pathlib import Path
 
-from tui.console import host_for
 from tui.core.config import Profile
 from tui.core.errors import UsageError
 from tui.core.profile_store import load_profile
+from tui.deck import Deck, open_deck
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
 from tui.plan import (
@@ -21,12 +20,10 @@ from tui.plan import (
     PlanSettings,
     build_plan,
     inventory_from_nvidia_smi,
-    inventory_from_snapshot,
     model_from_config,
     read_model_dir,
     stated_inventory,
 )
-from tui.plan.for_deck import demo_model_facts
 from tui.plan.render import plan_json, plan_markdown
 
 
@@ -85,15 +82,15 @@ async def _model(args: argparse.Namespace, profile: Profile | None, host: Host) 
     return await read_model_dir(host, model_dir)
 
 
-async def _gpus(args: argparse.Namespace, host: Host) -> GpuInventory:
+async def _gpus(args: argparse.Namespace, deck: Deck | None) -> GpuInventory:
     if args.gpus is None and args.vram_gib is None:
-        inventory = await inventory_from_nvidia_smi(host)
+        inventory = await (deck.gpu_inventory() if deck else inventory_from_nvidia_smi(LocalHost()))
         cc = args.cc or inventory.compute_capability
         return GpuInventory(
             inventory.count,
             inventory.memory_bytes,
             cc,
-            args.nvlink,
+            inventory.nvlink if args.nvlink is None else args.nvlink,
             inventory.numa_nodes,
             inventory.name,
             inventory.source,
@@ -103,30 +100,20 @@ async def _gpus(args: argparse.Namespace, host: Host) -> GpuInventory:
     return stated_inventory(args.gpus, args.vram_gib, args.cc, args.nvlink)
 
 
-def _simulated_gpus() -> GpuInventory:
-    """The simulator's own GPUs (idle), as its GPU model reports them."""
-    from tui.sim.gpu_model import SimGpuModel
-
-    with tempfile.TemporaryDirectory(prefix="servedeck-plan-") as folder:
-        return inventory_from_snapshot(SimGpuModel(Path(folder)).snapshot())
-
-
 async def _plan_text(args: argparse.Namespace) -> str:
     profile = load_profile(args.profile, demo=args.demo) if (args.profile or args.demo) else None
-    if profile is not None and profile.is_demo:
-        # The demo plans the simulated model on the simulated box, never this machine's.
-        use_config = bool(args.config or args.model_dir)
-        model = await _model(args, None, LocalHost()) if use_config else demo_model_facts(profile)
-        gpus = await _gpus(args, LocalHost()) if args.gpus is not None else _simulated_gpus()
-        return _render(args, profile, model, gpus)
-    # The model directory and the GPUs live on the profile's host (local or over SSH).
-    needs_remote = profile is not None and (not args.config or args.gpus is None)
-    host = host_for(profile) if needs_remote and profile is not None else LocalHost()
+    # The model directory and the GPUs live on the profile's box: its host (local or over
+    # SSH), or the demo's simulated box, never this machine's GPUs.
+    deck = open_deck(profile) if profile is not None else None
     try:
-        model = await _model(args, profile, host)
-        gpus = await _gpus(args, host)
+        if deck is not None and not (args.config or args.model_dir):
+            model = await deck.model_facts()
+        else:
+            model = await _model(args, profile, deck.host if deck else LocalHost())
+        gpus = await _gpus(args, deck)
     finally:
-        await host.close()
+        if deck is not None:
+            await deck.close()
     return _render(args, profile, model, gpus)
 
 

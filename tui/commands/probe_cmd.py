@@ -62,7 +62,7 @@ async def _measure(profile: Profile, max_bytes: int) -> dict[str, object]:
 
 def _probe(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile, demo=args.demo, read_only=args.read_only)
-    where = "simulator" if profile.is_demo else profile.host.route
+    where = profile.host_label
     if profile.read_only:
         raise ServedeckError("probe: the profile is read-only (the probe loads every GPU)")
     why, gpus = asyncio.run(_refusal(profile))

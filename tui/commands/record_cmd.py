@@ -21,7 +21,7 @@ from tui.record.feed import RecordFeed
 from tui.record.headless import HeadlessRecorder
 from tui.record.retention import RetentionPolicy
 from tui.record.session import restore_mutes
-from tui.record.where import host_label_of, host_slug, recording_path
+from tui.record.where import host_slug, recording_path
 from tui.record.writer import Recorder
 
 
@@ -60,7 +60,7 @@ def _unit_text(profile: Profile, db: Path | None) -> str:
     )
     return (
         "[Unit]\n"
-        f"Description=servedeck flight recorder for {profile.name} ({host_label_of(profile)})\n"
+        f"Description=servedeck flight recorder for {profile.name} ({profile.host_label})\n"
         "After=network-online.target\n\n"
         "[Service]\n"
         f"ExecStart={shlex.join(argv)}\n"
@@ -91,14 +91,14 @@ async def record(args: argparse.Namespace, profile: Profile) -> int:
     db = args.db or recording_path(profile)
     recorder = Recorder(
         db,
-        host_label=host_label_of(profile),
+        host_label=profile.host_label,
         retention=RetentionPolicy(
             retention_days=args.retention_days or profile.record.retention_days
         ),
         what=f"servedeck record -p {profile.name}",
     )
     recorder.start()  # RecorderBusy names the holder
-    deck = open_deck(profile, demo_autostart=profile.is_demo)
+    deck = open_deck(profile, demo_autostart=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

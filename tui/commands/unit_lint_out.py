@@ -5,23 +5,21 @@ from __future__ import annotations
 import asyncio
 import json
 
-from tui.console import host_for
 from tui.core.config import Profile
+from tui.deck import open_deck
 from tui.serving.unit_lint import finding_lines
-from tui.serving.unit_lint_run import UnitLintReport, lint_profile_unit
+from tui.serving.unit_lint_run import UnitLintReport, lint_deck_unit
 
 
 def run_unit_lint(profile: Profile, *, as_json: bool) -> int:
     """0 when nothing fails (warnings allowed), 1 when a finding fails."""
 
     async def _run() -> UnitLintReport:
-        if profile.is_demo:
-            return await lint_profile_unit(profile, None)
-        host = host_for(profile)
+        deck = open_deck(profile)  # the demo lints its simulated unit's packaged file
         try:
-            return await lint_profile_unit(profile, host)
+            return await lint_deck_unit(deck)
         finally:
-            await host.close()
+            await deck.close()
 
     report = asyncio.run(_run())
     if as_json:

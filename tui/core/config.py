@@ -206,6 +206,11 @@ class Profile:
     def is_demo(self) -> bool:
         return self.host.kind == "demo"
 
+    @property
+    def host_label(self) -> str:
+        """The host's name in records, history and output: its route, or the simulator."""
+        return "simulator" if self.is_demo else self.host.route
+
 
 def _describe(value: Any) -> str:
     """A short, safe rendering of a wrong value (never a long string that may be a secret)."""

@@ -107,7 +107,7 @@ class ExporterRunner:
         self.deck = deck
         profile = deck.profile
         self.host = host_label or default_host_label(deck)
-        self.unit = profile.service.unit or ("demo" if deck.box is not None else "")
+        self.unit = deck.unit_label
         self.model = profile.model.name or ""
         secrets = (deck.api_key,) if deck.api_key else ()
         self.feed = _ExporterFeed(_NoSink(), deck.host_label, extra_secrets=secrets)

@@ -104,12 +104,13 @@ async def plan_service(
     if verb not in SERVICE_VERBS:
         raise ServedeckError(f"unknown fleet action {verb!r} (expected one of {SERVICE_VERBS})")
     service = deck.profile.service
-    if not service.unit or deck.box is not None:
+    unit = deck.systemd_unit
+    if not unit:
         raise ServedeckError(f"{name}: no systemd unit in the profile; nothing to {verb}")
-    action = describe_action(deck.host.label, service.unit, verb, use_sudo=service.use_sudo)
+    action = describe_action(deck.host.label, unit, verb, use_sudo=service.use_sudo)
     if deck.profile.read_only:
         audit_refusal(action, "read-only mode", audit_path)
-        raise ReadOnlyRefused(f"{deck.host_label}: read-only: {verb} {service.unit} is disabled")
+        raise ReadOnlyRefused(f"{deck.host_label}: read-only: {verb} {unit} is disabled")
     return ServicePlan(name, action, await read_identity(deck))
 
 

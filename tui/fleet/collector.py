@@ -154,8 +154,7 @@ class DeckProbe:
         service = self.deck.profile.service
         return (
             not self.deck.host.is_local
-            and self.deck.box is None
-            and bool(service.unit and service.log_file)
+            and bool(self.deck.systemd_unit and service.log_file)
             and not service.use_sudo
         )
 
@@ -436,7 +435,7 @@ class BorrowedDeck(Deck):
 
 def borrow_deck(deck: Deck) -> Deck:
     """The same profile, Host and GPU source as `deck`, for another view of that host."""
-    borrowed = BorrowedDeck(deck.profile, deck.host, deck.box, deck._gpu_source)
+    borrowed = BorrowedDeck(deck.profile, deck.host, deck._gpu_source)
     borrowed._lent_source = source = deck._gpu_source
     fleet_interval = getattr(source, "apps_interval_s", None)
     if isinstance(fleet_interval, float | int):  # the full console lists processes every tick

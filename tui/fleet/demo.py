@@ -18,8 +18,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tui.deck import Deck
 from tui.fleet.collector import HostProbe
 from tui.fleet.model import FleetRow
 from tui.fleet.rows import build_row
@@ -32,6 +32,9 @@ from tui.serving.readiness import Readiness
 from tui.serving.service import UnitState
 from tui.sim import spec
 from tui.sim.vlog import shard_bar
+
+if TYPE_CHECKING:
+    from tui.sim.deck import SimDeck
 
 # (model, shards, GPUs, weights GiB per GPU, load seconds)
 MODELS: tuple[tuple[str, int, int, float, float], ...] = (
@@ -393,7 +396,7 @@ class DemoFleet:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45.0) -> Deck:
+def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45.0) -> SimDeck:
     """Enter on a light box: a full simulated box (real processes) with its model and state.
 
     Started only when the operator opens it; a failed box fails its load again, a stopped
@@ -403,6 +406,7 @@ def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45
 
     from tui.core.config import demo_profile
     from tui.sim.box import SimBox, SimServerOptions
+    from tui.sim.deck import SIM_LABEL, SimDeck
 
     options = SimServerOptions(
         model=box.model,
@@ -423,4 +427,4 @@ def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45
         model=replace(profile.model, name=box.model, tp=box.gpus),
         service=replace(profile.service, base_url=sim.base_url),
     )
-    return Deck(profile, LocalHost(label="simulator"), sim)
+    return SimDeck(profile, LocalHost(label=SIM_LABEL), sim)

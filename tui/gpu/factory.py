@@ -1,7 +1,6 @@
 """Pick the GPU source for a host: NVML locally, nvidia-smi over the Host otherwise.
 
-The simulator's source is built by its caller (it needs the simulated box) and
-passed in as `demo_source`; this module does not import the simulator.
+The simulator's source comes from its Deck (tui.sim.deck.SimDeck), never from here.
 """
 
 from __future__ import annotations
@@ -9,7 +8,7 @@ from __future__ import annotations
 import time
 
 from tui.core.config import Profile
-from tui.core.errors import HostError, UsageError
+from tui.core.errors import HostError
 from tui.gpu.model import GpuBoxSnapshot, GpuSource
 from tui.gpu.nvml import NvmlGpuSource, NvmlUnavailable
 from tui.gpu.smi import NO_DRIVER, SmiGpuSource
@@ -48,16 +47,9 @@ async def gpu_source_for(
     host: Host,
     profile: Profile | None = None,
     *,
-    demo_source: GpuSource | None = None,
     interval_s: float | None = None,
 ) -> GpuSource:
-    """The best GPU source for host. Demo profiles must pass the simulator's source."""
-    if profile is not None and profile.is_demo:
-        if demo_source is None:
-            raise UsageError("the demo profile needs the simulator's GPU source")
-        return demo_source
-    if demo_source is not None:
-        return demo_source
+    """The best GPU source for host."""
     refresh_s = interval_s or (profile.gpu.refresh_s if profile is not None else 1.0)
     if host.is_local:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
@@ -13,6 +14,9 @@ from tui.health.interconnect import InterconnectReport, analyze_interconnect
 from tui.health.interconnect_collect import collect_interconnect
 from tui.health.interconnect_parse import split_sections
 from tui.hosts.base import Host
+
+if TYPE_CHECKING:
+    from tui.sim.box import SimBox
 
 _LOG_PATTERN = re.compile(
     r"Custom allreduce is disabled|NCCL INFO .*via |NCCL INFO .*(P2P|SHM|NET)/"
@@ -40,12 +44,12 @@ def _log_lines(path: Path, limit: int = 40) -> list[str]:
     return [line for line in text.splitlines() if _LOG_PATTERN.search(line)][-limit:]
 
 
-async def run_demo_interconnect(box: object) -> InterconnectReport:
+async def run_demo_interconnect(box: SimBox) -> InterconnectReport:
     """The simulated box: its GPUs' load and log, faults from SERVEDECK_SIM_INTERCONNECT."""
     from tui.sim.interconnect import faults_from_env, render_sections
 
-    snapshot = await asyncio.to_thread(box.snapshot)  # type: ignore[attr-defined]
+    snapshot = await asyncio.to_thread(box.snapshot)
     utilization = [sample.utilization_gpu_pct or 0.0 for sample in snapshot.samples]
-    log = _log_lines(Path(box.log_path))  # type: ignore[attr-defined]
+    log = _log_lines(box.log_path)
     text = render_sections(faults_from_env(), utilization, log, gpu_count=len(utilization) or 8)
     return analyze_interconnect(split_sections(text), 0.0)

@@ -93,6 +93,16 @@ async def collect_health(host: Host, journal_file: str | None = None) -> HealthR
     return build_report(counters, events, source, notes)
 
 
+async def counters_report(host: Host, buses: dict[str, int]) -> HealthReport:
+    """The counters alone; without them the GPUs of `buses` are still there for XIDs to land on."""
+    try:
+        counters, _, why = await read_counters(host)
+    except ServedeckError as error:
+        counters, why = [], str(error)
+    counters = counters or [HealthCounters(i, b) for b, i in sorted(buses.items())]
+    return build_report(counters, [], "journal", [why] if why else [])
+
+
 async def collect_demo_health() -> HealthReport:
     """The simulated box: events from SERVEDECK_SIM_XID through the real decoder."""
     from tui.health.xid import decode_xid

@@ -26,8 +26,9 @@ async def probe_refusal(deck: Deck) -> tuple[str | None, int]:
         if state.active_state in ACTIVE_STATES:
             active = f"{state.unit} {state.active_state}"
     snapshot = await (await deck.gpu_source()).sample()
-    if deck.box is not None and active is None:
-        return "the simulator's GPUs cannot run the probe (no CUDA there)", 0
+    unsupported = deck.probe_unsupported
+    if unsupported is not None and active is None:
+        return unsupported, 0
     return refusal(active, snapshot), snapshot.gpu_count
 
 

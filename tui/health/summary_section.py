@@ -45,15 +45,8 @@ def last_probe(host_label: str, path: Path | None = None) -> dict[str, Any] | No
 
 
 async def collect_hardware_health(deck: Deck) -> HardwareHealth:
-    from tui.health.doctor_run import run_demo_interconnect, run_interconnect
-    from tui.health.health_run import collect_demo_health, collect_health
-
-    if deck.box is not None:
-        interconnect = await run_demo_interconnect(deck.box)
-        health = await collect_demo_health()
-    else:
-        interconnect = await run_interconnect(deck.host, deck.profile)
-        health = await collect_health(deck.host)
+    interconnect = await deck.interconnect()
+    health = await deck.hardware_health()
     return HardwareHealth(interconnect, health, last_probe(deck.host_label))
 
 

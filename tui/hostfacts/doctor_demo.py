@@ -9,19 +9,18 @@ from __future__ import annotations
 import asyncio
 
 from tui.core.errors import ServedeckError
-from tui.deck import Deck
 from tui.hostfacts.doctor import FAIL, OK, WARN, DoctorCheck
 from tui.serving.readiness import ReadinessProbe
+from tui.sim.deck import SimDeck
 
 GIB = 1024**3
 
 
-async def run_demo_doctor(deck: Deck) -> list[DoctorCheck]:
+async def run_demo_doctor(deck: SimDeck) -> list[DoctorCheck]:
     """Host, GPUs, unit and port of the deck's simulated box."""
     box = deck.box
-    assert box is not None, "doctor --demo needs the demo deck"
-    checks = [DoctorCheck("host", OK, f"simulator (state in {box.state_dir})")]  # type: ignore[attr-defined]
-    snapshot = await asyncio.to_thread(box.snapshot)  # type: ignore[attr-defined]
+    checks = [DoctorCheck("host", OK, f"simulator (state in {box.state_dir})")]
+    snapshot = await asyncio.to_thread(box.snapshot)
     if snapshot.available and snapshot.statics:
         total = sum(static.memory_total_bytes or 0 for static in snapshot.statics)
         checks.append(

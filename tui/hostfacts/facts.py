@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from tui.core.config import Profile
 from tui.core.errors import ServedeckError
-from tui.hostfacts.hostinfo import HostOverview, collect_overview
 from tui.hosts.base import Host
 
 PACKAGES = (
@@ -65,14 +63,6 @@ class DiskFacts:
     shard_count: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class HostFacts:
-    overview: HostOverview | None
-    software: SoftwareVersions
-    disk: DiskFacts | None
-    errors: tuple[str, ...] = ()
-
-
 async def collect_versions(
     host: Host, interpreter: str, timeout_s: float = 30.0
 ) -> SoftwareVersions:
@@ -118,24 +108,3 @@ async def collect_disk(host: Host, path: str, timeout_s: float = 60.0) -> DiskFa
         model_bytes=_int(values, "model_bytes"),
         shard_count=_int(values, "shards"),
     )
-
-
-async def collect_facts(host: Host, profile: Profile) -> HostFacts:
-    """Everything the summary says about the machine; a failing part leaves a line, not a hole."""
-    errors: list[str] = []
-    overview: HostOverview | None
-    try:
-        overview = await collect_overview(host)
-    except ServedeckError as error:
-        overview = None
-        errors.append(f"host overview: {error}")
-    software = await collect_versions(host, profile.service.python or "python3")
-    if software.error:
-        errors.append(f"software versions: {software.error}")
-    disk = None
-    if profile.model.path:
-        try:
-            disk = await collect_disk(host, profile.model.path)
-        except ServedeckError as error:
-            errors.append(f"disk: {error}")
-    return HostFacts(overview, software, disk, tuple(errors))

@@ -1,4 +1,4 @@
-"""The Host for a profile: this machine (also for the simulator's box), or SSH."""
+"""The Host for a profile: this machine or SSH (the simulator's box opens with its Deck)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def profile_ref(profile: Profile) -> str:
 def host_for_profile(profile: Profile) -> Host:
     """A Host that is not connected yet: SSH connects on first use."""
     kind = profile.host.kind
-    if kind in ("local", "demo"):  # the simulator's box runs on this machine
+    if kind == "local":
         return LocalHost()
     if kind == "ssh":
         from tui.hosts.ssh import SSHHost  # asyncssh costs ~90 ms: only SSH profiles load it

@@ -146,8 +146,3 @@ class LevelClassifier:
         if _PY_WARNING.search(body):
             return Level.WARNING
         return priority_level(priority) or Level.INFO
-
-
-def classify_level(text: str, priority: int | None = None) -> str:
-    """Severity of one line on its own (no traceback context)."""
-    return LevelClassifier().classify(text, priority)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 CLASSES = ("service", "leftover", "defunct", "foreign")
 # Classes a bulk cleanup or a plain `kill PID` offers without a typed confirmation.
@@ -112,7 +110,6 @@ class KillReport:
     outcomes: tuple[KillOutcome, ...] = ()
     gpu_used_before_bytes: int | None = None
     gpu_used_after_bytes: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def freed_bytes(self) -> int:

@@ -175,7 +175,7 @@ class HeadlessRecorder:
         from tui.health.xid_follow import FollowState, follow_xids, gpu_buses, kernel_journal_file
 
         journal = kernel_journal_file()
-        if self.deck.box is not None and journal is None:
+        if not self.deck.has_kernel_log and journal is None:
             return  # the simulated box has no kernel log
         while (buses := gpu_buses(self.last_gpu)) is None:
             await asyncio.sleep(self.cadence.gpu_s)

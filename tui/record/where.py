@@ -8,11 +8,6 @@ from tui.core import paths
 from tui.core.config import Profile
 
 
-def host_label_of(profile: Profile) -> str:
-    """The label the Deck gives the host (without opening it)."""
-    return "simulator" if profile.is_demo else profile.host.route
-
-
 def host_slug(host_label: str) -> str:
     """A file name for a host label: `ops@box:2222 via pve` -> `ops_box_2222_via_pve`."""
     slug = "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in host_label).strip("_.")
@@ -20,4 +15,4 @@ def host_slug(host_label: str) -> str:
 
 
 def recording_path(profile: Profile) -> Path:
-    return paths.data_dir() / "recordings" / f"{host_slug(host_label_of(profile))}.sqlite"
+    return paths.data_dir() / "recordings" / f"{host_slug(profile.host_label)}.sqlite"

@@ -23,11 +23,7 @@ SAMPLE_GAP_S = 0.5
 def checkpoint_path(deck: Deck) -> str | None:
     """The shards to watch: the profile's model path; the simulator's shard folder in
     the demo, which has no checkpoint on disk unless its slow-disk mode made one."""
-    box = deck.box
-    if box is not None:
-        shard_dir = getattr(getattr(box, "options", None), "shard_dir", None)
-        return str(shard_dir) if shard_dir else None
-    return deck.profile.model.path
+    return deck.checkpoint_dir
 
 
 def history_key(deck: Deck) -> str:

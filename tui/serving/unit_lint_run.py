@@ -8,11 +8,15 @@ exceed. On the simulator the seed-shaped unit text is linted instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
 from tui.serving.unit_lint import UnitFinding, lint_unit, observed_stop_s, parse_unit
+
+if TYPE_CHECKING:
+    from tui.deck import Deck
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +81,23 @@ def lint_text(profile: Profile, unit: str, text: str, stop_s: float | None) -> U
     return UnitLintReport(unit, parsed.sources, stop_s, tuple(findings))
 
 
-async def lint_profile_unit(profile: Profile, host: Host | None) -> UnitLintReport:
-    if profile.is_demo:
-        from tui.sim.spec import UNIT_NAME
-        from tui.sim.unit_file import UNIT_TEXT
+@dataclass(frozen=True, slots=True)
+class UnitFile:
+    """A unit's text as systemd has it, and how long its last stop took (None: unknown)."""
 
-        return lint_text(profile, UNIT_NAME, UNIT_TEXT, None)
+    name: str
+    text: str
+    stop_s: float | None
+
+
+async def read_unit_file(host: Host, profile: Profile) -> UnitFile:
     unit = profile.service.unit
     if not unit:
         raise ServedeckError(f"profile {profile.name}: [service] unit is not set: nothing to lint")
-    assert host is not None
     text = await read_unit_text(host, unit)
-    return lint_text(profile, unit, text, await read_stop_s(host, unit))
+    return UnitFile(unit, text, await read_stop_s(host, unit))
+
+
+async def lint_deck_unit(deck: Deck) -> UnitLintReport:
+    unit = await deck.unit_file()
+    return lint_text(deck.profile, unit.name, unit.text, unit.stop_s)

@@ -24,8 +24,8 @@ from tui.core.errors import ServedeckError
 from tui.core.redact import redact_text
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot
-from tui.hostfacts.facts import DiskFacts, SoftwareVersions, collect_disk, collect_versions
-from tui.plan import build_plan, inventory_from_snapshot, model_from_config, read_model_dir
+from tui.hostfacts.facts import DiskFacts, SoftwareVersions
+from tui.plan import build_plan, inventory_from_snapshot
 from tui.plan.for_deck import profile_layout, with_engine_kv
 from tui.plan.layout import Layout, PlanSettings
 from tui.serving.loadwatch import LoadProgress, LoadTracker
@@ -74,25 +74,11 @@ def summary_secrets(deck: Deck) -> tuple[str, ...]:
 
 
 async def _software(deck: Deck) -> SoftwareVersions:
-    if deck.box is not None:
-        from tui.sim.facts import simulated_host_facts
-
-        return simulated_host_facts(None, deck.profile.model.path).software  # type: ignore[arg-type]
-    interpreter = deck.profile.service.python or "python3"
-    versions = await collect_versions(deck.host, interpreter)
-    if versions.error:
-        raise ServedeckError(versions.error)
-    return versions
+    return await deck.software_versions()
 
 
 async def _disk(deck: Deck) -> DiskFacts | None:
-    if deck.box is not None:
-        from tui.sim.facts import simulated_host_facts
-
-        return simulated_host_facts(None, deck.profile.model.path).disk  # type: ignore[arg-type]
-    if not deck.profile.model.path:
-        return None
-    return await collect_disk(deck.host, deck.profile.model.path)
+    return await deck.disk_facts()
 
 
 async def _gpu(deck: Deck) -> GpuBoxSnapshot:
@@ -113,8 +99,7 @@ async def _service(deck: Deck) -> ServiceSummary:
         except ServedeckError:
             cmdline = None  # the process ended between the two reads
     base_url = deck.base_url
-    port = service.port if deck.box is None else deck.box.port  # type: ignore[attr-defined]
-    return ServiceSummary(service.engine, unit, base_url, port, cmdline)
+    return ServiceSummary(service.engine, unit, base_url, deck.service_port, cmdline)
 
 
 async def _load_from_log(deck: Deck) -> tuple[LoadProgress, int] | None:
@@ -138,33 +123,16 @@ async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
     """The model's facts: the checkpoint's headers when it is readable, else its config alone."""
     model = deck.profile.model
     name = model.name or posixpath.basename((model.path or "").rstrip("/")) or "?"
-    if deck.box is not None:
-        from tui.plan.for_deck import demo_model_facts
-        from tui.sim import spec
-
-        facts = demo_model_facts(deck.profile)
-        summary = ModelSummary(
-            name,
-            model.path,
-            facts.arch,
-            spec.MODEL_WEIGHTS_BYTES,
-            spec.MODEL_SHARDS,
-            "packaged config.json (simulated checkpoint)",
-        )
-        return summary, facts
-    if not model.path:
-        raise ServedeckError("the profile names no model.path")
-    try:
-        facts = await read_model_dir(deck.host, model.path)
-        source = f"config.json + {facts.weights.files} shard headers"
-        size, shards = facts.weights.total_bytes, facts.weights.files
-    except ServedeckError as error:
-        config_path = posixpath.join(model.path, "config.json")
-        text = await deck.host.read_file(config_path)
-        facts = model_from_config(text, config_path, model.checkpoint_gib)
-        source = f"config.json only ({error})"
-        size, shards = None, None
-    return ModelSummary(name, model.path, facts.arch, size, shards, source), facts
+    checkpoint = await deck.checkpoint()
+    summary = ModelSummary(
+        name,
+        model.path,
+        checkpoint.facts.arch,
+        checkpoint.size_bytes,
+        checkpoint.shards,
+        checkpoint.source,
+    )
+    return summary, checkpoint.facts
 
 
 def last_explained_load(deck: Deck) -> dict[str, Any] | None:
@@ -198,12 +166,9 @@ def _files(deck: Deck, service: ServiceSummary | None) -> tuple[tuple[str, str],
         found.append(
             ("serving venv", venv if python.endswith(("/bin/python", "/bin/python3")) else python)
         )
-    if deck.box is not None:
-        found.append(("service log", "(simulator) server.log"))
-    elif profile.service.log_file:
-        found.append(("service log", profile.service.log_file))
-    elif profile.service.unit:
-        found.append(("service log", f"journalctl -u {profile.service.unit}"))
+    log = deck.log_label()
+    if log is not None:
+        found.append(("service log", log))
     found.append(("servedeck data", str(paths.data_dir())))
     found.append(("benchmark history", str(history_path())))
     found.append(("audit log", str(paths.audit_log_path())))

@@ -84,7 +84,7 @@ def run_server(args: argparse.Namespace) -> int:
     settings = ServeSettings(
         console_argv=console_argv(args),
         title=f"servedeck: {profile.name}",
-        host_label="simulator" if profile.is_demo else profile.host.route,
+        host_label=profile.host_label,
         bind_host=args.host,
         port=args.port,
         max_visitors=args.max_visitors,

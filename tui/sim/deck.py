@@ -1,0 +1,205 @@
+"""SimDeck: the Deck of a simulated box, answering every question the Deck is asked.
+
+The box runs on this machine (real processes, real HTTP); its GPUs, unit, log,
+overview and facts come from the box's state instead of the host. The SimDeck
+owns the box: opening the demo starts it, closing the Deck ends every process
+it started. Nothing downstream asks whether a Deck is simulated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from tui.core.config import Profile
+from tui.deck import CLI_DEMO_LOAD_S, CheckpointFacts, Deck
+from tui.gpu.model import GpuSource
+from tui.hostfacts.hostinfo import HostOverview
+from tui.hosts.base import Host
+from tui.hosts.local import LocalHost
+from tui.logs.line import LogLine
+from tui.serving.service import ServiceController
+from tui.sim.box import SimBox, SimServerOptions
+from tui.sim.service import SIM_HOST_LABEL as SIM_LABEL
+
+if TYPE_CHECKING:
+    from tui.health.interconnect import InterconnectReport
+    from tui.health.report import HealthReport
+    from tui.hostfacts.doctor import DoctorCheck
+    from tui.hostfacts.facts import DiskFacts, SoftwareVersions
+    from tui.plan.build import ModelFacts
+    from tui.plan.inventory import GpuInventory
+    from tui.serving.unit_lint_run import UnitFile
+
+
+class SimDeck(Deck):
+    """A Deck whose box is a SimBox on this machine; closing the Deck closes the box."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        host: Host,
+        box: SimBox,
+        _gpu_source: GpuSource | None = None,
+    ) -> None:
+        self.box = box
+        super().__init__(profile, host, _gpu_source)
+
+    @property
+    def base_url(self) -> str:
+        return self.box.base_url
+
+    @property
+    def service_port(self) -> int:
+        return self.box.port
+
+    @property
+    def host_label(self) -> str:
+        return SIM_LABEL
+
+    @property
+    def systemd_unit(self) -> str | None:
+        return None  # the simulated unit answers through SimService, never systemctl
+
+    @property
+    def unit_label(self) -> str:
+        return self.profile.service.unit or "demo"
+
+    @property
+    def checkpoint_dir(self) -> str | None:
+        """No checkpoint on disk unless the box's slow-disk mode made its shard folder."""
+        shard_dir = self.box.options.shard_dir
+        return str(shard_dir) if shard_dir else None
+
+    @property
+    def has_kernel_log(self) -> bool:
+        return False
+
+    @property
+    def probe_unsupported(self) -> str | None:
+        return "the simulator's GPUs cannot run the probe (no CUDA there)"
+
+    @property
+    def stated_load_s(self) -> float | None:
+        return self.box.load_seconds
+
+    async def _open_gpu_source(self) -> GpuSource:
+        from tui.gpu.sim_source import SimGpuSource
+
+        return SimGpuSource(self.box)
+
+    def service(self) -> ServiceController | None:
+        from tui.sim.service import SimService
+
+        return SimService(self.box, read_only=self.profile.read_only)
+
+    def log_lines(
+        self, initial_lines: int = 200, follow: bool = True
+    ) -> AsyncIterator[LogLine] | None:
+        from tui.logs.tail import follow_file
+
+        log_path = str(self.box.log_path)
+        return follow_file(self.host, log_path, initial_lines=initial_lines, follow=follow)
+
+    @property
+    def log_from_file(self) -> bool:
+        return True
+
+    def log_label(self) -> str | None:
+        return "(simulator) server.log"
+
+    async def overview(self) -> HostOverview:
+        from tui.sim.overview import simulated_overview
+
+        return simulated_overview(await asyncio.to_thread(self.box.snapshot))
+
+    async def refresh_overview(self, overview: HostOverview) -> HostOverview:
+        return await self.overview()  # simulated: in-process and cheap
+
+    async def software_versions(self) -> SoftwareVersions:
+        from tui.sim.facts import simulated_software
+
+        return simulated_software()
+
+    async def disk_facts(self) -> DiskFacts | None:
+        from tui.sim.facts import simulated_disk
+
+        return simulated_disk(self.profile.model.path)
+
+    async def model_facts(self) -> ModelFacts:
+        from tui.sim.facts import simulated_model_facts
+
+        return simulated_model_facts()
+
+    async def gpu_inventory(self) -> GpuInventory:
+        """The simulated GPUs as the box reports them (idle before it starts)."""
+        from tui.plan.inventory import inventory_from_snapshot
+
+        return inventory_from_snapshot(await asyncio.to_thread(self.box.snapshot))
+
+    async def checkpoint(self) -> CheckpointFacts:
+        from tui.sim import spec
+        from tui.sim.facts import simulated_model_facts
+
+        return CheckpointFacts(
+            simulated_model_facts(),
+            spec.MODEL_WEIGHTS_BYTES,
+            spec.MODEL_SHARDS,
+            "packaged config.json (simulated checkpoint)",
+        )
+
+    async def unit_file(self) -> UnitFile:
+        from tui.serving.unit_lint_run import UnitFile
+        from tui.sim.spec import UNIT_NAME
+        from tui.sim.unit_file import UNIT_TEXT
+
+        return UnitFile(UNIT_NAME, UNIT_TEXT, None)
+
+    async def doctor_checks(self) -> list[DoctorCheck]:
+        """About the simulator, never this machine's driver, systemd or port 8000."""
+        from tui.hostfacts.doctor_demo import run_demo_doctor
+
+        return await run_demo_doctor(self)
+
+    async def interconnect(self) -> InterconnectReport:
+        from tui.health.doctor_run import run_demo_interconnect
+
+        return await run_demo_interconnect(self.box)
+
+    async def hardware_health(self) -> HealthReport:
+        from tui.health.health_run import collect_demo_health
+
+        return await collect_demo_health()
+
+    async def health_counters(self, buses: dict[str, int]) -> HealthReport:
+        return await self.hardware_health()
+
+    async def close(self) -> None:
+        await super().close()
+        await asyncio.to_thread(self.box.close)
+
+
+def sim_profile(profile: Profile, box: SimBox) -> Profile:
+    """The profile with the box's own URL (the box picks a free port)."""
+    return replace(profile, service=replace(profile.service, base_url=box.base_url))
+
+
+def open_sim_deck(
+    profile: Profile,
+    *,
+    load_s: float = CLI_DEMO_LOAD_S,
+    autostart: bool = False,
+    wait_ready: bool = False,
+    orphans_on_stop: int = 2,
+    time_scale: float | None = None,
+) -> SimDeck:
+    """A fresh simulated box on this machine and its Deck."""
+    options = SimServerOptions(orphans_on_stop=orphans_on_stop, time_scale=time_scale)
+    box = SimBox(load_seconds=load_s, options=options)
+    if autostart:
+        box.start()
+        if wait_ready:
+            box.wait_until_active(timeout_s=load_s * 4 + 30)
+    return SimDeck(sim_profile(profile, box), LocalHost(label=SIM_LABEL), box)
