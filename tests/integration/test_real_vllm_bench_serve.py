@@ -32,10 +32,11 @@ against 2 of 8 over two runs of this test, with the same server TTFT and E2E in
 both clients' runs), so its median TTFT reads higher and its TPOT lower. What was
 ruled out: the request body (a bare socket bursts with either client's body),
 the /metrics scrape and the progress ticks around a level (switched off: still
-burst), the runner's own process (servedeck's level run in-process bursts alike
-when the machine bursts vLLM's runs too), a CPU-hungry runner (0.6 s of CPU for a
-4 s run, imports included). Until that is settled those four figures are
-compared by eye, not asserted.
+burst), the runner's own process (in the same minutes the level run in-process
+streamed in 2 of 3 runs, the runner process in 1 of 3, its run_spec in-process
+in 1 of 3: the machine's state moves the mode more than the path does), a
+CPU-hungry runner (0.6 s of CPU for a 4 s run, imports included). Until that is
+settled those four figures are compared by eye, not asserted.
 """
 
 from __future__ import annotations
