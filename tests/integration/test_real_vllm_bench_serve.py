@@ -27,16 +27,18 @@ streamed. Not a clock read late: the server's own TTFT is ~10 ms in both kinds
 of run, and servedeck stamps a first event a median ~2 ms after the server's
 write of it (strace of the server's writes, matched to servedeck's requests).
 
-Open: servedeck's runs fall in the burst mode more often than vLLM's (8 of 8
-against 2 of 8 over two runs of this test, with the same server TTFT and E2E in
-both clients' runs), so its median TTFT reads higher and its TPOT lower. What was
-ruled out: the request body (a bare socket bursts with either client's body),
-the /metrics scrape and the progress ticks around a level (switched off: still
-burst), the runner's own process (in the same minutes the level run in-process
-streamed in 2 of 3 runs, the runner process in 1 of 3, its run_spec in-process
-in 1 of 3: the machine's state moves the mode more than the path does), a
-CPU-hungry runner (0.6 s of CPU for a 4 s run, imports included). Until that is
-settled those four figures are compared by eye, not asserted.
+Open: servedeck's runs fell in the burst mode more often than vLLM's (9 of 12
+against 2 of 12 over three runs of this test, with the same server TTFT in both
+clients' runs), and its output throughput read 0.83-0.91 of vLLM's (mean E2EL
+0.98-1.26x), inside the band here but a real gap if it holds on a quiet machine.
+What was ruled out: the request body (a bare socket bursts with either client's
+body), the /metrics scrape and the progress ticks around a level (switched off:
+still burst), the runner's own process (in the same minutes the level run
+in-process streamed in 2 of 3 runs, the runner process in 1 of 3, its run_spec
+in-process in 1 of 3), and client CPU stealing from the API server (by
+difference of a 16- and a 112-prompt run: servedeck 2.6-4.5 ms of CPU per
+64-token request, vLLM's client 4.0-6.3 ms). Until that is settled, TTFT, TPOT
+and ITL are compared by eye, not asserted.
 """
 
 from __future__ import annotations
