@@ -33,6 +33,11 @@ empty prefix cache (/reset_prefix_cache). Measured (48 prompts, S=192, Q=32,
 both; medians vLLM 728 tok/s, TTFT 61 ms, TPOT 3.26 ms; servedeck 648 tok/s,
 52 ms, 3.46 ms (ratios 0.89, 0.86, 1.06).
 
+Why the same client's runs spread so: vLLM's API server often writes a whole
+stream at once on these two shared cores (tests/perf/vllm_stream_delivery.py),
+so a run reads either streamed (TTFT near the server's ~10 ms) or in a burst
+(TTFT near the whole request, TPOT ~0), whichever client sends it.
+
 `--at-once` runs both clients at the same time instead (vLLM's first, then
 servedeck's as soon as vLLM's main run reaches the server): the engine batches
 their requests together, so both see the same server and the same neighbours.
@@ -57,6 +62,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.vllm_bench_serve import (  # noqa: E402
+    COMPARED,
     Figures,
     client_env,
     prefix_counters,
@@ -72,7 +78,7 @@ from tests.support.vllm_bench_serve import (  # noqa: E402
 from tests.support.vllm_harness import start_vllm_server, stop_vllm_server  # noqa: E402
 from tests.support.vllm_install import ensure_tiny_model, ensure_vllm_venv  # noqa: E402
 
-FIELDS = ("output_tok_s", "median_ttft_ms", "mean_ttft_ms", "median_tpot_ms")
+FIELDS = COMPARED
 
 
 def row(figures: Figures) -> str:

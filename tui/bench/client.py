@@ -7,8 +7,11 @@ for the run: a connection per stream, no pool wait, and a read timeout long
 enough for a long prefill behind a full queue.
 
 SSE fast path: raw byte chunks are split on blank lines and only `data:`
-lines are decoded; every event in one read shares that read's timestamp
-(as vLLM's own client does).
+lines are decoded. Each token event is timestamped when it has been decoded,
+as `vllm bench serve` (0.32, `async_request_openai_completions`) does: when a
+server sends a whole stream in one write (vLLM's API server does when its
+event loop falls behind the engine), the gaps between its events are then the
+parse time on both clients, not zero on one and microseconds on the other.
 """
 
 from __future__ import annotations
@@ -200,7 +203,6 @@ async def _stream(
             # and an event that never ends fails the request instead of filling memory.
             buffer = bytearray()
             async for chunk in response.aiter_raw():
-                now = perf_counter()
                 if chunk.startswith(b"\n") and buffer.endswith(b"\r"):
                     del buffer[-1]  # a \r\n split across two reads
                 if b"\r" in chunk:
@@ -234,6 +236,7 @@ async def _stream(
                         else:
                             has_choices, error, tokens = _chunk_tokens(data)
                         if has_choices:
+                            now = perf_counter()
                             if text_parts is not None:
                                 text_parts.append(_choice_text(data["choices"][0]))
                             if outcome.chunks == 0:
