@@ -29,6 +29,16 @@ INTERVAL_S = 2.0
 PROFILE = os.environ.get("SERVEDECK_FLEET_PROFILE", "")  # a path: cProfile stats of the refreshes
 
 
+def _slowest_steps(collector: FleetCollector) -> str:
+    """The slowest part of this refresh over all hosts: `host:step seconds`."""
+    worst = ("", "", 0.0)
+    for probe in collector.probes:
+        for step, took in getattr(probe, "step_s", {}).items():
+            if took >= worst[2]:
+                worst = (probe.name, step, took)
+    return f"{worst[0]}:{worst[1]} {worst[2]:.2f}"
+
+
 async def _lag_probe(samples: list[float], stop: asyncio.Event) -> None:
     while not stop.is_set():
         started = time.monotonic()
@@ -71,11 +81,13 @@ async def test_fleet_refresh_figures(
             profiler.enable()
         cpu_before = time.process_time()
         wall_before = time.monotonic()
-        durations = []
+        durations: list[float] = []
+        slowest: list[str] = []
         for _ in range(REFRESHES):
             started = time.monotonic()
             rows = await collector.refresh()
             durations.append(time.monotonic() - started)
+            slowest.append(_slowest_steps(collector))
             await asyncio.sleep(max(0.0, INTERVAL_S - durations[-1]))
         cpu_share = (time.process_time() - cpu_before) / (time.monotonic() - wall_before)
         if profiler is not None:
@@ -101,6 +113,14 @@ async def test_fleet_refresh_figures(
             f"(per host: max {max(per_host)}), {jump_connections} on the jump host\n"
             f"reachable rows: {reachable}/{HOSTS}"
         )
+        print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        print(
+            "refreshes (s, slowest step of each): "
+            + ", ".join(f"{d:.2f} ({step})" for d, step in zip(durations, slowest, strict=True))
+        )
+        loops = [getattr(p, "_loop", None) for p in collector.probes]
+        starts = [loop.starts for loop in loops if loop is not None]
+        print(f"status loops: {len(starts)}, sessions opened for them: {sum(starts)}")
         for row in rows:
             if row.error:
                 print(f"  {row.host}: {row.error}")

@@ -23,6 +23,7 @@ from tui.deck import Deck
 from tui.fleet.groups import FleetMember
 from tui.fleet.model import FleetRow, FleetSource
 from tui.fleet.rows import build_row
+from tui.fleet.status_loop import LoopEnded, StatusLoop
 from tui.gpu.model import GpuBoxSnapshot
 from tui.logs.line import LevelClassifier, LogLine
 from tui.serving.loadwatch import LoadProgress, LoadTracker
@@ -82,6 +83,8 @@ class DeckProbe:
         self._http_client: httpx.AsyncClient | None = None
         self._leftovers_at: tuple[float, int] | None = None
         self._last: FleetRow | None = None
+        self._loop: StatusLoop | None = None  # unit + log through one remote shell
+        self._leftovers_task: asyncio.Task[int | None] | None = None
         self.step_s: dict[str, float] = {}  # how long each part of the last poll took
 
     def _took(self, step: str, started: float) -> float:
@@ -121,7 +124,7 @@ class DeckProbe:
         # The three reads are independent: one round of sessions, not three in a row.
         if self._one_session():
             (unit, progress), gpus = await asyncio.gather(
-                self._unit_and_tail(failed), self._gpus(failed)
+                self._unit_and_log(failed), self._gpus(failed)
             )
         else:
             unit, progress, gpus = await asyncio.gather(
@@ -158,6 +161,34 @@ class DeckProbe:
             and bool(service.unit and service.log_file)
             and not service.use_sudo
         )
+
+    async def _unit_and_log(self, failed: Fail) -> tuple[UnitState | None, LoadProgress | None]:
+        """Through the host's status loop (one session kept open); a one-off session while
+        that loop is backing off after it ended by itself."""
+        loop = self._status_loop()
+        if not loop.available:
+            return await self._unit_and_tail(failed)
+        try:
+            unit, progress, problems = await loop.read()
+        except LoopEnded:  # the shell ended (not the connection): this poll the old way
+            return await self._unit_and_tail(failed)
+        except ServedeckError as error:
+            failed(error)
+            return None, None
+        for problem in problems:
+            failed(ServedeckError(problem))
+        return unit, progress
+
+    def _status_loop(self) -> StatusLoop:
+        if self._loop is None:
+            from tui.hosts.ssh import SSHHost
+
+            service = self.deck.profile.service
+            assert service.unit and service.log_file and isinstance(self.deck.host, SSHHost)
+            self._loop = StatusLoop(
+                self.deck.host, service.unit, service.log_file, tail_lines=self.tail_lines
+            )
+        return self._loop
 
     async def _unit_and_tail(self, failed: Fail) -> tuple[UnitState | None, LoadProgress | None]:
         """Half the session starts of two commands: on a busy box each costs a login."""
@@ -218,12 +249,28 @@ class DeckProbe:
             return None
 
     async def _leftovers_every(self, failed: Fail) -> int | None:
-        """The leftover count, listed again at most every LEFTOVERS_EVERY_S (a listing is costly)."""
+        """The leftover count, listed again at most every LEFTOVERS_EVERY_S (a listing is costly).
+
+        Only the first listing is waited for; later ones run beside the polls (a listing
+        is several sessions, seconds on a busy box) and the count shown is the last one.
+        A listing that failed is waited for again, so its error reaches the row.
+        """
         now = time.monotonic()
-        if self._leftovers_at is None or now - self._leftovers_at[0] >= LEFTOVERS_EVERY_S:
+        task = self._leftovers_task
+        if task is not None and task.done():
+            self._leftovers_task = None
+            count = None if task.cancelled() or task.exception() else task.result()
+            listed_at = self._leftovers_at[0] if self._leftovers_at is not None else now
+            self._leftovers_at = (listed_at, count) if count is not None else None
+        if self._leftovers_at is None:
             count = await self._leftovers(failed)
             self._leftovers_at = (now, count) if count is not None else None
             return count
+        if now - self._leftovers_at[0] >= LEFTOVERS_EVERY_S and self._leftovers_task is None:
+            self._leftovers_at = (now, self._leftovers_at[1])
+            self._leftovers_task = asyncio.create_task(
+                self._leftovers(lambda _error: None), name=f"fleet leftovers {self.name}"
+            )
         return self._leftovers_at[1]
 
     async def _progress(self, failed: Fail) -> LoadProgress | None:
@@ -302,6 +349,11 @@ class DeckProbe:
         return len(leftovers(listing.processes))
 
     async def close(self) -> None:
+        if self._leftovers_task is not None:
+            await cancel_and_wait([self._leftovers_task])
+        if self._loop is not None:
+            with contextlib.suppress(Exception):
+                await self._loop.close()
         if self._http_client is not None:
             client, self._http_client = self._http_client, None
             with contextlib.suppress(Exception):

@@ -61,6 +61,45 @@ class _Remote:
     pgid: str | None = None
 
 
+class SSHDialog:
+    """A running remote command written to and read line by line (SSHHost.dialog)."""
+
+    def __init__(self, host: SSHHost, remote: _Remote, argv: tuple[str, ...]) -> None:
+        self._host = host
+        self._remote = remote
+        self._argv = argv
+
+    @property
+    def running(self) -> bool:
+        """False once the command ended or its connection closed: open a new dialog."""
+        remote = self._remote
+        return remote.process.returncode is None and not remote.connection.is_closed()
+
+    async def send(self, text: str) -> None:
+        """Write text to the command's stdin; a lost connection raises HostError."""
+        try:
+            self._remote.process.stdin.write(text)
+        except (OSError, asyncssh.Error, BrokenPipeError):
+            raise await self._host._lost_while_running(self._remote, self._argv) from None
+
+    async def readline(self) -> str | None:
+        """The next stdout line without its newline; None once the command ended."""
+        try:
+            line = await self._remote.process.stdout.readline()
+        except (OSError, asyncssh.Error):
+            raise await self._host._lost_while_running(self._remote, self._argv) from None
+        if line:
+            return str(line).rstrip("\r\n")
+        if self._remote.connection.is_closed():
+            raise await self._host._lost_while_running(self._remote, self._argv)
+        return None
+
+    async def close(self) -> None:
+        """End the remote command (its whole process group) and its session."""
+        self._host._streams.discard(self._remote)
+        await self._host._end(self._remote)
+
+
 class SSHHost:
     """A remote machine reached over SSH, possibly through jump hosts."""
 
@@ -148,6 +187,7 @@ class SSHHost:
         stdin_text: str | None,
         encoding: str | None,
         stderr: Any = asyncssh.PIPE,
+        keep_stdin: bool = False,
     ) -> _Remote:
         """Open a session running argv; read its process group line.
 
@@ -159,6 +199,8 @@ class SSHHost:
         stdin: dict[str, Any] = (
             {"input": stdin_text} if stdin_text is not None else {"stdin": asyncssh.DEVNULL}
         )
+        if keep_stdin:  # a dialog: stdin stays open for lines sent later
+            stdin = {}
         for attempt in range(2):
             connection = await self._connection()
             try:
@@ -307,6 +349,17 @@ class SSHHost:
         finally:
             self._streams.discard(remote)
             await self._end(remote)
+
+    async def dialog(self, argv: Sequence[str]) -> SSHDialog:
+        """A long-lived command fed lines on stdin: many exchanges for one session start.
+
+        Starting a session costs the box a login (sshd fork, shell, startup files); a
+        poller that asks every few seconds keeps one dialog open instead. Like a stream,
+        it takes no slot of the short-command semaphore and ends with close().
+        """
+        remote = await self._start(argv, None, "utf-8", stderr=asyncssh.DEVNULL, keep_stdin=True)
+        self._streams.add(remote)
+        return SSHDialog(self, remote, tuple(argv))
 
     async def read_file(self, path: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
         """The first max_bytes of a remote file, read with `head -c` (no SFTP subsystem needed)."""

@@ -1,0 +1,116 @@
+"""Each fleet host's unit and log through one long-lived remote shell, over real sshd.
+
+Four light simulated boxes behind real OpenSSH servers (two through a jump). Asserted:
+one status shell per host across refreshes; a refresh shows what changed on the box
+since the last one (unit state, new log lines, a truncated log); a status shell killed
+on the box is replaced after a backoff while the row stays right; one SSH connection
+per host throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.fleet_fixtures import SshdFleet, sshd_fleet, write_unit  # noqa: F401
+from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
+from tui.fleet.groups import load_group
+from tui.fleet.model import FleetRow
+from tui.fleet.view import host_state
+
+pytestmark = pytest.mark.sshd
+
+FIRST_TIMEOUT_S = 30.0
+HOST_TIMEOUT_S = 15.0
+
+
+def _by_host(rows: list[FleetRow]) -> dict[str, FleetRow]:
+    return {row.host: row for row in rows}
+
+
+def _loop_pids(marker: str) -> list[int]:
+    """The box's status shell: the process whose arguments carry this loop's marker."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in argv and argv[0] == b"/bin/sh":
+            pids.append(int(entry.name))
+    return pids
+
+
+async def test_one_status_shell_per_host_fresh_values_and_a_restart(
+    sshd_fleet: SshdFleet,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sshd_fleet.write_group(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    collector = FleetCollector(
+        probes_for(load_group("lab").members), host_timeout_s=FIRST_TIMEOUT_S
+    )
+    hosts = {host.name: host for host in sshd_fleet.hosts}
+    try:
+        await collector.refresh()
+        collector.host_timeout_s = HOST_TIMEOUT_S
+        rows = _by_host(await collector.refresh())
+        probes = {name: collector.probe(name) for name in hosts}
+        loops = {}
+        for name, probe in probes.items():
+            assert isinstance(probe, DeckProbe) and probe._loop is not None, name
+            loops[name] = probe._loop
+        assert all(loop.starts == 1 for loop in loops.values())
+
+        # New log lines: the loading box moves on, seen in the next refresh.
+        loading = rows["host1"]
+        box = hosts["host1"].box
+        box.advance(time.time() + box.load_s * 0.3)
+        # The unit changes state on the serving box: the next refresh shows it.
+        write_unit(hosts["host0"].box_dir, "failed")
+        # host3's log is truncated (a rotation): read anew, the load phase is not known.
+        log3 = hosts["host3"].box.log_path
+        text3 = log3.read_text()
+        log3.write_text("")
+        rows = _by_host(await collector.refresh())
+        moved = rows["host1"]
+        assert moved.reachable and host_state(moved) in ("loading", "serving"), moved.error
+        assert (moved.phase, moved.shards_done) != (loading.phase, loading.shards_done)
+        assert rows["host0"].unit_state == "failed"
+        assert rows["host3"].phase is None and rows["host3"].unit_state == "active"
+
+        write_unit(hosts["host0"].box_dir, "active")
+        log3.write_text(text3)
+        rows = _by_host(await collector.refresh())
+        assert rows["host0"].unit_state == "active" and host_state(rows["host0"]) == "serving"
+        assert rows["host3"].phase == "serving", rows["host3"].error
+        assert all(loop.starts == 1 for loop in loops.values())
+
+        # The status shell on host0 is killed: the row stays right (one-off session while
+        # the loop backs off), then a new shell takes over on the same connection.
+        pids = _loop_pids(loops["host0"]._marker)
+        assert len(pids) == 1
+        os.kill(pids[0], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            rows = _by_host(await collector.refresh())
+            row = rows["host0"]
+            assert row.reachable and host_state(row) == "serving", row.error
+            if loops["host0"].starts == 2:
+                break
+            await asyncio.sleep(0.5)
+        assert loops["host0"].starts == 2
+        assert [h.connections() for h in sshd_fleet.hosts] == [1, 1, 1, 1]
+    finally:
+        await collector.close()
+    # Closing the fleet ends every status shell on the boxes.
+    for loop in loops.values():
+        assert _loop_pids(loop._marker) == []
