@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.tasks import cancel_and_wait
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # httpx loads with the first poll, not at console start
     import httpx
 
 Fail = Callable[[ServedeckError], None]
+_T = TypeVar("_T")
 
 DEFAULT_HOST_TIMEOUT_S = 4.0
 DEFAULT_TAIL_LINES = 300
@@ -92,7 +93,15 @@ class DeckProbe:
         self.step_s[step] = now - started
         return now
 
+    async def _timed(self, step: str, work: Awaitable[_T]) -> _T:
+        started = time.monotonic()
+        try:
+            return await work
+        finally:
+            self._took(step, started)
+
     async def poll(self) -> FleetRow:
+        self.step_s = {}
         row = await self._poll()
         self._last = row
         return row
@@ -124,7 +133,8 @@ class DeckProbe:
         # The three reads are independent: one round of sessions, not three in a row.
         if self._one_session():
             (unit, progress), gpus = await asyncio.gather(
-                self._unit_and_log(failed), self._gpus(failed)
+                self._timed("unit+log", self._unit_and_log(failed)),
+                self._timed("gpus", self._gpus(failed)),
             )
         else:
             unit, progress, gpus = await asyncio.gather(
