@@ -48,7 +48,7 @@ while read -r _; do
       tail -c +$((start + 1)) -- "$5" | head -c $((size - start)) | tail -n "$4"
     else
       printf '%slog-delta\n' "$m"
-      tail -c +$((off + 1)) -- "$5" | head -c $((size - off))
+      [ "$size" -gt "$off" ] && tail -c +$((off + 1)) -- "$5" | head -c $((size - off))
     fi
     off=$size
   else
