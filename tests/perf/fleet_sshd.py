@@ -78,6 +78,8 @@ async def test_fleet_refresh_figures(
             started = time.monotonic()
             rows = await collector.refresh()
             warmup.append(time.monotonic() - started)
+            ready = sum(bool(row.reachable and row.gpu_count) for row in rows)
+            print(f"warm-up: {ready}/{HOSTS} rows with GPUs, load {os.getloadavg()[0]:.1f}")
         warm_s = time.monotonic() - first_started
         lag: list[float] = []
         stop = asyncio.Event()

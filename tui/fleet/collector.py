@@ -40,6 +40,7 @@ _T = TypeVar("_T")
 DEFAULT_HOST_TIMEOUT_S = 4.0
 DEFAULT_TAIL_LINES = 300
 DEFAULT_CONCURRENCY = 32
+DEFAULT_FIRST_POLL_CONCURRENCY = 12  # hosts logging in at once (see FleetCollector._first_poll)
 GPU_SAMPLE_TIMEOUT_S = 3.0
 LEFTOVERS_EVERY_S = 30.0
 _SPLIT = "\nservedeck-fleet-status:"
@@ -378,6 +379,7 @@ class _Slot:
     last: FleetRow | None = None
     started_s: float = 0.0
     polls: int = 0
+    answered: bool = False  # a poll of this host has finished (its login is done)
 
 
 def _crashed_row(name: str, error: BaseException) -> FleetRow:
@@ -394,6 +396,8 @@ class FleetCollector:
     refresh_durations_s: list[float] = field(default_factory=list)
     _slots: list[_Slot] = field(init=False)
     _limit: asyncio.Semaphore | None = field(init=False, default=None)
+    first_poll_concurrency: int = DEFAULT_FIRST_POLL_CONCURRENCY
+    _first_limit: asyncio.Semaphore | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self._slots = [_Slot(probe) for probe in self.probes]
@@ -409,13 +413,28 @@ class FleetCollector:
     async def _guarded(self, slot: _Slot) -> FleetRow:
         if self._limit is None:
             self._limit = asyncio.Semaphore(self.concurrency)
-        async with self._limit:
+            self._first_limit = asyncio.Semaphore(self.first_poll_concurrency)
+        async with self._limit, self._first_poll(slot):
             try:
                 return await slot.probe.poll()
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # a bug in one host's poll must not end the fleet
                 return _crashed_row(slot.probe.name, error)
+            finally:
+                slot.answered = True
+
+    def _first_poll(self, slot: _Slot) -> contextlib.AbstractAsyncContextManager[object]:
+        """A host's first poll (its login and the first sessions) waits for a ramp slot.
+
+        Fifty logins at once, each starting several sessions, can overload the console
+        machine and a shared jump host (sshd's MaxStartups drops connections past its
+        start limit); polls that time out then start their logins again and the fleet
+        never settles. A host that answered once polls without waiting.
+        """
+        if slot.answered or self._first_limit is None:
+            return contextlib.nullcontext()
+        return self._first_limit
 
     def _late_row(self, slot: _Slot, now: float) -> FleetRow:
         waited = now - slot.started_s

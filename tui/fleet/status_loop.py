@@ -161,7 +161,7 @@ class StatusLoop:
             self.log_file,
             str(WINDOW_BYTES),
         ]
-        self._dialog = await self.host.dialog(argv)
+        self._dialog = await self.host.dialog(argv, start_timeout_s=self.block_timeout_s)
         self.starts += 1
         return self._dialog
 
@@ -175,9 +175,8 @@ class StatusLoop:
         self._ended += 1
         self._retry_at = time.monotonic() + delay
 
-    async def _exchange(self) -> list[str]:
-        """Ask for a block and read it whole; None-free: raises when the loop is gone."""
-        dialog = await self._open()
+    async def _exchange(self, dialog: SSHDialog) -> list[str]:
+        """Ask for a block and read it whole; raises LoopEnded when the shell is gone."""
         await dialog.send("\n")
         lines: list[str] = []
         end = f"{self._marker}end"
@@ -198,7 +197,8 @@ class StatusLoop:
         CommandTimeout when no block came within block_timeout_s (the host is slow).
         """
         try:
-            lines = await asyncio.wait_for(self._exchange(), self.block_timeout_s)
+            dialog = await self._open()  # a login, bounded by block_timeout_s on its own
+            lines = await asyncio.wait_for(self._exchange(dialog), self.block_timeout_s)
         except TimeoutError:
             await self._drop()  # a half-read block would shift the next one: start over
             raise CommandTimeout(

@@ -188,6 +188,7 @@ class SSHHost:
         encoding: str | None,
         stderr: Any = asyncssh.PIPE,
         keep_stdin: bool = False,
+        start_timeout_s: float | None = None,
     ) -> _Remote:
         """Open a session running argv; read its process group line.
 
@@ -221,15 +222,14 @@ class SSHHost:
                 message = describe_error(error, self.config.connect_timeout_s)
                 raise HostError(self._route, f"{argv[0]}: {message}") from None
         remote = _Remote(process, connection)
+        start_timeout_s = start_timeout_s or self.config.connect_timeout_s
         try:
-            remote.pgid = await asyncio.wait_for(
-                self._read_pgid(process), self.config.connect_timeout_s
-            )
+            remote.pgid = await asyncio.wait_for(self._read_pgid(process), start_timeout_s)
         except TimeoutError:  # the connection is up but slow to start a session (busy box)
             await self._end(remote)
             raise CommandTimeout(
                 self._route,
-                f"{argv[0]}: the command did not start within {self.config.connect_timeout_s:g} s",
+                f"{argv[0]}: the command did not start within {start_timeout_s:g} s",
             ) from None
         except (OSError, asyncssh.Error):
             await self._end(remote)
@@ -350,14 +350,24 @@ class SSHHost:
             self._streams.discard(remote)
             await self._end(remote)
 
-    async def dialog(self, argv: Sequence[str]) -> SSHDialog:
+    async def dialog(self, argv: Sequence[str], start_timeout_s: float | None = None) -> SSHDialog:
         """A long-lived command fed lines on stdin: many exchanges for one session start.
 
         Starting a session costs the box a login (sshd fork, shell, startup files); a
         poller that asks every few seconds keeps one dialog open instead. Like a stream,
         it takes no slot of the short-command semaphore and ends with close().
+        `start_timeout_s` (default: the connect timeout) bounds the login: a long-lived
+        session may wait longer for it than a short command, rather than give up a
+        login a busy box has almost finished and start another.
         """
-        remote = await self._start(argv, None, "utf-8", stderr=asyncssh.DEVNULL, keep_stdin=True)
+        remote = await self._start(
+            argv,
+            None,
+            "utf-8",
+            stderr=asyncssh.DEVNULL,
+            keep_stdin=True,
+            start_timeout_s=start_timeout_s,
+        )
         self._streams.add(remote)
         return SSHDialog(self, remote, tuple(argv))
 
