@@ -17,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fleet_fixtures import SshdFleet, sshd_fleet, write_unit  # noqa: F401
+from tests.support.fleet_fixtures import (  # noqa: F401  (fixture)
+    SshdFleet,
+    sshd_fleet,
+    status_shell_pids,
+    write_unit,
+)
 from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
 from tui.fleet.groups import load_group
 from tui.fleet.model import FleetRow
@@ -31,21 +36,6 @@ HOST_TIMEOUT_S = 15.0
 
 def _by_host(rows: list[FleetRow]) -> dict[str, FleetRow]:
     return {row.host: row for row in rows}
-
-
-def _loop_pids(marker: str) -> list[int]:
-    """The box's status shell: the process whose arguments carry this loop's marker."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if marker.encode() in argv and argv[0] == b"/bin/sh":
-            pids.append(int(entry.name))
-    return pids
 
 
 async def test_one_status_shell_per_host_fresh_values_and_a_restart(
@@ -96,7 +86,7 @@ async def test_one_status_shell_per_host_fresh_values_and_a_restart(
 
         # The status shell on host0 is killed: the row stays right (one-off session while
         # the loop backs off), then a new shell takes over on the same connection.
-        pids = _loop_pids(loops["host0"]._marker)
+        pids = status_shell_pids(loops["host0"]._marker)
         assert len(pids) == 1
         os.kill(pids[0], signal.SIGKILL)
         deadline = time.monotonic() + 60
@@ -113,4 +103,4 @@ async def test_one_status_shell_per_host_fresh_values_and_a_restart(
         await collector.close()
     # Closing the fleet ends every status shell on the boxes.
     for loop in loops.values():
-        assert _loop_pids(loop._marker) == []
+        assert status_shell_pids(loop._marker) == []

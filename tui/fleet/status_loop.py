@@ -147,6 +147,10 @@ class StatusLoop:
     async def _open(self) -> SSHDialog:
         if self._dialog is not None and self._dialog.running:
             return self._dialog
+        if self._dialog is not None and self._dialog.ended_by_itself:
+            await self._drop()
+            self._ended_by_itself()
+            raise LoopEnded(f"{self.host.label}: the fleet status loop ended")
         await self._drop()
         self._marker = f"servedeck-fleet-{secrets.token_hex(6)}:"
         argv = [

@@ -75,6 +75,12 @@ class SSHDialog:
         remote = self._remote
         return remote.process.returncode is None and not remote.connection.is_closed()
 
+    @property
+    def ended_by_itself(self) -> bool:
+        """The command ended while its connection stayed up (killed or exited on the box)."""
+        remote = self._remote
+        return remote.process.returncode is not None and not remote.connection.is_closed()
+
     async def send(self, text: str) -> None:
         """Write text to the command's stdin; a lost connection raises HostError."""
         try:
