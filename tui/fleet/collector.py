@@ -94,10 +94,12 @@ class DeckProbe:
         self.step_s[step] = now - started
         return now
 
-    async def _timed(self, step: str, work: Awaitable[_T]) -> _T:
+    async def _timed(self, step: str, work: Callable[[Fail], Awaitable[_T]], failed: Fail) -> _T:
+        """work(failed), its duration kept in step_s (created here: a cancel before it
+        starts leaves no coroutine un-awaited)."""
         started = time.monotonic()
         try:
-            return await work
+            return await work(failed)
         finally:
             self._took(step, started)
 
@@ -134,8 +136,8 @@ class DeckProbe:
         # The three reads are independent: one round of sessions, not three in a row.
         if self._one_session():
             (unit, progress), gpus = await asyncio.gather(
-                self._timed("unit+log", self._unit_and_log(failed)),
-                self._timed("gpus", self._gpus(failed)),
+                self._timed("unit+log", self._unit_and_log, failed),
+                self._timed("gpus", self._gpus, failed),
             )
         else:
             unit, progress, gpus = await asyncio.gather(
