@@ -82,17 +82,23 @@ class SSHDialog:
         return remote.process.returncode is not None and not remote.connection.is_closed()
 
     async def send(self, text: str) -> None:
-        """Write text to the command's stdin; a lost connection raises HostError."""
+        """Write text to the command's stdin; a lost connection raises HostError.
+
+        A command that already ended takes nothing; the next readline() says so (None).
+        """
         try:
             self._remote.process.stdin.write(text)
-        except (OSError, asyncssh.Error, BrokenPipeError):
-            raise await self._host._lost_while_running(self._remote, self._argv) from None
+        except (OSError, asyncssh.Error):
+            if self._remote.connection.is_closed():
+                raise await self._host._lost_while_running(self._remote, self._argv) from None
 
     async def readline(self) -> str | None:
         """The next stdout line without its newline; None once the command ended."""
         try:
             line = await self._remote.process.stdout.readline()
         except (OSError, asyncssh.Error):
+            if not self._remote.connection.is_closed():
+                return None  # the command's channel ended, the connection did not
             raise await self._host._lost_while_running(self._remote, self._argv) from None
         if line:
             return str(line).rstrip("\r\n")
@@ -100,9 +106,23 @@ class SSHDialog:
             raise await self._host._lost_while_running(self._remote, self._argv)
         return None
 
-    async def close(self) -> None:
-        """End the remote command (its whole process group) and its session."""
+    async def close(self, eof_grace_s: float = 1.0) -> None:
+        """End the remote command (its whole process group) and its session.
+
+        First its stdin is closed: a command that ends at end of input (a `read` loop)
+        exits by itself, with no second session to send the kill (a login per host
+        when a fleet closes). One that lingers is ended as a stream is.
+        """
         self._host._streams.discard(self._remote)
+        process = self._remote.process
+        if self.running:
+            with contextlib.suppress(OSError, asyncssh.Error):
+                process.stdin.write_eof()
+            with contextlib.suppress(TimeoutError, OSError, asyncssh.Error):
+                await asyncio.wait_for(process.wait_closed(), eof_grace_s)
+        if process.returncode is not None:
+            process.close()
+            return
         await self._host._end(self._remote)
 
 
