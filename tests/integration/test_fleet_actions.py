@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button
 
-from tests.support.fleet_fixtures import SshdFleet, start_fleet
+from tests.support.fleet_fixtures import SshdFleet, start_fleet, status_shell_pids
 from tests.support.procs_fixtures import proc_state, spawn_pid1_orphan, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
 from tui.core.audit import read_audit
@@ -266,7 +266,11 @@ async def test_cleanup_ends_a_real_leftover_on_the_host(
 async def test_a_host_too_busy_to_start_a_session_is_slow_not_lost(
     two_boxes: SshdFleet, tmp_path: Path
 ) -> None:
-    """Sessions that do not start within the connect timeout: `slow`, last figures kept."""
+    """Sessions that do not start within the connect timeout: `slow`, last figures kept.
+
+    While its status shell runs, a poll starts no session, so slow logins do not matter;
+    once that shell is gone (killed on the box), the poll needs a session: `slow`.
+    """
     from tui.fleet.view import host_state
 
     box = two_boxes.hosts[0]  # loading
@@ -277,6 +281,12 @@ async def test_a_host_too_busy_to_start_a_session_is_slow_not_lost(
         first = await asyncio.wait_for(probe.poll(), 60)
         assert host_state(first) == "loading" and first.reachable, first.error
         flag.write_text("8")  # longer than the profile's connect_timeout_s (5)
+        still = await asyncio.wait_for(probe.poll(), 60)  # through the running status shell
+        assert host_state(still) == "loading", still.error  # (the GPUs may still be warming)
+        assert "did not start" not in (still.error or ""), still.error
+        assert probe._loop is not None
+        for pid in status_shell_pids(probe._loop._marker):
+            os.kill(pid, signal.SIGKILL)
         slow = await asyncio.wait_for(probe.poll(), 60)
         assert host_state(slow) == "slow", slow.error
         assert slow.error and "did not start within 5 s" in slow.error

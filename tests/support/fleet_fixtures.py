@@ -60,6 +60,21 @@ def write_unit(box_dir: Path, active_state: str) -> None:
     )
 
 
+def status_shell_pids(marker: str) -> list[int]:
+    """A fleet status shell on a box: the `/bin/sh` whose arguments carry this marker."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in argv and argv[0] == b"/bin/sh":
+            pids.append(int(entry.name))
+    return pids
+
+
 @dataclass
 class FleetHost:
     name: str

@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.tasks import cancel_and_wait
@@ -23,6 +23,7 @@ from tui.deck import Deck
 from tui.fleet.groups import FleetMember
 from tui.fleet.model import FleetRow, FleetSource
 from tui.fleet.rows import build_row
+from tui.fleet.status_loop import LoopEnded, StatusLoop
 from tui.gpu.model import GpuBoxSnapshot
 from tui.logs.line import LevelClassifier, LogLine
 from tui.serving.loadwatch import LoadProgress, LoadTracker
@@ -34,10 +35,12 @@ if TYPE_CHECKING:  # httpx loads with the first poll, not at console start
     import httpx
 
 Fail = Callable[[ServedeckError], None]
+_T = TypeVar("_T")
 
 DEFAULT_HOST_TIMEOUT_S = 4.0
 DEFAULT_TAIL_LINES = 300
 DEFAULT_CONCURRENCY = 32
+DEFAULT_FIRST_POLL_CONCURRENCY = 12  # hosts logging in at once (see FleetCollector._first_poll)
 GPU_SAMPLE_TIMEOUT_S = 3.0
 LEFTOVERS_EVERY_S = 30.0
 _SPLIT = "\nservedeck-fleet-status:"
@@ -82,6 +85,8 @@ class DeckProbe:
         self._http_client: httpx.AsyncClient | None = None
         self._leftovers_at: tuple[float, int] | None = None
         self._last: FleetRow | None = None
+        self._loop: StatusLoop | None = None  # unit + log through one remote shell
+        self._leftovers_task: asyncio.Task[int | None] | None = None
         self.step_s: dict[str, float] = {}  # how long each part of the last poll took
 
     def _took(self, step: str, started: float) -> float:
@@ -89,7 +94,17 @@ class DeckProbe:
         self.step_s[step] = now - started
         return now
 
+    async def _timed(self, step: str, work: Callable[[Fail], Awaitable[_T]], failed: Fail) -> _T:
+        """work(failed), its duration kept in step_s (created here: a cancel before it
+        starts leaves no coroutine un-awaited)."""
+        started = time.monotonic()
+        try:
+            return await work(failed)
+        finally:
+            self._took(step, started)
+
     async def poll(self) -> FleetRow:
+        self.step_s = {}
         row = await self._poll()
         self._last = row
         return row
@@ -121,7 +136,8 @@ class DeckProbe:
         # The three reads are independent: one round of sessions, not three in a row.
         if self._one_session():
             (unit, progress), gpus = await asyncio.gather(
-                self._unit_and_tail(failed), self._gpus(failed)
+                self._timed("unit+log", self._unit_and_log, failed),
+                self._timed("gpus", self._gpus, failed),
             )
         else:
             unit, progress, gpus = await asyncio.gather(
@@ -157,6 +173,34 @@ class DeckProbe:
             and bool(self.deck.systemd_unit and service.log_file)
             and not service.use_sudo
         )
+
+    async def _unit_and_log(self, failed: Fail) -> tuple[UnitState | None, LoadProgress | None]:
+        """Through the host's status loop (one session kept open); a one-off session while
+        that loop is backing off after it ended by itself."""
+        loop = self._status_loop()
+        if not loop.available:
+            return await self._unit_and_tail(failed)
+        try:
+            unit, progress, problems = await loop.read()
+        except LoopEnded:  # the shell ended (not the connection): this poll the old way
+            return await self._unit_and_tail(failed)
+        except ServedeckError as error:
+            failed(error)
+            return None, None
+        for problem in problems:
+            failed(ServedeckError(problem))
+        return unit, progress
+
+    def _status_loop(self) -> StatusLoop:
+        if self._loop is None:
+            from tui.hosts.ssh import SSHHost
+
+            service = self.deck.profile.service
+            assert service.unit and service.log_file and isinstance(self.deck.host, SSHHost)
+            self._loop = StatusLoop(
+                self.deck.host, service.unit, service.log_file, tail_lines=self.tail_lines
+            )
+        return self._loop
 
     async def _unit_and_tail(self, failed: Fail) -> tuple[UnitState | None, LoadProgress | None]:
         """Half the session starts of two commands: on a busy box each costs a login."""
@@ -217,12 +261,28 @@ class DeckProbe:
             return None
 
     async def _leftovers_every(self, failed: Fail) -> int | None:
-        """The leftover count, listed again at most every LEFTOVERS_EVERY_S (a listing is costly)."""
+        """The leftover count, listed again at most every LEFTOVERS_EVERY_S (a listing is costly).
+
+        Only the first listing is waited for; later ones run beside the polls (a listing
+        is several sessions, seconds on a busy box) and the count shown is the last one.
+        A listing that failed is waited for again, so its error reaches the row.
+        """
         now = time.monotonic()
-        if self._leftovers_at is None or now - self._leftovers_at[0] >= LEFTOVERS_EVERY_S:
+        task = self._leftovers_task
+        if task is not None and task.done():
+            self._leftovers_task = None
+            count = None if task.cancelled() or task.exception() else task.result()
+            listed_at = self._leftovers_at[0] if self._leftovers_at is not None else now
+            self._leftovers_at = (listed_at, count) if count is not None else None
+        if self._leftovers_at is None:
             count = await self._leftovers(failed)
             self._leftovers_at = (now, count) if count is not None else None
             return count
+        if now - self._leftovers_at[0] >= LEFTOVERS_EVERY_S and self._leftovers_task is None:
+            self._leftovers_at = (now, self._leftovers_at[1])
+            self._leftovers_task = asyncio.create_task(
+                self._leftovers(lambda _error: None), name=f"fleet leftovers {self.name}"
+            )
         return self._leftovers_at[1]
 
     async def _progress(self, failed: Fail) -> LoadProgress | None:
@@ -301,6 +361,11 @@ class DeckProbe:
         return len(leftovers(listing.processes))
 
     async def close(self) -> None:
+        if self._leftovers_task is not None:
+            await cancel_and_wait([self._leftovers_task])
+        if self._loop is not None:
+            with contextlib.suppress(Exception):
+                await self._loop.close()
         if self._http_client is not None:
             client, self._http_client = self._http_client, None
             with contextlib.suppress(Exception):
@@ -315,6 +380,7 @@ class _Slot:
     last: FleetRow | None = None
     started_s: float = 0.0
     polls: int = 0
+    answered: bool = False  # a poll of this host has finished (its login is done)
 
 
 def _crashed_row(name: str, error: BaseException) -> FleetRow:
@@ -331,6 +397,8 @@ class FleetCollector:
     refresh_durations_s: list[float] = field(default_factory=list)
     _slots: list[_Slot] = field(init=False)
     _limit: asyncio.Semaphore | None = field(init=False, default=None)
+    first_poll_concurrency: int = DEFAULT_FIRST_POLL_CONCURRENCY
+    _first_limit: asyncio.Semaphore | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self._slots = [_Slot(probe) for probe in self.probes]
@@ -346,13 +414,28 @@ class FleetCollector:
     async def _guarded(self, slot: _Slot) -> FleetRow:
         if self._limit is None:
             self._limit = asyncio.Semaphore(self.concurrency)
-        async with self._limit:
+            self._first_limit = asyncio.Semaphore(self.first_poll_concurrency)
+        async with self._limit, self._first_poll(slot):
             try:
                 return await slot.probe.poll()
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # a bug in one host's poll must not end the fleet
                 return _crashed_row(slot.probe.name, error)
+            finally:
+                slot.answered = True
+
+    def _first_poll(self, slot: _Slot) -> contextlib.AbstractAsyncContextManager[object]:
+        """A host's first poll (its login and the first sessions) waits for a ramp slot.
+
+        Fifty logins at once, each starting several sessions, can overload the console
+        machine and a shared jump host (sshd's MaxStartups drops connections past its
+        start limit); polls that time out then start their logins again and the fleet
+        never settles. A host that answered once polls without waiting.
+        """
+        if slot.answered or self._first_limit is None:
+            return contextlib.nullcontext()
+        return self._first_limit
 
     def _late_row(self, slot: _Slot, now: float) -> FleetRow:
         waited = now - slot.started_s

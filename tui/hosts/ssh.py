@@ -61,6 +61,71 @@ class _Remote:
     pgid: str | None = None
 
 
+class SSHDialog:
+    """A running remote command written to and read line by line (SSHHost.dialog)."""
+
+    def __init__(self, host: SSHHost, remote: _Remote, argv: tuple[str, ...]) -> None:
+        self._host = host
+        self._remote = remote
+        self._argv = argv
+
+    @property
+    def running(self) -> bool:
+        """False once the command ended or its connection closed: open a new dialog."""
+        remote = self._remote
+        return remote.process.returncode is None and not remote.connection.is_closed()
+
+    @property
+    def ended_by_itself(self) -> bool:
+        """The command ended while its connection stayed up (killed or exited on the box)."""
+        remote = self._remote
+        return remote.process.returncode is not None and not remote.connection.is_closed()
+
+    async def send(self, text: str) -> None:
+        """Write text to the command's stdin; a lost connection raises HostError.
+
+        A command that already ended takes nothing; the next readline() says so (None).
+        """
+        try:
+            self._remote.process.stdin.write(text)
+        except (OSError, asyncssh.Error):
+            if self._remote.connection.is_closed():
+                raise await self._host._lost_while_running(self._remote, self._argv) from None
+
+    async def readline(self) -> str | None:
+        """The next stdout line without its newline; None once the command ended."""
+        try:
+            line = await self._remote.process.stdout.readline()
+        except (OSError, asyncssh.Error):
+            if not self._remote.connection.is_closed():
+                return None  # the command's channel ended, the connection did not
+            raise await self._host._lost_while_running(self._remote, self._argv) from None
+        if line:
+            return str(line).rstrip("\r\n")
+        if self._remote.connection.is_closed():
+            raise await self._host._lost_while_running(self._remote, self._argv)
+        return None
+
+    async def close(self, eof_grace_s: float = 1.0) -> None:
+        """End the remote command (its whole process group) and its session.
+
+        First its stdin is closed: a command that ends at end of input (a `read` loop)
+        exits by itself, with no second session to send the kill (a login per host
+        when a fleet closes). One that lingers is ended as a stream is.
+        """
+        self._host._streams.discard(self._remote)
+        process = self._remote.process
+        if self.running:
+            with contextlib.suppress(OSError, asyncssh.Error):
+                process.stdin.write_eof()
+            with contextlib.suppress(TimeoutError, OSError, asyncssh.Error):
+                await asyncio.wait_for(process.wait_closed(), eof_grace_s)
+        if process.returncode is not None:
+            process.close()
+            return
+        await self._host._end(self._remote)
+
+
 class SSHHost:
     """A remote machine reached over SSH, possibly through jump hosts."""
 
@@ -148,6 +213,8 @@ class SSHHost:
         stdin_text: str | None,
         encoding: str | None,
         stderr: Any = asyncssh.PIPE,
+        keep_stdin: bool = False,
+        start_timeout_s: float | None = None,
     ) -> _Remote:
         """Open a session running argv; read its process group line.
 
@@ -159,6 +226,8 @@ class SSHHost:
         stdin: dict[str, Any] = (
             {"input": stdin_text} if stdin_text is not None else {"stdin": asyncssh.DEVNULL}
         )
+        if keep_stdin:  # a dialog: stdin stays open for lines sent later
+            stdin = {}
         for attempt in range(2):
             connection = await self._connection()
             try:
@@ -179,15 +248,14 @@ class SSHHost:
                 message = describe_error(error, self.config.connect_timeout_s)
                 raise HostError(self._route, f"{argv[0]}: {message}") from None
         remote = _Remote(process, connection)
+        start_timeout_s = start_timeout_s or self.config.connect_timeout_s
         try:
-            remote.pgid = await asyncio.wait_for(
-                self._read_pgid(process), self.config.connect_timeout_s
-            )
+            remote.pgid = await asyncio.wait_for(self._read_pgid(process), start_timeout_s)
         except TimeoutError:  # the connection is up but slow to start a session (busy box)
             await self._end(remote)
             raise CommandTimeout(
                 self._route,
-                f"{argv[0]}: the command did not start within {self.config.connect_timeout_s:g} s",
+                f"{argv[0]}: the command did not start within {start_timeout_s:g} s",
             ) from None
         except (OSError, asyncssh.Error):
             await self._end(remote)
@@ -307,6 +375,27 @@ class SSHHost:
         finally:
             self._streams.discard(remote)
             await self._end(remote)
+
+    async def dialog(self, argv: Sequence[str], start_timeout_s: float | None = None) -> SSHDialog:
+        """A long-lived command fed lines on stdin: many exchanges for one session start.
+
+        Starting a session costs the box a login (sshd fork, shell, startup files); a
+        poller that asks every few seconds keeps one dialog open instead. Like a stream,
+        it takes no slot of the short-command semaphore and ends with close().
+        `start_timeout_s` (default: the connect timeout) bounds the login: a long-lived
+        session may wait longer for it than a short command, rather than give up a
+        login a busy box has almost finished and start another.
+        """
+        remote = await self._start(
+            argv,
+            None,
+            "utf-8",
+            stderr=asyncssh.DEVNULL,
+            keep_stdin=True,
+            start_timeout_s=start_timeout_s,
+        )
+        self._streams.add(remote)
+        return SSHDialog(self, remote, tuple(argv))
 
     async def read_file(self, path: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
         """The first max_bytes of a remote file, read with `head -c` (no SFTP subsystem needed)."""

@@ -24,6 +24,7 @@ from tui.app.console_workers import WorkerFailed, console_worker
 from tui.core.errors import ServedeckError
 from tui.deck import Deck
 from tui.fleet.actions import CleanupPlan, ServicePlan, plan_cleanup, plan_service
+from tui.fleet.bench_action import BenchPlan, plan_bench
 from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
 from tui.fleet.feed import FleetRowSource
 from tui.fleet.history import HostHistory
@@ -56,7 +57,7 @@ class FleetHistoryFetched(Message):
 class FleetPlanned(Message):
     """A fleet action is planned (host re-read): the app asks the operator now."""
 
-    plan: ServicePlan | CleanupPlan
+    plan: ServicePlan | CleanupPlan | BenchPlan
 
 
 @dataclass
@@ -90,6 +91,7 @@ class FleetApp(App[str | None]):
         Binding(
             "K", "fleet_cleanup", "Clean up", tooltip="End leftover GPU processes (marked hosts)"
         ),
+        Binding("b", "fleet_bench", "Bench", tooltip="Run the quick benchmark on the host"),
         Binding("space", "toggle_mark", "Mark", show=False, tooltip="Mark the host for K"),
         Binding("E", "export_summary", "Export", tooltip="Write the fleet's Markdown summary"),
         Binding("escape", "clear_filter", "Clear", show=False),
@@ -345,6 +347,11 @@ class FleetApp(App[str | None]):
         if chosen is not None:
             self._plan_service(*chosen, verb)
 
+    def action_fleet_bench(self) -> None:
+        chosen = self._selected_deck("a benchmark")
+        if chosen is not None:
+            self._plan_bench(*chosen)
+
     def action_toggle_mark(self) -> None:
         """Mark or unmark the highlighted host; K then acts on every marked host."""
         host = self.query_one(FleetTable).selected_host()
@@ -386,6 +393,15 @@ class FleetApp(App[str | None]):
     @console_worker(
         "fleet-plan",
         pane="fleet",
+        what=lambda app, host, deck: f"a benchmark on {host}",
+        user_action=True,
+    )
+    async def _plan_bench(self, host: str, deck: Deck) -> None:
+        self.post_message(FleetPlanned(await plan_bench(host, deck)))
+
+    @console_worker(
+        "fleet-plan",
+        pane="fleet",
         what=lambda app, host, deck: f"clean up leftovers on {host}",
         user_action=True,
     )
@@ -414,6 +430,16 @@ class FleetApp(App[str | None]):
         from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 
         plan = message.plan
+        if isinstance(plan, BenchPlan):
+            from tui.screens.confirm_bench import ConfirmBenchScreen
+
+            def confirmed(yes: bool | None) -> None:
+                if yes:
+                    self.notify(f"{plan.host}: benchmark started ({plan.workload})", markup=False)
+                    self._run_planned(plan, "benchmark")
+
+            self.push_screen(ConfirmBenchScreen(plan), confirmed)
+            return
         if isinstance(plan, ServicePlan):
 
             def answered(yes: bool | None) -> None:
@@ -446,13 +472,20 @@ class FleetApp(App[str | None]):
         user_action=True,
         exclusive=False,  # marked hosts' confirmed clean-ups run side by side, none cancelled
     )
-    async def _run_planned(self, plan: ServicePlan | CleanupPlan, verb: str) -> None:
+    async def _run_planned(self, plan: ServicePlan | CleanupPlan | BenchPlan, verb: str) -> None:
         from tui.fleet.actions import run_cleanup, run_service
+        from tui.fleet.bench_action import bench_line, run_bench_on_host
         from tui.procs.text import report_lines
 
         probe = self.collector.probe(plan.host)
         if not isinstance(probe, DeckProbe):
             raise ServedeckError(f"{plan.host}: no longer in the fleet")
+        if isinstance(plan, BenchPlan):
+            result = await run_bench_on_host(plan, probe.deck, confirmed=True)
+            ok = not result.partial and any(level.completed for level in result.levels)
+            text = f"{plan.host}: benchmark {plan.preset}: {bench_line(result)}"
+            self.post_message(FleetActionDone(plan.host, text, ok))
+            return
         if isinstance(plan, ServicePlan):
             outcome = await run_service(plan, probe.deck, confirmed=True)
             text = f"{plan.host}: {verb} {plan.action.unit}: " + (
