@@ -15,14 +15,20 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from textual.widgets import Button
 
-from tests.support.fleet_fixtures import SshdFleet, start_fleet, status_shell_pids
+from tests.support.fleet_fixtures import (
+    SshdFleet,
+    fleet_collector,
+    pilot_wait,
+    start_fleet,
+    status_shell_pids,
+)
 from tests.support.procs_fixtures import proc_state, spawn_pid1_orphan, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
 from tui.core.audit import read_audit
@@ -35,8 +41,7 @@ from tui.fleet.actions import (
     run_cleanup,
     run_service,
 )
-from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
-from tui.fleet.groups import load_group
+from tui.fleet.collector import DeckProbe, FleetCollector
 from tui.hosts.ssh import SSHHost
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.fleet import FleetApp
@@ -87,11 +92,6 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # the group's members are found in ./profiles
 
 
-def _collector(fleet: SshdFleet, folder: Path, *, read_only: bool = False) -> FleetCollector:
-    group = load_group(str(fleet.write_group(folder)), read_only=read_only)
-    return FleetCollector(probes_for(group.members), host_timeout_s=HOST_TIMEOUT_S)
-
-
 def _deck(collector: FleetCollector, name: str) -> DeckProbe:
     probe = collector.probe(name)
     assert isinstance(probe, DeckProbe)
@@ -101,18 +101,6 @@ def _deck(collector: FleetCollector, name: str) -> DeckProbe:
 def _calls(fleet: SshdFleet, index: int) -> str:
     path = fleet.hosts[index].box_dir / "systemctl.calls"
     return path.read_text() if path.exists() else ""
-
-
-async def _wait(
-    pilot: object, predicate: object, what: str | Callable[[], str], timeout_s: float = 60.0
-) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while loop.time() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        await pilot.pause(0.1)  # type: ignore[attr-defined]
-    raise AssertionError(f"not within {timeout_s:g} s: {what if isinstance(what, str) else what()}")
 
 
 async def _confirm(app: FleetApp, pilot: object) -> None:
@@ -127,22 +115,24 @@ def _notes(app: FleetApp) -> list[str]:
 
 async def _select(app: FleetApp, pilot: object, host: str) -> None:
     """Filter the table down to one host (so the cursor is on it)."""
-    await _wait(pilot, lambda: app.refreshes >= 1 and app.rows, "a first refresh")
+    await pilot_wait(pilot, lambda: app.refreshes >= 1 and app.rows, "a first refresh")
     await pilot.press("slash", *host, "enter")  # type: ignore[attr-defined]
-    await _wait(pilot, lambda: app.query_one("FleetTable").selected_host() == host, host)
+    await pilot_wait(pilot, lambda: app.query_one("FleetTable").selected_host() == host, host)
 
 
 async def test_stop_then_restart_from_the_fleet_confirmed_and_audited(
     two_boxes: SshdFleet, tmp_path: Path
 ) -> None:
-    collector = _collector(two_boxes, tmp_path)
+    collector = fleet_collector(two_boxes, tmp_path)
     box = two_boxes.hosts[0]
     app = FleetApp(collector, interval_s=0.5)
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             await _select(app, pilot, box.name)
             await pilot.press("X")
-            await _wait(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), "the dialog")
+            await pilot_wait(
+                pilot, lambda: isinstance(app.screen, ConfirmActionScreen), "the dialog"
+            )
             dialog = app.screen
             assert isinstance(dialog, ConfirmActionScreen) and dialog.action.verb == "stop"
             assert dialog.action.unit == "vllm.service" and "systemctl stop" in (
@@ -154,22 +144,28 @@ async def test_stop_then_restart_from_the_fleet_confirmed_and_audited(
             assert _calls(two_boxes, 0) == ""
 
             await pilot.press("X")
-            await _wait(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), "the dialog")
+            await pilot_wait(
+                pilot, lambda: isinstance(app.screen, ConfirmActionScreen), "the dialog"
+            )
             await _confirm(app, pilot)
-            await _wait(
+            await pilot_wait(
                 pilot, lambda: "stop" in _calls(two_boxes, 0), lambda: f"stop {_notes(app)}"
             )
-            await _wait(
+            await pilot_wait(
                 pilot,
                 lambda: any(r.host == box.name and r.unit_state == "inactive" for r in app.rows),
                 "the row showing the unit stopped",
             )
-            await _wait(pilot, lambda: "stop vllm.service: done" in app.last_action, "the report")
+            await pilot_wait(
+                pilot, lambda: "stop vllm.service: done" in app.last_action, "the report"
+            )
 
             await pilot.press("R")
-            await _wait(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), "the dialog")
+            await pilot_wait(
+                pilot, lambda: isinstance(app.screen, ConfirmActionScreen), "the dialog"
+            )
             await _confirm(app, pilot)
-            await _wait(
+            await pilot_wait(
                 pilot,
                 lambda: any(r.host == box.name and r.unit_state == "active" for r in app.rows),
                 "the row showing the unit running again",
@@ -191,7 +187,7 @@ async def test_stop_then_restart_from_the_fleet_confirmed_and_audited(
 async def test_read_only_fleet_refuses_every_action_audited(
     two_boxes: SshdFleet, tmp_path: Path
 ) -> None:
-    collector = _collector(two_boxes, tmp_path, read_only=True)
+    collector = fleet_collector(two_boxes, tmp_path, read_only=True)
     app = FleetApp(collector, interval_s=0.5)
     try:
         async with app.run_test(size=(120, 36)) as pilot:
@@ -199,7 +195,7 @@ async def test_read_only_fleet_refuses_every_action_audited(
             for key in ("X", "R", "K"):
                 await pilot.press(key)
                 await pilot.pause(0.3)
-            await _wait(pilot, lambda: len(list(read_audit())) >= 3, "three refusals")
+            await pilot_wait(pilot, lambda: len(list(read_audit())) >= 3, "three refusals")
             assert not isinstance(app.screen, ConfirmActionScreen | KillConfirmScreen)
     finally:
         await collector.close()
@@ -212,7 +208,7 @@ async def test_read_only_fleet_refuses_every_action_audited(
 async def test_a_changed_host_identity_is_refused_before_acting(
     two_boxes: SshdFleet, tmp_path: Path
 ) -> None:
-    collector = _collector(two_boxes, tmp_path)
+    collector = fleet_collector(two_boxes, tmp_path)
     try:
         deck = _deck(collector, two_boxes.hosts[1].name).deck
         plan = await plan_service("host1", deck, "stop")
@@ -240,7 +236,7 @@ async def test_cleanup_ends_a_real_leftover_on_the_host(
     saved = apps.read_text()
     uuid = saved.split(",")[0]
     apps.write_text(f"{uuid}, {pid1_orphan}, 20480, VLLM::Worker_TP0\n")
-    collector = _collector(two_boxes, tmp_path)
+    collector = fleet_collector(two_boxes, tmp_path)
     try:
         deck = _deck(collector, box.name).deck
         plan = await plan_cleanup(box.name, deck)
@@ -256,7 +252,7 @@ async def test_cleanup_ends_a_real_leftover_on_the_host(
     events = [r["event"] for r in read_audit()]
     assert "kill-request" in events or any(e.startswith("kill") for e in events), events
     with pytest.raises(ReadOnlyRefused):
-        ro = _collector(two_boxes, tmp_path, read_only=True)
+        ro = fleet_collector(two_boxes, tmp_path, read_only=True)
         try:
             await plan_cleanup(box.name, _deck(ro, box.name).deck)
         finally:
@@ -274,7 +270,7 @@ async def test_a_host_too_busy_to_start_a_session_is_slow_not_lost(
     from tui.fleet.view import host_state
 
     box = two_boxes.hosts[0]  # loading
-    collector = _collector(two_boxes, tmp_path)
+    collector = fleet_collector(two_boxes, tmp_path)
     probe = _deck(collector, box.name)
     flag = box.box_dir / "slow-login"
     try:

@@ -9,22 +9,20 @@ fleet refuses (audited) before asking.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from textual.widgets import Button
 
-from tests.support.fleet_fixtures import SshdFleet, start_fleet
+from tests.support.fleet_fixtures import SshdFleet, fleet_collector, pilot_wait, start_fleet
 from tests.support.sim_fixtures import serving_box  # noqa: F401  (fixture)
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
 from tui.bench.history import history_path
 from tui.core.audit import read_audit
 from tui.fleet.bench_action import plan_bench, run_bench_on_host
-from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
-from tui.fleet.groups import load_group
+from tui.fleet.collector import DeckProbe
 from tui.screens.confirm_bench import ConfirmBenchScreen
 from tui.screens.fleet import FleetApp
 from tui.sim.box import SimBox
@@ -54,38 +52,23 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-def _collector(fleet: SshdFleet, folder: Path, *, read_only: bool = False) -> FleetCollector:
-    group = load_group(str(fleet.write_group(folder)), read_only=read_only)
-    return FleetCollector(probes_for(group.members), host_timeout_s=HOST_TIMEOUT_S)
-
-
-async def _wait(
-    pilot: object, predicate: Callable[[], object], what: str, timeout_s: float = 90.0
-) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while loop.time() < deadline:
-        if predicate():
-            return
-        await pilot.pause(0.1)  # type: ignore[attr-defined]
-    raise AssertionError(f"not within {timeout_s:g} s: {what}")
-
-
 async def test_bench_one_host_from_the_fleet_confirmed_audited_and_kept(
     serving_pair: SshdFleet, tmp_path: Path
 ) -> None:
     host = serving_pair.hosts[1]  # the one behind the jump host
-    collector = _collector(serving_pair, tmp_path)
+    collector = fleet_collector(serving_pair, tmp_path)
     app = FleetApp(collector, interval_s=0.5)
     try:
         async with app.run_test(size=(120, 36)) as pilot:
-            await _wait(pilot, lambda: app.refreshes >= 1 and app.rows, "a first refresh")
+            await pilot_wait(pilot, lambda: app.refreshes >= 1 and app.rows, "a first refresh")
             await pilot.press("slash", *host.name, "enter")
             table = app.query_one("FleetTable")
-            await _wait(pilot, lambda: table.selected_host() == host.name, host.name)  # type: ignore[attr-defined]
+            await pilot_wait(pilot, lambda: table.selected_host() == host.name, host.name)  # type: ignore[attr-defined]
 
             await pilot.press("b")
-            await _wait(pilot, lambda: isinstance(app.screen, ConfirmBenchScreen), "the dialog")
+            await pilot_wait(
+                pilot, lambda: isinstance(app.screen, ConfirmBenchScreen), "the dialog"
+            )
             dialog = app.screen
             assert isinstance(dialog, ConfirmBenchScreen)
             assert dialog.plan.preset == "quick" and " via " in dialog.plan.host_label
@@ -99,10 +82,12 @@ async def test_bench_one_host_from_the_fleet_confirmed_audited_and_kept(
             forwarded = await probe.deck.reachable_base_url()  # the host's own forward
             assert forwarded != host.base_url
             await pilot.press("b")
-            await _wait(pilot, lambda: isinstance(app.screen, ConfirmBenchScreen), "the dialog")
+            await pilot_wait(
+                pilot, lambda: isinstance(app.screen, ConfirmBenchScreen), "the dialog"
+            )
             await pilot.pause(0.2)
             app.screen.query_one("#confirm-yes", Button).press()
-            await _wait(
+            await pilot_wait(
                 pilot, lambda: "benchmark quick:" in app.last_action, "the benchmark's report"
             )
             assert "4 requests ok, 0 failed" in app.last_action, app.last_action
@@ -124,7 +109,7 @@ async def test_read_only_or_unconfirmed_bench_is_refused_and_audited(
     from tui.fleet.actions import ReadOnlyRefused
 
     host = serving_pair.hosts[0]
-    collector = _collector(serving_pair, tmp_path, read_only=True)
+    collector = fleet_collector(serving_pair, tmp_path, read_only=True)
     try:
         probe = collector.probe(host.name)
         assert isinstance(probe, DeckProbe)
@@ -132,7 +117,7 @@ async def test_read_only_or_unconfirmed_bench_is_refused_and_audited(
             await plan_bench(host.name, probe.deck)
     finally:
         await collector.close()
-    writable = _collector(serving_pair, tmp_path)
+    writable = fleet_collector(serving_pair, tmp_path)
     try:
         probe = writable.probe(host.name)
         assert isinstance(probe, DeckProbe)

@@ -10,21 +10,19 @@ no dialog.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.fleet_fixtures import SshdFleet, start_fleet
+from tests.support.fleet_fixtures import SshdFleet, fleet_collector, pilot_wait, start_fleet
 from tests.support.procs_fixtures import proc_state, spawn_pid1_orphan, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
 from tui.core.audit import read_audit
-from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
-from tui.fleet.groups import load_group
+from tui.fleet.collector import DeckProbe
 from tui.screens.fleet import FleetApp
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 
@@ -71,29 +69,12 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # the group's members are found in ./profiles
 
 
-def _collector(fleet: SshdFleet, folder: Path, *, read_only: bool = False) -> FleetCollector:
-    group = load_group(str(fleet.write_group(folder)), read_only=read_only)
-    return FleetCollector(probes_for(group.members), host_timeout_s=30.0)
-
-
-async def _wait(
-    pilot: object, predicate: Callable[[], object], what: str, timeout_s: float = 60.0
-) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while loop.time() < deadline:
-        if predicate():
-            return
-        await pilot.pause(0.1)  # type: ignore[attr-defined]
-    raise AssertionError(f"not within {timeout_s:g} s: {what}")
-
-
 async def _mark_all(app: FleetApp, pilot: object, fleet: SshdFleet) -> None:
     """Filter to each host in turn (the cursor lands on it) and mark it with space."""
-    await _wait(pilot, lambda: app.refreshes >= 1 and app.rows, "a first refresh")
+    await pilot_wait(pilot, lambda: app.refreshes >= 1 and app.rows, "a first refresh")
     for host in fleet.hosts:
         await pilot.press("slash", *host.name, "enter")  # type: ignore[attr-defined]
-        await _wait(
+        await pilot_wait(
             pilot, lambda h=host.name: app.query_one("FleetTable").selected_host() == h, host.name
         )
         await pilot.press("space")  # type: ignore[attr-defined]
@@ -104,7 +85,7 @@ async def _mark_all(app: FleetApp, pilot: object, fleet: SshdFleet) -> None:
 async def test_k_cleans_up_each_marked_host_with_its_own_dialog(
     two_failed: SshdFleet, tmp_path: Path, leftovers: list[int]
 ) -> None:
-    collector = _collector(two_failed, tmp_path)
+    collector = fleet_collector(two_failed, tmp_path)
     labels: dict[int, str] = {}
     host_labels = []
     for host in two_failed.hosts:
@@ -118,7 +99,9 @@ async def test_k_cleans_up_each_marked_host_with_its_own_dialog(
             assert "marked 2" in str(app.query_one("#status").render())
             await pilot.press("K")
             for _ in two_failed.hosts:
-                await _wait(pilot, lambda: isinstance(app.screen, KillConfirmScreen), "a dialog")
+                await pilot_wait(
+                    pilot, lambda: isinstance(app.screen, KillConfirmScreen), "a dialog"
+                )
                 dialog = app.screen
                 assert isinstance(dialog, KillConfirmScreen)
                 index = host_labels.index(dialog.host_label)
@@ -130,10 +113,10 @@ async def test_k_cleans_up_each_marked_host_with_its_own_dialog(
                 assert leftovers[index] in {proc.pid for proc in dialog.targets}
                 mine = tuple(proc for proc in dialog.targets if proc.pid == leftovers[index])
                 dialog.dismiss(KillConfirmation(mine, frozenset()))
-                await _wait(pilot, lambda d=dialog: app.screen is not d, "the dialog closed")
+                await pilot_wait(pilot, lambda d=dialog: app.screen is not d, "the dialog closed")
             assert sorted(labels) == [0, 1]
             assert app.marked == []  # K used the marks up: a second K acts on the cursor only
-            await _wait(
+            await pilot_wait(
                 pilot,
                 lambda: all(proc_state(pid) in (None, "Z") for pid in leftovers),
                 "both leftovers ended",
@@ -149,13 +132,13 @@ async def test_k_cleans_up_each_marked_host_with_its_own_dialog(
 async def test_read_only_fleet_refuses_every_marked_host_audited(
     two_failed: SshdFleet, tmp_path: Path, leftovers: list[int]
 ) -> None:
-    collector = _collector(two_failed, tmp_path, read_only=True)
+    collector = fleet_collector(two_failed, tmp_path, read_only=True)
     app = FleetApp(collector, interval_s=0.5)
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             await _mark_all(app, pilot, two_failed)
             await pilot.press("K")
-            await _wait(pilot, lambda: len(list(read_audit())) >= 2, "two refusals")
+            await pilot_wait(pilot, lambda: len(list(read_audit())) >= 2, "two refusals")
             await pilot.pause(0.5)
             assert not isinstance(app.screen, KillConfirmScreen)
             notes = [note.message for note in app._notifications]

@@ -91,6 +91,18 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def process_argvs() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, argv) of every process whose command line can be read now."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        yield int(entry.name), argv
+
+
 def pids_mentioning(text: str) -> list[int]:
     """Live (non-zombie) processes whose command line contains text."""
     found = []

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.e2e_support import process_argvs
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
 from tui.core.audit import read_audit
@@ -91,17 +92,12 @@ def matrix_out(tmp_path: Path, name: str, matrix: FaultMatrix) -> None:
 
 def remote_tails(path: Path) -> list[int]:
     """Processes on "the box" following the log (what a cut session could leave behind)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv[0].endswith(b"tail") and b"-F" in argv and str(path).encode() in argv:
-            found.append(int(entry.name))
-    return found
+    wanted = str(path).encode()
+    return [
+        pid
+        for pid, argv in process_argvs()
+        if argv[0].endswith(b"tail") and b"-F" in argv and wanted in argv
+    ]
 
 
 class Day:

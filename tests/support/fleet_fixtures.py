@@ -11,19 +11,23 @@ own SSH port forward.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.support.e2e_support import process_argvs
 from tests.support.gpu_fixtures import FAKE_SMI, NVIDIA_SMI_FIXTURES
 from tests.support.sshd_fixtures import SshdPair, SshdServer, _children
 from tui.core.config import JumpHost
+from tui.fleet.collector import FleetCollector, probes_for
 from tui.fleet.demo import MODELS, LightBox
+from tui.fleet.groups import load_group
 from tui.sim.box import SimBox
 
 UNIT = "vllm.service"
@@ -62,17 +66,9 @@ def write_unit(box_dir: Path, active_state: str) -> None:
 
 def status_shell_pids(marker: str) -> list[int]:
     """A fleet status shell on a box: the `/bin/sh` whose arguments carry this marker."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if marker.encode() in argv and argv[0] == b"/bin/sh":
-            pids.append(int(entry.name))
-    return pids
+    return [
+        pid for pid, argv in process_argvs() if marker.encode() in argv and argv[0] == b"/bin/sh"
+    ]
 
 
 @dataclass
@@ -219,3 +215,29 @@ def sshd_fleet(
         yield fleet
     finally:
         fleet.stop()
+
+
+FLEET_HOST_TIMEOUT_S = 30.0  # generous: a loaded CI machine starts SSH sessions slowly
+
+
+def fleet_collector(fleet: SshdFleet, folder: Path, *, read_only: bool = False) -> FleetCollector:
+    """A collector over the fleet's group, written into folder (the test's working directory)."""
+    group = load_group(str(fleet.write_group(folder)), read_only=read_only)
+    return FleetCollector(probes_for(group.members), host_timeout_s=FLEET_HOST_TIMEOUT_S)
+
+
+async def pilot_wait(
+    pilot: object,
+    predicate: Callable[[], object],
+    what: str | Callable[[], str],
+    timeout_s: float = 90.0,
+) -> None:
+    """Let the console run until predicate holds; fail naming what did not happen (what, or
+    what() at the failure, for a message that shows the state then)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        if predicate():
+            return
+        await pilot.pause(0.1)  # type: ignore[attr-defined]
+    raise AssertionError(f"not within {timeout_s:g} s: {what if isinstance(what, str) else what()}")

@@ -4,21 +4,14 @@ from __future__ import annotations
 
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
-from tui.screens.dialog import Dialog
+from tui.screens.dialog import YesNoDialog
 from tui.serving.service import ServiceAction
 
 
-class ConfirmActionScreen(Dialog[bool]):
-    TONE = "-warning"
-    # The safe button has the focus from the first frame (not after on_mount: keys typed
-    # quickly after the dialog opens must not land on the destructive one).
-    AUTO_FOCUS = "#confirm-no"
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="confirm-cancel")]
-
+class ConfirmActionScreen(YesNoDialog):
     def __init__(self, action: ServiceAction, note: str = "") -> None:
         super().__init__()
         self.action = action
@@ -39,12 +32,3 @@ class ConfirmActionScreen(Dialog[bool]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.action.verb.capitalize(), variant="warning", id="confirm-yes")
                 yield Button("Cancel", id="confirm-no")
-
-    def on_mount(self) -> None:
-        self.query_one("#confirm-no", Button).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "confirm-yes")
-
-    def cancel_result(self) -> bool:
-        return False

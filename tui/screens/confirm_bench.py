@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
 from tui.fleet.bench_action import BenchPlan
-from tui.screens.dialog import Dialog
+from tui.screens.dialog import YesNoDialog
 
 
-class ConfirmBenchScreen(Dialog[bool]):
-    TONE = "-warning"
-    AUTO_FOCUS = "#confirm-no"  # the safe button first: a quick keypress must not start load
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="confirm-cancel")]
-
+class ConfirmBenchScreen(YesNoDialog):
     def __init__(self, plan: BenchPlan) -> None:
         super().__init__()
         self.plan = plan
@@ -35,12 +30,3 @@ class ConfirmBenchScreen(Dialog[bool]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Benchmark", variant="warning", id="confirm-yes")
                 yield Button("Cancel", id="confirm-no")
-
-    def on_mount(self) -> None:
-        self.query_one("#confirm-no", Button).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "confirm-yes")
-
-    def cancel_result(self) -> bool:
-        return False

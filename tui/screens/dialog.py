@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import ClassVar, TypeVar
 
+from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen
+from textual.widgets import Button
 
 ResultT = TypeVar("ResultT")
 
@@ -38,3 +40,26 @@ class Dialog(ModalScreen[ResultT]):
 
     def action_cancel(self) -> None:
         self.dismiss(self.cancel_result())
+
+
+class YesNoDialog(Dialog[bool]):
+    """A question whose buttons are `#confirm-yes` and `#confirm-no`; only yes answers True.
+
+    The safe button has the focus from the first frame (AUTO_FOCUS, not after on_mount):
+    keys typed quickly after the dialog opens must not land on the one that acts.
+    """
+
+    TONE = "-warning"
+    AUTO_FOCUS = "#confirm-no"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="confirm-cancel")
+    ]
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "confirm-yes")
+
+    def cancel_result(self) -> bool:
+        return False
