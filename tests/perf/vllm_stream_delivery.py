@@ -22,8 +22,14 @@ to finish. strace of the API server (write() per fd) agreed: a median of 2 write
 per 64-token response, and servedeck stamped each first event a median of 2 ms
 after the server wrote it.
 
+The cause, found later: the engine core process busy-waits on its worker, and on
+two cores it spins beside the API server, which then gets too little CPU to
+write tokens as they come. `--frontend-apart` pins the engine core onto the
+worker's core and the API server onto the other (tests/support/vllm_affinity.py);
+with it, all 32 runs of either client (four series of 8) streamed.
+
 Run: python tests/perf/vllm_stream_delivery.py [--requests 16] [--tokens 64]
-     [--base-url URL --model PATH]   (without --base-url it starts the test harness's server)
+     [--frontend-apart] [--base-url URL --model PATH]   (without --base-url it starts the test harness's server)
 """
 
 from __future__ import annotations
@@ -109,13 +115,20 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--base-url", default=None)
     parser.add_argument("--model", default="")
+    parser.add_argument(
+        "--frontend-apart",
+        action="store_true",
+        help="pin the engine core beside its worker and the API server apart (vllm_affinity.py)",
+    )
     args = parser.parse_args()
     if args.base_url:
         probe(args.base_url, args.model, args.requests, args.tokens)
         return
     venv = ensure_vllm_venv()
     model = ensure_tiny_model(venv.python)
-    server = start_vllm_server(venv, model.path, Path(tempfile.mkdtemp(prefix="vllm-delivery-")))
+    workdir = Path(tempfile.mkdtemp(prefix="vllm-delivery-"))
+    server = start_vllm_server(venv, model.path, workdir, frontend_apart=args.frontend_apart)
+    print(f"affinity: {server.affinity}", flush=True)
     try:
         probe(server.base_url, server.model, args.requests, args.tokens)
     finally:

@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.vllm_affinity import pin_frontend_apart
 from tests.support.vllm_install import TinyModel, VllmVenv, ensure_tiny_model, ensure_vllm_venv
 from tests.support.vllm_procs import (
     RUN_ID_ENV,
@@ -68,6 +69,7 @@ class VllmServer:
     tmpdir: Path
     start_s: float = 0.0
     tree_at_start: list[ProcInfo] = field(default_factory=list)
+    affinity: str = "as vLLM set it"
 
     @property
     def pid(self) -> int:
@@ -202,13 +204,15 @@ def start_vllm_server(
     workdir: Path,
     extra_args: tuple[str, ...] = (),
     eager: bool | None = None,
+    frontend_apart: bool = False,
 ) -> VllmServer:
     """Start `vllm serve` on a free loopback port and wait until it is healthy.
 
     It runs in its own session so terminal signals to pytest do not reach it and
     the tests decide how it is stopped. On failure everything it spawned is ended.
     VLLM_CACHE_ROOT is workdir/vllm-cache, so reusing a workdir reuses the
-    torch.compile cache (a warm start).
+    torch.compile cache (a warm start). `frontend_apart` gives the API server cores
+    the engine core does not spin on (tests/support/vllm_affinity.py says why).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex
@@ -262,6 +266,8 @@ def start_vllm_server(
         raise
     server.start_s = time.monotonic() - started
     server.tree_at_start = descendants(process.pid)
+    if frontend_apart:
+        server.affinity = pin_frontend_apart(process.pid)
     record_timing(f"server start ({'eager' if use_eager else 'compile'})", server.start_s)
     return server
 
@@ -324,7 +330,9 @@ def real_vllm_server(
     That is the tier's only SIGTERM proof (no server is started just for it): a
     failure here is an error at the teardown of the last test that used it.
     """
-    server = start_vllm_server(vllm_venv, tiny_model_dir, tmp_path_factory.mktemp("vllm-session"))
+    server = start_vllm_server(
+        vllm_venv, tiny_model_dir, tmp_path_factory.mktemp("vllm-session"), frontend_apart=True
+    )
     assert [p for p in server.tree_at_start if p.cmdline.startswith("VLLM::EngineCore")]
     yield server
     report = stop_vllm_server(server)
