@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.vllm_affinity import frontend_apart
 from tests.support.vllm_bench_serve import (
     COMPARED,
     PAIRED,
@@ -97,15 +98,16 @@ async def test_same_workload_same_figures_as_vllm_bench_serve(
         run = await run_servedeck(spec)
         ours.append(server_account(run, before, await server_latency_totals(server.base_url)))
 
-    print(f"\naffinity: {server.affinity}")
-    for index in range(ROUNDS):
-        if index % 2 == 0:
-            await vllm_run(index)
-            await servedeck_run()
-        else:
-            await servedeck_run()
-            await vllm_run(index)
-        print(f"round {index}\n  {row(theirs[-1])}\n  {row(ours[-1])}")
+    with frontend_apart(server.pid) as affinity:
+        print(f"\naffinity: {affinity}")
+        for index in range(ROUNDS):
+            if index % 2 == 0:
+                await vllm_run(index)
+                await servedeck_run()
+            else:
+                await servedeck_run()
+                await vllm_run(index)
+            print(f"round {index}\n  {row(theirs[-1])}\n  {row(ours[-1])}")
     for run in (*theirs, *ours):
         assert run.completed == PROMPTS
         assert run.output_tokens == PROMPTS * TOKENS

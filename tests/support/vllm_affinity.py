@@ -13,11 +13,16 @@ runs each: unpinned, vLLM's client and servedeck's each burst in 1-2 of 4 runs
 API server on the rest, all 32 runs of four such series streamed (TTFT 13-20 ms,
 output tok/s 1,230-1,730). Comparing two clients needs a server that delivers
 the same way to both.
+
+The test suite's shared server is pinned only while the clients are compared
+(`frontend_apart`); perf scripts that own their server pin it for its life.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tests.support.vllm_procs import descendants
 
@@ -36,6 +41,17 @@ def _set_affinity(pid: int, cores: set[int]) -> None:
             os.sched_setaffinity(tid, cores)
         except OSError:
             pass  # the thread ended meanwhile
+
+
+def _masks(pids: list[int]) -> dict[int, set[int]]:
+    masks: dict[int, set[int]] = {}
+    for pid in pids:
+        for tid in _threads(pid):
+            try:
+                masks[tid] = os.sched_getaffinity(tid)
+            except OSError:
+                pass
+    return masks
 
 
 def pin_frontend_apart(api_server_pid: int) -> str:
@@ -58,3 +74,29 @@ def pin_frontend_apart(api_server_pid: int) -> str:
         f"engine core {engine} on cores {sorted(worker_cores)} with its worker,"
         f" API server {api_server_pid} on cores {sorted(frontend_cores)}"
     )
+
+
+@contextmanager
+def frontend_apart(api_server_pid: int) -> Iterator[str]:
+    """Pin as `pin_frontend_apart` for a block, then give every thread its cores back.
+
+    Only for comparing clients: pinned, the API server shares its one core with the
+    client, and a lone stream then now and then carries two tokens in one chunk,
+    which the tests that count one token per chunk at concurrency 1 do not allow.
+    """
+    pids = [api_server_pid] + [
+        p.pid for p in descendants(api_server_pid) if p.cmdline.startswith("VLLM::EngineCore")
+    ]
+    before = _masks(pids)
+    process_masks = {pid: before.get(pid) for pid in pids}
+    try:
+        yield pin_frontend_apart(api_server_pid)
+    finally:
+        for pid in pids:
+            for tid in _threads(pid):
+                mask = before.get(tid) or process_masks[pid]
+                if mask:
+                    try:
+                        os.sched_setaffinity(tid, mask)
+                    except OSError:
+                        pass

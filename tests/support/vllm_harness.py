@@ -330,9 +330,7 @@ def real_vllm_server(
     That is the tier's only SIGTERM proof (no server is started just for it): a
     failure here is an error at the teardown of the last test that used it.
     """
-    server = start_vllm_server(
-        vllm_venv, tiny_model_dir, tmp_path_factory.mktemp("vllm-session"), frontend_apart=True
-    )
+    server = start_vllm_server(vllm_venv, tiny_model_dir, tmp_path_factory.mktemp("vllm-session"))
     assert [p for p in server.tree_at_start if p.cmdline.startswith("VLLM::EngineCore")]
     yield server
     report = stop_vllm_server(server)
