@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -16,6 +17,15 @@ from tui.logs.line import Level, LogLine, explicit_level, strip_ansi
 from tui.serving import loadpatterns as p
 
 _MAX_LINE_CHARS = 64 * 1024  # of a longer line, its head and tail are read
+# Every line that may start or join a load outside one holds one of these (see _feed_text).
+_LOAD_WORDS = (
+    "version",
+    "LLM engine",
+    "ServerArgs(",
+    "Starting to load model",
+    "Load weight begin",
+    "Completed",
+)
 _MAX_SEGMENTS = 64  # tqdm `\r` updates kept from one line: the newest say the most
 
 
@@ -250,9 +260,56 @@ class LoadTracker:
             if segment.strip():
                 self._feed_text(segment[: p.SCAN_CHARS].rstrip(), t, line.level)
 
-    def feed_many(self, lines: list[LogLine] | list[str]) -> None:
-        for line in lines:
-            self.feed(line)
+    def feed_many(self, lines: Sequence[LogLine | str]) -> None:
+        """Lines in order, as `feed` would take them one by one, at a flood's pace.
+
+        Outside a load only a line that may start or join one, or a stats line, changes
+        anything but the clock; and of a run of stats lines only the newest that matches
+        counts. So a line holding none of their literals only moves the clock, and the
+        stats lines wait and are read newest first, before any line that takes `feed`.
+        """
+        stats: list[tuple[str, float]] = []  # stats lines not read yet, oldest first
+        # The batch searched once: without an escape, a `\r` or a load's literal anywhere,
+        # no line needs the per-line test for them.
+        joined = "\n".join(line if isinstance(line, str) else line.text for line in lines)
+        careful = "\r" in joined or "\x1b" in joined or any(word in joined for word in _LOAD_WORDS)
+        for index, line in enumerate(lines):
+            if self._load_started is not None or isinstance(line, str):
+                self._settle_stats(stats)
+                for rest in lines[index:]:
+                    self.feed(rest)
+                return
+            text, t = line.text, line.timestamp_s
+            if (
+                t is None
+                or len(text) > _MAX_LINE_CHARS
+                or (
+                    careful
+                    and (
+                        "\r" in text or "\x1b" in text or any(word in text for word in _LOAD_WORDS)
+                    )
+                )
+            ):
+                self._settle_stats(stats)
+                self.feed(line)
+                continue
+            last = self._last_t
+            if last is not None and last > t:
+                t = last
+            self._last_t = t
+            if "Avg prompt throughput: " in text or "Decode batch." in text:
+                stats.append((text, t))
+        self._settle_stats(stats)
+
+    def _settle_stats(self, stats: list[tuple[str, float]]) -> None:
+        """The newest of the waiting stats lines that reads as stats; the older ones are moot."""
+        before = self._stats
+        for text, t in reversed(stats):
+            if text.strip():
+                self._stats_line(_message(text[: p.SCAN_CHARS].rstrip()), t)
+                if self._stats is not before:
+                    break
+        stats.clear()
 
     def _starts_new_load(self, message: str) -> bool:
         # Each search only where its literal is (every match holds it): a flood of request
