@@ -10,13 +10,14 @@ escapes, broken UTF-8, CRLF, lines without a time, a load starting amid stats li
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.line import LevelClassifier, LogLine, read_lines, warnings_or_worse
 from tui.logs.tail import FileFollower
 from tui.serving.loadwatch import LoadTracker
 from tui.serving.restart_loop import RestartLoopDetector
@@ -188,3 +189,24 @@ def test_restart_watch_batches_keep_the_evidence_of_line_by_line(size: int) -> N
         many.feed(text for text in chunk)
         assert many._evidence == one._evidence
     assert one._evidence is not None
+
+
+def test_read_lines_are_the_lines_the_dataclass_builds() -> None:
+    assert [field.name for field in dataclasses.fields(LogLine)] == [
+        "text",
+        "timestamp_s",
+        "cursor",
+        "level",
+        "priority",
+        "source",
+    ]  # read_lines sets each of these: a new field must be set there too
+    texts, levels = ["a", "", "c\u00e9"], ["INFO", "WARNING", "ERROR"]
+    built = read_lines(texts, levels, 1.5, "file:x")
+    assert built == [
+        LogLine(t, 1.5, None, lv, None, "file:x") for t, lv in zip(texts, levels, strict=True)
+    ]
+    assert hash(built[0]) == hash(LogLine("a", 1.5, None, "INFO", None, "file:x"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built[0].text = "changed"  # type: ignore[misc]
+    assert warnings_or_worse(built) == built[1:]
+    assert warnings_or_worse([LogLine("x", level="NOTICE"), LogLine("y", level="DEBUG")]) == []

@@ -8,7 +8,7 @@ at all. Severity therefore comes from the text first and the journal priority se
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -37,9 +37,47 @@ class LogLine:
     source: str = ""
 
 
+def read_lines(
+    texts: Sequence[str], levels: Sequence[str], timestamp_s: float | None, source: str
+) -> list[LogLine]:
+    """LogLines of one read (same time, same source), equal to `LogLine(...)` of each.
+
+    A frozen dataclass's __init__ sets each field through object.__setattr__; setting the
+    slots directly builds a flood's lines in ~60 % of the time.
+    """
+    new = object.__new__
+    out: list[LogLine] = []
+    add = out.append
+    for text, level in zip(texts, levels, strict=True):
+        line = new(LogLine)
+        _SET_TEXT(line, text)
+        _SET_TIMESTAMP(line, timestamp_s)
+        _SET_CURSOR(line, None)
+        _SET_LEVEL(line, level)
+        _SET_PRIORITY(line, None)
+        _SET_SOURCE(line, source)
+        add(line)
+    return out
+
+
+# the slots' own descriptors (LogLine.text is one; reached through __dict__ for the typing)
+_SET_TEXT = LogLine.__dict__["text"].__set__
+_SET_TIMESTAMP = LogLine.__dict__["timestamp_s"].__set__
+_SET_CURSOR = LogLine.__dict__["cursor"].__set__
+_SET_LEVEL = LogLine.__dict__["level"].__set__
+_SET_PRIORITY = LogLine.__dict__["priority"].__set__
+_SET_SOURCE = LogLine.__dict__["source"].__set__
+
+
 def warning_or_worse(line: LogLine) -> bool:
     """Whether a line is a warning or an error: the ones the flight recorder keeps."""
     return LEVEL_RANK.get(line.level, 1) >= _WARNING_RANK
+
+
+def warnings_or_worse(lines: Iterable[LogLine]) -> list[LogLine]:
+    """The lines `warning_or_worse` keeps, picked in one pass over a batch."""
+    rank = LEVEL_RANK.get
+    return [line for line in lines if rank(line.level, 1) >= _WARNING_RANK]
 
 
 _WARNING_RANK = LEVEL_RANK[Level.WARNING]

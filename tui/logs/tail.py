@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from tui.core.errors import HostError
 from tui.hosts.base import Host
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.line import LevelClassifier, LogLine, read_lines
 
 _BLOCK_BYTES = 64 * 1024
 # A chunk is decoded, split and classified at once: ~1,000 lines of a flood, a few ms.
@@ -103,11 +103,7 @@ class FileFollower:
         if "\r" in text:
             texts = [line.rstrip("\r") for line in texts]
         levels = self._classifier.classify_many(texts, text)
-        now_s, source = time.time(), self.source
-        return [
-            LogLine(line, now_s, None, level, None, source)
-            for line, level in zip(texts, levels, strict=True)
-        ]
+        return read_lines(texts, levels, time.time(), self.source)
 
     def _open(self) -> tuple[BinaryIO, int] | None:
         try:

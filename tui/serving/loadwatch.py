@@ -121,9 +121,9 @@ class LoadProgress:
 
 # A log flood repeats the same minute thousands of times: mktime (and localtime for the
 # year) cost more than the rest of the parse, so the year is kept per wall-clock second and
-# each minute's start per (year, month, day, hour, minute); a second within the minute adds.
+# each minute's start per (year, `MM-DD HH:MM` as written); a second within the minute adds.
 _YEAR_AT: list[int] = [-1, 0]  # [the wall-clock second, the local year then]
-_MINUTE_START_S: dict[tuple[int, int, int, int, int], float | None] = {}
+_MINUTE_START_S: dict[tuple[int, str], float | None] = {}
 _MINUTE_CACHE_MAX = 4096
 _MINUTE_ZONE: list[object] = [None]  # the time zone the cached minutes were computed in
 
@@ -147,20 +147,23 @@ def vllm_line_time_s(text: str, year: int | None = None) -> float | None:
     match = p.VLLM_TIMESTAMP.search(text[:80])
     if not match:
         return None
-    month, day, hour, minute, second = (int(g) for g in match.groups())
+    stamp = match.group(0)  # `MM-DD HH:MM:SS ` (15 characters: one per digit)
+    second = int(stamp[12:14])
     year = year or _local_year()
     if second >= 60:  # mktime normalises a leap or bad second: leave that to it
+        month, day, hour, minute = (int(g) for g in match.groups()[:4])
         return _mktime(year, month, day, hour, minute, second)
     zone = (time.timezone, time.altzone, time.tzname)  # after a tzset, minutes start anew
     if zone != _MINUTE_ZONE[0]:
         _MINUTE_ZONE[0] = zone
         _MINUTE_START_S.clear()
-    key = (year, month, day, hour, minute)
+    key = (year, stamp[:11])  # the minute as written: no int() for a minute already seen
     try:
         start = _MINUTE_START_S[key]
     except KeyError:
         if len(_MINUTE_START_S) >= _MINUTE_CACHE_MAX:
             _MINUTE_START_S.clear()
+        month, day, hour, minute = (int(g) for g in match.groups()[:4])
         start = _MINUTE_START_S[key] = _mktime(year, month, day, hour, minute, 0)
     return None if start is None else start + second
 
