@@ -84,6 +84,7 @@ SERVICE_POLL_S = 1.0  # a crashed or stopped server shows within 2 s
 METRICS_POLL_S = 2.0
 LOG_DRAIN_S = 0.1
 LOG_DRAIN_LINES = 2000  # per turn of the event loop: a flood's backlog must not hold it
+LOG_BACKLOG_LINES = 20_000  # read but not yet drained; the log source waits beyond it
 READINESS_POLL_S = 1.0
 RETRY_S = 2.0  # a log source that failed to start is tried again this often
 _NO_UNIT = "no systemd unit in this profile"
@@ -420,6 +421,8 @@ class ServedeckApp(
                 if not self._drain_scheduled:
                     self._drain_scheduled = True
                     self.set_timer(LOG_DRAIN_S, self._drain_log_lines, name="log-drain")
+                while len(self._incoming_lines) >= LOG_BACKLOG_LINES:  # memory stays bounded:
+                    await asyncio.sleep(LOG_DRAIN_S / 20)  # the source waits for the drain
         except ServedeckError as error:
             if not self.health["log"].failing:  # once per outage; the note counts down
                 self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))
