@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,8 @@ from hypothesis import strategies as st
 
 from tui.logs.line import LevelClassifier, LogLine, read_lines, warnings_or_worse
 from tui.logs.tail import FileFollower
-from tui.serving.loadwatch import LoadTracker
+from tui.serving import loadpatterns as patterns
+from tui.serving.loadwatch import _FACT_WORDS, LoadTracker
 from tui.serving.restart_loop import RestartLoopDetector
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
@@ -210,3 +213,104 @@ def test_read_lines_are_the_lines_the_dataclass_builds() -> None:
         built[0].text = "changed"  # type: ignore[misc]
     assert warnings_or_worse(built) == built[1:]
     assert warnings_or_worse([LogLine("x", level="NOTICE"), LogLine("y", level="DEBUG")]) == []
+
+
+FACT_SAMPLES = [
+    "vLLM API server version 0.32.0, serving model m/x",
+    "\u2588 \u2588 version 0.3 \u2588 model m",
+    "Initializing a V1 LLM engine (v0.32) with config: model='m'",
+    "server_args=ServerArgs(model_path='m'",
+    "Starting to load model m...",
+    "Load weight begin",
+    "Loading safetensors checkpoint shards: 50% Completed | 1/2 [00:01<00:01",
+    "Loading weights took 1.5 seconds",
+    "Model loading took 1.2 GiB and 3.4 seconds",
+    "Load weight end. type=x, mem usage=1.5 GB",
+    "torch.compile takes 3.2 s in total",
+    "torch.compile took 3 s",
+    "Warming up model for the compilation",
+    "Dynamo bytecode transform time",
+    "Compiling a graph for dynamic shape",
+    "Compiling model again",
+    "Start compiling",
+    "Available KV cache memory: 1.5 GiB",
+    "Explicitly set (1.0/2.0) GiB for KV cache",
+    "GPU KV cache size: 1,000 tokens",
+    "Maximum concurrency for 1,000 tokens per request: 2.5x",
+    "Memory pool end",
+    "KV Cache is allocated. #tokens: 100",
+    "max_total_num_tokens=1000",
+    "init engine (profile, create kv cache, warmup model) took 3.0",
+    "Graph capturing finished in 5 secs, took 0.5 GiB",
+    "Capture cuda graph end. Time elapsed: 3.1 s. mem usage=0.2 GB",
+    "Capturing CUDA graphs",
+    "Capture CUDA graph begin",
+    "Starting vLLM API server on http://x",
+    "Uvicorn running on http://x",
+    "Application startup complete.",
+    "The server is fired up and ready to roll!",
+    "[shutdown]",
+    "Shutting down",
+    "shutdown triggered",
+    "Received SIGTERM",
+    "Gracefully stopping",
+]
+FACT_PIECES = [
+    *FACT_SAMPLES,
+    *(sample[: len(sample) // 2] for sample in FACT_SAMPLES),
+    *(sample[len(sample) // 2 :] for sample in FACT_SAMPLES),
+    " ",
+    "x",
+    "1",
+    "\u2588",
+]
+
+
+def fact_patterns() -> list[re.Pattern[str]]:
+    """Every pattern _facts_and_phase tries, read from its source (a new one is seen)."""
+    source = inspect.getsource(LoadTracker._facts_and_phase)
+    names = sorted(set(re.findall(r"\bp\.([A-Z_]+)\.search", source)))
+    assert len(names) >= 23
+    return [getattr(patterns, name) for name in names]
+
+
+def test_fact_words_hold_for_each_pattern_sample() -> None:
+    compiled = fact_patterns()
+    for pattern in compiled:
+        assert any(pattern.search(sample) for sample in FACT_SAMPLES), pattern.pattern
+    for sample in FACT_SAMPLES:
+        assert any(word in sample for word in _FACT_WORDS), sample
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(FACT_PIECES), max_size=10).map("".join))
+def test_a_fact_pattern_matches_only_where_a_fact_word_is(text: str) -> None:
+    if any(pattern.search(text) for pattern in fact_patterns()):
+        assert any(word in text for word in _FACT_WORDS), text
+
+
+def test_fact_words_hold_on_captured_logs() -> None:
+    compiled = fact_patterns()
+    matched = 0
+    for text in captured_lines():
+        if any(pattern.search(text) for pattern in compiled):
+            matched += 1
+            assert any(word in text for word in _FACT_WORDS), text
+    assert matched >= 10
+
+
+@pytest.mark.parametrize("size", [1, 7, 2000])
+def test_gated_batches_end_where_the_ungated_tracker_ends(size: int) -> None:
+    lines = tracker_lines(True) + [
+        LogLine(text, 1.9e9 + index) for index, text in enumerate(FACT_SAMPLES)
+    ]
+    lines += tracker_lines(False)
+    ungated, gated = LoadTracker(year=2026), LoadTracker(year=2026)
+    ungated._fact_words = ("",)  # "" is in every text: every pattern is tried
+    for start in range(0, len(lines), size):
+        chunk = lines[start : start + size]
+        for line in chunk:
+            ungated.feed(line)
+        gated.feed_many(chunk)
+        assert gated.snapshot(now_s=2e9) == ungated.snapshot(now_s=2e9)
+        assert gated._fact_words == _FACT_WORDS

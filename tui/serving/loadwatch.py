@@ -26,6 +26,47 @@ _LOAD_WORDS = (
     "Load weight begin",
     "Completed",
 )
+# Each pattern _facts_and_phase tries holds one of these words in every match (all are
+# case-sensitive): a message with none of them cannot move the phase or add a fact.
+_FACT_WORDS: tuple[str, ...] = (
+    "version",  # VLLM_VERSION
+    "\u2588",  # BANNER_MODEL
+    "LLM engine",  # VLLM_ENGINE_INIT
+    "ServerArgs(",  # SGLANG_START
+    "Completed",  # SHARD_BAR
+    "Starting to load model",  # WEIGHTS_START
+    "Load weight begin",
+    "Model loading took",  # MODEL_LOADING_TOOK
+    "Loading weights took",  # WEIGHTS_TOOK
+    "Load weight end.",  # SGLANG_WEIGHTS_END
+    "torch.compile t",  # COMPILE_TOOK
+    "Warming up model for the compilation",  # COMPILE_START
+    "Dynamo bytecode transform time",
+    "Compiling a graph for dynamic shape",
+    "Compiling model again",
+    "Start compiling",
+    "Available KV cache memory: ",  # KV_AVAILABLE
+    "Explicitly set ",  # KV_EXPLICIT
+    " KV cache size: ",  # KV_TOKENS
+    "Maximum concurrency for ",  # MAX_CONCURRENCY
+    "Memory pool end",  # SGLANG_KV
+    "KV Cache is allocated. #tokens: ",
+    "max_total_num_tokens=",  # SGLANG_MAX_TOKENS
+    "init engine (profile, create kv cache, warmup model) took ",  # INIT_ENGINE_TOOK
+    "Graph capturing finished in ",  # GRAPHS_DONE
+    " graph end. Time elapsed: ",
+    "Capturing CUDA graph",  # GRAPHS_START
+    " graph begin",
+    "Starting vLLM ",  # SERVER_STARTING
+    "Uvicorn running on ",
+    "Application startup complete.",  # SERVER_READY
+    "The server is fired up and ready to roll!",
+    "[shutdown]",  # SHUTDOWN
+    "Shutting down",
+    "shutdown triggered",
+    "Received SIGTERM",
+    "Gracefully stopping",
+)
 _MAX_SEGMENTS = 64  # tqdm `\r` updates kept from one line: the newest say the most
 
 
@@ -198,6 +239,7 @@ class LoadTracker:
         self.post_weights_s = post_weights_s
         self._year = year
         self._last_t: float | None = None
+        self._fact_words = _FACT_WORDS  # those a batch holds, while feed_many reads it
         self._memory: deque[tuple[float, int]] = deque(maxlen=600)
         self._reset(None)
         self.phase = Phase.STOPPED  # nothing seen yet
@@ -279,8 +321,13 @@ class LoadTracker:
         for index, line in enumerate(lines):
             if self._load_started is not None or isinstance(line, str):
                 self._settle_stats(stats)
-                for rest in lines[index:]:
-                    self.feed(rest)
+                if "\x1b" not in joined:  # cutting an escape out could join a word's halves
+                    self._fact_words = tuple(word for word in _FACT_WORDS if word in joined)
+                try:
+                    for rest in lines[index:]:
+                        self.feed(rest)
+                finally:
+                    self._fact_words = _FACT_WORDS
                 return
             text, t = line.text, line.timestamp_s
             if (
@@ -346,6 +393,8 @@ class LoadTracker:
         self._stats_line(message, t)
 
     def _facts_and_phase(self, message: str, t: float) -> None:
+        if not any(word in message for word in self._fact_words):
+            return  # no pattern below can match: each needs one of these words
         if match := p.VLLM_VERSION.search(message):
             self._set(engine="vllm", version=match.group(1))
             if match.group(2):
