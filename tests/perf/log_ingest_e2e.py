@@ -179,7 +179,7 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     from tui.core.redact import redact_text
     from tui.hosts.local import LocalHost
     from tui.logs.journal import JournalFollower
-    from tui.logs.line import LevelClassifier
+    from tui.logs.line import LevelClassifier, LogLine
     from tui.logs.tail import FileFollower
     from tui.record.feed import RecordFeed
     from tui.serving.loadwatch import LoadTracker, vllm_line_time_s
@@ -236,6 +236,12 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     tracker = LoadTracker()
     costs["load tracker"] = per_line_us(
         timed(lambda: [tracker.feed_many(batch) for batch in batches]), len(read)
+    )
+    loaded = LoadTracker()  # a server that has loaded: the steady state of a flood
+    captured = REPO / "tests" / "support" / "fixtures" / "vllm-0.32-cpu" / "server.log"
+    loaded.feed_many([LogLine(text, 1.8e9) for text in captured.read_text().splitlines()])
+    costs["load tracker, after a load"] = per_line_us(
+        timed(lambda: [loaded.feed_many(batch) for batch in batches]), len(read)
     )
     detector = RestartLoopDetector("vllm.service")
     costs["restart-loop watch"] = per_line_us(
