@@ -131,6 +131,13 @@ class LogPane(Vertical):
         threshold = LEVEL_RANK[FILTERS[self.level_filter]]
         rank = LEVEL_RANK.get
         stamps, wrap = self.show_timestamps, self.wrap
+        if threshold == 0 and not stamps and not wrap:
+            # Every line shown as it is: the batch joined and split again gives the same
+            # rows, and one search says whether any line needs its escapes cut or is long.
+            texts = [line.text for line in lines]
+            joined = "\n".join(texts)
+            if "\x1b" not in joined and max(map(len, texts), default=0) <= MAX_SHOWN_CHARS:
+                return joined.split("\n") if texts else []
         for line in lines:
             if rank(line.level, 1) < threshold:
                 continue

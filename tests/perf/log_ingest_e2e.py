@@ -175,10 +175,11 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
 
 def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     """Each stage apart, µs per line, on the same vLLM-format lines."""
+    from tui.app.console import LOG_DRAIN_LINES
     from tui.core.redact import redact_text
     from tui.hosts.local import LocalHost
     from tui.logs.journal import JournalFollower
-    from tui.logs.line import LevelClassifier
+    from tui.logs.line import LevelClassifier, LogLine
     from tui.logs.tail import FileFollower
     from tui.record.feed import RecordFeed
     from tui.serving.loadwatch import LoadTracker, vllm_line_time_s
@@ -188,6 +189,10 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     costs: dict[str, float] = {}
     classifier = LevelClassifier()
     costs["classify"] = per_line_us(timed(lambda: [classifier.classify(t) for t in lines]), total)
+    chunked = [lines[start : start + 1000] for start in range(0, total, 1000)]
+    costs["classify_many, chunks of 1,000"] = per_line_us(
+        timed(lambda: [LevelClassifier().classify_many(chunk) for chunk in chunked]), total
+    )
 
     async def consume(source_lines: Any) -> list[Any]:
         return [line async for line in source_lines]
@@ -224,11 +229,24 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
             len(raw),
         )
         costs["json.loads"] = per_line_us(timed(lambda: [json.loads(r) for r in raw]), len(raw))
+    # the console hands the tracker and the restart watch batches of LOG_DRAIN_LINES
+    batches = [
+        read[start : start + LOG_DRAIN_LINES] for start in range(0, len(read), LOG_DRAIN_LINES)
+    ]
     tracker = LoadTracker()
-    costs["load tracker"] = per_line_us(timed(lambda: tracker.feed_many(read)), len(read))
+    costs["load tracker"] = per_line_us(
+        timed(lambda: [tracker.feed_many(batch) for batch in batches]), len(read)
+    )
+    loaded = LoadTracker()  # a server that has loaded: the steady state of a flood
+    captured = REPO / "tests" / "support" / "fixtures" / "vllm-0.32-cpu" / "server.log"
+    loaded.feed_many([LogLine(text, 1.8e9) for text in captured.read_text().splitlines()])
+    costs["load tracker, after a load"] = per_line_us(
+        timed(lambda: [loaded.feed_many(batch) for batch in batches]), len(read)
+    )
     detector = RestartLoopDetector("vllm.service")
     costs["restart-loop watch"] = per_line_us(
-        timed(lambda: detector.feed(line.text for line in read)), len(read)
+        timed(lambda: [detector.feed(line.text for line in batch) for batch in batches]),
+        len(read),
     )
     costs["recorder's own-clock parse"] = per_line_us(
         timed(lambda: [vllm_line_time_s(line.text) for line in read]), len(read)

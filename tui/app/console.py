@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -82,6 +83,8 @@ if TYPE_CHECKING:  # loaded when first used: the first frame needs neither
 SERVICE_POLL_S = 1.0  # a crashed or stopped server shows within 2 s
 METRICS_POLL_S = 2.0
 LOG_DRAIN_S = 0.1
+LOG_DRAIN_LINES = 2000  # per turn of the event loop: a flood's backlog must not hold it
+LOG_BACKLOG_LINES = 20_000  # read but not yet drained; the log source waits beyond it
 READINESS_POLL_S = 1.0
 RETRY_S = 2.0  # a log source that failed to start is tried again this often
 _NO_UNIT = "no systemd unit in this profile"
@@ -225,6 +228,9 @@ class ServedeckApp(
     def _start_sources(self) -> None:
         if console_closing(self):
             return
+        # The modules and widgets of a started console live as long as it does: a full
+        # collection that walks them all again held the loop 40-90 ms in a log flood.
+        gc.freeze()
         self._start_recording()
         self._poll_overview()
         self._poll_gpus()
@@ -415,6 +421,8 @@ class ServedeckApp(
                 if not self._drain_scheduled:
                     self._drain_scheduled = True
                     self.set_timer(LOG_DRAIN_S, self._drain_log_lines, name="log-drain")
+                while len(self._incoming_lines) >= LOG_BACKLOG_LINES:  # memory stays bounded:
+                    await asyncio.sleep(LOG_DRAIN_S / 20)  # the source waits for the drain
         except ServedeckError as error:
             if not self.health["log"].failing:  # once per outage; the note counts down
                 self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))
@@ -425,7 +433,11 @@ class ServedeckApp(
         self._drain_scheduled = False
         if console_closing(self):  # a timer may fire while the app shuts down
             return
-        batch, self._incoming_lines = self._incoming_lines, []
+        batch = self._incoming_lines[:LOG_DRAIN_LINES]
+        del self._incoming_lines[:LOG_DRAIN_LINES]
+        if self._incoming_lines:  # a flood: the rest after the loop has run once more
+            self._drain_scheduled = True
+            self.set_timer(0.001, self._drain_log_lines, name="log-drain")
         if batch:
             self.source_ok("log")
         if batch and not self.deck.host.is_local:
@@ -763,3 +775,4 @@ class ServedeckApp(
             await self.bench_process.kill()
         await self.deck.close()
         self._stop_recording()
+        gc.unfreeze()  # a process that opens consoles again (tests) must free this one

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
 from tui.core.errors import ServedeckError
-from tui.logs.line import warning_or_worse
+from tui.logs.line import warnings_or_worse
 from tui.serving.loadwatch import vllm_line_time_s
 
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
@@ -115,9 +115,7 @@ class RecordMixin(ConsoleParts):
         if self._log_started_s is None:
             self._log_started_s = now
         settled = now - self._log_started_s > BACKLOG_S
-        for line in lines:
-            if not warning_or_worse(line):  # observe_log drops it: its clock need not be read
-                continue
+        for line in warnings_or_worse(lines):  # observe_log drops the rest: skip their clocks
             own = vllm_line_time_s(line.text)
             if line.cursor is None and (own is None and not settled):
                 continue

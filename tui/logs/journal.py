@@ -103,13 +103,13 @@ def entry_to_line(entry: dict[str, Any], classifier: LevelClassifier, source: st
     if priority is not None and not 0 <= priority <= 7:
         priority = None
     cursor = entry.get("__CURSOR")
-    return LogLine(
-        text=text,
-        timestamp_s=_realtime_s(entry.get("__REALTIME_TIMESTAMP")),
-        cursor=cursor if isinstance(cursor, str) else None,
-        level=classifier.classify(text, priority),
-        priority=priority,
-        source=source,
+    return LogLine(  # by position: keywords cost a flood ~0.5 µs a line
+        text,  # text
+        _realtime_s(entry.get("__REALTIME_TIMESTAMP")),  # timestamp_s
+        cursor if isinstance(cursor, str) else None,  # cursor
+        classifier.classify(text, priority),  # level
+        priority,  # priority
+        source,  # source
     )
 
 

@@ -8,6 +8,7 @@ at all. Severity therefore comes from the text first and the journal priority se
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -36,9 +37,47 @@ class LogLine:
     source: str = ""
 
 
+def read_lines(
+    texts: Sequence[str], levels: Sequence[str], timestamp_s: float | None, source: str
+) -> list[LogLine]:
+    """LogLines of one read (same time, same source), equal to `LogLine(...)` of each.
+
+    A frozen dataclass's __init__ sets each field through object.__setattr__; setting the
+    slots directly builds a flood's lines in ~60 % of the time.
+    """
+    new = object.__new__
+    out: list[LogLine] = []
+    add = out.append
+    for text, level in zip(texts, levels, strict=True):
+        line = new(LogLine)
+        _SET_TEXT(line, text)
+        _SET_TIMESTAMP(line, timestamp_s)
+        _SET_CURSOR(line, None)
+        _SET_LEVEL(line, level)
+        _SET_PRIORITY(line, None)
+        _SET_SOURCE(line, source)
+        add(line)
+    return out
+
+
+# the slots' own descriptors (LogLine.text is one; reached through __dict__ for the typing)
+_SET_TEXT = LogLine.__dict__["text"].__set__
+_SET_TIMESTAMP = LogLine.__dict__["timestamp_s"].__set__
+_SET_CURSOR = LogLine.__dict__["cursor"].__set__
+_SET_LEVEL = LogLine.__dict__["level"].__set__
+_SET_PRIORITY = LogLine.__dict__["priority"].__set__
+_SET_SOURCE = LogLine.__dict__["source"].__set__
+
+
 def warning_or_worse(line: LogLine) -> bool:
     """Whether a line is a warning or an error: the ones the flight recorder keeps."""
     return LEVEL_RANK.get(line.level, 1) >= _WARNING_RANK
+
+
+def warnings_or_worse(lines: Iterable[LogLine]) -> list[LogLine]:
+    """The lines `warning_or_worse` keeps, picked in one pass over a batch."""
+    rank = LEVEL_RANK.get
+    return [line for line in lines if rank(line.level, 1) >= _WARNING_RANK]
 
 
 _WARNING_RANK = LEVEL_RANK[Level.WARNING]
@@ -146,3 +185,50 @@ class LevelClassifier:
         if _PY_WARNING.search(body):
             return Level.WARNING
         return priority_level(priority) or Level.INFO
+
+    def classify_many(self, texts: Sequence[str], joined: str | None = None) -> list[str]:
+        """`classify` for consecutive lines, with the same answers, at a flood's pace.
+
+        The chunk (`joined`: the texts joined, when the caller has it) is searched once for
+        what needs the line-by-line reading: an escape, a Traceback, or a traceback still
+        open. Without them a line with vLLM's prefix states its level and nothing else
+        changes it, so one match per line is all it costs; other lines take `classify`.
+        """
+        if joined is None:
+            joined = "\n".join(texts)
+        classify = self.classify
+        if self._in_traceback or _TRACEBACK in joined or "\x1b" in joined:
+            return [classify(text) for text in texts]
+        vllm_level = _VLLM_LEVEL.match
+        stated = _STATED
+        levels: list[str] = []
+        add = levels.append
+        if _quiet(joined):  # a line stating no level is INFO: nothing in it says otherwise
+            for text in texts:
+                match = vllm_level(text)
+                add(stated[match.group(1)] if match else _non_vllm_level(text) or Level.INFO)
+            return levels
+        for text in texts:
+            match = vllm_level(text)
+            add(stated[match.group(1)] if match else classify(text))
+        return levels
+
+
+# Literals in every match of the body patterns classify reads when a line states no level:
+# _PY_WARNING(_LINE) "Warning: ", _EXCEPTION_LINE one of the four names, _ERROR_WORDS one of
+# its words (case-insensitive: exact by lowercasing only for ASCII text).
+_BODY_WORDS = ("Warning: ", "Error", "Exception", "Exit", "Interrupt")
+_ERROR_WORDS_LOWER = ("out of memory", "cuda error", "segmentation fault", "core dumped", "fatal")
+
+
+def _quiet(text: str) -> bool:
+    """Whether no line of `text` can match a body pattern (so none reads as warning or error)."""
+    if not text.isascii() or any(word in text for word in _BODY_WORDS):
+        return False
+    lower = text.lower()
+    return not any(word in lower for word in _ERROR_WORDS_LOWER)
+
+
+_STATED: dict[str, str] = {
+    name: _normal(name) for name in ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL")
+}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -16,6 +17,56 @@ from tui.logs.line import Level, LogLine, explicit_level, strip_ansi
 from tui.serving import loadpatterns as p
 
 _MAX_LINE_CHARS = 64 * 1024  # of a longer line, its head and tail are read
+# Every line that may start or join a load outside one holds one of these (see _feed_text).
+_LOAD_WORDS = (
+    "version",
+    "LLM engine",
+    "ServerArgs(",
+    "Starting to load model",
+    "Load weight begin",
+    "Completed",
+)
+# Each pattern _facts_and_phase tries holds one of these words in every match (all are
+# case-sensitive): a message with none of them cannot move the phase or add a fact.
+_FACT_WORDS: tuple[str, ...] = (
+    "version",  # VLLM_VERSION
+    "\u2588",  # BANNER_MODEL
+    "LLM engine",  # VLLM_ENGINE_INIT
+    "ServerArgs(",  # SGLANG_START
+    "Completed",  # SHARD_BAR
+    "Starting to load model",  # WEIGHTS_START
+    "Load weight begin",
+    "Model loading took",  # MODEL_LOADING_TOOK
+    "Loading weights took",  # WEIGHTS_TOOK
+    "Load weight end.",  # SGLANG_WEIGHTS_END
+    "torch.compile t",  # COMPILE_TOOK
+    "Warming up model for the compilation",  # COMPILE_START
+    "Dynamo bytecode transform time",
+    "Compiling a graph for dynamic shape",
+    "Compiling model again",
+    "Start compiling",
+    "Available KV cache memory: ",  # KV_AVAILABLE
+    "Explicitly set ",  # KV_EXPLICIT
+    " KV cache size: ",  # KV_TOKENS
+    "Maximum concurrency for ",  # MAX_CONCURRENCY
+    "Memory pool end",  # SGLANG_KV
+    "KV Cache is allocated. #tokens: ",
+    "max_total_num_tokens=",  # SGLANG_MAX_TOKENS
+    "init engine (profile, create kv cache, warmup model) took ",  # INIT_ENGINE_TOOK
+    "Graph capturing finished in ",  # GRAPHS_DONE
+    " graph end. Time elapsed: ",
+    "Capturing CUDA graph",  # GRAPHS_START
+    " graph begin",
+    "Starting vLLM ",  # SERVER_STARTING
+    "Uvicorn running on ",
+    "Application startup complete.",  # SERVER_READY
+    "The server is fired up and ready to roll!",
+    "[shutdown]",  # SHUTDOWN
+    "Shutting down",
+    "shutdown triggered",
+    "Received SIGTERM",
+    "Gracefully stopping",
+)
 _MAX_SEGMENTS = 64  # tqdm `\r` updates kept from one line: the newest say the most
 
 
@@ -111,9 +162,9 @@ class LoadProgress:
 
 # A log flood repeats the same minute thousands of times: mktime (and localtime for the
 # year) cost more than the rest of the parse, so the year is kept per wall-clock second and
-# each minute's start per (year, month, day, hour, minute); a second within the minute adds.
+# each minute's start per (year, `MM-DD HH:MM` as written); a second within the minute adds.
 _YEAR_AT: list[int] = [-1, 0]  # [the wall-clock second, the local year then]
-_MINUTE_START_S: dict[tuple[int, int, int, int, int], float | None] = {}
+_MINUTE_START_S: dict[tuple[int, str], float | None] = {}
 _MINUTE_CACHE_MAX = 4096
 _MINUTE_ZONE: list[object] = [None]  # the time zone the cached minutes were computed in
 
@@ -137,20 +188,23 @@ def vllm_line_time_s(text: str, year: int | None = None) -> float | None:
     match = p.VLLM_TIMESTAMP.search(text[:80])
     if not match:
         return None
-    month, day, hour, minute, second = (int(g) for g in match.groups())
+    stamp = match.group(0)  # `MM-DD HH:MM:SS ` (15 characters: one per digit)
+    second = int(stamp[12:14])
     year = year or _local_year()
     if second >= 60:  # mktime normalises a leap or bad second: leave that to it
+        month, day, hour, minute = (int(g) for g in match.groups()[:4])
         return _mktime(year, month, day, hour, minute, second)
     zone = (time.timezone, time.altzone, time.tzname)  # after a tzset, minutes start anew
     if zone != _MINUTE_ZONE[0]:
         _MINUTE_ZONE[0] = zone
         _MINUTE_START_S.clear()
-    key = (year, month, day, hour, minute)
+    key = (year, stamp[:11])  # the minute as written: no int() for a minute already seen
     try:
         start = _MINUTE_START_S[key]
     except KeyError:
         if len(_MINUTE_START_S) >= _MINUTE_CACHE_MAX:
             _MINUTE_START_S.clear()
+        month, day, hour, minute = (int(g) for g in match.groups()[:4])
         start = _MINUTE_START_S[key] = _mktime(year, month, day, hour, minute, 0)
     return None if start is None else start + second
 
@@ -185,6 +239,7 @@ class LoadTracker:
         self.post_weights_s = post_weights_s
         self._year = year
         self._last_t: float | None = None
+        self._fact_words = _FACT_WORDS  # those a batch holds, while feed_many reads it
         self._memory: deque[tuple[float, int]] = deque(maxlen=600)
         self._reset(None)
         self.phase = Phase.STOPPED  # nothing seen yet
@@ -250,9 +305,61 @@ class LoadTracker:
             if segment.strip():
                 self._feed_text(segment[: p.SCAN_CHARS].rstrip(), t, line.level)
 
-    def feed_many(self, lines: list[LogLine] | list[str]) -> None:
-        for line in lines:
-            self.feed(line)
+    def feed_many(self, lines: Sequence[LogLine | str]) -> None:
+        """Lines in order, as `feed` would take them one by one, at a flood's pace.
+
+        Outside a load only a line that may start or join one, or a stats line, changes
+        anything but the clock; and of a run of stats lines only the newest that matches
+        counts. So a line holding none of their literals only moves the clock, and the
+        stats lines wait and are read newest first, before any line that takes `feed`.
+        """
+        stats: list[tuple[str, float]] = []  # stats lines not read yet, oldest first
+        # The batch searched once: without an escape, a `\r` or a load's literal anywhere,
+        # no line needs the per-line test for them.
+        joined = "\n".join(line if isinstance(line, str) else line.text for line in lines)
+        careful = "\r" in joined or "\x1b" in joined or any(word in joined for word in _LOAD_WORDS)
+        for index, line in enumerate(lines):
+            if self._load_started is not None or isinstance(line, str):
+                self._settle_stats(stats)
+                if "\x1b" not in joined:  # cutting an escape out could join a word's halves
+                    self._fact_words = tuple(word for word in _FACT_WORDS if word in joined)
+                try:
+                    for rest in lines[index:]:
+                        self.feed(rest)
+                finally:
+                    self._fact_words = _FACT_WORDS
+                return
+            text, t = line.text, line.timestamp_s
+            if (
+                t is None
+                or len(text) > _MAX_LINE_CHARS
+                or (
+                    careful
+                    and (
+                        "\r" in text or "\x1b" in text or any(word in text for word in _LOAD_WORDS)
+                    )
+                )
+            ):
+                self._settle_stats(stats)
+                self.feed(line)
+                continue
+            last = self._last_t
+            if last is not None and last > t:
+                t = last
+            self._last_t = t
+            if "Avg prompt throughput: " in text or "Decode batch." in text:
+                stats.append((text, t))
+        self._settle_stats(stats)
+
+    def _settle_stats(self, stats: list[tuple[str, float]]) -> None:
+        """The newest of the waiting stats lines that reads as stats; the older ones are moot."""
+        before = self._stats
+        for text, t in reversed(stats):
+            if text.strip():
+                self._stats_line(_message(text[: p.SCAN_CHARS].rstrip()), t)
+                if self._stats is not before:
+                    break
+        stats.clear()
 
     def _starts_new_load(self, message: str) -> bool:
         # Each search only where its literal is (every match holds it): a flood of request
@@ -286,6 +393,8 @@ class LoadTracker:
         self._stats_line(message, t)
 
     def _facts_and_phase(self, message: str, t: float) -> None:
+        if not any(word in message for word in self._fact_words):
+            return  # no pattern below can match: each needs one of these words
         if match := p.VLLM_VERSION.search(message):
             self._set(engine="vllm", version=match.group(1))
             if match.group(2):

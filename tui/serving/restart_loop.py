@@ -112,7 +112,13 @@ class RestartLoopDetector:
         self._readings = [(t, n) for t, n in self._readings if now_s - t <= self.window_s]
 
     def feed(self, lines: Iterable[str]) -> None:
-        for text in lines:
+        texts = list(lines)
+        joined = "\n".join(texts)
+        if joined.isascii():  # a chunk without any needle holds no line with one
+            lower = joined.lower()
+            if not any(needle in lower for needle in _NEEDLES):
+                return
+        for text in texts:
             cause = cause_of(text)
             if cause:
                 self._evidence = (cause, text.strip())
