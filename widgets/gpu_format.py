@@ -19,6 +19,7 @@ SPARK_LEVELS = "▁▂▃▄▅▆▇█"
 T = TypeVar("T")
 
 
+@lru_cache(maxsize=64)
 def short_gpu_name(name: str, width: int) -> str:
     """ "NVIDIA RTX PRO 6000 Blackwell Server Edition" -> "RTX PRO 6000 Bl…" at width 15."""
     for prefix in ("NVIDIA ", "Nvidia "):
