@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from widgets.style_key import style_key
 from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces
 
 CELL_PADDING = 1  # blank cells on each side of a cell, as DataTable draws them
@@ -245,17 +246,8 @@ class GpuTable(Widget, can_focus=True):
             self._render_width = None
 
     def _refresh_styles(self) -> None:
-        """Look the row styles up again when any style they come from changed.
-
-        Every style change (a theme, focus, a class, CSS) bumps the changed styles'
-        update counters: those of this table, its component classes and its ancestors
-        (whose backgrounds show through) make the key.
-        """
-        components = self._component_styles
-        key = (
-            *(node.styles._cache_key for node in self.ancestors_with_self),
-            *(components[name]._cache_key for name in sorted(components)),
-        )
+        """Look the row styles up again when any style they come from changed."""
+        key = style_key(self)
         if key == self._styles_key and self._styles is not None:
             return
         self._styles_key = key

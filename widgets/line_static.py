@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import Visual, VisualType
 from textual.widgets import Static
+
+from widgets.style_key import style_key
 
 
 class _LineAt(Content):
@@ -52,6 +55,17 @@ class LineStatic(Static):
         self._rendered_for: tuple[int, Style] | None = None  # the width and style of _rows
         self._blank = Strip.blank(0)
         self._blank_style: Style | None = None  # the style _blank was drawn in
+        self._link_style: RichStyle | None = None
+        self._link_style_key: tuple[int, ...] = ()
+
+    @property
+    def link_style(self) -> RichStyle:
+        # Textual asks for it on every line rendered (it walks the ancestors' backgrounds);
+        # the lines here are rendered one at a time, so it is kept until a style changes.
+        key = style_key(self)
+        if key != self._link_style_key or self._link_style is None:
+            self._link_style_key, self._link_style = key, super().link_style
+        return self._link_style
 
     @property
     def visual(self) -> Visual:

@@ -1,4 +1,4 @@
-"""GpuTable's own line path draws what Textual's styles cache would, and follows style changes.
+"""GpuTable draws what Textual would and follows style changes; so does the process list.
 
 A table without border, padding, tint or opacity skips Textual's per-line styling and
 keeps its row styles until a style changes. Each check below draws every line both
@@ -16,6 +16,7 @@ from tests.support.gpu_boxes import GIB, loading_history, with_memory
 from tests.support.gpu_pane_app import GpuPaneApp
 from widgets.gpu_pane import GpuPane
 from widgets.gpu_table import GpuTable
+from widgets.line_static import LineStatic
 
 
 def _both_ways(table: GpuTable, crop: Region) -> tuple[list[Strip], list[Strip]]:
@@ -77,3 +78,18 @@ async def test_a_padded_table_keeps_textuals_path() -> None:
         assert not table._plain_box
         assert _segments(ours) == _segments(theirs)
         assert ours[1].text.startswith("  ")  # the padding is drawn
+
+
+async def test_the_process_lists_kept_link_style_follows_the_theme() -> None:
+    snapshot, trends = loading_history()
+    app = GpuPaneApp(snapshot, trends)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        lines = app.query_one("#gpu-detail", LineStatic)
+        before = lines.link_style
+        assert before == Widget.link_style.fget(lines)  # type: ignore[attr-defined]
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        after = lines.link_style
+        assert after == Widget.link_style.fget(lines)  # type: ignore[attr-defined]
+        assert after != before
