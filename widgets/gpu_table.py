@@ -17,13 +17,12 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.color import Color
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from widgets.style_key import style_key
+from widgets.plain_lines import PlainLines
 from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces
 
 CELL_PADDING = 1  # blank cells on each side of a cell, as DataTable draws them
@@ -94,9 +93,7 @@ class GpuTable(Widget, can_focus=True):
         self._strips: dict[int, Strip] = {}  # drawn rows by index, the cursor's aside
         self._strips_for: tuple[int, Style] | None = None  # the width and style they have
         self._styles: tuple[Style, Style, Style] | None = None
-        self._styles_key: tuple[int, ...] | None = None  # the style state _styles are for
-        self._plain_box = False  # no border, padding, tint or opacity (see render_lines)
-        self._filter_background = Color(0, 0, 0, 0)  # what the app's line filters are given
+        self._plain = PlainLines()  # the box's styles, and lines drawn without Textual's pass
         self._special: dict[str, tuple[object, Strip]] = {}  # header and cursor rows, drawn
         self._render_width: int | None = None  # the width while render_lines runs
         self._named_styles: dict[str, Style] = {}
@@ -211,67 +208,27 @@ class GpuTable(Widget, can_focus=True):
         return 1 + len(self._rows) if self._columns else 0
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # The styles walk the DOM (background tints of every ancestor): looked up again only
-        # when a style changed. The size asks the compositor: read once per repaint.
+        # The row styles walk the DOM (background tints of every ancestor): looked up again
+        # only when a style changed. The size asks the compositor: read once per repaint.
         self._refresh_styles()
-        width = self._render_width = self.size.width
+        self._render_width = self.size.width
         try:
-            if not self._plain_box or self.outer_size.width != width:
-                return super().render_lines(crop)
-            # Textual's styles cache adds borders, padding, tint and opacity around each
-            # changed line and copies it, then runs the app's line filters over the copy. A
-            # plain box has none of those: its lines are kept in the same cache, and go to the
-            # filters as they are; a row's Strip lives until its text changes and caches its
-            # filtered Strips, so an unchanged row costs nothing.
-            cache = self._styles_cache
-            if width != cache._width:
-                cache.clear()
-                cache._width = width
-            lines, dirty = cache._cache, cache._dirty_lines
-            background, filters = self._filter_background, self.app.get_line_filters()
-            strips: list[Strip] = []
-            for y in crop.line_range:
-                strip = lines.get(y) if y not in dirty else None
-                if strip is None:
-                    strip = lines[y] = self.render_line(y)
-                for line_filter in filters:
-                    strip = strip.apply_filter(line_filter, background)
-                strips.append(strip)
-            dirty.difference_update(crop.line_range)
-            if crop.column_span != (0, width):
-                left, right = crop.column_span
-                strips = [strip.crop(left, right) for strip in strips]
-            return strips
+            # A plain box's rows go to the line filters as they are; a row's Strip lives
+            # until its text changes, so an unchanged row costs nothing.
+            strips = self._plain.render(self, crop)
+            return super().render_lines(crop) if strips is None else strips
         finally:
             self._render_width = None
 
     def _refresh_styles(self) -> None:
         """Look the row styles up again when any style they come from changed."""
-        key = style_key(self)
-        if key == self._styles_key and self._styles is not None:
+        if not self._plain.update(self) and self._styles is not None:
             return
-        self._styles_key = key
-        self._styles_cache.clear()  # lines drawn in the old styles
         self._styles = (
             self.rich_style,
             self.get_component_rich_style("gpu-table--header"),
             self.get_component_rich_style("gpu-table--cursor"),
         )
-        styles = self.styles
-        hatch = styles.hatch if styles.has_rule("hatch") else "none"
-        self._plain_box = (
-            not self.BLANK
-            and self._border_title is None
-            and self._border_subtitle is None
-            and not any(edge for edge, _ in styles.border)
-            and not any(edge for edge, _ in styles.outline)
-            and not any(styles.padding)
-            and styles.text_opacity == 1.0
-            and styles.tint.a == 0
-            and self.opacity == 1.0
-            and hatch == "none"
-        )
-        self._filter_background = self.background_colors[1]
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width if self._render_width is None else self._render_width

@@ -21,7 +21,7 @@ from textual.style import Style
 from textual.visual import Visual, VisualType
 from textual.widgets import Static
 
-from widgets.style_key import style_key
+from widgets.plain_lines import PlainLines, style_key
 
 
 class _LineAt(Content):
@@ -56,6 +56,7 @@ class LineStatic(Static):
         self._blank = Strip.blank(0)
         self._blank_style: Style | None = None  # the style _blank was drawn in
         self._link_style: RichStyle | None = None
+        self._plain = PlainLines()
         self._link_style_key: tuple[int, ...] = ()
 
     @property
@@ -141,7 +142,9 @@ class LineStatic(Static):
             self._rendered_for = (width, style)
         if self._blank.cell_length != width or self._blank_style != style:
             self._blank, self._blank_style = Strip.blank(width, style.rich_style), style
-        return super().render_lines(crop)
+        self._plain.update(self)
+        strips = self._plain.render(self, crop)  # a changed line without Textual's pass
+        return super().render_lines(crop) if strips is None else strips
 
     def render_line(self, y: int) -> Strip:
         if self._lines is None:

@@ -23,7 +23,7 @@ def _both_ways(table: GpuTable, crop: Region) -> tuple[list[Strip], list[Strip]]
     table._styles_cache.clear()
     ours = table.render_lines(crop)
     table._styles_cache.clear()
-    table._styles, table._styles_key = None, None  # Textual's way, styles looked up afresh
+    table._styles, table._plain.key = None, None  # Textual's way, styles looked up afresh
     theirs = Widget.render_lines(table, crop)
     table._styles_cache.clear()
     return ours, theirs
@@ -41,7 +41,7 @@ async def test_plain_table_lines_match_textuals_and_follow_focus_and_theme() -> 
         table = app.query_one(GpuTable)
         width, height = table.size
         whole, middle = Region(0, 0, width, height), Region(20, 2, 50, 5)
-        assert table._plain_box
+        assert table._plain.plain
         focused, _ = _both_ways(table, whole)
         for crop in (whole, middle):
             ours, theirs = _both_ways(table, crop)
@@ -66,18 +66,19 @@ async def test_plain_table_lines_match_textuals_and_follow_focus_and_theme() -> 
         assert _segments(themed) != _segments(blurred)
 
 
-async def test_a_padded_table_keeps_textuals_path() -> None:
+async def test_side_padding_is_drawn_and_top_padding_takes_textuals_path() -> None:
     snapshot, trends = loading_history()
     app = GpuPaneApp(snapshot, trends)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         table = app.query_one(GpuTable)
-        table.styles.padding = (0, 2)
-        await pilot.pause()
-        ours, theirs = _both_ways(table, Region(0, 0, *table.outer_size))
-        assert not table._plain_box
-        assert _segments(ours) == _segments(theirs)
-        assert ours[1].text.startswith("  ")  # the padding is drawn
+        for padding, plain in (((0, 2), True), ((1, 3, 0, 1), False)):
+            table.styles.padding = padding
+            await pilot.pause()
+            ours, theirs = _both_ways(table, Region(0, 0, *table.outer_size))
+            assert table._plain.plain is plain
+            assert _segments(ours) == _segments(theirs)
+            assert ours[1].text.startswith(" " * (padding[-1] + 1))  # the padding is drawn
 
 
 async def test_the_process_lists_kept_link_style_follows_the_theme() -> None:
