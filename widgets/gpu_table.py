@@ -315,10 +315,17 @@ class GpuTable(Widget, can_focus=True):
     def _refresh_rows(self, indices: Sequence[int]) -> None:
         """One refresh for all changed rows: Textual's cost is per refresh, not per line."""
         width, height = self.size
-        lines = [index - self._first_row + 1 for index in indices]
-        regions = [Region(0, y, width, 1) for y in lines if 1 <= y < height]
-        if regions:
-            self.refresh(*regions)
+        lines = sorted({index - self._first_row + 1 for index in indices})
+        spans: list[list[int]] = []  # runs of adjacent lines: one region each, same lines
+        for y in lines:
+            if not 1 <= y < height:
+                continue
+            if spans and spans[-1][1] == y:
+                spans[-1][1] = y + 1
+            else:
+                spans.append([y, y + 1])
+        if spans:
+            self.refresh(*(Region(0, top, width, bottom - top) for top, bottom in spans))
 
     def _keep_cursor_visible(self) -> bool:
         """Scroll the rows (the header stays) so the cursor shows; True when they moved."""
