@@ -19,6 +19,7 @@ SPARK_LEVELS = "▁▂▃▄▅▆▇█"
 T = TypeVar("T")
 
 
+@lru_cache(maxsize=64)
 def short_gpu_name(name: str, width: int) -> str:
     """ "NVIDIA RTX PRO 6000 Blackwell Server Edition" -> "RTX PRO 6000 Bl…" at width 15."""
     for prefix in ("NVIDIA ", "Nvidia "):
@@ -140,14 +141,22 @@ def sparkline(values: Sequence[float], width: int, top: float = 100.0) -> str:
     """The series squeezed into width cells (max of each bucket), newest on the right."""
     if not values or width <= 0:
         return " " * max(width, 0)
+    count = len(values)
     points: Sequence[float] = (
-        [max(values[start:end]) for start, end in _bucket_bounds(len(values), width)]
-        if len(values) > width
-        else values
+        [max(values[cut]) for cut in _bucket_slices(count, width)] if count > width else values
     )
     levels = len(SPARK_LEVELS) - 1
-    # a list and no call per cell: drawn for every GPU twice a tick (spark_cell's arithmetic)
-    chars = "".join(
-        [SPARK_LEVELS[min(levels, max(0, round(min(v, top) / top * levels)))] for v in points]
-    )
+    # a list and no call per cell: drawn for every GPU twice a tick (spark_cell's arithmetic;
+    # for top > 0 the level cannot pass `levels`, so only a negative value needs clamping)
+    if top > 0:
+        chars = "".join([SPARK_LEVELS[max(0, round(min(v, top) / top * levels))] for v in points])
+    else:
+        chars = "".join(
+            [SPARK_LEVELS[min(levels, max(0, round(min(v, top) / top * levels)))] for v in points]
+        )
     return chars.rjust(width)
+
+
+@lru_cache(maxsize=256)
+def _bucket_slices(count: int, width: int) -> tuple[slice, ...]:
+    return tuple(slice(start, end) for start, end in _bucket_bounds(count, width))

@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from widgets.plain_lines import PlainLines
 from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces
 
 CELL_PADDING = 1  # blank cells on each side of a cell, as DataTable draws them
@@ -92,6 +93,8 @@ class GpuTable(Widget, can_focus=True):
         self._strips: dict[int, Strip] = {}  # drawn rows by index, the cursor's aside
         self._strips_for: tuple[int, Style] | None = None  # the width and style they have
         self._styles: tuple[Style, Style, Style] | None = None
+        self._plain = PlainLines()  # the box's styles, and lines drawn without Textual's pass
+        self._special: dict[str, tuple[object, Strip]] = {}  # header and cursor rows, drawn
         self._render_width: int | None = None  # the width while render_lines runs
         self._named_styles: dict[str, Style] = {}
         self._cursor_key: str | None = None
@@ -205,25 +208,38 @@ class GpuTable(Widget, can_focus=True):
         return 1 + len(self._rows) if self._columns else 0
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # The styles below walk the DOM (background tints of every ancestor), and the size
-        # asks the compositor for the region: look them up once per repaint, not per line.
-        self._styles = None
+        # The row styles walk the DOM (background tints of every ancestor): looked up again
+        # only when a style changed. The size asks the compositor: read once per repaint.
+        self._refresh_styles()
         self._render_width = self.size.width
         try:
-            return super().render_lines(crop)
+            # A plain box's rows go to the line filters as they are; a row's Strip lives
+            # until its text changes, so an unchanged row costs nothing.
+            strips = self._plain.render(self, crop)
+            return super().render_lines(crop) if strips is None else strips
         finally:
             self._render_width = None
+
+    def _refresh_styles(self) -> None:
+        """Look the row styles up again when any style they come from changed."""
+        if not self._plain.update(self) and self._styles is not None:
+            return
+        self._styles = (
+            self.rich_style,
+            self.get_component_rich_style("gpu-table--header"),
+            self.get_component_rich_style("gpu-table--cursor"),
+        )
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width if self._render_width is None else self._render_width
         base, header, cursor = self._line_styles()
         if y == 0 and self._columns:
-            return self._strip(self._header_line, base + header, width, base)
+            return self._special_strip("header", self._header_line, base + header, width, base)
         index = self._first_row + y - 1
         if not 0 <= index < len(self._lines):
             return Strip.blank(width, base)
         if self._rows[index].key == self._cursor_key:
-            return self._strip(self._lines[index], base + cursor, width, base)
+            return self._special_strip("cursor", self._lines[index], base + cursor, width, base)
         if self._strips_for != (width, base):
             self._strips_for = (width, base)
             self._strips.clear()
@@ -234,12 +250,19 @@ class GpuTable(Widget, can_focus=True):
 
     def _line_styles(self) -> tuple[Style, Style, Style]:
         if self._styles is None:
-            self._styles = (
-                self.rich_style,
-                self.get_component_rich_style("gpu-table--header"),
-                self.get_component_rich_style("gpu-table--cursor"),
-            )
+            self._refresh_styles()
+        assert self._styles is not None
         return self._styles
+
+    def _special_strip(self, name: str, line: Line, under: Style, width: int, base: Style) -> Strip:
+        """The header or the cursor's row, kept while its line, style and width stay."""
+        key = (line, under, width, base)
+        kept = self._special.get(name)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        strip = self._strip(line, under, width, base)
+        self._special[name] = (key, strip)
+        return strip
 
     def _strip(self, line: Line, under: Style, width: int, base: Style) -> Strip:
         """A row as one Strip: each run of one style is one segment, styled over `under`."""
@@ -292,10 +315,17 @@ class GpuTable(Widget, can_focus=True):
     def _refresh_rows(self, indices: Sequence[int]) -> None:
         """One refresh for all changed rows: Textual's cost is per refresh, not per line."""
         width, height = self.size
-        lines = [index - self._first_row + 1 for index in indices]
-        regions = [Region(0, y, width, 1) for y in lines if 1 <= y < height]
-        if regions:
-            self.refresh(*regions)
+        lines = sorted({index - self._first_row + 1 for index in indices})
+        spans: list[list[int]] = []  # runs of adjacent lines: one region each, same lines
+        for y in lines:
+            if not 1 <= y < height:
+                continue
+            if spans and spans[-1][1] == y:
+                spans[-1][1] = y + 1
+            else:
+                spans.append([y, y + 1])
+        if spans:
+            self.refresh(*(Region(0, top, width, bottom - top) for top, bottom in spans))
 
     def _keep_cursor_visible(self) -> bool:
         """Scroll the rows (the header stays) so the cursor shows; True when they moved."""

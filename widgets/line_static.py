@@ -4,19 +4,43 @@ The GPU pane's process list changes a number or two per tick, yet a Static parse
 and renders its whole markup on each update, and a repaint re-renders every line.
 Here each line of markup is parsed and rendered on its own, kept until its text
 changes, and only the changed lines are asked to repaint. Each line is rendered by
-Textual's own path (`Visual.to_strips`, at its line number, so selection offsets
-match), so it draws exactly what the Static would; while text is selected the
+Textual's own path (`Visual.to_strips`, numbered as in the whole text, so selection
+offsets match), so it draws exactly what the Static would; while text is selected the
 whole text is drawn the Static way. Each line's markup must close its own tags.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import Visual, VisualType
 from textual.widgets import Static
+
+from widgets.plain_lines import PlainLines, style_key
+
+
+class _LineAt(Content):
+    """One line of the text, drawn as line `y` of the whole text would be.
+
+    Its segments carry their offsets in the whole text (for selection), which Textual
+    takes from the line's number while formatting; drawing the line after y blank
+    lines did the same at the cost of formatting the blank lines too.
+    """
+
+    def __init__(self, line: Content, y: int) -> None:
+        super().__init__(line.plain, list(line.spans), line.cell_length)
+        self._line_y = y
+
+    def _wrap_and_format(self, width: int, *args: Any, **kwargs: Any) -> list[Any]:
+        lines = super()._wrap_and_format(width, *args, **kwargs)
+        for formatted in lines:
+            formatted.y += self._line_y
+        return lines
 
 
 class LineStatic(Static):
@@ -30,6 +54,19 @@ class LineStatic(Static):
         self._rows: list[Strip] = []  # the drawn rows, wrapped lines included
         self._rendered_for: tuple[int, Style] | None = None  # the width and style of _rows
         self._blank = Strip.blank(0)
+        self._blank_style: Style | None = None  # the style _blank was drawn in
+        self._link_style: RichStyle | None = None
+        self._plain = PlainLines()
+        self._link_style_key: tuple[int, ...] = ()
+
+    @property
+    def link_style(self) -> RichStyle:
+        # Textual asks for it on every line rendered (it walks the ancestors' backgrounds);
+        # the lines here are rendered one at a time, so it is kept until a style changes.
+        key = style_key(self)
+        if key != self._link_style_key or self._link_style is None:
+            self._link_style_key, self._link_style = key, super().link_style
+        return self._link_style
 
     @property
     def visual(self) -> Visual:
@@ -86,10 +123,8 @@ class LineStatic(Static):
             if strips is None:
                 strips = fresh.get(key)
             if strips is None:
-                content = Content.from_markup(line)
-                if y:  # at its line number, as in the whole text (selection offsets)
-                    content = Content("\n" * y) + content
-                strips = Visual.to_strips(self, content, width, None, style)[y:]
+                content = _LineAt(Content.from_markup(line), y)
+                strips = Visual.to_strips(self, content, width, None, style)
             fresh[key] = strips
             rows.extend(strips)
         self._strips_of, self._rows = fresh, rows
@@ -105,8 +140,11 @@ class LineStatic(Static):
             self._strips_of = {}
             self._render_rows(width, style)
             self._rendered_for = (width, style)
-        self._blank = Strip.blank(width, style.rich_style)
-        return super().render_lines(crop)
+        if self._blank.cell_length != width or self._blank_style != style:
+            self._blank, self._blank_style = Strip.blank(width, style.rich_style), style
+        self._plain.update(self)
+        strips = self._plain.render(self, crop)  # a changed line without Textual's pass
+        return super().render_lines(crop) if strips is None else strips
 
     def render_line(self, y: int) -> Strip:
         if self._lines is None:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import queue
 import sqlite3
+import struct
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.gpu.model import GpuBoxSnapshot
+from tui.gpu.model import GpuBoxSnapshot, GpuStatic
 from tui.record.lock import RecordLock
 from tui.record.model import METRICS_COLUMNS, Event, MetricsRow, pack_gpu_samples
 from tui.record.retention import RetentionPolicy, apply_retention
@@ -59,6 +60,7 @@ class Recorder:
         self._commits = 0
         self._last_error: str | None = None
         self._statics_json: str | None = None
+        self._statics: tuple[GpuStatic, ...] = ()
 
     # --- lifecycle -------------------------------------------------------------------
     def start(self) -> Recorder:
@@ -106,8 +108,11 @@ class Recorder:
     def add_gpu(self, snapshot: GpuBoxSnapshot) -> None:
         if not snapshot.available or not snapshot.samples:
             return
-        self._queue.put(("gpu", _ms(snapshot.taken_at_s), pack_gpu_samples(snapshot.samples)))
-        if snapshot.statics:
+        # Packed and compressed by the writer thread: the samples are frozen, and the tick's
+        # own thread is the console's event loop.
+        self._queue.put(("gpu", _ms(snapshot.taken_at_s), snapshot.samples))
+        if snapshot.statics and snapshot.statics != self._statics:  # the same ones every tick
+            self._statics = snapshot.statics
             statics = json.dumps([_static_dict(static) for static in snapshot.statics])
             if statics != self._statics_json:
                 self._statics_json = statics
@@ -191,8 +196,13 @@ def _static_dict(static: object) -> dict[str, object]:
 def _write(connection: sqlite3.Connection, item: tuple[object, ...]) -> None:
     kind = item[0]
     if kind == "gpu":
+        ts_ms, samples = item[1:]
+        try:
+            blob = pack_gpu_samples(samples)  # type: ignore[arg-type]
+        except (struct.error, ValueError, OverflowError):
+            return  # a value the tick format cannot hold: that tick is not recorded
         connection.execute(
-            "INSERT OR REPLACE INTO gpu_ticks (ts_ms, res_s, data) VALUES (?, 1, ?)", item[1:]
+            "INSERT OR REPLACE INTO gpu_ticks (ts_ms, res_s, data) VALUES (?, 1, ?)", (ts_ms, blob)
         )
     elif kind == "metrics":
         row = item[1]
