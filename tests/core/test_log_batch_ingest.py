@@ -19,51 +19,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
 from tui.logs.line import LevelClassifier, LogLine, read_lines, warnings_or_worse
 from tui.logs.tail import FileFollower
 from tui.serving import loadpatterns as patterns
 from tui.serving.loadwatch import _FACT_WORDS, LoadTracker
 from tui.serving.restart_loop import RestartLoopDetector
 
-FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
 STATS = (
     "(APIServer pid=2000) INFO 11-29 10:00:{s:02d} [loggers.py:335] Engine 000: Avg prompt "
     "throughput: {i}.0 tokens/s, Avg generation throughput: 82.1 tokens/s, Running: {i} reqs, "
     "Waiting: 0 reqs, GPU KV cache usage: 12.5%, Prefix cache hit rate: 0.0%"
 )
-TRICKY = [
-    "Traceback (most recent call last):",
-    '(Worker pid=1) ERROR 11-29 10:00:00 [x.py:1]   File "a.py", line 3',
-    "(Worker pid=1) ERROR 11-29 10:00:00 [x.py:1] ValueError: boom",
-    "(Worker pid=1) INFO 11-29 10:00:00 [x.py:1] next",
-    "Traceback (most recent call last):",
-    '  File "x.py", line 1, in <module>',
-    "(Worker pid=1) INFO 11-29 10:00:00 [x.py:1] inside the traceback still",
-    "ValueError: boom",
-    'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 200 OK',
-    "\x1b[32mINFO\x1b[0m 11-29 10:00:00 [x.py:1] coloured",
-    "W1129 10:00:00.000 glog warning",
-    "x.py:9: UserWarning: out of memory soon",
-    "WARN 11-29 10:00:00 short level",
-    "CRITICAL 11-29 10:00:00 [x.py:1] down",
-    "(APIServer pid=2000) WARNING 11-29 10:00:00 [x.py:1] CUDA out of memory, fatal",
-    "",
-    "plain text with OutOfMemoryError: inside",
-]
-
-
-def captured_lines() -> list[str]:
-    lines: list[str] = []
-    for path in sorted(FIXTURES.glob("*.log")):
-        lines.extend(path.read_text(errors="replace").splitlines())
-    assert len(lines) > 100
-    return lines
 
 
 def mixed_lines() -> list[str]:
     """Captured logs with stats floods and the tricky lines between them."""
     flood = [STATS.format(s=i % 60, i=i) for i in range(40)]
-    return [*flood, *TRICKY, *captured_lines(), *flood, *TRICKY, *flood]
+    return [*flood, *TRICKY_LEVEL_LINES, *captured_lines(), *flood, *TRICKY_LEVEL_LINES, *flood]
 
 
 def chunks(items: list[str], size: int) -> list[list[str]]:

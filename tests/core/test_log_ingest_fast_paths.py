@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
 from tui.core.redact import _SHAPES, _redact_named_values, redact_text
 from tui.logs.line import (
     _ERROR_WORDS,
@@ -35,16 +35,7 @@ from tui.serving import loadpatterns as patterns
 from tui.serving import restart_loop
 from tui.serving.loadwatch import vllm_line_time_s
 
-FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def captured_lines() -> list[str]:
-    lines: list[str] = []
-    for path in sorted(FIXTURES.glob("*.log")):
-        lines.extend(path.read_text(errors="replace").splitlines())
-    assert len(lines) > 100
-    return lines
 
 
 def full_redaction(text: str) -> str:
@@ -143,22 +134,7 @@ class FullClassifier(LevelClassifier):
 
 
 def test_classifier_reads_the_same_levels_from_captured_and_tricky_lines() -> None:
-    lines = [
-        *captured_lines(),
-        "Traceback (most recent call last):",
-        '(Worker pid=1) ERROR 11-29 10:00:00 [x.py:1]   File "a.py", line 3',
-        "(Worker pid=1) ERROR 11-29 10:00:00 [x.py:1] ValueError: boom",
-        "(Worker pid=1) INFO 11-29 10:00:00 [x.py:1] next",
-        "Traceback (most recent call last):",
-        '  File "x.py", line 1, in <module>',
-        "ValueError: boom",
-        'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 200 OK',
-        "\x1b[32mINFO\x1b[0m 11-29 10:00:00 [x.py:1] coloured",
-        "W1129 10:00:00.000 glog warning",
-        "x.py:9: UserWarning: out of memory soon",
-        "WARN 11-29 10:00:00 short level",
-        "CRITICAL 11-29 10:00:00 [x.py:1] down",
-    ]
+    lines = [*captured_lines(), *TRICKY_LEVEL_LINES]
     fast, full = LevelClassifier(), FullClassifier()
     for text in lines:
         assert fast.classify(text, 4) == full.classify(text, 4), text
