@@ -92,8 +92,11 @@ def _check_timeline(progress: LoadProgress, server: VllmServer) -> None:
         assert span.duration_s >= 0
         assert span.started_at_s + span.duration_s == pytest.approx(following.started_at_s)
     loading_s = spans[-1].started_at_s - spans[0].started_at_s
-    # The log's clock and the harness's clock describe the same start.
-    assert 0 < loading_s <= server.start_s + CLOCK_SLACK_S
+    # The log is read back after the start, in one chunk: a file's lines carry the time they
+    # were read (the same for a chunk), so the spans here are as long as the reading took,
+    # not the load. Following the log live gives the load's own times
+    # (tests/integration/test_load_live_ui.py); this only bounds them.
+    assert 0 <= loading_s <= server.start_s + CLOCK_SLACK_S
     assert progress.load_elapsed_s is not None and progress.load_elapsed_s >= loading_s
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.canned_host import CannedHost, canned_deck
+from tests.support.fleet_fixtures import pilot_wait
 from tui.app import ServedeckApp
 from tui.core.config import load_profile_file
 from tui.core.errors import HostError
@@ -39,10 +40,15 @@ async def test_overview_of_the_local_machine_appears() -> None:
 async def test_shell_works_at_small_and_large_sizes(size: tuple[int, int]) -> None:
     app = ServedeckApp(KIMI, canned_deck(KIMI))
     async with app.run_test(size=size) as pilot:
-        await pilot.pause(0.3)
         header = app.query_one(HeaderBar)
+        # The sources start after the first frame: wait for the connection, not a fixed time.
+        await pilot_wait(
+            pilot,
+            lambda: header.connection_state == "connected",
+            lambda: f"connected, still {header.connection_state!r}",
+            timeout_s=30.0,
+        )
         assert header.route == "root@10.10.0.21 via root@pve.lab.example"
-        assert header.connection_state == "connected"
         assert header.region.width == size[0]
         await pilot.press("question_mark")
         await pilot.pause(0.1)
@@ -60,8 +66,13 @@ async def test_unreachable_host_is_one_line_in_header_and_pane() -> None:
 
     app = ServedeckApp(KIMI, canned_deck(KIMI, Down()))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.3)
-        assert app.query_one(HeaderBar).connection_state == "unreachable"
+        header = app.query_one(HeaderBar)
+        await pilot_wait(
+            pilot,
+            lambda: header.connection_state == "unreachable",
+            lambda: f"unreachable, still {header.connection_state!r}",
+            timeout_s=30.0,
+        )
 
 
 async def test_keymap_from_profile_remaps_a_binding() -> None:
