@@ -25,12 +25,12 @@ from textual.widgets import Button
 from tests.support.fleet_fixtures import (
     SshdFleet,
     fleet_collector,
-    pilot_wait,
-    start_fleet,
+    running_fleet,
     status_shell_pids,
 )
 from tests.support.procs_fixtures import proc_state, spawn_pid1_orphan, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
+from tests.support.waiting import pilot_wait
 from tui.core.audit import read_audit
 from tui.core.errors import ServedeckError
 from tui.fleet.actions import (
@@ -78,13 +78,10 @@ def two_boxes(
     sshd_pair: SshdPair,  # noqa: F811
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[SshdFleet]:
-    fleet = start_fleet(
+    with running_fleet(
         sshd_pair, "http://127.0.0.1:9", tmp_path_factory.mktemp("fleet"), ("loading", "failed")
-    )
-    try:
+    ) as fleet:
         yield fleet
-    finally:
-        fleet.stop()
 
 
 @pytest.fixture(autouse=True)

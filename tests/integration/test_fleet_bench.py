@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button
 
-from tests.support.fleet_fixtures import SshdFleet, fleet_collector, pilot_wait, start_fleet
+from tests.support.fleet_fixtures import SshdFleet, fleet_collector, running_fleet
 from tests.support.sim_fixtures import serving_box  # noqa: F401  (fixture)
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
+from tests.support.waiting import pilot_wait
 from tui.bench.history import history_path
 from tui.core.audit import read_audit
 from tui.fleet.bench_action import plan_bench, run_bench_on_host
@@ -38,13 +39,10 @@ def serving_pair(
     serving_box: SimBox,  # noqa: F811
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[SshdFleet]:
-    fleet = start_fleet(
+    with running_fleet(
         sshd_pair, serving_box.base_url, tmp_path_factory.mktemp("fleet"), ("serving", "serving")
-    )
-    try:
+    ) as fleet:
         yield fleet
-    finally:
-        fleet.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fleet_fixtures import SshdFleet, fleet_collector, pilot_wait, start_fleet
+from tests.support.fleet_fixtures import SshdFleet, fleet_collector, running_fleet
 from tests.support.procs_fixtures import proc_state, spawn_pid1_orphan, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
+from tests.support.waiting import pilot_wait
 from tui.core.audit import read_audit
 from tui.fleet.collector import DeckProbe
 from tui.screens.fleet import FleetApp
@@ -55,13 +56,10 @@ def two_failed(
     sshd_pair: SshdPair,  # noqa: F811
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[SshdFleet]:
-    fleet = start_fleet(
+    with running_fleet(
         sshd_pair, "http://127.0.0.1:9", tmp_path_factory.mktemp("fleet"), ("failed", "failed")
-    )
-    try:
+    ) as fleet:
         yield fleet
-    finally:
-        fleet.stop()
 
 
 @pytest.fixture(autouse=True)

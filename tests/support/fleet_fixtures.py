@@ -11,11 +11,11 @@ own SSH port forward.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -226,18 +226,13 @@ def fleet_collector(fleet: SshdFleet, folder: Path, *, read_only: bool = False) 
     return FleetCollector(probes_for(group.members), host_timeout_s=FLEET_HOST_TIMEOUT_S)
 
 
-async def pilot_wait(
-    pilot: object,
-    predicate: Callable[[], object],
-    what: str | Callable[[], str],
-    timeout_s: float = 90.0,
-) -> None:
-    """Let the console run until predicate holds; fail naming what did not happen (what, or
-    what() at the failure, for a message that shows the state then)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while loop.time() < deadline:
-        if predicate():
-            return
-        await pilot.pause(0.1)  # type: ignore[attr-defined]
-    raise AssertionError(f"not within {timeout_s:g} s: {what if isinstance(what, str) else what()}")
+@contextmanager
+def running_fleet(
+    pair: SshdPair, serving_url: str, root: Path, kinds: Sequence[str] = KINDS
+) -> Iterator[SshdFleet]:
+    """`start_fleet` for a block; the fleet's processes end with it."""
+    fleet = start_fleet(pair, serving_url, root, kinds)
+    try:
+        yield fleet
+    finally:
+        fleet.stop()

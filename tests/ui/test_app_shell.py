@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.canned_host import CannedHost, canned_deck
-from tests.support.fleet_fixtures import pilot_wait
+from tests.support.waiting import pilot_wait
 from tui.app import ServedeckApp
 from tui.core.config import load_profile_file
 from tui.core.errors import HostError
