@@ -18,6 +18,7 @@ pytest_plugins: list[str] = [
     "tests.support.vllm_harness",
     "tests.support.cli_support",
     "tests.support.tiers",
+    "tests.support.quiet",
 ]
 
 

@@ -103,6 +103,11 @@ class Deck:
         """Why the GPU probe cannot run here at all, whatever the GPUs do; None when it can."""
         return None
 
+    def process_scope(self) -> tuple[int, ...] | None:
+        """The pids this box started, when it shares its machine with others (a simulated
+        box); None: every process on the host is the box's."""
+        return None
+
     @property
     def stated_load_s(self) -> float | None:
         """A load time the box states itself (the simulator knows its phases); None for real hosts."""

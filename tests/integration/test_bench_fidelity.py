@@ -49,6 +49,9 @@ from tui.bench.model import BenchResult, LevelResult
 from tui.bench.workload import BenchSpec
 from tui.sim.box import SimBox, SimServerOptions
 
+# Client figures within 2 % of the simulator's truth: quiet (tests/support/quiet.py).
+pytestmark = pytest.mark.quiet
+
 TOLERANCE = 0.02
 PREFILL_TOK_S = 1000.0
 DECODE_STEP_S = 0.015

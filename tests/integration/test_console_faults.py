@@ -65,7 +65,8 @@ LOAD_S = 20.0  # long enough for a cut and an outage inside the weights phase
 ORPHANS = 2
 
 
-pytestmark = pytest.mark.usefixtures("private_home")
+# The fault matrices check times to show a fault and to resume: quiet (tests/support/quiet.py).
+pytestmark = [pytest.mark.usefixtures("private_home"), pytest.mark.quiet]
 
 
 @pytest.fixture

@@ -157,8 +157,10 @@ async def test_every_screen_of_the_day_at_80x24(tmp_path: Path) -> None:
             "two leftovers",
         )
         await day.panes("leftovers")
-        assert "K Clean up" in screen_text(app)  # offered while there are leftovers
+        # Offered on the Processes pane's footer while there are leftovers (at 80 columns the
+        # Deck's footer has the log's keys first).
         await pilot.press("3")
+        await until(pilot, lambda: "K Clean up" in screen_text(app), 20, "K offered (leftovers)")
         await pilot.press("K")
         await until(pilot, lambda: isinstance(app.screen, KillConfirmScreen), 20, "the dialog")
         # Drawn, not only pushed: a loaded machine paints it a frame or more later.
@@ -174,7 +176,11 @@ async def test_every_screen_of_the_day_at_80x24(tmp_path: Path) -> None:
             "the leftovers gone",
         )
         await day.panes("cleaned")
-        assert "K Clean up" not in screen_text(app)  # nothing left to clean up
+        await pilot.press("3")  # where K would be offered: not, with nothing left
+        await until(pilot, lambda: "Kill" in screen_text(app), 20, "the Processes pane's keys")
+        await until(
+            pilot, lambda: "K Clean up" not in screen_text(app), 20, "K gone (nothing left)"
+        )
         (tmp_path / "screens.txt").write_text(
             "\n\n".join(f"== {name}\n{text}" for name, text in day.screens.items())
         )

@@ -44,7 +44,10 @@ def test_plain_servedeck_hint_palette_log_focus_and_help(tmp_path: Path) -> None
         tmux.send("?")
         screen = tmux.wait_screen(lambda s: "Search the log" in s, 20, "the log's keys in help")
         assert "Keys that work here" in screen, screen
-        tmux.send("Escape", "q")
+        # Escape first, alone: an Escape with q right behind it reads as alt+q.
+        tmux.send("Escape")
+        tmux.wait_screen(lambda s: "Keys that work here" not in s, 20, "the help closed")
+        tmux.send("q")
         wait_for(tmux.pane_dead, 30, "the console to exit on q")
     finally:
         tmux.close()

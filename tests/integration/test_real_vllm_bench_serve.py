@@ -54,7 +54,8 @@ from tests.support.vllm_bench_serve import (
 from tests.support.vllm_harness import VllmServer
 from tests.support.vllm_install import VllmVenv
 
-pytestmark = pytest.mark.real_vllm
+# Paired timings of two clients agree within 2 %: quiet (tests/support/quiet.py).
+pytestmark = [pytest.mark.real_vllm, pytest.mark.quiet]
 
 ROUNDS = 4
 ASSERTED = ("output_tok_s", "request_throughput", "mean_e2el_ms")

@@ -87,6 +87,19 @@ async def test_an_orphan_without_gpu_memory_is_a_leftover_with_its_reason(spawn_
     assert narrow.find(engine.pid) is None  # the old, GPU-only listing
 
 
+async def test_a_scoped_box_lists_only_its_own_pattern_orphans(spawn_orphan) -> None:  # type: ignore[no-untyped-def]
+    """Simulated boxes share one machine: each lists only the orphans of what it started."""
+    mine = spawn_orphan("VLLM::EngineCore")
+    other = spawn_orphan("VLLM::EngineCore")
+    reapers = (mine.subreaper_pid, other.subreaper_pid)
+    scoped = await list_gpu_processes(LocalHost(), None, context(*reapers, scope_pids=(mine.pid,)))
+    found = scoped.find(mine.pid)
+    assert found is not None and found.klass == "leftover", scoped.processes
+    assert scoped.find(other.pid) is None
+    whole = await list_gpu_processes(LocalHost(), None, context(*reapers))
+    assert {mine.pid, other.pid} <= {p.pid for p in whole.processes}
+
+
 async def test_a_port_holder_is_a_leftover_only_while_the_service_is_down(port_holder) -> None:  # type: ignore[no-untyped-def]
     port, process = port_holder
     running = await list_gpu_processes(LocalHost(), None, context(port=port, unit_active=None))

@@ -26,6 +26,20 @@ def tier_of(path: Path) -> str | None:
     return relative.parts[0] if len(relative.parts) > 1 and relative.parts[0] in TIERS else None
 
 
+# The real-vLLM tests are the longest part of the run: those that share the session's
+# server run on one xdist worker, those that start servers of their own on another, side
+# by side. Every other test runs with the rest of its file, so a module's servers start once.
+REAL_VLLM_GROUPS = ("real_vllm_session", "real_vllm_own")
+
+
+def xdist_group_of(item: pytest.Item) -> str:
+    if "real_vllm" not in item.keywords:
+        return item.path.name
+    uses_session = "real_vllm_server" in getattr(item, "fixturenames", ())
+    return REAL_VLLM_GROUPS[0] if uses_session else REAL_VLLM_GROUPS[1]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         tier = tier_of(item.path)
@@ -33,3 +47,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(getattr(pytest.mark, tier))
         if tier in FAST_TIERS:
             item.add_marker(pytest.mark.fast)
+        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+    # The real-vLLM groups first: xdist (--no-loadscope-reorder) hands groups out in this
+    # order, so they start at once while the other workers share the rest.
+    items.sort(key=lambda item: xdist_group_of(item) not in REAL_VLLM_GROUPS)

@@ -7,6 +7,7 @@ holding /dev/nvidia* open, with GPU memory unknown.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot
@@ -47,4 +48,5 @@ async def deck_context(deck: Deck) -> ClassifyContext:
                 "deactivating",
             )
             main_pid = state.main_pid or None
-    return context_for(deck.profile, deck.host, unit_active=unit_active, main_pid=main_pid)
+    context = context_for(deck.profile, deck.host, unit_active=unit_active, main_pid=main_pid)
+    return replace(context, scope_pids=deck.process_scope())

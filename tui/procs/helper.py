@@ -412,10 +412,12 @@ def wider_leftovers(request, listed, proc=PROC):
     port = request.get("port")
     stopped = unit_active is False or bool(request.get("service_stopped"))
     console = request.get("console_pid")
+    scope = request.get("scope_pids")
+    scope = None if scope is None else set(scope)
     port_holders = socket_holders(listening_inodes(port, proc), proc) if port else set()
     found = []
     for pid in all_pids(proc):
-        if pid in listed or pid == console:
+        if pid in listed or pid == console or (scope is not None and pid not in scope):
             continue
         info = read_process(pid, proc)
         if info is None or info["kthread"]:

@@ -54,6 +54,9 @@ class ClassifyContext:
     # Set by the restart guard: the service is meant to be down, so a port holder outside
     # the unit is in the way even when the unit's state is unknown.
     service_stopped: bool = False
+    # The only pids the wider scan may name (a simulated box on a machine it shares with other
+    # boxes knows what it started); None on a real host, where the machine is the box.
+    scope_pids: tuple[int, ...] | None = None
 
     def as_request(self) -> dict[str, Any]:
         return {
@@ -67,6 +70,7 @@ class ClassifyContext:
             "wide": self.wide,
             "port": self.port,
             "service_stopped": self.service_stopped,
+            "scope_pids": None if self.scope_pids is None else list(self.scope_pids),
         }
 
 

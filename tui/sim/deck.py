@@ -77,6 +77,9 @@ class SimDeck(Deck):
     def has_kernel_log(self) -> bool:
         return False
 
+    def process_scope(self) -> tuple[int, ...] | None:
+        return tuple(pid for pid, _ticks, _role in self.box.started_processes())
+
     @property
     def probe_unsupported(self) -> str | None:
         return "the simulator's GPUs cannot run the probe (no CUDA there)"
