@@ -27,11 +27,14 @@ Line = tuple[Piece, ...]
 _FLAT = r"\[([a-z#][^\[\]\\:=]*)\]([^\[\]\\:]*)\[/\]|([^\[\]\\:]+)"
 _FLAT_MARKUP = re.compile(rf"(?:{_FLAT})*")
 _FLAT_TOKEN = re.compile(_FLAT)
+_MARKUP_CHAR = re.compile(r"[\[\]\\:]")  # none of these: the whole text is one plain token
 _CONSOLE = Console()  # only to parse the markup Rich's way in the rare fallback
 
 
 def markup_pieces(markup: str, style_named: Callable[[str], Style]) -> Line:
     """The pieces Rich would draw for this markup, without its parser for flat markup."""
+    if not _MARKUP_CHAR.search(markup):  # plain text (the numbers): one unstyled piece
+        return ((markup, None),) if markup else ()
     if _FLAT_MARKUP.fullmatch(markup):
         return tuple(
             (text, style_named(tag)) if tag else (plain, None)
