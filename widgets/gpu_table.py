@@ -23,7 +23,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from widgets.plain_lines import PlainLines
-from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces
+from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces, merged_pieces
 
 CELL_PADDING = 1  # blank cells on each side of a cell, as DataTable draws them
 _CELL_CACHE_SIZE = 4096  # parsed cells kept; a tick changes a few, most repeat
@@ -271,7 +271,10 @@ class GpuTable(Widget, can_focus=True):
         segments: list[Segment] = []
         text_run, style_run = "", None
         for text, style in line:
-            if style is style_run or style == style_run:
+            # no style against a style is a new run: Style.__eq__ is not asked (a Python call)
+            if style is style_run or (
+                style is not None and style_run is not None and style == style_run
+            ):
                 text_run += text
                 continue
             if text_run:
@@ -300,7 +303,8 @@ class GpuTable(Widget, can_focus=True):
                 self._cell_cache.clear()
             pad = (" " * CELL_PADDING, None)
             fitted = fit_pieces(markup_pieces(markup, self._style_named), width)
-            pieces = self._cell_cache[key] = (pad, *fitted, pad)
+            # joined as _strip would join them, so a row's Strip loops over fewer pieces
+            pieces = self._cell_cache[key] = merged_pieces((pad, *fitted, pad))
         return pieces
 
     def _style_named(self, name: str) -> Style:

@@ -89,6 +89,8 @@ class PlainLines:
         for y in crop.line_range:
             strip = lines.get(y) if y not in dirty else None
             if strip is None:
+                if (old := lines.get(y)) is not None:
+                    release(old)
                 strip = widget.render_line(y).adjust_cell_length(content_width, pad_style)
                 if left or right:
                     strip = Strip(_padded(list(strip), left, right, pad_style), width)
@@ -101,6 +103,23 @@ class PlainLines:
             x1, x2 = crop.column_span
             strips = [strip.crop(x1, x2) for strip in strips]
         return strips
+
+
+def release(strip: Strip, depth: int = 4) -> None:
+    """Break the cycles a replaced line's Strips are in, so they are freed at once.
+
+    The compositor divides each drawn Strip at the screen's cuts, and a Strip kept
+    whole caches itself in its divide cache: a reference cycle, left for the garbage
+    collector with its segments and caches (~25 objects a changed line, several
+    collections a tick's worth). Clearing the divide caches of a line's Strips, and
+    of those derived from them (filtered, cropped), when the line is replaced frees
+    them by reference counting instead. Only caches are cleared.
+    """
+    strip._divide_cache.clear()
+    if depth:
+        for derived in (*strip._filter_cache._cache.values(), *strip._crop_cache._cache.values()):
+            if derived is not strip:
+                release(derived, depth - 1)
 
 
 def _padded(segments: list[Segment], left: int, right: int, style: Style | None) -> list[Segment]:

@@ -49,6 +49,21 @@ def markup_pieces(markup: str, style_named: Callable[[str], Style]) -> Line:
     )
 
 
+def merged_pieces(pieces: Line) -> Line:
+    """Adjacent pieces of equal style as one, as a row's Strip joins them: done once a cell."""
+    merged: list[Piece] = []
+    for text, style in pieces:
+        if merged:
+            last_text, last_style = merged[-1]
+            if style is last_style or (
+                style is not None and last_style is not None and style == last_style
+            ):
+                merged[-1] = (last_text + text, last_style)
+                continue
+        merged.append((text, style))
+    return tuple(merged)
+
+
 def fit_pieces(pieces: Line, width: int) -> Line:
     """Exactly width cells: cropped like `Text.truncate(overflow="crop")`, padded with blanks."""
     fitted: list[Piece] = []
