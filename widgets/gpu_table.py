@@ -9,7 +9,7 @@ Textual to redraw only the changed lines.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -17,6 +17,8 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.color import Color
+from textual.filter import LineFilter
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
@@ -92,6 +94,12 @@ class GpuTable(Widget, can_focus=True):
         self._line_width = 0  # cells of every line: the columns and their padding
         self._strips: dict[int, Strip] = {}  # drawn rows by index, the cursor's aside
         self._strips_for: tuple[int, Style] | None = None  # the width and style they have
+        # The same rows drawn in the line filters' styles (render_filtered_line), and
+        # what they were drawn for: width, row style, filters, background.
+        self._filtered_strips: dict[int, Strip] = {}
+        self._filtered_for: tuple[object, ...] | None = None
+        self._filtered_styles: dict[Style, Style] = {}  # a segment's style -> as filtered
+        self._filters: tuple[Sequence[LineFilter], Color] = ((), Color(0, 0, 0, 0))
         self._styles: tuple[Style, Style, Style] | None = None
         self._plain = PlainLines()  # the box's styles, and lines drawn without Textual's pass
         self._special: dict[str, tuple[object, Strip]] = {}  # header and cursor rows, drawn
@@ -116,6 +124,7 @@ class GpuTable(Widget, can_focus=True):
             self._header_line = self._line({c.key: c.label for c in columns})
             self._lines = [self._line(row.cells) for row in rows]
             self._strips.clear()
+            self._filtered_strips.clear()
             if self._cursor_key not in self.row_keys or not self._row(self._cursor_key).selectable:
                 self._cursor_key = next((r.key for r in rows if r.selectable), None)
             self._keep_cursor_visible()
@@ -127,6 +136,7 @@ class GpuTable(Widget, can_focus=True):
             self._rows[index] = rows[index]
             self._lines[index] = self._line(rows[index].cells)
             self._strips.pop(index, None)
+            self._filtered_strips.pop(index, None)
         self._refresh_rows(changed)
         self.rows_repainted = len(changed)
         return self.rows_repainted
@@ -250,6 +260,46 @@ class GpuTable(Widget, can_focus=True):
             strip = self._strips[index] = self._strip(self._lines[index], base, width, base)
         return strip
 
+    def render_filtered_line(
+        self, y: int, filters: Sequence[LineFilter], background: Color
+    ) -> Strip:
+        """render_line(y) put through the line filters (for PlainLines).
+
+        A data row is drawn straight in the filtered styles: the filters map each
+        segment's style on its own, so each style is filtered once, not each row's
+        segments every time the row changes.
+        """
+        width = self.size.width if self._render_width is None else self._render_width
+        base, _, _ = self._line_styles()
+        index = self._first_row + y - 1
+        if y == 0 or not 0 <= index < len(self._lines) or self._rows[index].key == self._cursor_key:
+            strip = self.render_line(y)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+            return strip
+        drawn_for = (width, base, *filters, background)
+        if self._filtered_for != drawn_for:
+            self._filtered_for = drawn_for
+            self._filtered_strips.clear()
+            self._filtered_styles.clear()
+            self._filters = (tuple(filters), background)
+        kept = self._filtered_strips.get(index)
+        if kept is None:
+            kept = self._strip(self._lines[index], base, width, base, self._filtered_style)
+            self._filtered_strips[index] = kept
+        return kept
+
+    def _filtered_style(self, style: Style) -> Style:
+        """The style a line filter pass gives a segment of this style."""
+        filtered = self._filtered_styles.get(style)
+        if filtered is None:
+            filters, background = self._filters
+            segments = [Segment(" ", style)]
+            for line_filter in filters:
+                segments = line_filter.apply(segments, background)
+            filtered = self._filtered_styles[style] = segments[0].style or style
+        return filtered
+
     def _line_styles(self) -> tuple[Style, Style, Style]:
         if self._styles is None:
             self._refresh_styles()
@@ -266,8 +316,16 @@ class GpuTable(Widget, can_focus=True):
         self._special[name] = (key, strip)
         return strip
 
-    def _strip(self, line: Line, under: Style, width: int, base: Style) -> Strip:
-        """A row as one Strip: each run of one style is one segment, styled over `under`."""
+    def _strip(
+        self,
+        line: Line,
+        under: Style,
+        width: int,
+        base: Style,
+        finish: Callable[[Style], Style] | None = None,
+    ) -> Strip:
+        """A row as one Strip: each run of one style is one segment, styled over `under`
+        (then through `finish`, when given, e.g. the line filters)."""
         segments: list[Segment] = []
         text_run, style_run = "", None
         for text, style in line:
@@ -282,9 +340,14 @@ class GpuTable(Widget, can_focus=True):
             text_run, style_run = text, style
         if text_run:
             segments.append(Segment(text_run, under + style_run if style_run else under))
+        if width > self._line_width:
+            segments.append(Segment(" " * (width - self._line_width), base))
+        if finish is not None:
+            segments = [
+                Segment(text, style if style is None else finish(style))
+                for text, style, _ in segments
+            ]
         if width >= self._line_width:
-            if width > self._line_width:
-                segments.append(Segment(" " * (width - self._line_width), base))
             return Strip(segments, width)
         return Strip(segments, self._line_width).crop(0, width)
 

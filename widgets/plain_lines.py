@@ -15,9 +15,12 @@ widget, its component classes and its ancestors (whose backgrounds show through)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.color import Color
+from textual.filter import LineFilter
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -30,6 +33,9 @@ def style_key(widget: Widget) -> tuple[int, ...]:
         *(node.styles._cache_key for node in widget.ancestors_with_self),
         *(components[name]._cache_key for name in sorted(components)),
     )
+
+
+FilteredLine = Callable[[int, Sequence[LineFilter], Color], Strip]
 
 
 class PlainLines:
@@ -85,9 +91,21 @@ class PlainLines:
         lines, dirty = cache._cache, cache._dirty_lines
         background, filters = self._background, widget.app.get_line_filters()
         content_width, pad_style = width - left - right, self._pad_style
+        # A widget that draws its lines through the filters itself (GpuTable) keeps them
+        # filtered here; its lines span the box (no side padding).
+        filtered_line: FilteredLine | None = getattr(widget, "render_filtered_line", None)
+        if left or right:
+            filtered_line = None
         strips: list[Strip] = []
         for y in crop.line_range:
             strip = lines.get(y) if y not in dirty else None
+            if filtered_line is not None:
+                if strip is None:
+                    if (old := lines.get(y)) is not None:
+                        release(old)
+                    strip = lines[y] = filtered_line(y, filters, background)
+                strips.append(strip)
+                continue
             if strip is None:
                 if (old := lines.get(y)) is not None:
                     release(old)
