@@ -9,7 +9,7 @@ Textual to redraw only the changed lines.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -98,7 +98,7 @@ class GpuTable(Widget, can_focus=True):
         # what they were drawn for: width, row style, filters, background.
         self._filtered_strips: dict[int, Strip] = {}
         self._filtered_for: tuple[object, ...] | None = None
-        self._filtered_styles: dict[Style, Style] = {}  # a segment's style -> as filtered
+        self._filtered_styles: dict[Style | None, Style] = {}  # a piece's style -> as drawn
         self._filters: tuple[Sequence[LineFilter], Color] = ((), Color(0, 0, 0, 0))
         self._styles: tuple[Style, Style, Style] | None = None
         self._plain = PlainLines()  # the box's styles, and lines drawn without Textual's pass
@@ -285,19 +285,43 @@ class GpuTable(Widget, can_focus=True):
             self._filters = (tuple(filters), background)
         kept = self._filtered_strips.get(index)
         if kept is None:
-            kept = self._strip(self._lines[index], base, width, base, self._filtered_style)
-            self._filtered_strips[index] = kept
+            kept = self._filtered_strips[index] = self._filtered_row(self._lines[index], width)
         return kept
 
-    def _filtered_style(self, style: Style) -> Style:
-        """The style a line filter pass gives a segment of this style."""
-        filtered = self._filtered_styles.get(style)
-        if filtered is None:
-            filters, background = self._filters
-            segments = [Segment(" ", style)]
-            for line_filter in filters:
-                segments = line_filter.apply(segments, background)
-            filtered = self._filtered_styles[style] = segments[0].style or style
+    def _filtered_row(self, line: Line, width: int) -> Strip:
+        """What `_strip(line, base, width, base)` through the filters gives: the same runs,
+        each styled by one lookup of its piece's style (over the row style, filtered)."""
+        final = self._filtered_styles
+        segments: list[Segment] = []
+        text_run, style_run = "", None
+        for text, style in line:
+            if style is style_run or (
+                style is not None and style_run is not None and style == style_run
+            ):
+                text_run += text
+                continue
+            if text_run:
+                styled = final.get(style_run) or self._filtered_style(style_run)
+                segments.append(Segment(text_run, styled))
+            text_run, style_run = text, style
+        if text_run:
+            styled = final.get(style_run) or self._filtered_style(style_run)
+            segments.append(Segment(text_run, styled))
+        if width > self._line_width:  # the row style: a piece without a style of its own
+            pad = final.get(None) or self._filtered_style(None)
+            segments.append(Segment(" " * (width - self._line_width), pad))
+        if width >= self._line_width:
+            return Strip(segments, width)
+        return Strip(segments, self._line_width).crop(0, width)
+
+    def _filtered_style(self, style: Style | None) -> Style:
+        """A piece's style over the row style, as the line filters leave it (kept)."""
+        base, _, _ = self._line_styles()
+        filters, background = self._filters
+        segments = [Segment(" ", base + style if style else base)]
+        for line_filter in filters:
+            segments = line_filter.apply(segments, background)
+        filtered = self._filtered_styles[style] = segments[0].style or base
         return filtered
 
     def _line_styles(self) -> tuple[Style, Style, Style]:
@@ -316,16 +340,8 @@ class GpuTable(Widget, can_focus=True):
         self._special[name] = (key, strip)
         return strip
 
-    def _strip(
-        self,
-        line: Line,
-        under: Style,
-        width: int,
-        base: Style,
-        finish: Callable[[Style], Style] | None = None,
-    ) -> Strip:
-        """A row as one Strip: each run of one style is one segment, styled over `under`
-        (then through `finish`, when given, e.g. the line filters)."""
+    def _strip(self, line: Line, under: Style, width: int, base: Style) -> Strip:
+        """A row as one Strip: each run of one style is one segment, styled over `under`."""
         segments: list[Segment] = []
         text_run, style_run = "", None
         for text, style in line:
@@ -342,11 +358,6 @@ class GpuTable(Widget, can_focus=True):
             segments.append(Segment(text_run, under + style_run if style_run else under))
         if width > self._line_width:
             segments.append(Segment(" " * (width - self._line_width), base))
-        if finish is not None:
-            segments = [
-                Segment(text, style if style is None else finish(style))
-                for text, style, _ in segments
-            ]
         if width >= self._line_width:
             return Strip(segments, width)
         return Strip(segments, self._line_width).crop(0, width)
