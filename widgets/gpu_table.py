@@ -98,7 +98,8 @@ class GpuTable(Widget, can_focus=True):
         # what they were drawn for: width, row style, filters, background.
         self._filtered_strips: dict[int, Strip] = {}
         self._filtered_for: tuple[object, ...] | None = None
-        self._filtered_styles: dict[Style | None, Style] = {}  # a piece's style -> as drawn
+        # by the style a row is drawn over: a piece's style -> as drawn (filtered)
+        self._filtered_styles: dict[Style, dict[Style | None, Style]] = {}
         self._filters: tuple[Sequence[LineFilter], Color] = ((), Color(0, 0, 0, 0))
         self._styles: tuple[Style, Style, Style] | None = None
         self._plain = PlainLines()  # the box's styles, and lines drawn without Textual's pass
@@ -270,28 +271,33 @@ class GpuTable(Widget, can_focus=True):
         segments every time the row changes.
         """
         width = self.size.width if self._render_width is None else self._render_width
-        base, _, _ = self._line_styles()
+        base, _, cursor = self._line_styles()
         index = self._first_row + y - 1
-        if y == 0 or not 0 <= index < len(self._lines) or self._rows[index].key == self._cursor_key:
+        if y == 0 or not 0 <= index < len(self._lines):
             strip = self.render_line(y)
             for line_filter in filters:
                 strip = strip.apply_filter(line_filter, background)
             return strip
-        drawn_for = (width, base, *filters, background)
+        drawn_for = (width, base, cursor, *filters, background)
         if self._filtered_for != drawn_for:
             self._filtered_for = drawn_for
             self._filtered_strips.clear()
             self._filtered_styles.clear()
             self._filters = (tuple(filters), background)
+        line = self._lines[index]
+        if self._rows[index].key == self._cursor_key:  # changes with its row: not kept
+            return self._filtered_row(line, width, base + cursor)
         kept = self._filtered_strips.get(index)
         if kept is None:
-            kept = self._filtered_strips[index] = self._filtered_row(self._lines[index], width)
+            kept = self._filtered_strips[index] = self._filtered_row(line, width, base)
         return kept
 
-    def _filtered_row(self, line: Line, width: int) -> Strip:
-        """What `_strip(line, base, width, base)` through the filters gives: the same runs,
-        each styled by one lookup of its piece's style (over the row style, filtered)."""
-        final = self._filtered_styles
+    def _filtered_row(self, line: Line, width: int, under: Style) -> Strip:
+        """What `_strip(line, under, width, base)` through the filters gives: the same
+        runs, each styled by one lookup of its piece's style (over `under`, filtered)."""
+        final = self._filtered_styles.get(under)
+        if final is None:
+            final = self._filtered_styles[under] = {}
         segments: list[Segment] = []
         text_run, style_run = "", None
         for text, style in line:
@@ -301,27 +307,31 @@ class GpuTable(Widget, can_focus=True):
                 text_run += text
                 continue
             if text_run:
-                styled = final.get(style_run) or self._filtered_style(style_run)
+                styled = final.get(style_run) or self._filtered_style(final, under, style_run)
                 segments.append(Segment(text_run, styled))
             text_run, style_run = text, style
         if text_run:
-            styled = final.get(style_run) or self._filtered_style(style_run)
+            styled = final.get(style_run) or self._filtered_style(final, under, style_run)
             segments.append(Segment(text_run, styled))
-        if width > self._line_width:  # the row style: a piece without a style of its own
-            pad = final.get(None) or self._filtered_style(None)
+        if width > self._line_width:  # beyond the columns: the table's own style
+            base, _, _ = self._line_styles()
+            pad = self._filtered_style(self._filtered_styles.setdefault(base, {}), base, None)
             segments.append(Segment(" " * (width - self._line_width), pad))
         if width >= self._line_width:
             return Strip(segments, width)
         return Strip(segments, self._line_width).crop(0, width)
 
-    def _filtered_style(self, style: Style | None) -> Style:
-        """A piece's style over the row style, as the line filters leave it (kept)."""
-        base, _, _ = self._line_styles()
-        filters, background = self._filters
-        segments = [Segment(" ", base + style if style else base)]
-        for line_filter in filters:
-            segments = line_filter.apply(segments, background)
-        filtered = self._filtered_styles[style] = segments[0].style or base
+    def _filtered_style(
+        self, kept: dict[Style | None, Style], under: Style, style: Style | None
+    ) -> Style:
+        """A piece's style over `under`, as the line filters leave it (kept)."""
+        filtered = kept.get(style)
+        if filtered is None:
+            filters, background = self._filters
+            segments = [Segment(" ", under + style if style else under)]
+            for line_filter in filters:
+                segments = line_filter.apply(segments, background)
+            filtered = kept[style] = segments[0].style or under
         return filtered
 
     def _line_styles(self) -> tuple[Style, Style, Style]:
