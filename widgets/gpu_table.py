@@ -116,9 +116,8 @@ class GpuTable(Widget, can_focus=True):
     def set_rows(self, columns: Sequence[TableColumn], rows: Sequence[TableRow]) -> int:
         """Show rows; repaint only those whose cells changed. Returns how many were repainted."""
         columns = tuple(columns)
-        shape_changed = (columns is not self._columns and columns != self._columns) or [
-            r.key for r in rows
-        ] != self.row_keys
+        same_columns = columns is self._columns or columns == self._columns  # is: no field compare
+        shape_changed = not same_columns or [r.key for r in rows] != self.row_keys
         if shape_changed:
             self._columns, self._rows = columns, list(rows)
             self._line_width = sum(column.width + 2 * CELL_PADDING for column in columns)
