@@ -146,15 +146,35 @@ def sparkline(values: Sequence[float], width: int, top: float = 100.0) -> str:
         [max(values[cut]) for cut in _bucket_slices(count, width)] if count > width else values
     )
     levels = len(SPARK_LEVELS) - 1
-    # a list and no call per cell: drawn for every GPU twice a tick (spark_cell's arithmetic;
-    # for top > 0 the level cannot pass `levels`, so only a negative value needs clamping)
+    # drawn for every GPU twice a tick, and a series moves by one value a tick: each value's
+    # cell is kept (spark_cell's arithmetic on a miss; for top > 0 the level cannot pass
+    # `levels`, so only a negative value needs clamping)
     if top > 0:
-        chars = "".join([SPARK_LEVELS[max(0, round(min(v, top) / top * levels))] for v in points])
+        kept = _spark_chars(top)
+        if len(kept) > _SPARK_CHARS_KEPT:
+            kept.clear()
+        get = kept.get
+        chars = "".join(
+            [
+                get(v)
+                or kept.setdefault(v, SPARK_LEVELS[max(0, round(min(v, top) / top * levels))])
+                for v in points
+            ]
+        )
     else:
         chars = "".join(
             [SPARK_LEVELS[min(levels, max(0, round(min(v, top) / top * levels)))] for v in points]
         )
     return chars.rjust(width)
+
+
+_SPARK_CHARS_KEPT = 4096  # values whose cell is kept, per scale
+
+
+@lru_cache(maxsize=8)
+def _spark_chars(top: float) -> dict[float, str]:
+    """The sparkline cell of each value seen, for one scale."""
+    return {}
 
 
 @lru_cache(maxsize=256)

@@ -17,13 +17,15 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.color import Color
+from textual.filter import LineFilter
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
 from widgets.plain_lines import PlainLines
-from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces
+from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces, merged_pieces
 
 CELL_PADDING = 1  # blank cells on each side of a cell, as DataTable draws them
 _CELL_CACHE_SIZE = 4096  # parsed cells kept; a tick changes a few, most repeat
@@ -92,6 +94,13 @@ class GpuTable(Widget, can_focus=True):
         self._line_width = 0  # cells of every line: the columns and their padding
         self._strips: dict[int, Strip] = {}  # drawn rows by index, the cursor's aside
         self._strips_for: tuple[int, Style] | None = None  # the width and style they have
+        # The same rows drawn in the line filters' styles (render_filtered_line), and
+        # what they were drawn for: width, row style, filters, background.
+        self._filtered_strips: dict[int, Strip] = {}
+        self._filtered_for: tuple[object, ...] | None = None
+        # by the style a row is drawn over: a piece's style -> as drawn (filtered)
+        self._filtered_styles: dict[Style, dict[Style | None, Style]] = {}
+        self._filters: tuple[Sequence[LineFilter], Color] = ((), Color(0, 0, 0, 0))
         self._styles: tuple[Style, Style, Style] | None = None
         self._plain = PlainLines()  # the box's styles, and lines drawn without Textual's pass
         self._special: dict[str, tuple[object, Strip]] = {}  # header and cursor rows, drawn
@@ -107,13 +116,15 @@ class GpuTable(Widget, can_focus=True):
     def set_rows(self, columns: Sequence[TableColumn], rows: Sequence[TableRow]) -> int:
         """Show rows; repaint only those whose cells changed. Returns how many were repainted."""
         columns = tuple(columns)
-        shape_changed = columns != self._columns or [r.key for r in rows] != self.row_keys
+        same_columns = columns is self._columns or columns == self._columns  # is: no field compare
+        shape_changed = not same_columns or [r.key for r in rows] != self.row_keys
         if shape_changed:
             self._columns, self._rows = columns, list(rows)
             self._line_width = sum(column.width + 2 * CELL_PADDING for column in columns)
             self._header_line = self._line({c.key: c.label for c in columns})
             self._lines = [self._line(row.cells) for row in rows]
             self._strips.clear()
+            self._filtered_strips.clear()
             if self._cursor_key not in self.row_keys or not self._row(self._cursor_key).selectable:
                 self._cursor_key = next((r.key for r in rows if r.selectable), None)
             self._keep_cursor_visible()
@@ -125,6 +136,7 @@ class GpuTable(Widget, can_focus=True):
             self._rows[index] = rows[index]
             self._lines[index] = self._line(rows[index].cells)
             self._strips.pop(index, None)
+            self._filtered_strips.pop(index, None)
         self._refresh_rows(changed)
         self.rows_repainted = len(changed)
         return self.rows_repainted
@@ -248,6 +260,79 @@ class GpuTable(Widget, can_focus=True):
             strip = self._strips[index] = self._strip(self._lines[index], base, width, base)
         return strip
 
+    def render_filtered_line(
+        self, y: int, filters: Sequence[LineFilter], background: Color
+    ) -> Strip:
+        """render_line(y) put through the line filters (for PlainLines).
+
+        A data row is drawn straight in the filtered styles: the filters map each
+        segment's style on its own, so each style is filtered once, not each row's
+        segments every time the row changes.
+        """
+        width = self.size.width if self._render_width is None else self._render_width
+        base, _, cursor = self._line_styles()
+        index = self._first_row + y - 1
+        if y == 0 or not 0 <= index < len(self._lines):
+            strip = self.render_line(y)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+            return strip
+        drawn_for = (width, base, cursor, *filters, background)
+        if self._filtered_for != drawn_for:
+            self._filtered_for = drawn_for
+            self._filtered_strips.clear()
+            self._filtered_styles.clear()
+            self._filters = (tuple(filters), background)
+        line = self._lines[index]
+        if self._rows[index].key == self._cursor_key:  # changes with its row: not kept
+            return self._filtered_row(line, width, base + cursor)
+        kept = self._filtered_strips.get(index)
+        if kept is None:
+            kept = self._filtered_strips[index] = self._filtered_row(line, width, base)
+        return kept
+
+    def _filtered_row(self, line: Line, width: int, under: Style) -> Strip:
+        """What `_strip(line, under, width, base)` through the filters gives: the same
+        runs, each styled by one lookup of its piece's style (over `under`, filtered)."""
+        final = self._filtered_styles.get(under)
+        if final is None:
+            final = self._filtered_styles[under] = {}
+        segments: list[Segment] = []
+        text_run, style_run = "", None
+        for text, style in line:
+            if style is style_run or (
+                style is not None and style_run is not None and style == style_run
+            ):
+                text_run += text
+                continue
+            if text_run:
+                styled = final.get(style_run) or self._filtered_style(final, under, style_run)
+                segments.append(Segment(text_run, styled))
+            text_run, style_run = text, style
+        if text_run:
+            styled = final.get(style_run) or self._filtered_style(final, under, style_run)
+            segments.append(Segment(text_run, styled))
+        if width > self._line_width:  # beyond the columns: the table's own style
+            base, _, _ = self._line_styles()
+            pad = self._filtered_style(self._filtered_styles.setdefault(base, {}), base, None)
+            segments.append(Segment(" " * (width - self._line_width), pad))
+        if width >= self._line_width:
+            return Strip(segments, width)
+        return Strip(segments, self._line_width).crop(0, width)
+
+    def _filtered_style(
+        self, kept: dict[Style | None, Style], under: Style, style: Style | None
+    ) -> Style:
+        """A piece's style over `under`, as the line filters leave it (kept)."""
+        filtered = kept.get(style)
+        if filtered is None:
+            filters, background = self._filters
+            segments = [Segment(" ", under + style if style else under)]
+            for line_filter in filters:
+                segments = line_filter.apply(segments, background)
+            filtered = kept[style] = segments[0].style or under
+        return filtered
+
     def _line_styles(self) -> tuple[Style, Style, Style]:
         if self._styles is None:
             self._refresh_styles()
@@ -269,7 +354,10 @@ class GpuTable(Widget, can_focus=True):
         segments: list[Segment] = []
         text_run, style_run = "", None
         for text, style in line:
-            if style is style_run or style == style_run:
+            # no style against a style is a new run: Style.__eq__ is not asked (a Python call)
+            if style is style_run or (
+                style is not None and style_run is not None and style == style_run
+            ):
                 text_run += text
                 continue
             if text_run:
@@ -277,9 +365,9 @@ class GpuTable(Widget, can_focus=True):
             text_run, style_run = text, style
         if text_run:
             segments.append(Segment(text_run, under + style_run if style_run else under))
+        if width > self._line_width:
+            segments.append(Segment(" " * (width - self._line_width), base))
         if width >= self._line_width:
-            if width > self._line_width:
-                segments.append(Segment(" " * (width - self._line_width), base))
             return Strip(segments, width)
         return Strip(segments, self._line_width).crop(0, width)
 
@@ -298,7 +386,8 @@ class GpuTable(Widget, can_focus=True):
                 self._cell_cache.clear()
             pad = (" " * CELL_PADDING, None)
             fitted = fit_pieces(markup_pieces(markup, self._style_named), width)
-            pieces = self._cell_cache[key] = (pad, *fitted, pad)
+            # joined as _strip would join them, so a row's Strip loops over fewer pieces
+            pieces = self._cell_cache[key] = merged_pieces((pad, *fitted, pad))
         return pieces
 
     def _style_named(self, name: str) -> Style:

@@ -7,12 +7,16 @@ changes, and only the changed lines are asked to repaint. Each line is rendered 
 Textual's own path (`Visual.to_strips`, numbered as in the whole text, so selection
 offsets match), so it draws exactly what the Static would; while text is selected the
 whole text is drawn the Static way. Each line's markup must close its own tags.
+A line of plain printable ASCII that fits (the process rows) needs none of the
+formatting: its Strip is the one segment Textual would make, built directly.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.geometry import Region
@@ -22,6 +26,9 @@ from textual.visual import Visual, VisualType
 from textual.widgets import Static
 
 from widgets.plain_lines import PlainLines, style_key
+
+# Printable ASCII without markup ([ ] \\), not blank at either end: drawn as it is.
+_PLAIN_LINE = re.compile(r"[!-Z^-~](?:[ -Z^-~]*[!-Z^-~])?")
 
 
 class _LineAt(Content):
@@ -117,17 +124,36 @@ class LineStatic(Static):
         kept = self._strips_of
         fresh: dict[tuple[str, int], list[Strip]] = {}
         rows: list[Strip] = []
+        plain_fits = self._plain_lines_drawn_as_is()
         for y, line in enumerate(self._lines):
             key = (line, y)
             strips = kept.get(key)
             if strips is None:
                 strips = fresh.get(key)
             if strips is None:
-                content = _LineAt(Content.from_markup(line), y)
-                strips = Visual.to_strips(self, content, width, None, style)
+                if plain_fits and len(line) <= width and _PLAIN_LINE.fullmatch(line):
+                    # what Textual's formatting gives a plain line that fits: one segment
+                    # in the base style, carrying its offset for selection
+                    segment = Segment(line, style.rich_style_with_offset(0, y))
+                    strips = [Strip([segment], len(line))]
+                else:
+                    content = _LineAt(Content.from_markup(line), y)
+                    strips = Visual.to_strips(self, content, width, None, style)
             fresh[key] = strips
             rows.extend(strips)
         self._strips_of, self._rows = fresh, rows
+
+    def _plain_lines_drawn_as_is(self) -> bool:
+        """Whether a plain line that fits is drawn unchanged (no alignment, padding or wrap rule)."""
+        styles = self.styles
+        return (
+            self.text_selection is None
+            and styles.text_align in ("left", "start")
+            and styles.line_pad == 0
+            and styles.content_align == ("left", "top")
+            and not styles.has_rule("text_wrap")
+            and not styles.has_rule("text_overflow")
+        )
 
     def render_lines(self, crop: Region) -> list[Strip]:
         if self._lines is None:

@@ -15,9 +15,12 @@ widget, its component classes and its ancestors (whose backgrounds show through)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.color import Color
+from textual.filter import LineFilter
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -30,6 +33,9 @@ def style_key(widget: Widget) -> tuple[int, ...]:
         *(node.styles._cache_key for node in widget.ancestors_with_self),
         *(components[name]._cache_key for name in sorted(components)),
     )
+
+
+FilteredLine = Callable[[int, Sequence[LineFilter], Color], Strip]
 
 
 class PlainLines:
@@ -85,10 +91,24 @@ class PlainLines:
         lines, dirty = cache._cache, cache._dirty_lines
         background, filters = self._background, widget.app.get_line_filters()
         content_width, pad_style = width - left - right, self._pad_style
+        # A widget that draws its lines through the filters itself (GpuTable) keeps them
+        # filtered here; its lines span the box (no side padding).
+        filtered_line: FilteredLine | None = getattr(widget, "render_filtered_line", None)
+        if left or right:
+            filtered_line = None
         strips: list[Strip] = []
         for y in crop.line_range:
             strip = lines.get(y) if y not in dirty else None
+            if filtered_line is not None:
+                if strip is None:
+                    if (old := lines.get(y)) is not None:
+                        release(old)
+                    strip = lines[y] = filtered_line(y, filters, background)
+                strips.append(strip)
+                continue
             if strip is None:
+                if (old := lines.get(y)) is not None:
+                    release(old)
                 strip = widget.render_line(y).adjust_cell_length(content_width, pad_style)
                 if left or right:
                     strip = Strip(_padded(list(strip), left, right, pad_style), width)
@@ -101,6 +121,23 @@ class PlainLines:
             x1, x2 = crop.column_span
             strips = [strip.crop(x1, x2) for strip in strips]
         return strips
+
+
+def release(strip: Strip, depth: int = 4) -> None:
+    """Break the cycles a replaced line's Strips are in, so they are freed at once.
+
+    The compositor divides each drawn Strip at the screen's cuts, and a Strip kept
+    whole caches itself in its divide cache: a reference cycle, left for the garbage
+    collector with its segments and caches (~25 objects a changed line, several
+    collections a tick's worth). Clearing the divide caches of a line's Strips, and
+    of those derived from them (filtered, cropped), when the line is replaced frees
+    them by reference counting instead. Only caches are cleared.
+    """
+    strip._divide_cache.clear()
+    if depth:
+        for derived in (*strip._filter_cache._cache.values(), *strip._crop_cache._cache.values()):
+            if derived is not strip:
+                release(derived, depth - 1)
 
 
 def _padded(segments: list[Segment], left: int, right: int, style: Style | None) -> list[Segment]:

@@ -27,11 +27,14 @@ Line = tuple[Piece, ...]
 _FLAT = r"\[([a-z#][^\[\]\\:=]*)\]([^\[\]\\:]*)\[/\]|([^\[\]\\:]+)"
 _FLAT_MARKUP = re.compile(rf"(?:{_FLAT})*")
 _FLAT_TOKEN = re.compile(_FLAT)
+_MARKUP_CHAR = re.compile(r"[\[\]\\:]")  # none of these: the whole text is one plain token
 _CONSOLE = Console()  # only to parse the markup Rich's way in the rare fallback
 
 
 def markup_pieces(markup: str, style_named: Callable[[str], Style]) -> Line:
     """The pieces Rich would draw for this markup, without its parser for flat markup."""
+    if not _MARKUP_CHAR.search(markup):  # plain text (the numbers): one unstyled piece
+        return ((markup, None),) if markup else ()
     if _FLAT_MARKUP.fullmatch(markup):
         return tuple(
             (text, style_named(tag)) if tag else (plain, None)
@@ -44,6 +47,21 @@ def markup_pieces(markup: str, style_named: Callable[[str], Style]) -> Line:
         for segment in text.render(_CONSOLE)
         if segment.text and not segment.control
     )
+
+
+def merged_pieces(pieces: Line) -> Line:
+    """Adjacent pieces of equal style as one, as a row's Strip joins them: done once a cell."""
+    merged: list[Piece] = []
+    for text, style in pieces:
+        if merged:
+            last_text, last_style = merged[-1]
+            if style is last_style or (
+                style is not None and last_style is not None and style == last_style
+            ):
+                merged[-1] = (last_text + text, last_style)
+                continue
+        merged.append((text, style))
+    return tuple(merged)
 
 
 def fit_pieces(pieces: Line, width: int) -> Line:

@@ -41,6 +41,7 @@ BREAKDOWN = (
     ("    LineStatic._render_rows (changed line)", "line_static.py", "_render_rows"),
     ("GpuHistory.trends (sparkline series)", "history.py", "trends"),
     ("GpuTable.render_line (Strips)", "gpu_table.py", "render_line"),
+    ("GpuTable.render_filtered_line (rows, filtered)", "gpu_table.py", "render_filtered_line"),
     ("Screen._refresh_layout (layout, compositor)", "screen.py", "_refresh_layout"),
     ("Compositor.render_update", "_compositor.py", "render_update"),
     ("Widget._render_content / render_lines", "widget.py", "render_lines"),
