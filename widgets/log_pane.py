@@ -86,6 +86,24 @@ class LineBuffer(Sequence[LogLine]):
 MAX_SHOWN_CHARS = 8192  # of one line; a 1 MB line must not stall the console
 
 
+class LogView(Log):
+    """Textual's Log, measuring a write of plain lines on the spot.
+
+    The stock Log measures every write's lines in a new thread (escapes replaced, tabs
+    expanded, cell widths): in a flood that is a thread per chunk contending for the
+    interpreter. A line of printable ASCII is as wide as it is long, so such a batch is
+    measured by its longest line, here; any other batch is measured as the stock Log does.
+    """
+
+    def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
+        if lines:
+            text = "".join(lines)
+            if text.isascii() and text.isprintable():
+                self._update_maximum_width(updates, max(map(len, lines)))
+                return
+        super()._update_size(updates, lines)
+
+
 class LogPane(Vertical):
     """Follow mode pauses when the operator scrolls up and resumes on End."""
 
@@ -127,7 +145,7 @@ class LogPane(Vertical):
         self._holding_follow = False
 
     def compose(self) -> ComposeResult:
-        log = Log(max_lines=self.max_lines, highlight=True, auto_scroll=True)
+        log = LogView(max_lines=self.max_lines, highlight=True, auto_scroll=True)
         log.highlighter = self._highlighter
         log.can_focus = True
         yield log
