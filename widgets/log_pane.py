@@ -6,12 +6,14 @@ about ten times a second, so a flood of lines costs one refresh per tick.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import re
 import textwrap
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
-from typing import ClassVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import ClassVar, overload
 
 from rich.highlighter import Highlighter
 from rich.text import Text
@@ -51,7 +53,55 @@ class LogHighlighter(Highlighter):
 
 
 FLUSH_CHUNK_LINES = 500
+# A buffered line is kept as a plain tuple of its fields: a tuple of strings and numbers is
+# dropped from the garbage collector's lists, so a full collection in a flood no longer walks
+# the 50,000 lines of the buffer (15-40 ms each time as LogLine objects).
+_FIELDS = tuple(field.name for field in dataclasses.fields(LogLine))
+_entry = operator.attrgetter(*_FIELDS)
+_Entry = tuple[str, float | None, str | None, str, int | None, str]
+
+
+class LineBuffer(Sequence[LogLine]):
+    """The pane's buffer read as LogLines (each built anew from its stored fields)."""
+
+    def __init__(self, entries: deque[_Entry]) -> None:
+        self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> LogLine: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[LogLine]: ...
+    def __getitem__(self, index: int | slice) -> LogLine | list[LogLine]:
+        if isinstance(index, slice):
+            return [LogLine(*entry) for entry in list(self._entries)[index]]
+        return LogLine(*self._entries[index])
+
+    def __iter__(self) -> Iterator[LogLine]:
+        return (LogLine(*entry) for entry in self._entries)
+
+
 MAX_SHOWN_CHARS = 8192  # of one line; a 1 MB line must not stall the console
+
+
+class LogView(Log):
+    """Textual's Log, measuring a write of plain lines on the spot.
+
+    The stock Log measures every write's lines in a new thread (escapes replaced, tabs
+    expanded, cell widths): in a flood that is a thread per chunk contending for the
+    interpreter. A line of printable ASCII is as wide as it is long, so such a batch is
+    measured by its longest line, here; any other batch is measured as the stock Log does.
+    """
+
+    def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
+        if lines:
+            text = "".join(lines)
+            if text.isascii() and text.isprintable():
+                self._update_maximum_width(updates, max(map(len, lines)))
+                return
+        super()._update_size(updates, lines)
 
 
 class LogPane(Vertical):
@@ -82,7 +132,8 @@ class LogPane(Vertical):
         super().__init__(id=id)
         self.max_lines = max_lines
         self.flush_interval_s = flush_interval_s
-        self.buffer: deque[LogLine] = deque(maxlen=max_lines)
+        self._entries: deque[_Entry] = deque(maxlen=max_lines)
+        self.buffer = LineBuffer(self._entries)
         self._flush_scheduled = False
         self._pending: list[LogLine] = []
         self._highlighter = LogHighlighter()
@@ -94,7 +145,7 @@ class LogPane(Vertical):
         self._holding_follow = False
 
     def compose(self) -> ComposeResult:
-        log = Log(max_lines=self.max_lines, highlight=True, auto_scroll=True)
+        log = LogView(max_lines=self.max_lines, highlight=True, auto_scroll=True)
         log.highlighter = self._highlighter
         log.can_focus = True
         yield log
@@ -170,7 +221,7 @@ class LogPane(Vertical):
             return
         batch = self._pending[:FLUSH_CHUNK_LINES]
         del self._pending[:FLUSH_CHUNK_LINES]
-        self.buffer.extend(batch)
+        self._entries.extend(map(_entry, batch))
         self._shown_entries = min(
             len(self.buffer), self._shown_entries + self._visible_count(batch)
         )
@@ -184,7 +235,7 @@ class LogPane(Vertical):
 
     def _take_all_pending(self) -> None:
         """Move every queued line into the buffer without drawing it (a redraw follows)."""
-        self.buffer.extend(self._pending)
+        self._entries.extend(map(_entry, self._pending))
         self._pending = []
 
     def _rerender(self) -> None:

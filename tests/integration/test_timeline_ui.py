@@ -151,6 +151,10 @@ class _Feed:
     def observe_log(self, line: LogLine, now_s: float) -> None:
         self.lines.append(line.text)
 
+    def observe_logs(self, entries: list[tuple[LogLine, float | None]], now_s: float) -> None:
+        for line, _ in entries:
+            self.observe_log(line, now_s)
+
 
 class _Recording:
     def __init__(self) -> None:

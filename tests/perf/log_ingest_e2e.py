@@ -176,7 +176,7 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
 def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     """Each stage apart, µs per line, on the same vLLM-format lines."""
     from tui.app.console import LOG_DRAIN_LINES
-    from tui.core.redact import redact_text
+    from tui.core.redact import redact_lines, redact_text
     from tui.hosts.local import LocalHost
     from tui.logs.journal import JournalFollower
     from tui.logs.line import LevelClassifier, LogLine
@@ -252,6 +252,12 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
         timed(lambda: [vllm_line_time_s(line.text) for line in read]), len(read)
     )
     costs["redact_text"] = per_line_us(timed(lambda: [redact_text(t) for t in lines]), total)
+    text_batches = [
+        lines[start : start + LOG_DRAIN_LINES] for start in range(0, total, LOG_DRAIN_LINES)
+    ]
+    costs["redact_lines, batches"] = per_line_us(
+        timed(lambda: [redact_lines(batch) for batch in text_batches]), total
+    )
 
     class Sink:
         def put(self, *args: Any, **kwargs: Any) -> None:
@@ -264,6 +270,12 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     now = time.time()
     costs["recorder feed (redacts)"] = per_line_us(
         timed(lambda: [feed.observe_log(line, now) for line in read]), len(read)
+    )
+    entries = [
+        [(line, vllm_line_time_s(line.text)) for line in batch] for batch in batches
+    ]  # the console reads each line's own clock before the feed
+    costs["recorder feed, batches (redacts)"] = per_line_us(
+        timed(lambda: [feed.observe_logs(batch, now) for batch in entries]), len(read)
     )
     return costs
 

@@ -115,13 +115,16 @@ class RecordMixin(ConsoleParts):
         if self._log_started_s is None:
             self._log_started_s = now
         settled = now - self._log_started_s > BACKLOG_S
-        for line in warnings_or_worse(lines):  # observe_log drops the rest: skip their clocks
+        kept = []
+        for line in warnings_or_worse(lines):  # observe_logs drops the rest: skip their clocks
             own = vllm_line_time_s(line.text)
             if line.cursor is None and (own is None and not settled):
                 continue
             if own is not None and own < self._log_started_s - BACKLOG_S:
                 continue
-            self.recording.feed.observe_log(line, now)
+            kept.append((line, own))
+        if kept:
+            self.recording.feed.observe_logs(kept, now)  # redacted as one batch
 
     def _record_load_live(self, live: LiveLoad | None) -> None:
         if self.recording is not None:

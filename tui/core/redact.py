@@ -17,9 +17,10 @@ value extent is found by a small scanner, not by backtracking.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -277,6 +278,70 @@ def redact_text(text: str, extra_secrets: Iterable[str] = ()) -> str:
             continue
         text = pattern.sub(replacement, text)
     return text
+
+
+# What redact_lines searches a batch for, lowercased: every strong word and every shape's
+# needle, lowercased, holds one of these (or matches _BATCH_GH), so a line holding none of
+# them passes redact_text unchanged. tests/core/test_redact_batch.py checks the cover.
+_BATCH_NEEDLES = (
+    "auth", "credential", "passw", "secret", "cookie", "session", "private",
+    "bearer", "basic", "sk-", "hf_", "github_pat_", "xox", "akia", "eyj", "://",
+)  # fmt: skip
+_BATCH_GH = re.compile(r"gh[pousr]_")
+# A weak last part (`key`, `keys`, `token`) not followed by an ASCII letter: exactly the
+# test _may_hold_secret_name makes in ASCII text (a line's end reads as the joint's `\n`).
+_BATCH_WEAK = tuple(re.compile(re.escape(word) + "(?![a-z])") for word in _WEAK_LAST)
+
+
+def redact_lines(texts: Sequence[str], extra_secrets: Iterable[str] = ()) -> list[str]:
+    """`[redact_text(t, extra_secrets) for t in texts]`, at a log flood's pace.
+
+    The batch is searched once (joined, lowercased) for anything that could start a
+    redaction: a known secret, a secret name's word, a shape's literal. Only the lines
+    holding one (and every non-ASCII line, whose lowercasing is not one-to-one) go through
+    redact_text; a line holding none would come back unchanged from it.
+    """
+    extra = tuple(extra_secrets)
+    known = _known(extra)
+    marked = [not text.isascii() for text in texts]
+    scanned = [index for index, flag in enumerate(marked) if not flag]
+    if len(scanned) == len(texts):
+        joined = "\n".join(texts)
+    else:
+        joined = "\n".join(texts[index] for index in scanned)
+    starts: list[int] = []  # where each scanned line starts in `joined`
+    position = 0
+    for index in scanned:
+        starts.append(position)
+        position += len(texts[index]) + 1
+
+    def mark(begin: int, end: int) -> None:
+        """Every scanned line overlapping joined[begin:end]."""
+        first = bisect.bisect_right(starts, begin) - 1
+        last = bisect.bisect_right(starts, max(begin, end - 1)) - 1
+        for slot in range(first, last + 1):
+            marked[scanned[slot]] = True
+
+    if scanned:
+        lower = joined.lower()  # ASCII only: one character for one
+        for needle in _BATCH_NEEDLES:
+            found = lower.find(needle)
+            while found >= 0:
+                mark(found, found + len(needle))
+                found = lower.find(needle, found + 1)
+        for pattern in (_BATCH_GH, *_BATCH_WEAK):
+            for match in pattern.finditer(lower):
+                mark(match.start(), match.end())
+        for secret in known:  # case as given; may span a joint, which only marks more
+            found = joined.find(secret)
+            while found >= 0:
+                mark(found, found + len(secret))
+                found = joined.find(secret, found + 1)
+    if not any(marked):
+        return list(texts)
+    return [
+        redact_text(text, extra) if flag else text for text, flag in zip(texts, marked, strict=True)
+    ]
 
 
 def redact_data(data: Any, extra_secrets: Iterable[str] = ()) -> Any:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 import shlex
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.core.formatting import gib
-from tui.core.redact import redact_text
+from tui.core.redact import redact_lines, redact_text
 from tui.gpu.model import GpuBoxSnapshot
 from tui.logs.line import LogLine, warning_or_worse
 from tui.procs.model import ProcListing
@@ -244,13 +244,27 @@ class RecordFeed:
     def observe_log(self, line: LogLine, now_s: float) -> None:
         if not warning_or_worse(line):  # the console skips the rest before calling: keep alike
             return
-        # The line's own clock first: a follower stamps file lines with the time it read them.
-        ts = vllm_line_time_s(line.text) or line.timestamp_s or now_s
-        text = self._redact(line.text)
-        key = f"log:{line.cursor}" if line.cursor else f"log:{_digest(ts, line.text)}"
-        self.event(
-            Event(ts, "log", line.source or "log", text, key=key, data={"level": line.level})
-        )
+        self.observe_logs([(line, vllm_line_time_s(line.text))], now_s)
+
+    def observe_logs(self, entries: Sequence[tuple[LogLine, float | None]], now_s: float) -> None:
+        """A batch of (line, its own clock as vllm_line_time_s reads it), as observe_log
+        takes them one by one; redacted together (redact_lines), a flood's pace."""
+        entries = [entry for entry in entries if warning_or_worse(entry[0])]
+        texts = redact_lines([line.text for line, _ in entries], self.extra_secrets)
+        for (line, own_s), text in zip(entries, texts, strict=True):
+            # The line's own clock first: a follower stamps file lines with the time it read them.
+            ts = own_s or line.timestamp_s or now_s
+            key = f"log:{line.cursor}" if line.cursor else f"log:{_digest(ts, line.text)}"
+            self.event(
+                Event(
+                    ts,
+                    "log",
+                    line.source or "log",
+                    text[:MAX_TEXT],
+                    key=key,
+                    data={"level": line.level},
+                )
+            )
 
     def observe_exec(
         self, pid: int, argv: list[str], env: dict[str, str], started_s: float

@@ -324,8 +324,11 @@ class LoadTracker:
                 if "\x1b" not in joined:  # cutting an escape out could join a word's halves
                     self._fact_words = tuple(word for word in _FACT_WORDS if word in joined)
                 try:
-                    for rest in lines[index:]:
-                        self.feed(rest)
+                    if "\x1b" in joined:
+                        for rest in lines[index:]:
+                            self.feed(rest)
+                    else:
+                        self._feed_started(lines[index:])
                 finally:
                     self._fact_words = _FACT_WORDS
                 return
@@ -347,6 +350,63 @@ class LoadTracker:
             if last is not None and last > t:
                 t = last
             self._last_t = t
+            if "Avg prompt throughput: " in text or "Decode batch." in text:
+                stats.append((text, t))
+        self._settle_stats(stats)
+
+    def _feed_started(self, lines: Sequence[LogLine | str]) -> None:
+        """Lines after a load has started, as `feed` would take them, none with an escape.
+
+        A plain line (its own time, no `\r`, no fact word of the batch, no traceback
+        going on or starting, not an error by _failure's reading) only moves the clock,
+        joins the recent context and may be a stats line; the stats lines wait and are read
+        newest first, before any other line takes `feed`. _failure's test is made here
+        exactly as there, with the message read only where it decides.
+        """
+        stats: list[tuple[str, float]] = []
+        fact_words = self._fact_words  # those the batch holds (feed_many narrowed them)
+        error, warning = Level.ERROR, Level.WARNING
+        for line in lines:
+            if isinstance(line, str):
+                self._settle_stats(stats)
+                self.feed(line)
+                continue
+            text, t = line.text, line.timestamp_s
+            if (
+                t is None
+                or self._in_traceback
+                or len(text) > _MAX_LINE_CHARS
+                or "\r" in text
+                or (fact_words and any(word in text for word in fact_words))
+            ):
+                self._settle_stats(stats)
+                self.feed(line)
+                continue
+            segment = text[: p.SCAN_CHARS].rstrip()  # what `feed` hands _feed_text
+            blank = not text.strip()
+            if not blank:
+                level = line.level
+                stated = explicit_level(segment)
+                if (
+                    p.TRACEBACK in segment
+                    or stated == error
+                    or (stated is None and level == error)
+                    or (
+                        stated is None
+                        and level != warning
+                        and p.FATAL.search(_message(segment)) is not None
+                    )
+                ):
+                    self._settle_stats(stats)
+                    self.feed(line)
+                    continue
+            last = self._last_t
+            if last is not None and last > t:
+                t = last
+            self._last_t = t
+            if blank:
+                continue  # `feed` reads no segment of a blank line
+            self._recent.append(segment)
             if "Avg prompt throughput: " in text or "Decode batch." in text:
                 stats.append((text, t))
         self._settle_stats(stats)
