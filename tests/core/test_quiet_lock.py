@@ -1,4 +1,4 @@
-"""The quiet lock: a quiet test waits for running tests, and none starts while it waits or runs."""
+"""Quiet tests: first on the CPU (root), or else alone (a lock the other tests wait on)."""
 
 from __future__ import annotations
 

@@ -36,6 +36,9 @@ from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.capacity import SloTarget, simulate_level, true_capacity
 from tui.sim.spec import GIB, ServerSettings
 
+# The simulator's TTFT and ITL against an SLO decide each level: quiet (tests/support/quiet.py).
+pytestmark = pytest.mark.quiet
+
 MAX_LEVELS = 8
 MAX_SIMULATED_S = 600.0
 

@@ -13,6 +13,7 @@ import asyncio
 import httpx
 import pytest
 
+from tests.support.vllm_affinity import frontend_apart
 from tests.support.vllm_harness import VllmServer
 from tui.bench.driver import run_bench
 from tui.bench.model import OUTPUT_TOKENS_FROM_USAGE, BenchResult, LevelResult
@@ -20,7 +21,9 @@ from tui.bench.server_view import parse_counters
 from tui.bench.workload import PROMPT_BY_TOKENIZE, BenchSpec, spec_from_preset
 from tui.core.config import default_presets
 
-pytestmark = pytest.mark.real_vllm
+# One token per chunk at concurrency 1 needs the API server to keep up with the engine on
+# two cores (docs/ARCHITECTURE.md): quiet (tests/support/quiet.py).
+pytestmark = [pytest.mark.real_vllm, pytest.mark.quiet]
 
 
 async def server_counters(server: VllmServer) -> dict[str, float]:
@@ -55,8 +58,10 @@ def check_level(level: LevelResult, requests: int, output_tokens: int) -> None:
         assert 0 < level.itl.count <= requests * (output_tokens - 1)
 
 
-async def run(spec: BenchSpec) -> BenchResult:
-    return await asyncio.wait_for(run_bench(spec), timeout=420.0)
+async def run(spec: BenchSpec, server: VllmServer) -> BenchResult:
+    """The API server gets a core of its own while the benchmark runs (vllm_affinity)."""
+    with frontend_apart(server.pid):
+        return await asyncio.wait_for(run_bench(spec), timeout=420.0)
 
 
 async def test_quick_preset_counts_what_the_server_counted(real_vllm_server: VllmServer) -> None:
@@ -64,7 +69,7 @@ async def test_quick_preset_counts_what_the_server_counted(real_vllm_server: Vll
     quick = default_presets()["quick"]
     spec = spec_from_preset(quick, server.base_url, progress_interval_s=0.5)
     before = await server_counters(server)
-    result = await run(spec)
+    result = await run(spec, server)
     after = await server_counters(server)
     assert result.context.model == server.model
     assert result.context.engine_version == "0.32.0"
@@ -94,7 +99,7 @@ async def test_small_sweep_at_concurrency_1_and_4(real_vllm_server: VllmServer) 
         progress_interval_s=0.5,
         read_timeout_s=120.0,
     )
-    result = await run(spec)
+    result = await run(spec, server)
     assert [level.concurrency for level in result.levels] == [1, 4]
     assert not result.partial
     for level in result.levels:

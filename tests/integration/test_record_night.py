@@ -175,14 +175,17 @@ def test_scripted_night_is_recorded_in_order_with_alerts(
     keyed = [(event.ts_s, event.text) for event in events]
     assert len(keyed) == len(set(keyed))
     assert count(db, "gpu_ticks") > 10
-    # the webhook got each firing exactly once
+    # the webhook got each firing exactly once. The crash's own orphans may be seen as
+    # leftovers before the restart ends them (on a loaded machine they live a poll longer):
+    # then the recording and the webhook both have that firing too.
     wait_for(
         lambda: hook_log.exists() and len(hook_log.read_text().splitlines()) >= 4, timeout_s=30
     )
     bodies = [json.loads(json.loads(line)["body"]) for line in hook_log.read_text().splitlines()]
     fired = [(body["alert"], body["state"]) for body in bodies]
     assert fired.count(("unit-failed", "firing")) == 1
-    assert fired.count(("leftovers", "firing")) == 1
+    recorded_leftover_firings = sum(text.startswith("WARNING leftovers") for text in texts)
+    assert fired.count(("leftovers", "firing")) == recorded_leftover_firings >= 1
     # the summary's view of the night: two starts, both served, the same configuration
     history = recorded_history(deck.profile, deck.host_label)
     assert history is not None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,35 +28,30 @@ from tui.procs import ClassifyContext, list_gpu_processes
 from tui.procs.model import ProcListing
 from tui.serving.restart_guard import GIB, assess, inactive_note
 
+# The holder binds a port the kernel picks and says which: a port chosen beforehand could be
+# taken meanwhile by another test's server on this machine.
 LISTENER = r"""
-import socket, sys, time
+import socket, time
 sock = socket.socket()
-sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-sock.bind(("127.0.0.1", int(sys.argv[1])))
+sock.bind(("127.0.0.1", 0))
 sock.listen()
-print("listening", flush=True)
+print(sock.getsockname()[1], flush=True)
 while True:
     time.sleep(3600)
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def port_holder() -> Iterator[tuple[int, subprocess.Popen[str]]]:
     """A process that is not the service, listening on a free port."""
-    port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-c", LISTENER, str(port)],
+        [sys.executable, "-c", LISTENER],
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
-    assert process.stdout is not None and process.stdout.readline().strip() == "listening"
+    assert process.stdout is not None
+    port = int(process.stdout.readline())
     yield port, process
     process.kill()
     process.wait(timeout=30)
