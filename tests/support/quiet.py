@@ -25,41 +25,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.vllm_affinity import threads
+from tests.support.vllm_procs import descendants
+
 QUIET_MARK = "quiet"
 PRIORITY_NICE = -10
-PROC = Path("/proc")
-
-
-def descendants(root_pid: int) -> list[int]:
-    """Every live process below root_pid (a snapshot of /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found: list[int] = []
-    pending = [root_pid]
-    while pending:
-        kids = children.get(pending.pop(), [])
-        found.extend(kids)
-        pending.extend(kids)
-    return found
-
-
-def threads_of(pids: list[int]) -> list[int]:
-    """Thread ids: Linux keeps a nice value per thread, not per process."""
-    tids: list[int] = []
-    for pid in pids:
-        try:
-            tids.extend(int(name) for name in os.listdir(PROC / str(pid) / "task"))
-        except OSError:
-            continue
-    return tids
 
 
 @contextlib.contextmanager
@@ -68,7 +38,8 @@ def prioritized(root_pid: int) -> Iterator[bool]:
     priority cannot be raised here."""
     before: dict[int, int] = {}
     try:
-        for tid in threads_of([root_pid, *descendants(root_pid)]):
+        tree = [root_pid, *(info.pid for info in descendants(root_pid))]
+        for tid in (tid for pid in tree for tid in threads(pid)):
             try:
                 nice = os.getpriority(os.PRIO_PROCESS, tid)
                 os.setpriority(os.PRIO_PROCESS, tid, PRIORITY_NICE)

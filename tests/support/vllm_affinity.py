@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from tests.support.vllm_procs import descendants
 
 
-def _threads(pid: int) -> list[int]:
+def threads(pid: int) -> list[int]:
+    """The process's thread ids: affinity and nice values are kept per thread."""
     try:
         return [int(name) for name in os.listdir(f"/proc/{pid}/task")]
     except OSError:
@@ -36,7 +37,7 @@ def _threads(pid: int) -> list[int]:
 
 def _set_affinity(pid: int, cores: set[int]) -> None:
     """Every thread of pid (affinity is per thread; later threads inherit their creator's)."""
-    for tid in _threads(pid):
+    for tid in threads(pid):
         try:
             os.sched_setaffinity(tid, cores)
         except OSError:
@@ -46,7 +47,7 @@ def _set_affinity(pid: int, cores: set[int]) -> None:
 def _masks(pids: list[int]) -> dict[int, set[int]]:
     masks: dict[int, set[int]] = {}
     for pid in pids:
-        for tid in _threads(pid):
+        for tid in threads(pid):
             try:
                 masks[tid] = os.sched_getaffinity(tid)
             except OSError:
@@ -93,7 +94,7 @@ def frontend_apart(api_server_pid: int) -> Iterator[str]:
         yield pin_frontend_apart(api_server_pid)
     finally:
         for pid in pids:
-            for tid in _threads(pid):
+            for tid in threads(pid):
                 mask = before.get(tid) or process_masks[pid]
                 if mask:
                     try:
