@@ -13,7 +13,6 @@ import asyncio
 import httpx
 import pytest
 
-from tests.support.vllm_affinity import frontend_apart
 from tests.support.vllm_harness import VllmServer
 from tui.bench.driver import run_bench
 from tui.bench.model import OUTPUT_TOKENS_FROM_USAGE, BenchResult, LevelResult
@@ -58,10 +57,8 @@ def check_level(level: LevelResult, requests: int, output_tokens: int) -> None:
         assert 0 < level.itl.count <= requests * (output_tokens - 1)
 
 
-async def run(spec: BenchSpec, server: VllmServer) -> BenchResult:
-    """The API server gets a core of its own while the benchmark runs (vllm_affinity)."""
-    with frontend_apart(server.pid):
-        return await asyncio.wait_for(run_bench(spec), timeout=420.0)
+async def run(spec: BenchSpec) -> BenchResult:
+    return await asyncio.wait_for(run_bench(spec), timeout=420.0)
 
 
 async def test_quick_preset_counts_what_the_server_counted(real_vllm_server: VllmServer) -> None:
@@ -69,7 +66,7 @@ async def test_quick_preset_counts_what_the_server_counted(real_vllm_server: Vll
     quick = default_presets()["quick"]
     spec = spec_from_preset(quick, server.base_url, progress_interval_s=0.5)
     before = await server_counters(server)
-    result = await run(spec, server)
+    result = await run(spec)
     after = await server_counters(server)
     assert result.context.model == server.model
     assert result.context.engine_version == "0.32.0"
@@ -99,7 +96,7 @@ async def test_small_sweep_at_concurrency_1_and_4(real_vllm_server: VllmServer) 
         progress_interval_s=0.5,
         read_timeout_s=120.0,
     )
-    result = await run(spec, server)
+    result = await run(spec)
     assert [level.concurrency for level in result.levels] == [1, 4]
     assert not result.partial
     for level in result.levels:

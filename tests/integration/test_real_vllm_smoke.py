@@ -19,7 +19,6 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.vllm_affinity import frontend_apart
 from tests.support.vllm_harness import VllmServer
 from tests.support.vllm_procs import ProcInfo
 
@@ -125,8 +124,7 @@ def test_stream_sends_one_token_per_chunk_then_usage_then_done(
     real_vllm_server: VllmServer,
 ) -> None:
     server = real_vllm_server
-    with frontend_apart(server.pid):  # the API server on a core of its own while it streams
-        events = stream_events(server, completion_request(server.model))
+    events = stream_events(server, completion_request(server.model))
     assert events[-1] == "[DONE]"
     usage_chunk = json.loads(events[-2])
     assert usage_chunk["choices"] == []
