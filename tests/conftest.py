@@ -19,6 +19,7 @@ pytest_plugins: list[str] = [
     "tests.support.cli_support",
     "tests.support.tiers",
     "tests.support.quiet",
+    "tests.support.worker_scope",
 ]
 
 

@@ -58,8 +58,10 @@ DECODE_STEP_S = 0.015
 # 1024 prompt tokens -> 1,024 ms prefill alone; 128 tokens -> 128 ms per admission at 32 streams.
 # At 32 streams TTFT is mostly queueing behind other prefills: 128-token prompts make it
 # ~2 s, so the few tens of ms a loaded machine adds to the client's side stay under 2%.
-LEVELS = {1: (1024, 6), 32: (128, 64)}  # concurrency: (input tokens, requests)
-OUTPUT_TOKENS = 32
+# A lone stream's TPOT spans its decode only: a first chunk read ~10 ms late (a loaded
+# machine) shortens a 31-gap span by 2 %, a 63-gap span by 1 %; eight requests, not six,
+# keep one late reader from moving the median.
+LEVELS = {1: (1024, 8, 64), 32: (128, 64, 32)}  # concurrency: (input, requests, output)
 FIDELITY_OPTIONS = SimServerOptions(
     shards=8,
     prefill_tok_s=PREFILL_TOK_S,
@@ -84,9 +86,9 @@ def fidelity_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
 
 
 def _spec(box: SimBox, concurrency: int, **overrides: Any) -> BenchSpec:
-    input_tokens, requests = LEVELS.get(concurrency, (64, 16))
+    input_tokens, requests, output_tokens = LEVELS.get(concurrency, (64, 16, 32))
     spec = BenchSpec(
-        base_url=box.base_url, input_tokens=input_tokens, output_tokens=OUTPUT_TOKENS,
+        base_url=box.base_url, input_tokens=input_tokens, output_tokens=output_tokens,
         concurrency=(concurrency,), num_requests=requests, warmup_requests=1,
         progress_interval_s=0.5, read_timeout_s=60.0,
     )  # fmt: skip

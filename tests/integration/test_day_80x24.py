@@ -160,7 +160,7 @@ async def test_every_screen_of_the_day_at_80x24(tmp_path: Path) -> None:
         # Offered on the Processes pane's footer while there are leftovers (at 80 columns the
         # Deck's footer has the log's keys first).
         await pilot.press("3")
-        await until(pilot, lambda: "K Clean up" in screen_text(app), 20, "K offered (leftovers)")
+        await until(pilot, lambda: "K Clean up" in screen_text(app), 45, "K offered (leftovers)")
         await pilot.press("K")
         await until(pilot, lambda: isinstance(app.screen, KillConfirmScreen), 20, "the dialog")
         # Drawn, not only pushed: a loaded machine paints it a frame or more later.

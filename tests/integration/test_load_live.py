@@ -116,19 +116,25 @@ async def test_watcher_reads_a_real_reader_then_sees_it_vanish(tmp_path: Path) -
     dropped = await drop_from_cache(LocalHost(), str(tmp_path))
     if dropped.resident_bytes:
         pytest.skip("this filesystem keeps the pages (tmpfs): nothing is read from a disk")
+    # The child reads once told to, after the first sample: on a loaded machine a child
+    # reading at once may have read a tenth of the file before the first sample is taken.
     script = (
         "import sys, time\n"
         "f = open(sys.argv[1], 'rb')\n"
+        "sys.stdin.readline()\n"
         "while f.read(1 << 20): time.sleep(0.02)\n"
         "time.sleep(60)\n"
     )
-    child = subprocess.Popen([sys.executable, "-c", script, str(data)])
+    child = subprocess.Popen([sys.executable, "-c", script, str(data)], stdin=subprocess.PIPE)
     watcher = LiveLoadWatcher(LocalHost(), str(tmp_path))
     progress = _progress()
     try:
         first = await watcher.sample(progress, child.pid)
         assert first.bound == "unknown" and first.problem is None  # one sample: no rate yet
         assert first.cache_resident_pct is not None and first.cache_resident_pct < 5
+        assert child.stdin is not None
+        child.stdin.write(b"go\n")
+        child.stdin.flush()
         readings = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -120,7 +120,8 @@ async def test_live_line_follows_a_cold_load_then_shows_the_diagnosis(tmp_path: 
     reading = max(weights, key=lambda r: r.read_bytes_per_s or 0)
     assert reading.read_bytes_per_s is not None and reading.read_bytes_per_s > 2 * MIB
     assert reading.cache_resident_start_pct is not None and reading.cache_resident_start_pct < 5
-    assert reading.cache_resident_pct is not None and reading.cache_resident_pct < 90
+    # Caught mid-read at least once (the fastest reading may come as the last shard lands).
+    assert any(r.cache_resident_pct is not None and r.cache_resident_pct < 90 for r in weights)
     # Residency is re-read as the load goes: the shards come into the page cache.
     assert max(r.cache_resident_pct or 0 for r in live) > reading.cache_resident_start_pct
     assert "I/O-bound: reading a cold checkpoint" in reading.text

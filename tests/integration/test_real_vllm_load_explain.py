@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -72,7 +73,7 @@ def load_once(
     sampler = Sampler(os.getpid(), str(model_dir))
     sampler.start()
     started = time.time()
-    server = factory()
+    server = factory(model_dir=model_dir)
     answered = first_answer(server)
     samples = sampler.stop()
     explainer.samples = samples
@@ -92,14 +93,28 @@ def read_during(samples: list[IoSample]) -> int:
     return (samples[-1].tree_read_bytes or 0) - (samples[0].tree_read_bytes or 0)
 
 
+def own_copy(model_dir: Path, folder: Path) -> Path:
+    """This test's own copy of the model, on the disk (fsynced, so dropping it works).
+
+    Servers of other tests load the shared copy; one starting during the cold load would
+    bring its pages back into the cache under this load, which would then read less.
+    """
+    copy = Path(shutil.copytree(model_dir, folder))
+    for path in copy.iterdir():
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+    return copy
+
+
 def test_cold_then_warm_load_explained(
     vllm_server_factory: VllmServerFactory, tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     history = tmp_path / "loads.jsonl"
-    dropped = asyncio.run(drop_from_cache(LocalHost(), str(tiny_model_dir)))
+    model_dir = own_copy(tiny_model_dir, tmp_path / "model")
+    dropped = asyncio.run(drop_from_cache(LocalHost(), str(model_dir)))
     assert dropped.files == 4
 
-    cold_server, cold, cold_wall, cold_samples = load_once(vllm_server_factory, tiny_model_dir, [])
+    cold_server, cold, cold_wall, cold_samples = load_once(vllm_server_factory, model_dir, [])
     stop_vllm_server(cold_server)
     print(
         f"cold: {cold.diagnosis}; waterfall {[(s.name, round(s.wall_s, 1)) for s in cold.waterfall]}"
@@ -122,9 +137,7 @@ def test_cold_then_warm_load_explained(
     record_load("local", "tiny", cold, history)
 
     earlier = earlier_loads("local", "tiny", history)
-    warm_server, warm, warm_wall, warm_samples = load_once(
-        vllm_server_factory, tiny_model_dir, earlier
-    )
+    warm_server, warm, warm_wall, warm_samples = load_once(vllm_server_factory, model_dir, earlier)
     stop_vllm_server(warm_server)
     print(f"warm: {warm.diagnosis}; prediction error {warm.previous_prediction_error_s:.1f} s")
     assert warm.cache_resident_before_pct is not None and warm.cache_resident_before_pct > 50

@@ -7,26 +7,22 @@ level, and the capacity telemetry's poller) must equal vLLM's own
 `prefix_cache_hits_total / prefix_cache_queries_total` over the same window,
 land within 5 points of the intended rate, and be far above the random run's.
 
-The server is this module's own, started with `--block-size 32`: vLLM caches
-whole blocks only, and the CPU default of 128 tokens would round a ~400-token
-shared prefix down by up to 127 tokens (up to ~20 points of hit rate), which
-says nothing about servedeck. 32 is the smallest size the CPU attention
-accepts. Each run uses a fresh seed, so nothing is cached from an earlier one.
+The server is the session's, started with `--block-size 32` (SESSION_SERVER_ARGS
+says why). Each run uses a fresh seed, so nothing is cached from an earlier one,
+and the tests sharing that server run one after another on one worker, so the
+counters read around a run count only its requests.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.vllm_harness import VllmServer, start_vllm_server, stop_vllm_server
-from tests.support.vllm_install import VllmVenv
+from tests.support.vllm_harness import PREFIX_BLOCK_TOKENS, VllmServer
 from tui.bench.driver import run_bench
 from tui.bench.model import BenchResult
 from tui.bench.telemetry import MetricsPoller
@@ -40,26 +36,12 @@ GROUPS = 4
 # below, so with 8 output tokens they stay inside --max-model-len 512.
 PREFIX_TOKENS = 320
 QUESTION_TOKENS = 32
-BLOCK_TOKENS = 32
+BLOCK_TOKENS = PREFIX_BLOCK_TOKENS
 COUNTERS = (
     "vllm:prefix_cache_queries_total",
     "vllm:prefix_cache_hits_total",
     "vllm:request_success_total",
 )
-
-
-@pytest.fixture(scope="module")
-def prefix_server(
-    vllm_venv: VllmVenv, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[VllmServer]:
-    server = start_vllm_server(
-        vllm_venv,
-        tiny_model_dir,
-        tmp_path_factory.mktemp("vllm-prefix"),
-        ("--block-size", str(BLOCK_TOKENS), "--enable-prefix-caching"),
-    )
-    yield server
-    stop_vllm_server(server)
 
 
 async def vllm_counters(server: VllmServer) -> dict[str, float]:
@@ -122,9 +104,9 @@ def spec_for(server: VllmServer, workload: str, input_tokens: int, seed: int) ->
 
 
 async def test_shared_prefix_hit_rate_matches_vllm_and_beats_random(
-    prefix_server: VllmServer,
+    real_vllm_server: VllmServer,
 ) -> None:
-    server = prefix_server
+    server = real_vllm_server
     shared_spec = spec_for(server, "shared-prefix", QUESTION_TOKENS, seed=2301)
     random_spec = spec_for(server, "random", PREFIX_TOKENS + 2 * QUESTION_TOKENS, seed=2302)
 

@@ -164,6 +164,10 @@ def test_orphans_of_a_killed_api_server_are_listed_killed_and_audited(
         return hints
 
     monkeypatch.setattr("tui.deck.Deck.gpu_source", hint_source)
+    # Other tests share this machine and leave orphans of their own matching "VLLM::*" (a
+    # second server's, the fleet tests' stand-ins): the box is this server's processes.
+    scope = tuple(p.pid for p in orphans)
+    monkeypatch.setattr("tui.deck.Deck.process_scope", lambda deck: scope)
     profile = str(write_profile(tmp_path, server))
 
     assert main(["--profile", profile, "procs", "--json"]) == 0

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.procs_fixtures import wait_until
+from tests.support.worker_scope import worker_scope_pids
 from tui.cli import main
 from tui.core.audit import read_audit
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
@@ -64,7 +65,13 @@ def snapshot(usages: list[GpuProcessUsage]) -> GpuBoxSnapshot:
 
 
 def context(*subreapers: int, **changes: object) -> ClassifyContext:
-    base = ClassifyContext(subreaper_pids=subreapers, console_pid=os.getpid(), wide=True)
+    """A wide listing of this test's processes (other xdist workers' orphans match too)."""
+    base = ClassifyContext(
+        subreaper_pids=subreapers,
+        console_pid=os.getpid(),
+        wide=True,
+        scope_pids=worker_scope_pids(),
+    )
     return replace(base, **changes)  # type: ignore[arg-type]
 
 

@@ -1,18 +1,18 @@
 """The summary of a real vLLM 0.32.0 CPU server: versions from its venv, the tiny model, its load.
 
-Uses the real-vLLM harness's `real_vllm_server` fixture (base_url, model, log_path,
-python) and `tiny_model_dir`; skips cleanly where the harness is not installed.
+Uses the real-vLLM harness's session server (base_url, model, log_path, python) and
+`tiny_model_dir`: reading the summary changes nothing on the server.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support.summary_helpers import table_shapes
+from tests.support.vllm_harness import VllmServer
 from tui.core.config import HandoffNotes, ModelConfig, Profile, ServiceConfig
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
@@ -21,18 +21,10 @@ from tui.summary import collect_summary, render_markdown
 pytestmark = pytest.mark.real_vllm
 
 
-def _fixture(request: pytest.FixtureRequest, name: str) -> Any:
-    try:
-        return request.getfixturevalue(name)
-    except pytest.FixtureLookupError:
-        pytest.skip(f"the real vLLM harness ({name} fixture) is not available")
-
-
 async def test_summary_names_vllm_the_tiny_model_and_its_load(
-    request: pytest.FixtureRequest,
+    real_vllm_server: VllmServer, tiny_model_dir: Path
 ) -> None:
-    server = _fixture(request, "real_vllm_server")
-    model_dir = Path(_fixture(request, "tiny_model_dir"))
+    server, model_dir = real_vllm_server, tiny_model_dir
     profile = Profile(
         name="real-vllm",
         service=ServiceConfig(

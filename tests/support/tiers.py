@@ -26,17 +26,24 @@ def tier_of(path: Path) -> str | None:
     return relative.parts[0] if len(relative.parts) > 1 and relative.parts[0] in TIERS else None
 
 
-# The real-vLLM tests are the longest part of the run: those that share the session's
-# server run on one xdist worker, those that start servers of their own on another, side
-# by side. Every other test runs with the rest of its file, so a module's servers start once.
-REAL_VLLM_GROUPS = ("real_vllm_session", "real_vllm_own")
+# The real-vLLM tests are the longest part of the run. Those that share the session's
+# server run on one xdist worker. Those that start servers of their own run beside it:
+# the two that orphan a server's workers and end them (the guard and the orphan killer)
+# one after the other on a second worker, the load explainer on a third, so the fourth
+# and the rest of the run are not all waiting behind four vLLM starts at once. Every
+# other test runs with the rest of its file, so a module's servers start once.
+REAL_VLLM_SESSION = "real_vllm_session"
+REAL_VLLM_ORPHANS = "real_vllm_orphans"
+ORPHANING_FILES = ("test_real_vllm_guard.py", "test_real_vllm_procs.py")
+REAL_VLLM_GROUPS = (REAL_VLLM_SESSION, REAL_VLLM_ORPHANS, "real_vllm_own")
 
 
 def xdist_group_of(item: pytest.Item) -> str:
     if "real_vllm" not in item.keywords:
         return item.path.name
-    uses_session = "real_vllm_server" in getattr(item, "fixturenames", ())
-    return REAL_VLLM_GROUPS[0] if uses_session else REAL_VLLM_GROUPS[1]
+    if "real_vllm_server" in getattr(item, "fixturenames", ()):
+        return REAL_VLLM_SESSION
+    return REAL_VLLM_ORPHANS if item.path.name in ORPHANING_FILES else REAL_VLLM_GROUPS[2]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

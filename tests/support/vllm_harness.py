@@ -172,6 +172,29 @@ def server_env(venv: VllmVenv, workdir: Path, tmpdir: Path, run_id: str) -> dict
     return env
 
 
+# vLLM inspects the model's class in a subprocess of its own (a whole `import vllm`,
+# ~5-8 s of CPU on two cores) unless VLLM_CACHE_ROOT/modelinfos holds the answer, keyed
+# by a hash of the model's module. Each server has its own cache root (its compile
+# cache), so the answers are shared through the venv's folder instead.
+MODELINFOS = "modelinfos"
+
+
+def shared_modelinfos(venv: VllmVenv) -> Path:
+    return venv.root.parent / MODELINFOS
+
+
+def copy_new_files(source: Path, target: Path) -> None:
+    """Files of source missing in target, each written whole (rename) or not at all."""
+    if not source.is_dir():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for path in source.iterdir():
+        if path.is_file() and not (target / path.name).exists():
+            partial = target / f".{path.name}.{uuid.uuid4().hex}"
+            shutil.copyfile(path, partial)
+            partial.replace(target / path.name)
+
+
 def wait_healthy(server: VllmServer, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
     """Poll /health until 200; fail with the log tail if the server dies or stalls."""
     deadline = time.monotonic() + timeout_s
@@ -235,6 +258,7 @@ def start_vllm_server(
     ]
     log_path = workdir / "server.log"
     tmpdir = short_tmpdir()
+    copy_new_files(shared_modelinfos(venv), workdir / "vllm-cache" / MODELINFOS)
     started = time.monotonic()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
@@ -265,6 +289,7 @@ def start_vllm_server(
         server.remove_tmpdir()
         raise
     server.start_s = time.monotonic() - started
+    copy_new_files(workdir / "vllm-cache" / MODELINFOS, shared_modelinfos(venv))
     server.tree_at_start = descendants(process.pid)
     if frontend_apart:
         server.affinity = pin_frontend_apart(process.pid)
@@ -321,6 +346,14 @@ def tiny_model_dir(tiny_model: TinyModel) -> Path:
     return tiny_model.path
 
 
+# vLLM caches whole KV blocks only, and the CPU default of 128 tokens would round a
+# ~400-token shared prefix down by up to 127 tokens (up to ~20 points of hit rate):
+# test_real_vllm_prefix.py needs 32, the smallest the CPU attention accepts. Nothing else
+# depends on the block size, and one server start fewer is ~30 s of CPU on two cores.
+PREFIX_BLOCK_TOKENS = 32
+SESSION_SERVER_ARGS = ("--block-size", str(PREFIX_BLOCK_TOKENS), "--enable-prefix-caching")
+
+
 @pytest.fixture(scope="session")
 def real_vllm_server(
     vllm_venv: VllmVenv, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
@@ -328,9 +361,12 @@ def real_vllm_server(
     """A session-wide healthy server; teardown proves SIGTERM alone ends its whole tree.
 
     That is the tier's only SIGTERM proof (no server is started just for it): a
-    failure here is an error at the teardown of the last test that used it.
+    failure here is an error at the teardown of the last test that used it. Its
+    arguments are SESSION_SERVER_ARGS, so the prefix-cache test shares it too.
     """
-    server = start_vllm_server(vllm_venv, tiny_model_dir, tmp_path_factory.mktemp("vllm-session"))
+    server = start_vllm_server(
+        vllm_venv, tiny_model_dir, tmp_path_factory.mktemp("vllm-session"), SESSION_SERVER_ARGS
+    )
     assert [p for p in server.tree_at_start if p.cmdline.startswith("VLLM::EngineCore")]
     yield server
     report = stop_vllm_server(server)
@@ -353,9 +389,9 @@ def vllm_server_factory(
     """
     started: list[VllmServer] = []
 
-    def start(*extra_args: str) -> VllmServer:
+    def start(*extra_args: str, model_dir: Path | None = None) -> VllmServer:
         server = start_vllm_server(
-            vllm_venv, tiny_model_dir, tmp_path / f"server-{len(started)}", extra_args
+            vllm_venv, model_dir or tiny_model_dir, tmp_path / f"server-{len(started)}", extra_args
         )
         started.append(server)
         return server

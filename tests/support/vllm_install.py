@@ -189,6 +189,13 @@ def _install_venv(root: Path, log: Path, lock_fd: int) -> None:
     (shim / "INSTALLER").write_text("servedeck-tests\n")
 
 
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
 def ensure_vllm_venv(cache: Path | None = None) -> VllmVenv:
     """Return the cached venv, building it first when missing or broken."""
     folder = cache or cache_root()
@@ -196,10 +203,18 @@ def ensure_vllm_venv(cache: Path | None = None) -> VllmVenv:
     python = root / "bin" / "python"
     expected = {"vllm": SHIM_VERSION, "torch": TORCH_VERSION, "kind": "venv"}
     started = time.monotonic()
+    # One check per test run: xdist workers of one run (one PYTEST_XDIST_TESTRUNUID) each
+    # ask, and `import vllm` is seconds of CPU each time.
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    checked = folder / "checked-in-run"
     with build_lock(folder) as lock_fd:
         marker = _read_marker(root, expected)
-        if marker is not None and _venv_works(python):
+        if marker is not None and run and _read_text(checked) == run:
             built_now = False
+        elif marker is not None and _venv_works(python):
+            built_now = False
+            if run:
+                checked.write_text(run)
         else:
             log = folder / "install.log"
             log.write_text(f"building {root} at {time.ctime()}\n")

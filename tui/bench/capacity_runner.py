@@ -60,6 +60,11 @@ from tui.bench.workload import (
 )
 from tui.bench.workloads import workload_prompts
 
+# The steady window opens when the warm-up ends; its first /metrics sample is taken then,
+# not at the next poll, so a level shorter than one poll still has two samples to diff
+# (its prefix-cache hit rate and server latencies are measured, not missing).
+STEADY_CHECK_S = 0.02
+
 
 @dataclass(frozen=True, slots=True)
 class CapacitySpec:
@@ -257,9 +262,11 @@ async def measure_level(
     poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
 
     async def watch() -> None:
+        steady = False
         while not stop.is_set():
-            await asyncio.sleep(spec.poll_s)
-            await poller.sample(steady=len(loop_run.warmup) >= concurrency)
+            await asyncio.sleep(spec.poll_s if steady else STEADY_CHECK_S)
+            steady = len(loop_run.warmup) >= concurrency
+            await poller.sample(steady=steady)
             if cancel.is_set() or loop_run.failed or poller.oversaturated(concurrency):
                 stop.set()
 
@@ -331,10 +338,12 @@ async def measure_rate_level(
 
     async def watch() -> None:
         nonlocal peak
+        steady = False
         while not stop.is_set():
-            await asyncio.sleep(spec.poll_s)
+            await asyncio.sleep(spec.poll_s if steady else STEADY_CHECK_S)
             peak = max(peak, len(run.live))
-            await poller.sample(steady=len(run.outcomes) >= count // 5)
+            steady = len(run.outcomes) >= count // 5
+            await poller.sample(steady=steady)
             if cancel.is_set() or run.failed or poller.oversaturated(nominal):
                 stop.set()
 
