@@ -297,28 +297,16 @@ class GpuTable(Widget, can_focus=True):
         final = self._filtered_styles.get(under)
         if final is None:
             final = self._filtered_styles[under] = {}
-        segments: list[Segment] = []
-        text_run, style_run = "", None
-        for text, style in line:
-            if style is style_run or (
-                style is not None and style_run is not None and style == style_run
-            ):
-                text_run += text
-                continue
-            if text_run:
-                styled = final.get(style_run) or self._filtered_style(final, under, style_run)
-                segments.append(Segment(text_run, styled))
-            text_run, style_run = text, style
-        if text_run:
-            styled = final.get(style_run) or self._filtered_style(final, under, style_run)
-            segments.append(Segment(text_run, styled))
+        segments = [
+            Segment(text, final.get(style) or self._filtered_style(final, under, style))
+            for text, style in merged_pieces(line)
+            if text
+        ]
         if width > self._line_width:  # beyond the columns: the table's own style
             base, _, _ = self._line_styles()
             pad = self._filtered_style(self._filtered_styles.setdefault(base, {}), base, None)
             segments.append(Segment(" " * (width - self._line_width), pad))
-        if width >= self._line_width:
-            return Strip(segments, width)
-        return Strip(segments, self._line_width).crop(0, width)
+        return self._fitted(segments, width)
 
     def _filtered_style(
         self, kept: dict[Style | None, Style], under: Style, style: Style | None
@@ -351,22 +339,17 @@ class GpuTable(Widget, can_focus=True):
 
     def _strip(self, line: Line, under: Style, width: int, base: Style) -> Strip:
         """A row as one Strip: each run of one style is one segment, styled over `under`."""
-        segments: list[Segment] = []
-        text_run, style_run = "", None
-        for text, style in line:
-            # no style against a style is a new run: Style.__eq__ is not asked (a Python call)
-            if style is style_run or (
-                style is not None and style_run is not None and style == style_run
-            ):
-                text_run += text
-                continue
-            if text_run:
-                segments.append(Segment(text_run, under + style_run if style_run else under))
-            text_run, style_run = text, style
-        if text_run:
-            segments.append(Segment(text_run, under + style_run if style_run else under))
+        segments = [
+            Segment(text, under + style if style else under)
+            for text, style in merged_pieces(line)
+            if text
+        ]
         if width > self._line_width:
             segments.append(Segment(" " * (width - self._line_width), base))
+        return self._fitted(segments, width)
+
+    def _fitted(self, segments: list[Segment], width: int) -> Strip:
+        """The row's segments as a Strip of `width` cells (padded before, or cropped here)."""
         if width >= self._line_width:
             return Strip(segments, width)
         return Strip(segments, self._line_width).crop(0, width)
