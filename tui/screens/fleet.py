@@ -9,6 +9,7 @@ host's SSH connection is reused, not reopened; quitting that console returns her
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
@@ -214,6 +216,11 @@ class FleetApp(App[str | None]):
         return sorted_rows(shown, self.sort_column, self.descending)
 
     def _draw(self) -> None:
+        # Messages still queued while the console closes find its widgets gone: nothing to draw.
+        with contextlib.suppress(NoMatches):
+            self._draw_table()
+
+    def _draw_table(self) -> None:
         visible = self.visible_rows()
         self.query_one("#summary", Static).update(
             summarize(self.rows).line(compact=self.size.width < 100)
@@ -223,6 +230,10 @@ class FleetApp(App[str | None]):
         self._draw_status()
 
     def _draw_status(self) -> None:
+        with contextlib.suppress(NoMatches):  # closing: see _draw
+            self._draw_status_lines()
+
+    def _draw_status_lines(self) -> None:
         status = [
             *(f"[red]{escape(problem)}[/]" for problem in self.collector.problems),
             self._refresh_note,
