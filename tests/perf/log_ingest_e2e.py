@@ -45,6 +45,17 @@ with open(path, "a") as out:
 """
 
 
+# -o json with the fields the journal source reads (what it asks for), the full -o json,
+# and the cheaper modes for comparison: export (binary-safe, needs its own parser) and cat
+# (the message only: no cursor to resume from, no priority)
+JOURNALCTL_MODES = (
+    "-o json --output-fields=MESSAGE,PRIORITY",
+    "-o json",
+    "-o export",
+    "-o cat",
+)
+
+
 def texts(count: int) -> list[str]:
     return [line.text for line in make_lines(0, count)]
 
@@ -104,12 +115,12 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
         profile = Profile(name="ingest")
         deck = open_deck(profile)
 
-        def journal_lines(initial_lines: int = 200, follow: bool = True) -> Any:
+        def journal_batches(initial_lines: int = 200, follow: bool = True) -> Any:
             return JournalFollower(
                 LocalHost(), journal_file=str(journal), initial_lines=initial_lines, follow=follow
-            ).lines()
+            ).batches()
 
-        deck.log_lines = journal_lines  # type: ignore[method-assign]
+        deck.log_batches = journal_batches  # type: ignore[method-assign]
     app = ServedeckApp(profile, deck)
     lags: list[float] = []
     async with app.run_test(size=(160, 50)) as pilot:
@@ -194,15 +205,15 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
         timed(lambda: [LevelClassifier().classify_many(chunk) for chunk in chunked]), total
     )
 
-    async def consume(source_lines: Any) -> list[Any]:
-        return [line async for line in source_lines]
+    async def consume(source_batches: Any) -> list[Any]:  # as the console takes them
+        return [line async for batch in source_batches for line in batch]
 
     if source == "file":
         path = workdir / "stage.log"
         path.write_text("\n".join(lines) + "\n")
         follower = FileFollower(str(path), initial_lines=total, follow=False)
         read: list[Any] = []
-        seconds = timed(lambda: read.extend(asyncio.run(consume(follower.lines()))))
+        seconds = timed(lambda: read.extend(asyncio.run(consume(follower.batches()))))
         costs["file read+split+classify+LogLine"] = per_line_us(seconds, total)
     else:
         journal = workdir / "service.journal"
@@ -210,25 +221,27 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
             LocalHost(), journal_file=str(journal), initial_lines=total, follow=False
         )
         read = []
-        seconds = timed(lambda: read.extend(asyncio.run(consume(follower_j.lines()))))
+        seconds = timed(lambda: read.extend(asyncio.run(consume(follower_j.batches()))))
         costs["journalctl+stream+json+classify+LogLine"] = per_line_us(seconds, len(read))
+        raw_argv = ["journalctl", "--file", str(journal), "--no-pager", "--all"]
         raw = subprocess.run(
-            ["journalctl", "--file", str(journal), "-o", "json", "--no-pager", "--all"],
-            capture_output=True,
-            text=True,
-            check=True,
+            [*raw_argv, *JOURNALCTL_MODES[0].split()], capture_output=True, text=True, check=True
         ).stdout.splitlines()
-        costs["journalctl -o json alone"] = per_line_us(
-            timed(
-                lambda: subprocess.run(
-                    ["journalctl", "--file", str(journal), "-o", "json", "--no-pager", "--all"],
-                    capture_output=True,
-                    check=True,
-                )
-            ),
-            len(raw),
+        full = subprocess.run(
+            [*raw_argv, "-o", "json"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        for mode in JOURNALCTL_MODES:  # journalctl's own cost, in its own process
+            argv = ["journalctl", "--file", str(journal), "--no-pager", "--all", *mode.split()]
+            costs[f"journalctl {mode} alone"] = per_line_us(
+                timed(lambda argv=argv: subprocess.run(argv, capture_output=True, check=True)),
+                len(raw),
+            )
+        costs["json.loads, the fields read"] = per_line_us(
+            timed(lambda: [json.loads(r) for r in raw]), len(raw)
         )
-        costs["json.loads"] = per_line_us(timed(lambda: [json.loads(r) for r in raw]), len(raw))
+        costs["json.loads, every field"] = per_line_us(
+            timed(lambda: [json.loads(r) for r in full]), len(full)
+        )
     # the console hands the tracker and the restart watch batches of LOG_DRAIN_LINES
     batches = [
         read[start : start + LOG_DRAIN_LINES] for start in range(0, len(read), LOG_DRAIN_LINES)

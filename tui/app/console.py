@@ -417,7 +417,7 @@ class ServedeckApp(
 
     @console_worker("log", pane="log", what="follow the service log")
     async def _follow_log(self) -> None:
-        source = self.deck.log_lines(initial_lines=2000, follow=True)
+        source = self.deck.log_batches(initial_lines=2000, follow=True)
         if source is None:
             hint = setup_hint(self.profile) or (
                 "no log source: set service.unit or service.log_file",
@@ -425,13 +425,16 @@ class ServedeckApp(
             self.query_one(LogPane).add_lines([LogLine(text) for text in hint])
             return
         try:
-            async for line in source:
-                self._incoming_lines.append(line)
+            async for batch in source:  # a read at a time: one step per read, not per line
+                while (  # memory stays bounded: the source waits for the drain
+                    self._incoming_lines
+                    and len(self._incoming_lines) + len(batch) > LOG_BACKLOG_LINES
+                ):
+                    await asyncio.sleep(LOG_DRAIN_S / 20)
+                self._incoming_lines += batch
                 if not self._drain_scheduled:
                     self._drain_scheduled = True
                     self.set_timer(LOG_DRAIN_S, self._drain_log_lines, name="log-drain")
-                while len(self._incoming_lines) >= LOG_BACKLOG_LINES:  # memory stays bounded:
-                    await asyncio.sleep(LOG_DRAIN_S / 20)  # the source waits for the drain
         except ServedeckError as error:
             if not self.health["log"].failing:  # once per outage; the note counts down
                 self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))

@@ -1,0 +1,122 @@
+"""Journal stream lines decoded a read at a time answer exactly as line by line (issue 18).
+
+The journal follower takes a batch of `journalctl -o json` lines, decodes each entry,
+classifies the batch's messages as one run (with their priorities) and puts skipped
+entries' warnings back at their places. Checked against the line-by-line decoding on
+generated streams: good and duplicate entries, tracebacks across batch edges, colours,
+priorities, cut JSON, non-objects, deep JSON, overlong lines, in batches of every size.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
+from tui.hosts.base import OVERLONG_LINE
+from tui.hosts.local import LocalHost
+from tui.logs.journal import JournalFollower
+from tui.logs.line import LevelClassifier, LogLine
+
+MESSAGES = [*TRICKY_LEVEL_LINES, *captured_lines()[:40], "a multi\nline entry", "kernel says no"]
+
+
+def _entry(cursor: int, message: object, priority: object) -> str:
+    fields: dict[str, object] = {"__CURSOR": f"c{cursor}", "MESSAGE": message}
+    fields["__REALTIME_TIMESTAMP"] = str(1_800_000_000_000_000 + cursor)
+    if priority is not None:
+        fields["PRIORITY"] = priority
+    return json.dumps(fields)
+
+
+_good = st.builds(
+    _entry,
+    st.integers(0, 30),  # repeated cursors: an entry seen again is dropped
+    st.one_of(st.sampled_from(MESSAGES), st.lists(st.integers(0, 255), max_size=6)),
+    st.sampled_from([None, "3", "4", "6", "7", "9", "high", 4]),
+)
+_bad = st.sampled_from(
+    [
+        '{"__CURSOR": "cut", "MESSAGE": "no end',  # cut JSON
+        '["not", "an", "object"]',
+        '{"__CURSOR": "deep", "MESSAGE": ' + "[" * 5000 + "]" * 5000 + "}",
+        OVERLONG_LINE,
+        "-- No entries --",
+        '{"MESSAGE": {"nested": "object"}}',
+    ]
+)
+
+
+def _line_by_line(follower: JournalFollower, raws: list[str]) -> list[LogLine]:
+    """The follower's reading one stream line at a time (a cut line warns when more follow)."""
+    lines: list[LogLine] = []
+    for raw in raws:
+        if follower._cut_line:
+            follower._cut_line = False
+            warning = follower._skipped("not whole JSON (cut, or too long)")
+            if warning is not None:
+                lines.append(warning)
+        line = follower._decode(raw)
+        if line is not None:
+            lines.append(line)
+    return lines
+
+
+def _state(follower: JournalFollower) -> tuple[object, ...]:
+    return (follower.last_cursor, follower.skipped_entries, follower._cut_line)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.one_of(_good, _good, _good, _bad), max_size=40),
+    st.lists(st.integers(1, 12), min_size=1, max_size=8),
+)
+def test_batches_decode_as_line_by_line(raws: list[str], sizes: list[int]) -> None:
+    one = JournalFollower(LocalHost(), "x.service", follow=False)
+    many = JournalFollower(LocalHost(), "x.service", follow=False)
+    expected = _line_by_line(one, raws)
+    got: list[LogLine] = []
+    start = 0
+    for index in range(len(raws)):  # batches of the given sizes, in turn
+        size = sizes[index % len(sizes)]
+        if start >= len(raws):
+            break
+        got += many._decode_batch(raws[start : start + size])
+        start += size
+    assert got == expected
+    assert _state(many) == _state(one)
+
+
+def test_a_flood_batch_keeps_cursor_time_priority_and_level() -> None:
+    raws = [_entry(i, MESSAGES[i % len(MESSAGES)], str(i % 8)) for i in range(2000)]
+    one = JournalFollower(LocalHost(), "x.service", follow=False)
+    many = JournalFollower(LocalHost(), "x.service", follow=False)
+    got = many._decode_batch(raws)
+    assert got == _line_by_line(one, raws)
+    assert len(got) == 2000 and many.last_cursor == "c1999"
+    assert {line.priority for line in got} == set(range(8))
+    assert all(line.timestamp_s and line.cursor for line in got)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(MESSAGES), st.sampled_from([None, 0, 3, 4, 5, 6, 7])),
+        max_size=30,
+    ),
+    st.integers(1, 10),
+)
+def test_classify_many_with_priorities_matches_classify(
+    lines: list[tuple[str, int | None]], size: int
+) -> None:
+    one, many = LevelClassifier(), LevelClassifier()
+    expected = [one.classify(text, priority) for text, priority in lines]
+    got: list[str] = []
+    for start in range(0, len(lines), size):
+        chunk = lines[start : start + size]
+        got += many.classify_many(
+            [text for text, _ in chunk], priorities=[priority for _, priority in chunk]
+        )
+    assert got == expected
