@@ -9,7 +9,7 @@ with every line drawn. Prints lines/s (writer start to the last line drawn), eve
 lag p50/p99 (a 10 ms timer), RSS before/after, then each stage's cost per line measured
 apart on the same lines.
 
-    python tests/perf/log_ingest_e2e.py [--source file|journal] [--lines 200000]
+    python tests/perf/log_ingest_e2e.py [--source file|journal] [--lines 200000] [--unit-fields]
 """
 
 from __future__ import annotations
@@ -84,7 +84,9 @@ class Counted:
         pane._format = counting
 
 
-async def through_console(source: str, total: int, workdir: Path, record: bool) -> dict[str, Any]:
+async def through_console(
+    source: str, total: int, workdir: Path, record: bool, unit_fields: bool = False
+) -> dict[str, Any]:
     """The real app following a real source while another process writes `total` lines."""
     os.environ["SERVEDECK_DATA_DIR"] = str(workdir / "data")
     os.environ["SERVEDECK_RECORD"] = "1" if record else "0"
@@ -102,7 +104,7 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
         profile = Profile(name="ingest", service=ServiceConfig(log_file=str(log_path)))
         deck = open_deck(profile)
     else:
-        from journal_fixtures import JournalWriter
+        from journal_fixtures import UNIT_STDOUT_FIELDS, JournalWriter
 
         from tui.hosts.local import LocalHost
         from tui.logs.journal import JournalFollower
@@ -152,8 +154,10 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
             producer.stdin.write("\n".join(lines) + "\n")
             producer.stdin.close()
         else:
+            extra = UNIT_STDOUT_FIELDS if unit_fields else ""
             for start in range(0, total, 5000):
-                await asyncio.to_thread(writer.write, *lines[start : start + 5000])
+                chunk = lines[start : start + 5000]
+                await asyncio.to_thread(lambda chunk=chunk: writer.write(*chunk, extra=extra))
         deadline = time.monotonic() + 600
         while counted.drawn < expected and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
@@ -221,8 +225,12 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
             LocalHost(), journal_file=str(journal), initial_lines=total, follow=False
         )
         read = []
+        cpu_started = time.process_time()  # this process only: journalctl runs apart
         seconds = timed(lambda: read.extend(asyncio.run(consume(follower_j.batches()))))
         costs["journalctl+stream+json+classify+LogLine"] = per_line_us(seconds, len(read))
+        costs["the same, this process's CPU"] = per_line_us(
+            time.process_time() - cpu_started, len(read)
+        )
         raw_argv = ["journalctl", "--file", str(journal), "--no-pager", "--all"]
         raw = subprocess.run(
             [*raw_argv, *JOURNALCTL_MODES[0].split()], capture_output=True, text=True, check=True
@@ -306,23 +314,31 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--no-record", action="store_true", help="console without the recorder")
     parser.add_argument("--stages-only", action="store_true")
+    parser.add_argument(
+        "--unit-fields",
+        action="store_true",
+        help="journal entries carry the ~18 fields journald adds to a unit's stdout",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="servedeck-ingest-") as tmp:
         workdir = Path(tmp)
         if not args.stages_only:
             result = asyncio.run(
-                through_console(args.source, args.lines, workdir, not args.no_record)
+                through_console(
+                    args.source, args.lines, workdir, not args.no_record, args.unit_fields
+                )
             )
             for key, value in result.items():
                 shown = f"{value:,.1f}" if isinstance(value, float) else str(value)
                 print(f"{key:>40}: {shown}")
         elif args.source == "journal":
-            from journal_fixtures import JournalWriter
+            from journal_fixtures import UNIT_STDOUT_FIELDS, JournalWriter
 
             writer = JournalWriter(workdir / "service.journal")
             lines = texts(args.lines)
+            extra = UNIT_STDOUT_FIELDS if args.unit_fields else ""
             for start in range(0, args.lines, 5000):
-                writer.write(*lines[start : start + 5000])
+                writer.write(*lines[start : start + 5000], extra=extra)
             writer.wait_visible(args.lines, timeout_s=300)
             writer.close()
         print("\nstage costs, µs per line (each measured apart; some include others, so no sum):")

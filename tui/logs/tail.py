@@ -20,6 +20,9 @@ from tui.hosts.base import Host
 from tui.logs.line import LevelClassifier, LogLine, one_line_batches, read_lines
 
 _BLOCK_BYTES = 64 * 1024
+# The wait between reads at the end of a file written to within the last poll: a busy
+# log is read again soon (a flood is not held back 0.1 s a read), an idle one at poll_s.
+_BUSY_POLL_S = 0.01
 # A chunk is decoded, split and classified at once: ~1,000 lines of a flood, a few ms.
 _READ_BYTES = 256 * 1024
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer line is shown cut, never buffered whole
@@ -127,10 +130,12 @@ class FileFollower:
         handle.seek(offset_of_last_lines(handle, self.initial_lines))
         pending = b""
         skipping = False  # inside a line over the limit: drop bytes up to its end
+        read_at_s = time.monotonic()  # when a read last found new bytes
         try:
             while True:
                 chunk = handle.read(_READ_BYTES)
                 if chunk:
+                    read_at_s = time.monotonic()
                     if skipping:
                         end = chunk.find(b"\n")
                         if end < 0:
@@ -153,7 +158,8 @@ class FileFollower:
                     if pending:
                         yield [self._line(pending)]
                     return
-                await asyncio.sleep(self.poll_s)
+                busy = time.monotonic() - read_at_s < self.poll_s
+                await asyncio.sleep(min(self.poll_s, _BUSY_POLL_S) if busy else self.poll_s)
                 try:
                     status = os.stat(self.path)
                 except OSError:
