@@ -10,14 +10,17 @@ priorities, cut JSON, non-objects, deep JSON, overlong lines, in batches of ever
 from __future__ import annotations
 
 import json
+import re
+from unittest.mock import patch
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
 from tui.hosts.base import OVERLONG_LINE
 from tui.hosts.local import LocalHost
-from tui.logs.journal import JournalFollower
+from tui.logs.journal import JournalFollower, loads_entry
 from tui.logs.line import LevelClassifier, LogLine
 
 MESSAGES = [*TRICKY_LEVEL_LINES, *captured_lines()[:40], "a multi\nline entry", "kernel says no"]
@@ -34,8 +37,13 @@ def _entry(cursor: int, message: object, priority: object) -> str:
 _good = st.builds(
     _entry,
     st.integers(0, 30),  # repeated cursors: an entry seen again is dropped
-    st.one_of(st.sampled_from(MESSAGES), st.lists(st.integers(0, 255), max_size=6)),
-    st.sampled_from([None, "3", "4", "6", "7", "9", "high", 4]),
+    st.one_of(
+        st.sampled_from(MESSAGES),
+        st.lists(st.integers(0, 255), max_size=6),
+        st.integers(),  # beyond 64 bits too: an int, never a float
+        st.floats(allow_nan=False),
+    ),
+    st.sampled_from([None, "3", "4", "6", "7", "9", "high", 4, 2**70]),
 )
 _bad = st.sampled_from(
     [
@@ -64,6 +72,10 @@ def _line_by_line(follower: JournalFollower, raws: list[str]) -> list[LogLine]:
     return lines
 
 
+def _json_only(raw: str, long_ints: bool = True) -> object:
+    return json.loads(raw)
+
+
 def _state(follower: JournalFollower) -> tuple[object, ...]:
     return (follower.last_cursor, follower.skipped_entries, follower._cut_line)
 
@@ -76,7 +88,8 @@ def _state(follower: JournalFollower) -> tuple[object, ...]:
 def test_batches_decode_as_line_by_line(raws: list[str], sizes: list[int]) -> None:
     one = JournalFollower(LocalHost(), "x.service", follow=False)
     many = JournalFollower(LocalHost(), "x.service", follow=False)
-    expected = _line_by_line(one, raws)
+    with patch("tui.logs.journal.loads_entry", _json_only):  # the reading before orjson
+        expected = _line_by_line(one, raws)
     got: list[LogLine] = []
     start = 0
     for index in range(len(raws)):  # batches of the given sizes, in turn
@@ -120,3 +133,44 @@ def test_classify_many_with_priorities_matches_classify(
             [text for text, _ in chunk], priorities=[priority for _, priority in chunk]
         )
     assert got == expected
+
+
+def _answer(loads: object, raw: str) -> tuple[str, str]:
+    try:
+        return ("ok", repr(loads(raw)))  # type: ignore[operator]
+    except RecursionError:
+        return ("too deep", "")
+    except ValueError:
+        return ("not JSON", "")
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=12,
+)
+_json_like = st.text(alphabet='{}[]":,0123456789.eE+- \\untrfalsNI\ud800\x00', max_size=30)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_json_values.map(json.dumps), _json_like))
+def test_loads_entry_answers_as_json_loads(raw: str) -> None:
+    long_ints = re.search(r"[0-9]{19}", raw) is not None
+    assert _answer(lambda text: loads_entry(text, long_ints), raw) == _answer(json.loads, raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"MESSAGE": 123456789012345678901234567890}',
+        '{"MESSAGE": -9223372036854775809}',
+        '{"MESSAGE": 1e400}',
+        '{"MESSAGE": NaN}',
+        '{"MESSAGE": "\\ud800"}',
+        '{"MESSAGE": ' + "[" * 5000 + "]" * 5000 + "}",
+    ],
+)
+def test_what_orjson_reads_otherwise_is_read_by_json(raw: str) -> None:
+    assert _answer(
+        lambda text: loads_entry(text, re.search(r"[0-9]{19}", text) is not None), raw
+    ) == _answer(json.loads, raw)
