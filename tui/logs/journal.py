@@ -99,25 +99,41 @@ def _realtime_s(value: Any) -> float | None:
     return realtime_us / 1e6
 
 
-# An integer literal orjson reads as a float (beyond 64 bits: 19 digits or more) where
-# json reads an int; a line that may hold one is left to json.
-_LONG_INT = re.compile(r"[0-9]{19}")
+# A line this short, or with fewer brackets, nests too shallow for json's recursion limit
+# (~900 levels below a console's stack) or orjson's (1024): both read it or neither.
+_SHALLOW = 500
 
 
-def loads_entry(raw: str, long_ints: bool = True) -> Any:
-    """json.loads's answer, at orjson's pace (~3x in a flood of entries).
+def loads_entry(raw: str) -> Any:
+    """json.loads(raw) as the follower reads it, at orjson's pace (~3x) where that is alike.
 
-    orjson answers alike wherever it answers at all, but for an integer beyond 64 bits
-    (`long_ints`: the line may hold one), which goes to json; what orjson refuses (NaN,
-    1e400, a lone surrogate, deep nesting, broken JSON) json decides, with its own
-    result or error, so a bad entry is reported exactly as before.
+    orjson answers as json does but for numbers beyond 64 bits (a float where json gives
+    an int), so its entry is kept only where the fields read (MESSAGE, PRIORITY, the
+    cursor and the time) hold no number but a byte array's exact ints; any other entry,
+    and whatever orjson refuses (NaN, 1e400, a lone surrogate, broken JSON), goes to
+    json, so a bad entry is reported exactly as before.
     """
-    if not long_ints:
+    if len(raw) < _SHALLOW or raw.count("[") + raw.count("{") < _SHALLOW:
         try:
-            return orjson.loads(raw)
+            entry = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            pass
+            return json.loads(raw)
+        if type(entry) is dict and _read_alike(entry):
+            return entry
     return json.loads(raw)
+
+
+def _read_alike(entry: dict[str, Any]) -> bool:
+    """Whether the fields read hold what json would give: text, null, or bytes as ints."""
+    get = entry.get
+    for name in ("PRIORITY", "__CURSOR", "__REALTIME_TIMESTAMP"):
+        value = get(name)
+        if value is not None and type(value) is not str:
+            return False
+    message = get("MESSAGE")
+    if message is None or type(message) is str:
+        return True
+    return type(message) is list and all(type(part) is int for part in message)
 
 
 def entry_fields(entry: dict[str, Any]) -> tuple[str, float | None, str | None, int | None]:
@@ -237,24 +253,21 @@ class JournalFollower:
 
     def _decode(self, raw: str) -> LogLine | None:
         """One stream line: its entry's LogLine, a skipped entry's warning, or None."""
-        decoded = self._entry(raw, long_ints=_LONG_INT.search(raw) is not None)
+        decoded = self._entry(raw)
         if not isinstance(decoded, tuple):
             return decoded
         text, timestamp_s, cursor, priority = decoded
         level = self._classifier.classify(text, priority)
         return LogLine(text, timestamp_s, cursor, level, priority, self.source)
 
-    def _entry(
-        self, raw: str, long_ints: bool = True
-    ) -> tuple[str, float | None, str | None, int | None] | LogLine | None:
-        """An entry's fields (not yet classified), a skipped entry's warning, or None.
-        `long_ints`: whether the line may hold an integer of 19 digits or more."""
+    def _entry(self, raw: str) -> tuple[str, float | None, str | None, int | None] | LogLine | None:
+        """An entry's fields (not yet classified), a skipped entry's warning, or None."""
         if raw == OVERLONG_LINE or len(raw) > MAX_ENTRY_CHARS:
             return self._skipped("over 4 MiB", raw if raw != OVERLONG_LINE else "")
         if not raw.startswith("{"):
             return None
         try:
-            entry = loads_entry(raw, long_ints)
+            entry = loads_entry(raw)
         except RecursionError:
             return self._skipped("JSON nested too deeply", raw)
         except ValueError:
@@ -282,7 +295,6 @@ class JournalFollower:
         """
         entries: list[tuple[str, float | None, str | None, int | None]] = []
         warnings: list[tuple[int, LogLine]] = []  # (place in the batch, warning)
-        long_ints = _LONG_INT.search("\n".join(raws)) is not None  # one search a batch
         for raw in raws:
             if self._cut_line:
                 # the stream went on after a line that was not whole JSON: not a
@@ -292,7 +304,7 @@ class JournalFollower:
                 warning = self._skipped("not whole JSON (cut, or too long)")
                 if warning is not None:
                     warnings.append((len(entries) + len(warnings), warning))
-            decoded = self._entry(raw, long_ints)
+            decoded = self._entry(raw)
             if isinstance(decoded, tuple):
                 entries.append(decoded)
             elif decoded is not None:
