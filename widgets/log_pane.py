@@ -6,6 +6,7 @@ about ten times a second, so a flood of lines costs one refresh per tick.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import operator
 import re
@@ -135,6 +136,7 @@ class LogPane(Vertical):
         self._entries: deque[_Entry] = deque(maxlen=max_lines)
         self.buffer = LineBuffer(self._entries)
         self._flush_scheduled = False
+        self._chunk_queued = False  # the next chunk of a flush waits for the event loop
         self._pending: list[LogLine] = []
         self._highlighter = LogHighlighter()
         self._matches: list[int] = []
@@ -230,8 +232,17 @@ class LogPane(Vertical):
             self.log_view.write_lines(texts, scroll_end=self.follow)
         if self.level_filter != "all" or self.search_text:
             self._show_status()
-        if self._pending:
-            self.call_later(self.flush)
+        if self._pending and not self._chunk_queued:
+            self._chunk_queued = True
+            self.call_later(self._next_chunk)
+
+    async def _next_chunk(self) -> None:
+        """The next chunk once the event loop has run: call_later alone does not yield to it
+        (Textual's message loop takes a queued callback at once), so a flood's chunks ran
+        as one turn of ~40 ms every flush."""
+        await asyncio.sleep(0)
+        self._chunk_queued = False
+        self.flush()
 
     def _take_all_pending(self) -> None:
         """Move every queued line into the buffer without drawing it (a redraw follows)."""
