@@ -142,17 +142,17 @@ async def through_console(
                 await asyncio.sleep(0.01)
                 lags.append(time.perf_counter() - start - 0.01)
 
+        if source == "file":  # the writer reads its lines from a file: a pipe written
+            writer_input = workdir / "writer-input.txt"  # from here held the loop ~0.1 s
+            writer_input.write_text("\n".join(lines) + "\n")
         probe = asyncio.create_task(lag_probe())
         started = time.perf_counter()
         if source == "file":
-            producer = subprocess.Popen(
-                [sys.executable, "-c", WRITER, str(log_path), str(total), "10000"],
-                stdin=subprocess.PIPE,
-                text=True,
-            )
-            assert producer.stdin is not None
-            producer.stdin.write("\n".join(lines) + "\n")
-            producer.stdin.close()
+            with writer_input.open("rb") as given:
+                producer = subprocess.Popen(
+                    [sys.executable, "-c", WRITER, str(log_path), str(total), "10000"],
+                    stdin=given,
+                )
         else:
             extra = UNIT_STDOUT_FIELDS if unit_fields else ""
             for start in range(0, total, 5000):
