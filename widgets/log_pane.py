@@ -87,6 +87,16 @@ class LineBuffer(Sequence[LogLine]):
 MAX_SHOWN_CHARS = 8192  # of one line; a 1 MB line must not stall the console
 
 
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+
+
+def printable_ascii(text: str) -> bool:
+    """`text.isascii() and text.isprintable()`, ~5x faster on a flood's chunk: in ASCII
+    only the controls (0x00-0x1F, 0x7F) are not printable, and bytes.translate drops the
+    rest in one pass where isprintable looks each character up."""
+    return text.isascii() and not text.encode("ascii").translate(None, _PRINTABLE_ASCII)
+
+
 class LogView(Log):
     """Textual's Log, measuring a write of plain lines on the spot.
 
@@ -99,7 +109,7 @@ class LogView(Log):
     def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
         if lines:
             text = "".join(lines)
-            if text.isascii() and text.isprintable():
+            if printable_ascii(text):
                 self._update_maximum_width(updates, max(map(len, lines)))
                 return
         super()._update_size(updates, lines)
