@@ -181,9 +181,11 @@ class LogPane(Vertical):
         if len(self._pending) > self.max_lines:
             del self._pending[: len(self._pending) - self.max_lines]
 
-    def _visible_count(self, lines: Iterable[LogLine]) -> int:
+    def _visible_count(self, lines: Sequence[LogLine]) -> int:
         """How many pass the level filter (the filter read once, not once per line)."""
         threshold = LEVEL_RANK[FILTERS[self.level_filter]]
+        if threshold <= min(LEVEL_RANK.values()):  # "all": every line, none looked at
+            return len(lines)
         rank = LEVEL_RANK.get
         return sum(1 for line in lines if rank(line.level, 1) >= threshold)
 
