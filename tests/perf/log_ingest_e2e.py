@@ -44,6 +44,27 @@ with open(path, "a") as out:
         out.flush()
 """
 
+# The journal's writer, in a process of its own as the file's is: formatting the export
+# entries in a thread of the console's process took the interpreter from its event loop.
+# It opens the journal (journalctl follows a file its writer still holds), says "ready",
+# and writes the flood (the lines of the file argv[3]) once it reads "go".
+JOURNAL_WRITER = r"""
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[4])
+from journal_fixtures import UNIT_STDOUT_FIELDS, JournalWriter
+path, extra = Path(sys.argv[1]), UNIT_STDOUT_FIELDS if sys.argv[2] == "1" else ""
+writer = JournalWriter(path)
+writer.write("servedeck ingest: journal opened")
+writer.wait_visible(1)
+print("ready", flush=True)
+sys.stdin.readline()
+lines = Path(sys.argv[3]).read_text().splitlines()
+for start in range(0, len(lines), 5000):
+    writer.write(*lines[start:start + 5000], extra=extra)
+writer.close()
+"""
+
 
 # -o json with the fields the journal source reads (what it asks for), the full -o json,
 # and the cheaper modes for comparison: export (binary-safe, needs its own parser) and cat
@@ -96,7 +117,6 @@ async def through_console(
     from widgets.log_pane import LogPane
 
     lines = texts(total)
-    writer: Any = None
     expected = total
     if source == "file":
         log_path = workdir / "service.log"
@@ -104,15 +124,21 @@ async def through_console(
         profile = Profile(name="ingest", service=ServiceConfig(log_file=str(log_path)))
         deck = open_deck(profile)
     else:
-        from journal_fixtures import UNIT_STDOUT_FIELDS, JournalWriter
-
         from tui.hosts.local import LocalHost
         from tui.logs.journal import JournalFollower
 
         journal = workdir / "service.journal"
-        writer = JournalWriter(journal)
-        writer.write("servedeck ingest: journal opened")
-        writer.wait_visible(1)
+        journal_input = workdir / "writer-input.txt"
+        journal_input.write_text("\n".join(lines) + "\n")
+        support = str(REPO / "tests" / "support")
+        flag = str(int(unit_fields))
+        argv = [sys.executable, "-c", JOURNAL_WRITER, str(journal), flag, str(journal_input)]
+        producer = subprocess.Popen(
+            [*argv, support], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert producer.stdin is not None and producer.stdout is not None
+        if producer.stdout.readline().strip() != "ready":
+            raise SystemExit("the journal writer did not start")
         expected = total + 1
         profile = Profile(name="ingest")
         deck = open_deck(profile)
@@ -142,8 +168,8 @@ async def through_console(
                 await asyncio.sleep(0.01)
                 lags.append(time.perf_counter() - start - 0.01)
 
-        if source == "file":  # the writer reads its lines from a file: a pipe written
-            writer_input = workdir / "writer-input.txt"  # from here held the loop ~0.1 s
+        if source == "file":  # its lines from a file: a pipe written from here held the loop
+            writer_input = workdir / "writer-input.txt"
             writer_input.write_text("\n".join(lines) + "\n")
         probe = asyncio.create_task(lag_probe())
         started = time.perf_counter()
@@ -154,10 +180,8 @@ async def through_console(
                     stdin=given,
                 )
         else:
-            extra = UNIT_STDOUT_FIELDS if unit_fields else ""
-            for start in range(0, total, 5000):
-                chunk = lines[start : start + 5000]
-                await asyncio.to_thread(lambda chunk=chunk: writer.write(*chunk, extra=extra))
+            producer.stdin.write("go\n")
+            producer.stdin.close()
         deadline = time.monotonic() + 600
         while counted.drawn < expected and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
@@ -167,10 +191,7 @@ async def through_console(
         rss_after = rss_mb()
         drawn, buffered = counted.drawn, len(pane.buffer)
         await pilot.press("q")
-    if writer is not None:
-        writer.close()
-    else:
-        producer.wait()
+    producer.wait()
     lags.sort()
     return {
         "source": source,
