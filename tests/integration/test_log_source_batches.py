@@ -64,7 +64,8 @@ async def test_a_flood_comes_a_read_at_a_time(tmp_path: Path) -> None:
     path.write_bytes(b"".join(f"line {i}\n".encode() for i in range(100_000)))
     batches = await _batches(path)
     assert sum(map(len, batches)) == 100_000
-    assert len(batches) < 100  # ~1 MiB in reads of up to 256 KiB, not 100,000 steps
+    # ~1 MiB in reads of whatever the pipe holds (a page or more), not 100,000 steps
+    assert len(batches) < 2_000
 
 
 async def test_file_follower_batches_a_flood(tmp_path: Path) -> None:
