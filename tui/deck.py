@@ -19,7 +19,7 @@ from tui.core.redact import remember_secret
 from tui.gpu.model import GpuSource
 from tui.hostfacts.hostinfo import HostOverview, collect_overview, refresh_vitals
 from tui.hosts.base import Host
-from tui.logs.line import LogLine
+from tui.logs.line import LogLine, flat_lines
 from tui.serving.service import ServiceController, SystemdService
 
 if TYPE_CHECKING:
@@ -143,23 +143,31 @@ class Deck:
             )
         return None
 
-    def log_lines(
+    def log_batches(
         self, initial_lines: int = 200, follow: bool = True
-    ) -> AsyncIterator[LogLine] | None:
-        """The service log as LogLines: the journal for a unit, else the log file."""
+    ) -> AsyncIterator[list[LogLine]] | None:
+        """The service log as batches of LogLines (a read each): the journal for a unit,
+        else the log file. The console takes a flood a batch at a time."""
         from tui.logs.journal import JournalFollower
-        from tui.logs.tail import follow_file
+        from tui.logs.tail import follow_file_batches
 
         service = self.profile.service
         if service.log_file:
-            return follow_file(
+            return follow_file_batches(
                 self.host, service.log_file, initial_lines=initial_lines, follow=follow
             )
         if service.unit:
             return JournalFollower(
                 self.host, service.unit, initial_lines=initial_lines, follow=follow
-            ).lines()
+            ).batches()
         return None
+
+    def log_lines(
+        self, initial_lines: int = 200, follow: bool = True
+    ) -> AsyncIterator[LogLine] | None:
+        """log_batches line by line, for the readers that take one line at a time."""
+        batches = self.log_batches(initial_lines=initial_lines, follow=follow)
+        return None if batches is None else flat_lines(batches)
 
     @property
     def log_from_file(self) -> bool:

@@ -6,6 +6,7 @@ about ten times a second, so a flood of lines costs one refresh per tick.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import operator
 import re
@@ -86,6 +87,16 @@ class LineBuffer(Sequence[LogLine]):
 MAX_SHOWN_CHARS = 8192  # of one line; a 1 MB line must not stall the console
 
 
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+
+
+def printable_ascii(text: str) -> bool:
+    """`text.isascii() and text.isprintable()`, ~5x faster on a flood's chunk: in ASCII
+    only the controls (0x00-0x1F, 0x7F) are not printable, and bytes.translate drops the
+    rest in one pass where isprintable looks each character up."""
+    return text.isascii() and not text.encode("ascii").translate(None, _PRINTABLE_ASCII)
+
+
 class LogView(Log):
     """Textual's Log, measuring a write of plain lines on the spot.
 
@@ -98,7 +109,7 @@ class LogView(Log):
     def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
         if lines:
             text = "".join(lines)
-            if text.isascii() and text.isprintable():
+            if printable_ascii(text):
                 self._update_maximum_width(updates, max(map(len, lines)))
                 return
         super()._update_size(updates, lines)
@@ -135,6 +146,7 @@ class LogPane(Vertical):
         self._entries: deque[_Entry] = deque(maxlen=max_lines)
         self.buffer = LineBuffer(self._entries)
         self._flush_scheduled = False
+        self._chunk_queued = False  # the next chunk of a flush waits for the event loop
         self._pending: list[LogLine] = []
         self._highlighter = LogHighlighter()
         self._matches: list[int] = []
@@ -169,9 +181,11 @@ class LogPane(Vertical):
         if len(self._pending) > self.max_lines:
             del self._pending[: len(self._pending) - self.max_lines]
 
-    def _visible_count(self, lines: Iterable[LogLine]) -> int:
+    def _visible_count(self, lines: Sequence[LogLine]) -> int:
         """How many pass the level filter (the filter read once, not once per line)."""
         threshold = LEVEL_RANK[FILTERS[self.level_filter]]
+        if threshold <= min(LEVEL_RANK.values()):  # "all": every line, none looked at
+            return len(lines)
         rank = LEVEL_RANK.get
         return sum(1 for line in lines if rank(line.level, 1) >= threshold)
 
@@ -230,8 +244,17 @@ class LogPane(Vertical):
             self.log_view.write_lines(texts, scroll_end=self.follow)
         if self.level_filter != "all" or self.search_text:
             self._show_status()
-        if self._pending:
-            self.call_later(self.flush)
+        if self._pending and not self._chunk_queued:
+            self._chunk_queued = True
+            self.call_later(self._next_chunk)
+
+    async def _next_chunk(self) -> None:
+        """The next chunk once the event loop has run: call_later alone does not yield to it
+        (Textual's message loop takes a queued callback at once), so a flood's chunks ran
+        as one turn of ~40 ms every flush."""
+        await asyncio.sleep(0)
+        self._chunk_queued = False
+        self.flush()
 
     def _take_all_pending(self) -> None:
         """Move every queued line into the buffer without drawing it (a redraw follows)."""

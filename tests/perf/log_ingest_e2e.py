@@ -9,7 +9,7 @@ with every line drawn. Prints lines/s (writer start to the last line drawn), eve
 lag p50/p99 (a 10 ms timer), RSS before/after, then each stage's cost per line measured
 apart on the same lines.
 
-    python tests/perf/log_ingest_e2e.py [--source file|journal] [--lines 200000]
+    python tests/perf/log_ingest_e2e.py [--source file|journal] [--lines 200000] [--unit-fields]
 """
 
 from __future__ import annotations
@@ -44,6 +44,38 @@ with open(path, "a") as out:
         out.flush()
 """
 
+# The journal's writer, in a process of its own as the file's is: formatting the export
+# entries in a thread of the console's process took the interpreter from its event loop.
+# It opens the journal (journalctl follows a file its writer still holds), says "ready",
+# and writes the flood (the lines of the file argv[3]) once it reads "go".
+JOURNAL_WRITER = r"""
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[4])
+from journal_fixtures import UNIT_STDOUT_FIELDS, JournalWriter
+path, extra = Path(sys.argv[1]), UNIT_STDOUT_FIELDS if sys.argv[2] == "1" else ""
+writer = JournalWriter(path)
+writer.write("servedeck ingest: journal opened")
+writer.wait_visible(1)
+print("ready", flush=True)
+sys.stdin.readline()
+lines = Path(sys.argv[3]).read_text().splitlines()
+for start in range(0, len(lines), 5000):
+    writer.write(*lines[start:start + 5000], extra=extra)
+writer.close()
+"""
+
+
+# -o json with the fields the journal source reads (what it asks for), the full -o json,
+# and the cheaper modes for comparison: export (binary-safe, needs its own parser) and cat
+# (the message only: no cursor to resume from, no priority)
+JOURNALCTL_MODES = (
+    "-o json --output-fields=MESSAGE,PRIORITY",
+    "-o json",
+    "-o export",
+    "-o cat",
+)
+
 
 def texts(count: int) -> list[str]:
     return [line.text for line in make_lines(0, count)]
@@ -73,7 +105,9 @@ class Counted:
         pane._format = counting
 
 
-async def through_console(source: str, total: int, workdir: Path, record: bool) -> dict[str, Any]:
+async def through_console(
+    source: str, total: int, workdir: Path, record: bool, unit_fields: bool = False
+) -> dict[str, Any]:
     """The real app following a real source while another process writes `total` lines."""
     os.environ["SERVEDECK_DATA_DIR"] = str(workdir / "data")
     os.environ["SERVEDECK_RECORD"] = "1" if record else "0"
@@ -83,7 +117,6 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
     from widgets.log_pane import LogPane
 
     lines = texts(total)
-    writer: Any = None
     expected = total
     if source == "file":
         log_path = workdir / "service.log"
@@ -91,25 +124,31 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
         profile = Profile(name="ingest", service=ServiceConfig(log_file=str(log_path)))
         deck = open_deck(profile)
     else:
-        from journal_fixtures import JournalWriter
-
         from tui.hosts.local import LocalHost
         from tui.logs.journal import JournalFollower
 
         journal = workdir / "service.journal"
-        writer = JournalWriter(journal)
-        writer.write("servedeck ingest: journal opened")
-        writer.wait_visible(1)
+        journal_input = workdir / "writer-input.txt"
+        journal_input.write_text("\n".join(lines) + "\n")
+        support = str(REPO / "tests" / "support")
+        flag = str(int(unit_fields))
+        argv = [sys.executable, "-c", JOURNAL_WRITER, str(journal), flag, str(journal_input)]
+        producer = subprocess.Popen(
+            [*argv, support], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert producer.stdin is not None and producer.stdout is not None
+        if producer.stdout.readline().strip() != "ready":
+            raise SystemExit("the journal writer did not start")
         expected = total + 1
         profile = Profile(name="ingest")
         deck = open_deck(profile)
 
-        def journal_lines(initial_lines: int = 200, follow: bool = True) -> Any:
+        def journal_batches(initial_lines: int = 200, follow: bool = True) -> Any:
             return JournalFollower(
                 LocalHost(), journal_file=str(journal), initial_lines=initial_lines, follow=follow
-            ).lines()
+            ).batches()
 
-        deck.log_lines = journal_lines  # type: ignore[method-assign]
+        deck.log_batches = journal_batches  # type: ignore[method-assign]
     app = ServedeckApp(profile, deck)
     lags: list[float] = []
     async with app.run_test(size=(160, 50)) as pilot:
@@ -129,20 +168,20 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
                 await asyncio.sleep(0.01)
                 lags.append(time.perf_counter() - start - 0.01)
 
+        if source == "file":  # its lines from a file: a pipe written from here held the loop
+            writer_input = workdir / "writer-input.txt"
+            writer_input.write_text("\n".join(lines) + "\n")
         probe = asyncio.create_task(lag_probe())
         started = time.perf_counter()
         if source == "file":
-            producer = subprocess.Popen(
-                [sys.executable, "-c", WRITER, str(log_path), str(total), "10000"],
-                stdin=subprocess.PIPE,
-                text=True,
-            )
-            assert producer.stdin is not None
-            producer.stdin.write("\n".join(lines) + "\n")
-            producer.stdin.close()
+            with writer_input.open("rb") as given:
+                producer = subprocess.Popen(
+                    [sys.executable, "-c", WRITER, str(log_path), str(total), "10000"],
+                    stdin=given,
+                )
         else:
-            for start in range(0, total, 5000):
-                await asyncio.to_thread(writer.write, *lines[start : start + 5000])
+            producer.stdin.write("go\n")
+            producer.stdin.close()
         deadline = time.monotonic() + 600
         while counted.drawn < expected and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
@@ -152,10 +191,7 @@ async def through_console(source: str, total: int, workdir: Path, record: bool) 
         rss_after = rss_mb()
         drawn, buffered = counted.drawn, len(pane.buffer)
         await pilot.press("q")
-    if writer is not None:
-        writer.close()
-    else:
-        producer.wait()
+    producer.wait()
     lags.sort()
     return {
         "source": source,
@@ -178,7 +214,7 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     from tui.app.console import LOG_DRAIN_LINES
     from tui.core.redact import redact_lines, redact_text
     from tui.hosts.local import LocalHost
-    from tui.logs.journal import JournalFollower
+    from tui.logs.journal import JournalFollower, loads_entry
     from tui.logs.line import LevelClassifier, LogLine
     from tui.logs.tail import FileFollower
     from tui.record.feed import RecordFeed
@@ -194,15 +230,15 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
         timed(lambda: [LevelClassifier().classify_many(chunk) for chunk in chunked]), total
     )
 
-    async def consume(source_lines: Any) -> list[Any]:
-        return [line async for line in source_lines]
+    async def consume(source_batches: Any) -> list[Any]:  # as the console takes them
+        return [line async for batch in source_batches for line in batch]
 
     if source == "file":
         path = workdir / "stage.log"
         path.write_text("\n".join(lines) + "\n")
         follower = FileFollower(str(path), initial_lines=total, follow=False)
         read: list[Any] = []
-        seconds = timed(lambda: read.extend(asyncio.run(consume(follower.lines()))))
+        seconds = timed(lambda: read.extend(asyncio.run(consume(follower.batches()))))
         costs["file read+split+classify+LogLine"] = per_line_us(seconds, total)
     else:
         journal = workdir / "service.journal"
@@ -210,25 +246,34 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
             LocalHost(), journal_file=str(journal), initial_lines=total, follow=False
         )
         read = []
-        seconds = timed(lambda: read.extend(asyncio.run(consume(follower_j.lines()))))
+        cpu_started = time.process_time()  # this process only: journalctl runs apart
+        seconds = timed(lambda: read.extend(asyncio.run(consume(follower_j.batches()))))
         costs["journalctl+stream+json+classify+LogLine"] = per_line_us(seconds, len(read))
-        raw = subprocess.run(
-            ["journalctl", "--file", str(journal), "-o", "json", "--no-pager", "--all"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.splitlines()
-        costs["journalctl -o json alone"] = per_line_us(
-            timed(
-                lambda: subprocess.run(
-                    ["journalctl", "--file", str(journal), "-o", "json", "--no-pager", "--all"],
-                    capture_output=True,
-                    check=True,
-                )
-            ),
-            len(raw),
+        costs["the same, this process's CPU"] = per_line_us(
+            time.process_time() - cpu_started, len(read)
         )
-        costs["json.loads"] = per_line_us(timed(lambda: [json.loads(r) for r in raw]), len(raw))
+        raw_argv = ["journalctl", "--file", str(journal), "--no-pager", "--all"]
+        raw = subprocess.run(
+            [*raw_argv, *JOURNALCTL_MODES[0].split()], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        full = subprocess.run(
+            [*raw_argv, "-o", "json"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        for mode in JOURNALCTL_MODES:  # journalctl's own cost, in its own process
+            argv = ["journalctl", "--file", str(journal), "--no-pager", "--all", *mode.split()]
+            costs[f"journalctl {mode} alone"] = per_line_us(
+                timed(lambda argv=argv: subprocess.run(argv, capture_output=True, check=True)),
+                len(raw),
+            )
+        costs["json.loads, the fields read"] = per_line_us(
+            timed(lambda: [json.loads(r) for r in raw]), len(raw)
+        )
+        costs["json.loads, every field"] = per_line_us(
+            timed(lambda: [json.loads(r) for r in full]), len(full)
+        )
+        costs["loads_entry (orjson), the fields read"] = per_line_us(
+            timed(lambda: [loads_entry(r) for r in raw]), len(raw)
+        )
     # the console hands the tracker and the restart watch batches of LOG_DRAIN_LINES
     batches = [
         read[start : start + LOG_DRAIN_LINES] for start in range(0, len(read), LOG_DRAIN_LINES)
@@ -293,27 +338,39 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--no-record", action="store_true", help="console without the recorder")
     parser.add_argument("--stages-only", action="store_true")
+    parser.add_argument(
+        "--unit-fields",
+        action="store_true",
+        help="journal entries carry the ~18 fields journald adds to a unit's stdout",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="servedeck-ingest-") as tmp:
         workdir = Path(tmp)
         if not args.stages_only:
             result = asyncio.run(
-                through_console(args.source, args.lines, workdir, not args.no_record)
+                through_console(
+                    args.source, args.lines, workdir, not args.no_record, args.unit_fields
+                )
             )
             for key, value in result.items():
                 shown = f"{value:,.1f}" if isinstance(value, float) else str(value)
                 print(f"{key:>40}: {shown}")
         elif args.source == "journal":
-            from journal_fixtures import JournalWriter
+            from journal_fixtures import UNIT_STDOUT_FIELDS, JournalWriter
 
             writer = JournalWriter(workdir / "service.journal")
             lines = texts(args.lines)
+            extra = UNIT_STDOUT_FIELDS if args.unit_fields else ""
+            started = time.perf_counter()
             for start in range(0, args.lines, 5000):
-                writer.write(*lines[start : start + 5000])
-            writer.wait_visible(args.lines, timeout_s=300)
-            writer.close()
+                writer.write(*lines[start : start + 5000], extra=extra)
+            writer.close()  # journal-remote has stored every entry when it exits
+            # the source of the end-to-end journal run: it bounds what that run can show
+            written_us = per_line_us(time.perf_counter() - started, args.lines)
         print("\nstage costs, µs per line (each measured apart; some include others, so no sum):")
         costs = stage_costs(min(args.lines, 100_000), workdir, args.source)
+        if args.source == "journal" and args.stages_only:
+            costs["systemd-journal-remote writing, alone"] = written_us
         costs["log pane, every line drawn"] = pane_cost(min(args.lines, 200_000))
         for name, us in costs.items():
             print(f"{name:>40}: {us:7.2f}")

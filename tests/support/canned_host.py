@@ -81,9 +81,9 @@ class CannedDeck(Deck):
     def service(self) -> ServiceController | None:
         return None
 
-    def log_lines(
+    def log_batches(
         self, initial_lines: int = 200, follow: bool = True
-    ) -> AsyncIterator[LogLine] | None:
+    ) -> AsyncIterator[list[LogLine]] | None:
         return None
 
 

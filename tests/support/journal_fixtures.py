@@ -31,15 +31,22 @@ def journal_remote_binary() -> str | None:
 
 
 def export_entry(
-    message: str | bytes, *, seq: int, unit: str = "vllm.service", priority: int = 6
+    message: str | bytes,
+    *,
+    seq: int,
+    unit: str = "vllm.service",
+    priority: int = 6,
+    extra: str = "",
 ) -> bytes:
-    """One entry in the journal export format; bytes messages use the binary field form."""
+    """One entry in the journal export format; bytes messages use the binary field form.
+    `extra`: more `NAME=value` lines, each ending in a newline (see UNIT_STDOUT_FIELDS)."""
     fields = (
         f"__REALTIME_TIMESTAMP={int(time.time() * 1e6)}\n"
         f"__MONOTONIC_TIMESTAMP={seq + 1}\n"
         f"_BOOT_ID={BOOT_ID}\n"
         f"_SYSTEMD_UNIT={unit}\n"
         f"PRIORITY={priority}\n"
+        f"{extra}"
     ).encode()
     body = message if isinstance(message, bytes) else message.encode()
     if b"\n" in body or isinstance(message, bytes):
@@ -50,6 +57,18 @@ def export_entry(
 
 
 BOOT_ID = uuid.uuid4().hex
+
+# The other fields journald stores with each line a unit writes to stdout (as a real
+# vllm.service entry carries them): what `journalctl -o json` prints besides MESSAGE.
+UNIT_STDOUT_FIELDS = (
+    "_TRANSPORT=stdout\n_STREAM_ID=5f0c1d2e3a4b4c5d9e8f7a6b5c4d3e2f\nSYSLOG_IDENTIFIER=vllm\n"
+    "SYSLOG_FACILITY=3\n_PID=41873\n_UID=1001\n_GID=1001\n_COMM=python3\n"
+    "_EXE=/usr/bin/python3.11\n_CMDLINE=/opt/vllm/bin/python3 /opt/vllm/bin/vllm serve "
+    "/models/Qwen2.5-72B-Instruct --tensor-parallel-size 4 --port 8000\n"
+    "_CAP_EFFECTIVE=0\n_SELINUX_CONTEXT=unconfined\n_SYSTEMD_CGROUP=/system.slice/vllm.service\n"
+    "_SYSTEMD_SLICE=system.slice\n_SYSTEMD_INVOCATION_ID=0a1b2c3d4e5f40718293a4b5c6d7e8f9\n"
+    f"_MACHINE_ID={uuid.uuid4().hex}\n_HOSTNAME=gpu-box-01\n_RUNTIME_SCOPE=system\n"
+)
 
 
 class JournalWriter:
@@ -68,10 +87,16 @@ class JournalWriter:
             stderr=subprocess.DEVNULL,
         )
 
-    def write(self, *messages: str | bytes, unit: str = "vllm.service", priority: int = 6) -> None:
+    def write(
+        self,
+        *messages: str | bytes,
+        unit: str = "vllm.service",
+        priority: int = 6,
+        extra: str = "",
+    ) -> None:
         assert self._process.stdin is not None
         data = b"".join(
-            export_entry(m, seq=self.count + i, unit=unit, priority=priority)
+            export_entry(m, seq=self.count + i, unit=unit, priority=priority, extra=extra)
             for i, m in enumerate(messages)
         )
         self.count += len(messages)

@@ -148,7 +148,8 @@ class ServedeckApp(
         self._last_probe_s = 0.0
         self._strip_shown: object = None
         self._strip_at_s = 0.0
-        self._drain_scheduled = False
+        self._drain_timer: Timer | None = None  # the next log drain, while one is due
+        self._drain_soon = False  # that drain is the flood's, 1 ms away
         self._gc_thresholds: tuple[int, int, int] | None = None  # to restore on unmount
         self._clock_scheduled = False
         self._http: httpx.AsyncClient | None = None
@@ -417,7 +418,7 @@ class ServedeckApp(
 
     @console_worker("log", pane="log", what="follow the service log")
     async def _follow_log(self) -> None:
-        source = self.deck.log_lines(initial_lines=2000, follow=True)
+        source = self.deck.log_batches(initial_lines=2000, follow=True)
         if source is None:
             hint = setup_hint(self.profile) or (
                 "no log source: set service.unit or service.log_file",
@@ -425,28 +426,41 @@ class ServedeckApp(
             self.query_one(LogPane).add_lines([LogLine(text) for text in hint])
             return
         try:
-            async for line in source:
-                self._incoming_lines.append(line)
-                if not self._drain_scheduled:
-                    self._drain_scheduled = True
-                    self.set_timer(LOG_DRAIN_S, self._drain_log_lines, name="log-drain")
-                while len(self._incoming_lines) >= LOG_BACKLOG_LINES:  # memory stays bounded:
-                    await asyncio.sleep(LOG_DRAIN_S / 20)  # the source waits for the drain
+            async for batch in source:  # a read at a time: one step per read, not per line
+                while (  # memory stays bounded: the source waits for the drain
+                    self._incoming_lines
+                    and len(self._incoming_lines) + len(batch) > LOG_BACKLOG_LINES
+                ):
+                    await asyncio.sleep(LOG_DRAIN_S / 20)
+                self._incoming_lines += batch
+                self._schedule_drain()
         except ServedeckError as error:
             if not self.health["log"].failing:  # once per outage; the note counts down
                 self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))
             self._set_health("log", str(error), RETRY_S)
             self.poll_later(RETRY_S, self._follow_log, "log-retry")
 
+    def _schedule_drain(self) -> None:
+        """Drain LOG_DRAIN_S after the first line (a trickle is drawn in one go), or at once
+        when a drain's worth is waiting: in a flood, waiting gathers nothing more."""
+        soon = len(self._incoming_lines) >= LOG_DRAIN_LINES
+        if self._drain_timer is not None:
+            if self._drain_soon or not soon:
+                return
+            self._drain_timer.stop()
+        self._drain_soon = soon
+        delay_s = 0.001 if soon else LOG_DRAIN_S
+        self._drain_timer = self.set_timer(delay_s, self._drain_log_lines, name="log-drain")
+
     def _drain_log_lines(self) -> None:
-        self._drain_scheduled = False
+        self._drain_timer = None
         if console_closing(self):  # a timer may fire while the app shuts down
             return
         batch = self._incoming_lines[:LOG_DRAIN_LINES]
         del self._incoming_lines[:LOG_DRAIN_LINES]
         if self._incoming_lines:  # a flood: the rest after the loop has run once more
-            self._drain_scheduled = True
-            self.set_timer(0.001, self._drain_log_lines, name="log-drain")
+            self._drain_soon = True
+            self._drain_timer = self.set_timer(0.001, self._drain_log_lines, name="log-drain")
         if batch:
             self.source_ok("log")
         if batch and not self.deck.host.is_local:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -63,3 +64,23 @@ class Host(Protocol):
 def sh_command(argv: Sequence[str]) -> str:
     """The exact `/bin/sh -c` string for argv: quoting that survives any login shell."""
     return shlex.join(["/bin/sh", "-c", shlex.join(list(argv))])
+
+
+async def stream_batches(host: Host, argv: Sequence[str]) -> AsyncGenerator[list[str], None]:
+    """Host.stream's lines in batches: a read at a time where the host reads in bulk
+    (LocalHost.stream_batches), else one line per batch. A flood then costs the
+    consumer one step per read instead of one per line."""
+    batched = getattr(host, "stream_batches", None)
+    if batched is not None:
+        async with aclosing(batched(argv)) as batches:  # closed with us: the process ends
+            async for batch in batches:
+                yield batch
+        return
+    lines = host.stream(argv)
+    try:
+        async for line in lines:
+            yield [line]
+    finally:
+        close = getattr(lines, "aclose", None)  # an async generator: the process ends
+        if close is not None:
+            await close()

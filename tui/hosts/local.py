@@ -58,6 +58,64 @@ async def _lines(reader: asyncio.StreamReader) -> AsyncIterator[str]:
         yield raw.decode(errors="replace").rstrip("\r\n")
 
 
+# One read of a stream taken as a batch of lines: ~1,000 journal entries of a flood.
+_BATCH_READ_BYTES = 256 * 1024
+
+
+async def _line_batches(reader: asyncio.StreamReader) -> AsyncIterator[list[str]]:
+    """What `_lines` yields, a read at a time: a flood costs one await per read, not per line.
+
+    A line over the stream limit becomes OVERLONG_LINE (its bytes dropped as they come),
+    the last line without a newline is yielded at the end, as `_lines` does.
+    """
+    pending = b""
+    skipping = False  # inside a line over the limit: drop bytes up to its end
+    while True:
+        chunk = await reader.read(_BATCH_READ_BYTES)
+        if not chunk:
+            if skipping:
+                yield [OVERLONG_LINE]
+            elif pending:
+                yield [pending.decode(errors="replace").rstrip("\r\n")]
+            return
+        batch: list[str] = []
+        if skipping:
+            end = chunk.find(b"\n")
+            if end < 0:
+                continue
+            chunk, skipping = chunk[end + 1 :], False
+            batch.append(OVERLONG_LINE)
+        pending += chunk
+        end = pending.rfind(b"\n")
+        if end >= 0:
+            block, pending = pending[:end], pending[end + 1 :]
+            batch += _decoded_lines(block)
+        if len(pending) > _STREAM_LIMIT_BYTES:
+            pending, skipping = b"", True
+        if batch:
+            yield batch
+
+
+def _decoded_lines(block: bytes) -> list[str]:
+    """The lines of a block of whole lines, decoded at once as `_lines` decodes each.
+
+    A newline byte never sits inside a UTF-8 sequence, so it ends a broken one just as
+    the end of a line decoded alone does.
+    """
+    if len(block) > _STREAM_LIMIT_BYTES:  # one of its lines may be over the limit
+        return [
+            OVERLONG_LINE
+            if len(raw) > _STREAM_LIMIT_BYTES
+            else raw.decode(errors="replace").rstrip("\r")
+            for raw in block.split(b"\n")
+        ]
+    text = block.decode(errors="replace")
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line.rstrip("\r") for line in lines]
+    return lines
+
+
 class LocalHost:
     """This machine. Each command runs in its own process group so it can be ended whole."""
 
@@ -128,6 +186,25 @@ class LocalHost:
             assert process.stdout is not None
             async for raw_line in _lines(process.stdout):
                 yield raw_line
+            await process.wait()
+        finally:
+            self._streams.discard(process)
+            await _end_process(process)
+
+    async def stream_batches(
+        self, argv: Sequence[str], stdin_text: str | None = None
+    ) -> AsyncIterator[list[str]]:
+        """`stream`'s lines a read at a time (see `tui.hosts.base.stream_batches`)."""
+        process = await self._spawn(argv, stdin_text)
+        self._streams.add(process)
+        try:
+            if stdin_text is not None and process.stdin is not None:
+                process.stdin.write(stdin_text.encode())
+                await process.stdin.drain()
+                process.stdin.close()
+            assert process.stdout is not None
+            async for batch in _line_batches(process.stdout):
+                yield batch
             await process.wait()
         finally:
             self._streams.discard(process)

@@ -8,7 +8,7 @@ at all. Severity therefore comes from the text first and the journal priority se
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -67,6 +67,19 @@ _SET_CURSOR = LogLine.__dict__["cursor"].__set__
 _SET_LEVEL = LogLine.__dict__["level"].__set__
 _SET_PRIORITY = LogLine.__dict__["priority"].__set__
 _SET_SOURCE = LogLine.__dict__["source"].__set__
+
+
+async def one_line_batches(lines: AsyncIterator[LogLine]) -> AsyncIterator[list[LogLine]]:
+    """A line source as batches, for the sources that read line by line (a remote tail)."""
+    async for line in lines:
+        yield [line]
+
+
+async def flat_lines(batches: AsyncIterator[list[LogLine]]) -> AsyncIterator[LogLine]:
+    """A batch source line by line, for the readers that take one line at a time."""
+    async for batch in batches:
+        for line in batch:
+            yield line
 
 
 def warning_or_worse(line: LogLine) -> bool:
@@ -186,31 +199,45 @@ class LevelClassifier:
             return Level.WARNING
         return priority_level(priority) or Level.INFO
 
-    def classify_many(self, texts: Sequence[str], joined: str | None = None) -> list[str]:
+    def classify_many(
+        self,
+        texts: Sequence[str],
+        joined: str | None = None,
+        priorities: Sequence[int | None] | None = None,
+    ) -> list[str]:
         """`classify` for consecutive lines, with the same answers, at a flood's pace.
 
         The chunk (`joined`: the texts joined, when the caller has it) is searched once for
         what needs the line-by-line reading: an escape, a Traceback, or a traceback still
         open. Without them a line with vLLM's prefix states its level and nothing else
         changes it, so one match per line is all it costs; other lines take `classify`.
+        `priorities` (journal entries) are each line's syslog priority, as `classify` takes.
         """
         if joined is None:
             joined = "\n".join(texts)
         classify = self.classify
+        if priorities is None:
+            priorities = [None] * len(texts)
         if self._in_traceback or _TRACEBACK in joined or "\x1b" in joined:
-            return [classify(text) for text in texts]
+            return [
+                classify(text, priority) for text, priority in zip(texts, priorities, strict=True)
+            ]
         vllm_level = _VLLM_LEVEL.match
         stated = _STATED
         levels: list[str] = []
         add = levels.append
-        if _quiet(joined):  # a line stating no level is INFO: nothing in it says otherwise
-            for text in texts:
+        if _quiet(joined):  # a line stating no level has only its priority to say otherwise
+            for text, priority in zip(texts, priorities, strict=True):
                 match = vllm_level(text)
-                add(stated[match.group(1)] if match else _non_vllm_level(text) or Level.INFO)
+                add(
+                    stated[match.group(1)]
+                    if match
+                    else _non_vllm_level(text) or priority_level(priority) or Level.INFO
+                )
             return levels
-        for text in texts:
+        for text, priority in zip(texts, priorities, strict=True):
             match = vllm_level(text)
-            add(stated[match.group(1)] if match else classify(text))
+            add(stated[match.group(1)] if match else classify(text, priority))
         return levels
 
 

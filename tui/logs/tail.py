@@ -17,14 +17,14 @@ from typing import BinaryIO
 
 from tui.core.errors import HostError
 from tui.hosts.base import Host
-from tui.logs.line import LevelClassifier, LogLine, read_lines
+from tui.logs.line import LevelClassifier, LogLine, one_line_batches, read_lines
 
 _BLOCK_BYTES = 64 * 1024
+# The wait between reads at the end of a file written to within the last poll: a busy
+# log is read again soon (a flood is not held back 0.1 s a read), an idle one at poll_s.
+_BUSY_POLL_S = 0.01
 # A chunk is decoded, split and classified at once: ~1,000 lines of a flood, a few ms.
 _READ_BYTES = 256 * 1024
-# Lines yielded between two returns to the event loop while a flood is read: a file
-# read in full would hold the loop for seconds (the pane, keys and timers wait).
-YIELD_EVERY_LINES = 256
 MAX_LINE_BYTES = 4 * 1024 * 1024  # a longer line is shown cut, never buffered whole
 _CUT_SHOWN_BYTES = 64 * 1024
 
@@ -113,6 +113,13 @@ class FileFollower:
         return handle, os.fstat(handle.fileno()).st_ino
 
     async def lines(self) -> AsyncIterator[LogLine]:
+        async for batch in self.batches():
+            for line in batch:
+                yield line
+
+    async def batches(self) -> AsyncIterator[list[LogLine]]:
+        """The lines of each read (up to _READ_BYTES, ~1,000 lines of a flood) as one list:
+        the consumer takes a flood a read at a time, not a line at a time."""
         opened = self._open()
         while opened is None:
             if not self.follow:
@@ -123,10 +130,12 @@ class FileFollower:
         handle.seek(offset_of_last_lines(handle, self.initial_lines))
         pending = b""
         skipping = False  # inside a line over the limit: drop bytes up to its end
+        read_at_s = time.monotonic()  # when a read last found new bytes
         try:
             while True:
                 chunk = handle.read(_READ_BYTES)
                 if chunk:
+                    read_at_s = time.monotonic()
                     if skipping:
                         end = chunk.find(b"\n")
                         if end < 0:
@@ -134,22 +143,23 @@ class FileFollower:
                         chunk, skipping = chunk[end + 1 :], False
                     pending += chunk
                     end = pending.rfind(b"\n")
+                    batch: list[LogLine] = []
                     if end >= 0:
                         block, pending = pending[:end], pending[end + 1 :]
-                        for index, line in enumerate(self._lines(block), 1):
-                            yield line
-                            if index % YIELD_EVERY_LINES == 0:
-                                await asyncio.sleep(0)
-                    await asyncio.sleep(0)
+                        batch = self._lines(block)
                     if len(pending) > MAX_LINE_BYTES:
-                        yield self._line(_cut_line(pending))
+                        batch.append(self._line(_cut_line(pending)))
                         pending, skipping = b"", True
+                    if batch:
+                        yield batch
+                    await asyncio.sleep(0)  # a file read in full must not hold the loop
                     continue
                 if not self.follow:
                     if pending:
-                        yield self._line(pending)
+                        yield [self._line(pending)]
                     return
-                await asyncio.sleep(self.poll_s)
+                busy = time.monotonic() - read_at_s < self.poll_s
+                await asyncio.sleep(min(self.poll_s, _BUSY_POLL_S) if busy else self.poll_s)
                 try:
                     status = os.stat(self.path)
                 except OSError:
@@ -157,9 +167,9 @@ class FileFollower:
                 if status.st_ino != inode:
                     # drain what the old file still holds, then switch
                     rest = handle.read()
-                    for raw in (pending + rest).split(b"\n"):
-                        if raw:
-                            yield self._line(raw)
+                    batch = [self._line(raw) for raw in (pending + rest).split(b"\n") if raw]
+                    if batch:
+                        yield batch
                     pending = b""
                     reopened = self._open()
                     if reopened is None:
@@ -273,6 +283,15 @@ def follow_file(
     if not follow:
         return _remote_tail_once(host, path, initial_lines)
     return RemoteFileFollower(host, path, initial_lines=initial_lines).lines()
+
+
+def follow_file_batches(
+    host: Host, path: str, *, initial_lines: int = 200, follow: bool = True
+) -> AsyncIterator[list[LogLine]]:
+    """follow_file's lines, a local read at a time (a remote `tail -F` line by line)."""
+    if host.is_local:
+        return FileFollower(path, initial_lines=initial_lines, follow=follow).batches()
+    return one_line_batches(follow_file(host, path, initial_lines=initial_lines, follow=follow))
 
 
 async def _remote_tail_once(host: Host, path: str, count: int) -> AsyncIterator[LogLine]:

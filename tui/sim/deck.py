@@ -98,13 +98,13 @@ class SimDeck(Deck):
 
         return SimService(self.box, read_only=self.profile.read_only)
 
-    def log_lines(
+    def log_batches(
         self, initial_lines: int = 200, follow: bool = True
-    ) -> AsyncIterator[LogLine] | None:
-        from tui.logs.tail import follow_file
+    ) -> AsyncIterator[list[LogLine]] | None:
+        from tui.logs.tail import follow_file_batches
 
         log_path = str(self.box.log_path)
-        return follow_file(self.host, log_path, initial_lines=initial_lines, follow=follow)
+        return follow_file_batches(self.host, log_path, initial_lines=initial_lines, follow=follow)
 
     @property
     def log_from_file(self) -> bool:
