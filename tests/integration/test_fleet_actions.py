@@ -23,6 +23,7 @@ import pytest
 from textual.widgets import Button
 
 from tests.support.fleet_fixtures import (
+    FLEET_CONNECT_TIMEOUT_S,
     SshdFleet,
     fleet_collector,
     running_fleet,
@@ -273,7 +274,7 @@ async def test_a_host_too_busy_to_start_a_session_is_slow_not_lost(
     try:
         first = await asyncio.wait_for(probe.poll(), 60)
         assert host_state(first) == "loading" and first.reachable, first.error
-        flag.write_text("8")  # longer than the profile's connect_timeout_s (5)
+        flag.write_text(f"{FLEET_CONNECT_TIMEOUT_S + 5:g}")  # longer than connect_timeout_s
         still = await asyncio.wait_for(probe.poll(), 60)  # through the running status shell
         assert host_state(still) == "loading", still.error  # (the GPUs may still be warming)
         assert "did not start" not in (still.error or ""), still.error
@@ -282,7 +283,7 @@ async def test_a_host_too_busy_to_start_a_session_is_slow_not_lost(
             os.kill(pid, signal.SIGKILL)
         slow = await asyncio.wait_for(probe.poll(), 60)
         assert host_state(slow) == "slow", slow.error
-        assert slow.error and "did not start within 5 s" in slow.error
+        assert slow.error and f"did not start within {FLEET_CONNECT_TIMEOUT_S:g} s" in slow.error
         assert slow.phase == first.phase and slow.shards_total == first.shards_total
         assert isinstance(probe.deck.host, SSHHost) and probe.deck.host.connected
         flag.unlink()

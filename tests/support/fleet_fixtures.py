@@ -46,6 +46,8 @@ case "$1" in
 esac
 """
 
+FLEET_CONNECT_TIMEOUT_S = 15.0
+
 
 # bash reads $BASH_ENV before each `bash -c` sshd starts: with the box's `slow-login` file
 # present, every new session waits that many seconds first (a box too busy to start one).
@@ -102,7 +104,9 @@ class SshdFleet:
             f'user = "{self.pair.user}"',
             f'identity_file = "{self.pair.client_key}"',
             f'known_hosts = "{self.known_hosts}"',
-            "connect_timeout_s = 5",
+            # Generous: on two cores shared with three other test workers a login can take
+            # seconds, and a step that did not start is (rightly) a failed step.
+            f"connect_timeout_s = {FLEET_CONNECT_TIMEOUT_S:g}",
         ]
         if host.jump is not None:
             lines += [
