@@ -173,9 +173,11 @@ class LocalHost:
             duration_s=time.monotonic() - started,
         )
 
-    async def stream(
-        self, argv: Sequence[str], stdin_text: str | None = None
-    ) -> AsyncIterator[str]:
+    @contextlib.asynccontextmanager
+    async def _stdout_of(
+        self, argv: Sequence[str], stdin_text: str | None
+    ) -> AsyncIterator[asyncio.StreamReader]:
+        """A streamed command's stdout, its stdin fed; the process ended however reading ends."""
         process = await self._spawn(argv, stdin_text)
         self._streams.add(process)
         try:
@@ -184,31 +186,26 @@ class LocalHost:
                 await process.stdin.drain()
                 process.stdin.close()
             assert process.stdout is not None
-            async for raw_line in _lines(process.stdout):
-                yield raw_line
+            yield process.stdout
             await process.wait()
         finally:
             self._streams.discard(process)
             await _end_process(process)
 
+    async def stream(
+        self, argv: Sequence[str], stdin_text: str | None = None
+    ) -> AsyncIterator[str]:
+        async with self._stdout_of(argv, stdin_text) as stdout:
+            async for raw_line in _lines(stdout):
+                yield raw_line
+
     async def stream_batches(
         self, argv: Sequence[str], stdin_text: str | None = None
     ) -> AsyncIterator[list[str]]:
         """`stream`'s lines a read at a time (see `tui.hosts.base.stream_batches`)."""
-        process = await self._spawn(argv, stdin_text)
-        self._streams.add(process)
-        try:
-            if stdin_text is not None and process.stdin is not None:
-                process.stdin.write(stdin_text.encode())
-                await process.stdin.drain()
-                process.stdin.close()
-            assert process.stdout is not None
-            async for batch in _line_batches(process.stdout):
+        async with self._stdout_of(argv, stdin_text) as stdout:
+            async for batch in _line_batches(stdout):
                 yield batch
-            await process.wait()
-        finally:
-            self._streams.discard(process)
-            await _end_process(process)
 
     async def read_file(self, path: str, max_bytes: int = 16 * 1024 * 1024) -> bytes:
         def _read() -> bytes:
