@@ -180,3 +180,5 @@ def test_guard_refuses_over_real_orphans_then_k_then_restart_succeeds(
     assert events == ["service.refused", "kill-request", "kill-outcome"], events
     refused_record = next(r for r in read_audit() if r["event"] == "service.refused")
     assert set(refused_record["pids"]) >= own | {squatter.pid}
+    # The restarted server is healthy and unused: the orphan killer's test orphans it.
+    vllm_server_factory.hand_on(fresh)

@@ -1,7 +1,8 @@
 """The leftover killer on the real orphans of a SIGKILLed vLLM 0.32.0 API server.
 
-A second server (not the session one) is started and its API server SIGKILLed,
-which orphans VLLM::EngineCore, VLLM::Worker and a multiprocessing
+A second server (not the session one: the restart guard test's restarted server
+when that test ran first on this worker, else a new one) has its API server
+SIGKILLed, which orphans VLLM::EngineCore, VLLM::Worker and a multiprocessing
 resource_tracker: the chore servedeck exists for. This machine has no GPU, so
 neither of servedeck's candidate sources exists: no NVML process list and no
 /dev/nvidia* holders. Two stand-ins, each said where it is used:

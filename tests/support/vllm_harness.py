@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -375,34 +375,92 @@ def real_vllm_server(
     assert processes_with_marker(server.run_id) == []
 
 
-VllmServerFactory = Callable[..., VllmServer]
-
-
-@pytest.fixture
-def vllm_server_factory(
-    vllm_venv: VllmVenv, tiny_model_dir: Path, tmp_path: Path
-) -> Iterator[VllmServerFactory]:
-    """Start extra servers for destructive tests; teardown ends all their processes.
-
-    Teardown finds strays by the env marker, so orphans of a SIGKILLed API server
-    (EngineCore, Worker, resource_tracker) are ended too, and it fails if any survive.
-    """
-    started: list[VllmServer] = []
-
-    def start(*extra_args: str, model_dir: Path | None = None) -> VllmServer:
-        server = start_vllm_server(
-            vllm_venv, model_dir or tiny_model_dir, tmp_path / f"server-{len(started)}", extra_args
-        )
-        started.append(server)
-        return server
-
-    yield start
+def end_servers(servers: list[VllmServer]) -> list[ProcInfo]:
+    """End every process of these servers (orphans too, by marker); return survivors."""
     survivors: list[ProcInfo] = []
-    for server in started:
+    for server in servers:
         kill_run(server.run_id, root=server.unreaped_pid(), grace_s=30.0)
         if server.process.poll() is None:
             server.process.kill()
         server.process.wait(timeout=30)
         server.remove_tmpdir()
         survivors.extend(processes_with_marker(server.run_id))
+    return survivors
+
+
+@pytest.fixture(scope="session")
+def spare_vllm_servers() -> Iterator[list[VllmServer]]:
+    """Healthy default servers a test started and no longer needs, for the next test on
+    this worker that wants a fresh one: a start is ~35-40 s of CPU on two cores.
+
+    The restart guard's test ends with the server its restart started; the orphan
+    killer's test then orphans that one instead of starting its own (tiers.py keeps
+    both on one worker, in that order). Teardown ends any spare left over.
+    """
+    spares: list[VllmServer] = []
+    yield spares
+    survivors = end_servers(spares)
+    assert not survivors, f"processes survived cleanup: {_describe(survivors)}"
+
+
+class VllmServerFactory:
+    """Starts extra servers for destructive tests; teardown ends all their processes.
+
+    Teardown finds strays by the env marker, so orphans of a SIGKILLed API server
+    (EngineCore, Worker, resource_tracker) are ended too, and it fails if any survive.
+    A default server (no extra arguments, the shared tiny model) is taken from the
+    spares when one is healthy; `hand_on` gives one back for the next test.
+    """
+
+    def __init__(
+        self, venv: VllmVenv, model_dir: Path, workdir: Path, spares: list[VllmServer]
+    ) -> None:
+        self.venv = venv
+        self.model_dir = model_dir
+        self.workdir = workdir
+        self.spares = spares
+        self.started: list[VllmServer] = []
+
+    def __call__(self, *extra_args: str, model_dir: Path | None = None) -> VllmServer:
+        if not extra_args and model_dir is None:
+            while self.spares:
+                spare = self.spares.pop()
+                if spare.process.poll() is None and healthy(spare):
+                    self.started.append(spare)
+                    return spare
+                end_servers([spare])
+        server = start_vllm_server(
+            self.venv,
+            model_dir or self.model_dir,
+            self.workdir / f"server-{len(self.started)}",
+            extra_args,
+        )
+        self.started.append(server)
+        return server
+
+    def hand_on(self, server: VllmServer) -> None:
+        """Keep this healthy, unused default server running for the next test."""
+        assert server.model == str(self.model_dir), "only default servers are handed on"
+        self.started.remove(server)
+        self.spares.append(server)
+
+
+def healthy(server: VllmServer) -> bool:
+    try:
+        return httpx.get(f"{server.base_url}/health", timeout=10).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture
+def vllm_server_factory(
+    vllm_venv: VllmVenv,
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    spare_vllm_servers: list[VllmServer],
+) -> Iterator[VllmServerFactory]:
+    """Start extra servers for destructive tests (VllmServerFactory); teardown ends them."""
+    factory = VllmServerFactory(vllm_venv, tiny_model_dir, tmp_path, spare_vllm_servers)
+    yield factory
+    survivors = end_servers(factory.started)
     assert not survivors, f"processes survived cleanup: {_describe(survivors)}"
