@@ -20,6 +20,7 @@ pytest_plugins: list[str] = [
     "tests.support.tiers",
     "tests.support.quiet",
     "tests.support.worker_scope",
+    "tests.support.leftover_tasks",
 ]
 
 

@@ -58,18 +58,34 @@ class Day:
         self.problems += [f"{name}: {problem}" for problem in cut_numbers(text)]
         if "ETA" in text:
             self.problems.append(f"{name}: a second ETA next to the ready time")
-        listing = self.app.listing
-        if name.endswith("/3") and listing is not None:
-            for proc in listing.processes[:8]:  # the rows that fit above the footer
-                if not re.search(rf"(?<!\d){proc.pid}(?!\d)", text):
-                    self.problems.append(f"{name}: PID {proc.pid} not shown whole")
         return text
+
+    def pids_not_whole(self, text: str) -> list[int]:
+        listing = self.app.listing
+        if listing is None:
+            return []
+        rows = listing.processes[:8]  # the rows that fit above the footer
+        return [p.pid for p in rows if not re.search(rf"(?<!\d){p.pid}(?!\d)", text)]
+
+    async def processes_pane(self, name: str) -> None:
+        """Every listed PID whole on the pane. The simulator's processes come and go: a
+        listing newer than the drawn frame is looked at again once drawn, so only a PID
+        missing from five frames in a row counts."""
+        for _ in range(5):
+            missing = self.pids_not_whole(self.check(name))
+            if not missing:
+                break
+            await self.pilot.pause(0.5)
+        self.problems += [f"{name}: PID {pid} not shown whole" for pid in missing]
 
     async def panes(self, state: str) -> None:
         for key in PANES:
             await self.pilot.press(key)
             await self.pilot.pause(0.4)
-            self.check(f"{state}/{key}")
+            if key == "3":
+                await self.processes_pane(f"{state}/{key}")
+            else:
+                self.check(f"{state}/{key}")
         await self.pilot.press("1")
         await self.pilot.pause(0.2)
 
