@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from tests.support.record_synth import build_night, build_week
+from tests.support.record_synth import build_night, cached_week
 from tui.record.query import RecordingReader
 from tui.screens.replay import ReplayApp, ReplayScreen
 from widgets.service_line import ServiceLine
@@ -84,7 +84,7 @@ async def test_replay_steps_and_jumps_between_events(night: Path) -> None:
 def test_seek_in_a_week_long_recording_is_fast(tmp_path: Path) -> None:
     db = tmp_path / "week.sqlite"
     now = T0
-    build_week(db, now)
+    cached_week(db, now)
     with RecordingReader(db) as reader:
         worst = 0.0
         for hours_back in (0.01, 3, 23.9, 30, 71, 100, 150, 167):

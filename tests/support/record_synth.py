@@ -7,9 +7,13 @@ that move like a serving box's (memory plateaus, utilization and power jitter).
 
 from __future__ import annotations
 
+import hashlib
+import os
 import random
+import shutil
 from pathlib import Path
 
+import tui.record
 from tui.gpu.model import GpuSample
 from tui.record.model import pack_gpu_samples
 from tui.record.retention import DAY_S
@@ -77,6 +81,26 @@ def build_week(db: Path, now_s: float, days: float = 7.0, gpus: int = 8, seed: i
         )
     connection.close()
     return ticks
+
+
+def cached_week(db: Path, now_s: float) -> None:
+    """build_week's file at db, built once per version of what writes it and kept in the
+    test cache (~11 s of CPU a build): keyed by now_s, this module and tui/record's code."""
+    from tests.support.vllm_install import cache_root
+
+    digest = hashlib.sha256(repr(now_s).encode())
+    sources = [Path(__file__), *sorted(Path(tui.record.__file__).parent.glob("*.py"))]
+    for source in sources:
+        digest.update(source.read_bytes())
+    cached = cache_root().parent / "recordings" / f"week-{digest.hexdigest()[:16]}.sqlite"
+    if not cached.exists():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        for stale in cached.parent.glob("week-*.sqlite*"):
+            stale.unlink(missing_ok=True)
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
+        build_week(partial, now_s)
+        partial.replace(cached)  # whole or not at all, whichever worker builds it
+    shutil.copyfile(cached, db)
 
 
 def build_night(db: Path, t0: float) -> None:
