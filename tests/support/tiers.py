@@ -27,14 +27,19 @@ def tier_of(path: Path) -> str | None:
 
 
 # The real-vLLM tests are the longest part of the run. Those that share the session's
-# server run on one xdist worker. Those that start servers of their own run beside it:
-# the two that orphan a server's workers and end them (the guard and the orphan killer)
-# one after the other on a second worker, the load explainer on a third, so the fourth
-# and the rest of the run are not all waiting behind four vLLM starts at once. Every
-# other test runs with the rest of its file, so a module's servers start once.
+# server run on one xdist worker. Those that start servers of their own run beside it,
+# one after the other on a second worker, in ORPHANING_FILES' order, each handing the
+# server it ends with to the next (vllm_harness.VllmServerFactory.hand_on): the load
+# explainer's warm server is the one the restart guard's test orphans, that test's
+# restarted server the one the orphan killer's test orphans (three starts, not five).
+# Every other test runs with the rest of its file, so a module's servers start once.
 REAL_VLLM_SESSION = "real_vllm_session"
 REAL_VLLM_ORPHANS = "real_vllm_orphans"
-ORPHANING_FILES = ("test_real_vllm_guard.py", "test_real_vllm_procs.py")
+ORPHANING_FILES = (
+    "test_real_vllm_load_explain.py",
+    "test_real_vllm_guard.py",
+    "test_real_vllm_procs.py",
+)
 REAL_VLLM_GROUPS = (REAL_VLLM_SESSION, REAL_VLLM_ORPHANS, "real_vllm_own")
 
 
@@ -56,5 +61,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.fast)
         item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
     # The real-vLLM groups first: xdist (--no-loadscope-reorder) hands groups out in this
-    # order, so they start at once while the other workers share the rest.
-    items.sort(key=lambda item: xdist_group_of(item) not in REAL_VLLM_GROUPS)
+    # order, so they start at once while the other workers share the rest; a group's tests
+    # run in this order too (the orphaning files in theirs).
+    items.sort(key=_run_order)
+
+
+def _run_order(item: pytest.Item) -> tuple[bool, int]:
+    group = xdist_group_of(item)
+    handing_on = ORPHANING_FILES.index(item.path.name) if group == REAL_VLLM_ORPHANS else 0
+    return group not in REAL_VLLM_GROUPS, handing_on

@@ -390,12 +390,13 @@ def end_servers(servers: list[VllmServer]) -> list[ProcInfo]:
 
 @pytest.fixture(scope="session")
 def spare_vllm_servers() -> Iterator[list[VllmServer]]:
-    """Healthy default servers a test started and no longer needs, for the next test on
-    this worker that wants a fresh one: a start is ~35-40 s of CPU on two cores.
+    """Healthy servers a test started and no longer needs, for the next test on this
+    worker that wants a default one: a start is ~35-40 s of CPU on two cores.
 
-    The restart guard's test ends with the server its restart started; the orphan
-    killer's test then orphans that one instead of starting its own (tiers.py keeps
-    both on one worker, in that order). Teardown ends any spare left over.
+    The load explainer ends with its warm server, which the restart guard's test
+    orphans; that test ends with the server its restart started, which the orphan
+    killer's test orphans (tiers.py keeps the three on one worker, in that order).
+    Teardown ends any spare left over.
     """
     spares: list[VllmServer] = []
     yield spares
@@ -408,8 +409,8 @@ class VllmServerFactory:
 
     Teardown finds strays by the env marker, so orphans of a SIGKILLed API server
     (EngineCore, Worker, resource_tracker) are ended too, and it fails if any survive.
-    A default server (no extra arguments, the shared tiny model) is taken from the
-    spares when one is healthy; `hand_on` gives one back for the next test.
+    A default server (no extra arguments, no model named) is taken from the spares when
+    one is healthy; `hand_on` gives one back for the next test.
     """
 
     def __init__(
@@ -439,8 +440,8 @@ class VllmServerFactory:
         return server
 
     def hand_on(self, server: VllmServer) -> None:
-        """Keep this healthy, unused default server running for the next test."""
-        assert server.model == str(self.model_dir), "only default servers are handed on"
+        """Keep this healthy server, with no request in flight, running for the next test
+        that asks for a default one (to orphan it: which model it serves does not matter)."""
         self.started.remove(server)
         self.spares.append(server)
 
