@@ -116,16 +116,11 @@ def printable_ascii(text: str) -> bool:
     return text.isascii() and not text.encode("ascii").translate(None, _PRINTABLE_ASCII)
 
 
-# What str.splitlines breaks a line at besides "\n" (Log.write_lines splits each line so)
-_OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-
-
 def log_rows(lines: list[str]) -> list[str]:
     """The rows Textual's Log makes of `lines` (each split by str.splitlines, so an empty
-    line makes none), found with one search of the batch; a batch of plain single-row
-    lines is returned as it is: the rows are the lines' own strings, not copies."""
-    joined = "\n".join(lines)
-    if joined.count("\n") == len(lines) - 1 and not _OTHER_LINE_BREAKS.search(joined):
+    line makes none). A batch of printable ASCII holds no line break: its lines are the
+    rows, their own strings, not copies."""
+    if printable_ascii("".join(lines)):
         return [line for line in lines if line] if "" in lines else lines
     return [row for line in lines for row in line.splitlines()]
 
@@ -199,13 +194,21 @@ class LogView(Log):
         """Log.write_lines: the same rows, scrolling and refresh."""
         is_vertical_scroll_end = self.is_vertical_scroll_end
         auto_scroll = self.auto_scroll if scroll_end is None else scroll_end
-        new_lines = log_rows(lines if isinstance(lines, list) else list(lines))
+        lines = lines if isinstance(lines, list) else list(lines)
+        plain = printable_ascii("".join(lines))  # one pass: no line break, one cell a char
+        if plain:
+            new_lines = [line for line in lines if line] if "" in lines else lines
+        else:
+            new_lines = log_rows(lines)
         start_line = len(self._lines)
         self._lines.extend(new_lines)
         if self.max_lines is not None and len(self._lines) > self.max_lines:
             self._prune_max_lines()
         self.virtual_size = Size(self._width, len(self._lines))
-        self._update_size(self._updates, new_lines)
+        if plain and new_lines:  # as wide as its longest line
+            self._update_maximum_width(self._updates, max(map(len, new_lines)))
+        else:
+            self._update_size(self._updates, new_lines)
         cache = self._render_line_cache
         if cache:  # only a selection fills it
             written = range(start_line, start_line + len(new_lines))
@@ -377,11 +380,14 @@ class LogPane(Vertical):
         rank = LEVEL_RANK.get
         stamps, wrap = self.show_timestamps, self.wrap
         if threshold == 0 and not stamps and not wrap:
-            # Every line shown as it is: the batch joined and split again gives the same
-            # rows, and one search says whether any line needs its escapes cut or is long.
+            # Every line shown as it is: one search of the joined batch says whether any
+            # line needs its escapes cut, is long or holds more than one row; if none does,
+            # the rows are the lines' texts themselves (no copy of each line).
             texts = [line.text for line in lines]
             joined = "\n".join(texts)
             if "\x1b" not in joined and max(map(len, texts), default=0) <= MAX_SHOWN_CHARS:
+                if joined.count("\n") == len(texts) - 1:
+                    return texts
                 return joined.split("\n") if texts else []
         for line in lines:
             if rank(line.level, 1) < threshold:
