@@ -219,7 +219,7 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     from tui.core.redact import redact_lines, redact_text
     from tui.hosts.local import LocalHost
     from tui.logs.journal import JournalFollower, loads_entry
-    from tui.logs.line import LevelClassifier, LogLine
+    from tui.logs.line import LevelClassifier, LogLine, warnings_or_worse
     from tui.logs.tail import FileFollower
     from tui.record.feed import RecordFeed
     from tui.serving.loadwatch import LoadTracker, vllm_line_time_s
@@ -300,6 +300,18 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     costs["recorder's own-clock parse"] = per_line_us(
         timed(lambda: [vllm_line_time_s(line.text) for line in read]), len(read)
     )
+    from tui.serving import loadwatch
+
+    if hasattr(loadwatch, "vllm_line_times_s"):  # the console's path: a batch's warnings
+        warning_texts = [[line.text for line in warnings_or_worse(batch)] for batch in batches]
+        costs["recorder's own-clock parse, batches"] = per_line_us(
+            timed(lambda: [loadwatch.vllm_line_times_s(texts) for texts in warning_texts]),
+            sum(map(len, warning_texts)),
+        )
+        costs["  the same, one by one"] = per_line_us(
+            timed(lambda: [[vllm_line_time_s(t) for t in texts] for texts in warning_texts]),
+            sum(map(len, warning_texts)),
+        )
     costs["redact_text"] = per_line_us(timed(lambda: [redact_text(t) for t in lines]), total)
     text_batches = [
         lines[start : start + LOG_DRAIN_LINES] for start in range(0, total, LOG_DRAIN_LINES)
