@@ -106,9 +106,18 @@ class Counted:
 
 
 async def through_console(
-    source: str, total: int, workdir: Path, record: bool, unit_fields: bool = False
+    source: str,
+    total: int,
+    workdir: Path,
+    record: bool,
+    unit_fields: bool = False,
+    stamps_now: bool = False,
 ) -> dict[str, Any]:
-    """The real app following a real source while another process writes `total` lines."""
+    """The real app following a real source while another process writes `total` lines.
+
+    The lines' own clocks say 11-29 10:MM:SS: the recorder takes a warning that old for
+    the backlog shown at start and records none of them (no redaction, no events);
+    `stamps_now` stamps them in the coming hour, so every warning is recorded."""
     os.environ["SERVEDECK_DATA_DIR"] = str(workdir / "data")
     os.environ["SERVEDECK_RECORD"] = "1" if record else "0"
     from tui.app import ServedeckApp
@@ -117,6 +126,10 @@ async def through_console(
     from widgets.log_pane import LogPane
 
     lines = texts(total)
+    if stamps_now:
+        # the next hour: every minute of it is after the console's start, none is backlog
+        today = time.strftime("%m-%d %H:", time.localtime(time.time() + 3600))
+        lines = [text.replace("11-29 10:", today, 1) for text in lines]
     expected = total
     if source == "file":
         log_path = workdir / "service.log"
@@ -355,6 +368,11 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true", help="console without the recorder")
     parser.add_argument("--stages-only", action="store_true")
     parser.add_argument(
+        "--stamps-now",
+        action="store_true",
+        help="lines stamped in the coming hour: the recorder records every warning (redacted)",
+    )
+    parser.add_argument(
         "--unit-fields",
         action="store_true",
         help="journal entries carry the ~18 fields journald adds to a unit's stdout",
@@ -365,7 +383,12 @@ def main() -> None:
         if not args.stages_only:
             result = asyncio.run(
                 through_console(
-                    args.source, args.lines, workdir, not args.no_record, args.unit_fields
+                    args.source,
+                    args.lines,
+                    workdir,
+                    not args.no_record,
+                    args.unit_fields,
+                    args.stamps_now,
                 )
             )
             for key, value in result.items():
