@@ -316,14 +316,16 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     from tui.serving import loadwatch
 
     if hasattr(loadwatch, "vllm_line_times_s"):  # the console's path: a batch's warnings
-        warning_texts = [[line.text for line in warnings_or_worse(batch)] for batch in batches]
-        costs["recorder's own-clock parse, batches"] = per_line_us(
+        warning_texts = [
+            [line.text for line in warnings_or_worse(batch)] for batch in batches
+        ]  # µs per line of the flood, as the stages above
+        costs["clock parse of the warnings, batches"] = per_line_us(
             timed(lambda: [loadwatch.vllm_line_times_s(texts) for texts in warning_texts]),
-            sum(map(len, warning_texts)),
+            len(read),
         )
-        costs["  the same, one by one"] = per_line_us(
+        costs["clock parse of the warnings, one by one"] = per_line_us(
             timed(lambda: [[vllm_line_time_s(t) for t in texts] for texts in warning_texts]),
-            sum(map(len, warning_texts)),
+            len(read),
         )
     costs["redact_text"] = per_line_us(timed(lambda: [redact_text(t) for t in lines]), total)
     text_batches = [
