@@ -106,9 +106,18 @@ class Counted:
 
 
 async def through_console(
-    source: str, total: int, workdir: Path, record: bool, unit_fields: bool = False
+    source: str,
+    total: int,
+    workdir: Path,
+    record: bool,
+    unit_fields: bool = False,
+    stamps_now: bool = False,
 ) -> dict[str, Any]:
-    """The real app following a real source while another process writes `total` lines."""
+    """The real app following a real source while another process writes `total` lines.
+
+    The lines' own clocks say 11-29 10:MM:SS: the recorder takes a warning that old for
+    the backlog shown at start and records none of them (no redaction, no events);
+    `stamps_now` stamps them in the coming hour, so every warning is recorded."""
     os.environ["SERVEDECK_DATA_DIR"] = str(workdir / "data")
     os.environ["SERVEDECK_RECORD"] = "1" if record else "0"
     from tui.app import ServedeckApp
@@ -117,6 +126,10 @@ async def through_console(
     from widgets.log_pane import LogPane
 
     lines = texts(total)
+    if stamps_now:
+        # the next hour: every minute of it is after the console's start, none is backlog
+        today = time.strftime("%m-%d %H:", time.localtime(time.time() + 3600))
+        lines = [text.replace("11-29 10:", today, 1) for text in lines]
     expected = total
     if source == "file":
         log_path = workdir / "service.log"
@@ -173,6 +186,7 @@ async def through_console(
             writer_input.write_text("\n".join(lines) + "\n")
         probe = asyncio.create_task(lag_probe())
         started = time.perf_counter()
+        cpu_started = time.process_time()  # this process: the console (the writer runs apart)
         if source == "file":
             with writer_input.open("rb") as given:
                 producer = subprocess.Popen(
@@ -186,6 +200,7 @@ async def through_console(
         while counted.drawn < expected and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         elapsed = time.perf_counter() - started
+        cpu_s = time.process_time() - cpu_started
         flooding = False
         await probe
         rss_after = rss_mb()
@@ -200,6 +215,8 @@ async def through_console(
         "recording": record,
         "seconds": elapsed,
         "lines_per_s": drawn / elapsed,
+        # less noisy than lines/s on a loaded machine: the console's own CPU for each line
+        "console_cpu_us_per_line": cpu_s / max(drawn, 1) * 1e6,
         "lag_p50_ms": statistics.median(lags) * 1000 if lags else 0.0,
         "lag_p99_ms": lags[int(0.99 * (len(lags) - 1))] * 1000 if lags else 0.0,
         "lag_max_ms": lags[-1] * 1000 if lags else 0.0,
@@ -215,7 +232,7 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     from tui.core.redact import redact_lines, redact_text
     from tui.hosts.local import LocalHost
     from tui.logs.journal import JournalFollower, loads_entry
-    from tui.logs.line import LevelClassifier, LogLine
+    from tui.logs.line import LevelClassifier, LogLine, warnings_or_worse
     from tui.logs.tail import FileFollower
     from tui.record.feed import RecordFeed
     from tui.serving.loadwatch import LoadTracker, vllm_line_time_s
@@ -296,6 +313,20 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     costs["recorder's own-clock parse"] = per_line_us(
         timed(lambda: [vllm_line_time_s(line.text) for line in read]), len(read)
     )
+    from tui.serving import loadwatch
+
+    if hasattr(loadwatch, "vllm_line_times_s"):  # the console's path: a batch's warnings
+        warning_texts = [
+            [line.text for line in warnings_or_worse(batch)] for batch in batches
+        ]  # µs per line of the flood, as the stages above
+        costs["clock parse of the warnings, batches"] = per_line_us(
+            timed(lambda: [loadwatch.vllm_line_times_s(texts) for texts in warning_texts]),
+            len(read),
+        )
+        costs["clock parse of the warnings, one by one"] = per_line_us(
+            timed(lambda: [[vllm_line_time_s(t) for t in texts] for texts in warning_texts]),
+            len(read),
+        )
     costs["redact_text"] = per_line_us(timed(lambda: [redact_text(t) for t in lines]), total)
     text_batches = [
         lines[start : start + LOG_DRAIN_LINES] for start in range(0, total, LOG_DRAIN_LINES)
@@ -339,6 +370,11 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true", help="console without the recorder")
     parser.add_argument("--stages-only", action="store_true")
     parser.add_argument(
+        "--stamps-now",
+        action="store_true",
+        help="lines stamped in the coming hour: the recorder records every warning (redacted)",
+    )
+    parser.add_argument(
         "--unit-fields",
         action="store_true",
         help="journal entries carry the ~18 fields journald adds to a unit's stdout",
@@ -349,7 +385,12 @@ def main() -> None:
         if not args.stages_only:
             result = asyncio.run(
                 through_console(
-                    args.source, args.lines, workdir, not args.no_record, args.unit_fields
+                    args.source,
+                    args.lines,
+                    workdir,
+                    not args.no_record,
+                    args.unit_fields,
+                    args.stamps_now,
                 )
             )
             for key, value in result.items():

@@ -15,7 +15,7 @@ from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
 from tui.core.errors import ServedeckError
 from tui.logs.line import warnings_or_worse
-from tui.serving.loadwatch import vllm_line_time_s
+from tui.serving.loadwatch import vllm_line_times_s
 
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
     from tui.alerts.engine import AlertChange
@@ -116,8 +116,8 @@ class RecordMixin(ConsoleParts):
             self._log_started_s = now
         settled = now - self._log_started_s > BACKLOG_S
         kept = []
-        for line in warnings_or_worse(lines):  # observe_logs drops the rest: skip their clocks
-            own = vllm_line_time_s(line.text)
+        warnings = warnings_or_worse(lines)  # observe_logs drops the rest: skip their clocks
+        for line, own in zip(warnings, vllm_line_times_s([w.text for w in warnings]), strict=True):
             if line.cursor is None and (own is None and not settled):
                 continue
             if own is not None and own < self._log_started_s - BACKLOG_S:

@@ -226,18 +226,27 @@ class LevelClassifier:
         stated = _STATED
         levels: list[str] = []
         add = levels.append
-        if _quiet(joined):  # a line stating no level has only its priority to say otherwise
-            for text, priority in zip(texts, priorities, strict=True):
-                match = vllm_level(text)
-                add(
-                    stated[match.group(1)]
-                    if match
-                    else _non_vllm_level(text) or priority_level(priority) or Level.INFO
-                )
-            return levels
-        for text, priority in zip(texts, priorities, strict=True):
+        others: list[int] = []  # the lines without vLLM's prefix, which may say more
+        for index, text in enumerate(texts):
             match = vllm_level(text)
-            add(stated[match.group(1)] if match else classify(text, priority))
+            if match:
+                add(stated[match.group(1)])
+            else:
+                add(Level.INFO)  # set below
+                others.append(index)
+        if not others:
+            return levels
+        # Only those lines are searched for the body patterns' words (in a vLLM log most lines
+        # have the prefix): classify is pure on them here (no traceback in the chunk), so a
+        # line without those words states its level or has only its priority to say more.
+        if _quiet("\n".join([texts[index] for index in others])):
+            for index in others:
+                levels[index] = (
+                    _non_vllm_level(texts[index]) or priority_level(priorities[index]) or Level.INFO
+                )
+        else:
+            for index in others:
+                levels[index] = classify(texts[index], priorities[index])
         return levels
 
 

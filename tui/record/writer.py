@@ -171,8 +171,7 @@ class Recorder:
         try:
             with connection:
                 connection.execute("BEGIN")
-                for item in items:
-                    _write(connection, item)  # type: ignore[arg-type]
+                _write_all(connection, items)
                 if maintenance:
                     apply_retention(connection, time.time(), self.retention)
             if maintenance:
@@ -191,6 +190,46 @@ def _ms(ts_s: float) -> int:
 
 def _static_dict(static: object) -> dict[str, object]:
     return {name: getattr(static, name) for name in static.__dataclass_fields__}  # type: ignore[attr-defined]
+
+
+_INSERT_EVENT = (
+    "INSERT OR IGNORE INTO events (ts_ms, kind, source, text, gpu, key, data) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _write_all(connection: sqlite3.Connection, items: list[object]) -> None:
+    """Each item as _write writes it, in order; a run of events as one executemany (a log
+    flood queues thousands a second: one statement call each held the interpreter, and
+    each event's data, mostly `{"level": ...}`, was encoded anew)."""
+    events: list[tuple[object, ...]] = []
+    encoded: dict[tuple[tuple[str, str], ...], str] = {}
+    for item in items:
+        if item[0] == "event":  # type: ignore[index]
+            events.append(_event_row(item[1], encoded))  # type: ignore[index]
+            continue
+        if events:
+            connection.executemany(_INSERT_EVENT, events)
+            events = []
+        _write(connection, item)  # type: ignore[arg-type]
+    if events:
+        connection.executemany(_INSERT_EVENT, events)
+
+
+def _event_row(event: Event, encoded: dict[tuple[tuple[str, str], ...], str]) -> tuple[object, ...]:
+    """The events row of `event`; `encoded` keeps the JSON of string-only data seen in this
+    commit (equal strings encode alike; 1, 1.0 and True are equal but encode differently)."""
+    data = event.data
+    if not data:
+        text = None
+    elif all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        key = tuple(data.items())
+        text = encoded.get(key)
+        if text is None:
+            text = encoded[key] = json.dumps(data, default=str)
+    else:
+        text = json.dumps(data, default=str)
+    return (_ms(event.ts_s), event.kind, event.source, event.text, event.gpu, event.key, text)
 
 
 def _write(connection: sqlite3.Connection, item: tuple[object, ...]) -> None:
@@ -216,19 +255,7 @@ def _write(connection: sqlite3.Connection, item: tuple[object, ...]) -> None:
     elif kind == "event":
         event = item[1]
         assert isinstance(event, Event)
-        connection.execute(
-            "INSERT OR IGNORE INTO events (ts_ms, kind, source, text, gpu, key, data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                _ms(event.ts_s),
-                event.kind,
-                event.source,
-                event.text,
-                event.gpu,
-                event.key,
-                json.dumps(event.data, default=str) if event.data else None,
-            ),
-        )
+        connection.execute(_INSERT_EVENT, _event_row(event, {}))
     elif kind == "alert_state":
         connection.execute(
             "INSERT OR REPLACE INTO alert_state (alert_id, muted_until_s, acked_at_s) VALUES (?, ?, ?)",

@@ -7,11 +7,13 @@ The tracker is pure: feed it lines and memory samples, ask for a snapshot.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import cast
 
 from tui.logs.line import Level, LogLine, explicit_level, strip_ansi
 from tui.serving import loadpatterns as p
@@ -188,16 +190,42 @@ def vllm_line_time_s(text: str, year: int | None = None) -> float | None:
     match = p.VLLM_TIMESTAMP.search(text[:80])
     if not match:
         return None
-    stamp = match.group(0)  # `MM-DD HH:MM:SS ` (15 characters: one per digit)
-    second = int(stamp[12:14])
-    year = year or _local_year()
-    if second >= 60:  # mktime normalises a leap or bad second: leave that to it
-        month, day, hour, minute = (int(g) for g in match.groups()[:4])
-        return _mktime(year, month, day, hour, minute, second)
+    _check_zone()
+    return _stamp_time_s(match, year or _local_year())
+
+
+def vllm_line_times_s(texts: Sequence[str]) -> list[float | None]:
+    """vllm_line_time_s of each text, at a flood's pace: the year and the time zone read
+    once for the batch, and each text searched from two characters before its first `-`
+    (every stamp's third character) within its first 80, so a prefix without one costs a
+    find, not a regex search."""
+    if not texts:
+        return []
+    year = _local_year()
+    _check_zone()
+    search = p.VLLM_TIMESTAMP.search
+    out: list[float | None] = []
+    add = out.append
+    for text in texts:
+        dash = text.find("-", 2, 80)
+        match = search(text, dash - 2, 80) if dash >= 0 else None
+        add(None if match is None else _stamp_time_s(match, year))
+    return out
+
+
+def _check_zone() -> None:
     zone = (time.timezone, time.altzone, time.tzname)  # after a tzset, minutes start anew
     if zone != _MINUTE_ZONE[0]:
         _MINUTE_ZONE[0] = zone
         _MINUTE_START_S.clear()
+
+
+def _stamp_time_s(match: re.Match[str], year: int) -> float | None:
+    stamp = match.group(0)  # `MM-DD HH:MM:SS ` (15 characters: one per digit)
+    second = int(stamp[12:14])
+    if second >= 60:  # mktime normalises a leap or bad second: leave that to it
+        month, day, hour, minute = (int(g) for g in match.groups()[:4])
+        return _mktime(year, month, day, hour, minute, second)
     key = (year, stamp[:11])  # the minute as written: no int() for a minute already seen
     try:
         start = _MINUTE_START_S[key]
@@ -316,8 +344,11 @@ class LoadTracker:
         stats: list[tuple[str, float]] = []  # stats lines not read yet, oldest first
         # The batch searched once: without an escape, a `\r` or a load's literal anywhere,
         # no line needs the per-line test for them.
-        joined = "\n".join(line if isinstance(line, str) else line.text for line in lines)
+        texts = [line if isinstance(line, str) else line.text for line in lines]
+        joined = "\n".join(texts)
         careful = "\r" in joined or "\x1b" in joined or any(word in joined for word in _LOAD_WORDS)
+        if not careful and self._load_started is None and self._clock_only(lines, texts, joined):
+            return
         for index, line in enumerate(lines):
             if self._load_started is not None or isinstance(line, str):
                 self._settle_stats(stats)
@@ -353,6 +384,41 @@ class LoadTracker:
             if "Avg prompt throughput: " in text or "Decode batch." in text:
                 stats.append((text, t))
         self._settle_stats(stats)
+
+    def _clock_only(self, lines: Sequence[LogLine | str], texts: list[str], joined: str) -> bool:
+        """feed_many's loop, done per batch, where no line takes `feed` (outside a load,
+        no load word, `\r` or escape in the batch, every line a LogLine with its own time
+        and not too long): the clock moves to the newest time, and of the stats lines the
+        newest that reads as stats counts, at the time the loop gave it (the newest time up
+        to it). False, with nothing done, for any other batch."""
+        try:
+            stamps = [line.timestamp_s for line in lines]  # type: ignore[union-attr]
+        except AttributeError:  # a str line: the loop takes it
+            return False
+        if not stamps or None in stamps or max(map(len, texts)) > _MAX_LINE_CHARS:
+            return False
+        times = cast(list[float], stamps)
+        total = sum(times)
+        if total != total or total in (float("inf"), float("-inf")):  # NaN or inf: the loop
+            return False
+        last = self._last_t
+        if last is not None and last != last:  # a NaN clock: the loop moves on from it
+            return False
+        newest = max(times)
+        self._last_t = newest if last is None or newest > last else last
+        if "Avg prompt throughput: " not in joined and "Decode batch." not in joined:
+            return True
+        before = self._stats
+        for index in range(len(texts) - 1, -1, -1):  # as _settle_stats: newest first
+            text = texts[index]
+            if ("Avg prompt throughput: " in text or "Decode batch." in text) and text.strip():
+                t = max(times[: index + 1])
+                if last is not None and last > t:
+                    t = last
+                self._stats_line(_message(text[: p.SCAN_CHARS].rstrip()), t)
+                if self._stats is not before:
+                    break
+        return True
 
     def _feed_started(self, lines: Sequence[LogLine | str]) -> None:
         """Lines after a load has started, as `feed` would take them, none with an escape.
