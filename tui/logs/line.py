@@ -8,11 +8,9 @@ at all. Severity therefore comes from the text first and the journal priority se
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from itertools import repeat
 
 
 class Level(StrEnum):
@@ -45,22 +43,20 @@ def read_lines(
     """LogLines of one read (same time, same source), equal to `LogLine(...)` of each.
 
     A frozen dataclass's __init__ sets each field through object.__setattr__; setting the
-    slots directly builds a flood's lines in ~60 % of the time, and setting each slot of
-    the whole read in one `map` (no bytecode per line and field) in ~80 % of that.
+    slots directly builds a flood's lines in ~60 % of the time.
     """
-    if len(texts) != len(levels):
-        raise ValueError(f"read_lines: {len(texts)} texts, {len(levels)} levels")
-    out = list(map(object.__new__, repeat(LogLine, len(texts))))
-    count = len(out)
-    for setter, values in (
-        (_SET_TEXT, texts),
-        (_SET_TIMESTAMP, repeat(timestamp_s, count)),
-        (_SET_CURSOR, repeat(None, count)),
-        (_SET_LEVEL, levels),
-        (_SET_PRIORITY, repeat(None, count)),
-        (_SET_SOURCE, repeat(source, count)),
-    ):
-        deque(map(setter, out, values), maxlen=0)  # run the setters, keep nothing
+    new = object.__new__
+    out: list[LogLine] = []
+    add = out.append
+    for text, level in zip(texts, levels, strict=True):
+        line = new(LogLine)
+        _SET_TEXT(line, text)
+        _SET_TIMESTAMP(line, timestamp_s)
+        _SET_CURSOR(line, None)
+        _SET_LEVEL(line, level)
+        _SET_PRIORITY(line, None)
+        _SET_SOURCE(line, source)
+        add(line)
     return out
 
 
