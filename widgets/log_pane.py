@@ -32,6 +32,7 @@ from textual.widgets import Input, Log, Static
 
 from tui.logs.line import LEVEL_RANK, Level, LogLine, strip_ansi
 from widgets.keys import bindings_for
+from widgets.sure_timer import set_sure_timer
 
 FILTERS = {"all": Level.DEBUG, "warnings": Level.WARNING, "errors": Level.ERROR}
 _FILTER_NAMES = {"warnings": "warnings and errors", "errors": "errors only"}
@@ -365,7 +366,7 @@ class LogPane(Vertical):
         self._pending.extend(lines)
         if self._pending and not self._flush_scheduled:
             self._flush_scheduled = True
-            self.set_timer(self.flush_interval_s, self._scheduled_flush)
+            set_sure_timer(self, self.flush_interval_s, self._scheduled_flush)
         if len(self._pending) > self.max_lines:
             del self._pending[: len(self._pending) - self.max_lines]
 

@@ -74,6 +74,7 @@ from widgets.log_pane import LogPane
 from widgets.plan_view import PlanView
 from widgets.procs_pane import ProcsPane
 from widgets.service_line import ServiceLine
+from widgets.sure_timer import set_sure_timer
 
 if TYPE_CHECKING:  # loaded when first used: the first frame needs neither
     import httpx
@@ -322,7 +323,7 @@ class ServedeckApp(
         pending = self._poll_timers.pop(name, None)
         if pending is not None:
             pending.stop()
-        self._poll_timers[name] = self.set_timer(delay_s, poll, name=name)
+        self._poll_timers[name] = set_sure_timer(self, delay_s, poll, name=name)
 
     # --- GPUs ---------------------------------------------------------------------
     @console_worker("gpu", pane="gpu", what="sample the GPUs")
@@ -450,7 +451,7 @@ class ServedeckApp(
             self._drain_timer.stop()
         self._drain_soon = soon
         delay_s = 0.001 if soon else LOG_DRAIN_S
-        self._drain_timer = self.set_timer(delay_s, self._drain_log_lines, name="log-drain")
+        self._drain_timer = set_sure_timer(self, delay_s, self._drain_log_lines, name="log-drain")
 
     def _drain_log_lines(self) -> None:
         self._drain_timer = None
@@ -460,7 +461,7 @@ class ServedeckApp(
         del self._incoming_lines[:LOG_DRAIN_LINES]
         if self._incoming_lines:  # a flood: the rest after the loop has run once more
             self._drain_soon = True
-            self._drain_timer = self.set_timer(0.001, self._drain_log_lines, name="log-drain")
+            self._drain_timer = set_sure_timer(self, 0.001, self._drain_log_lines, name="log-drain")
         if batch:
             self.source_ok("log")
         if batch and not self.deck.host.is_local:
@@ -484,7 +485,7 @@ class ServedeckApp(
         loading = self.progress.phase in LOADING_PHASES
         if (loading or waiting_for_http) and not self._clock_scheduled:
             self._clock_scheduled = True
-            self.set_timer(1.0, self._tick_load_clock, name="load-clock")
+            set_sure_timer(self, 1.0, self._tick_load_clock, name="load-clock")
         now_s = time.monotonic()
         ready = self.ready_clock.update(self.progress)  # also records a load that reached serving
         self._watch_load_live_if_loading()

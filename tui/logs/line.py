@@ -222,20 +222,15 @@ class LevelClassifier:
             return [
                 classify(text, priority) for text, priority in zip(texts, priorities, strict=True)
             ]
-        vllm_level = _VLLM_LEVEL.match
         stated = _STATED
-        levels: list[str] = []
-        add = levels.append
-        others: list[int] = []  # the lines without vLLM's prefix, which may say more
-        for index, text in enumerate(texts):
-            match = vllm_level(text)
-            if match:
-                add(stated[match.group(1)])
-            else:
-                add(Level.INFO)  # set below
-                others.append(index)
-        if not others:
+        info = Level.INFO
+        # one match per line, in map (no bytecode per line for the call), then its level
+        matches = list(map(_VLLM_LEVEL.match, texts))
+        levels: list[str] = [stated[match[1]] if match else info for match in matches]
+        if None not in matches:
             return levels
+        # the lines without vLLM's prefix, which may say more (their INFO is set below)
+        others = [index for index, match in enumerate(matches) if match is None]
         # Only those lines are searched for the body patterns' words (in a vLLM log most lines
         # have the prefix): classify is pure on them here (no traceback in the chunk), so a
         # line without those words states its level or has only its priority to say more.
