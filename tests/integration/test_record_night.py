@@ -98,6 +98,15 @@ def _has(db: Path, prefix: str, at_least: int = 1) -> bool:
     return sum(text.startswith(prefix) for text in _texts(db)) >= at_least
 
 
+def _has_after(db: Path, prefix: str, anchor: str, nth: int, at_least: int) -> bool:
+    """At least `at_least` events starting with prefix after the nth starting with anchor."""
+    texts = _texts(db)
+    anchors = [i for i, text in enumerate(texts) if text.startswith(anchor)]
+    if len(anchors) < nth:
+        return False
+    return sum(text.startswith(prefix) for text in texts[anchors[nth - 1] + 1 :]) >= at_least
+
+
 def test_scripted_night_is_recorded_in_order_with_alerts(
     sim_box_factory: Callable[..., SimBox], hook: tuple[str, Path]
 ) -> None:
@@ -123,7 +132,14 @@ def test_scripted_night_is_recorded_in_order_with_alerts(
             lambda: _has(db, "ready: ", 2), timeout_s=120, step_s=0.3
         )  # 3. the unit restarted it
         box.stop()  # 4. a stop that leaves two workers holding GPU memory
-        wait_for(lambda: _has(db, "leftover appeared", 2), timeout_s=60, step_s=0.3)
+        # The stop's leftovers, not the crash's: a SIGKILLed server's workers can be sampled
+        # as leftovers too before the unit restarts (then this waited for nothing and the
+        # kill below could end the stop's leftovers before a sample saw them).
+        wait_for(
+            lambda: _has_after(db, "leftover appeared", "ready: ", 2, at_least=2),
+            timeout_s=60,
+            step_s=0.3,
+        )
 
         async def operator_kill() -> int:  # 5. the operator's kill (confirmed, audited)
             context = await deck_context(deck)
@@ -149,7 +165,10 @@ def test_scripted_night_is_recorded_in_order_with_alerts(
     assert stamps == sorted(stamps)
 
     def first(prefix: str, after: int = -1) -> int:
-        return next(i for i, text in enumerate(texts) if i > after and text.startswith(prefix))
+        found = (i for i, text in enumerate(texts) if i > after and text.startswith(prefix))
+        index = next(found, None)
+        assert index is not None, f"no {prefix!r} after event {after}: {texts}"
+        return index
 
     # the night, in order
     ready_1 = first("ready: ")
