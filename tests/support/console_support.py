@@ -94,3 +94,23 @@ def box_profile(
         base_url=box.base_url, log_file=str(box.log_path), api_key_env=api_key_env
     )
     return Profile(name=name, host=host, service=service)
+
+
+def log_file_console(folder: Path, name: str) -> tuple[ServedeckApp, Path]:
+    """A console on this machine following an empty service log file in folder."""
+    from tui.deck import open_deck
+
+    log = folder / "service.log"
+    log.write_text("")
+    profile = Profile(name=name, service=ServiceConfig(log_file=str(log)))
+    return ServedeckApp(profile, open_deck(profile)), log
+
+
+async def append_once_following(pilot: object, app: ServedeckApp, log: Path, text: str) -> None:
+    """Append text to the log once the console's follower has started reading it."""
+    deadline = time.monotonic() + 60
+    while not app.workers and time.monotonic() < deadline:
+        await pilot.pause(0.05)  # type: ignore[attr-defined]
+    await pilot.pause(0.5)  # type: ignore[attr-defined]  # the follower at the file's end
+    with log.open("a") as out:
+        out.write(text)

@@ -23,10 +23,8 @@ import textual.timer
 from textual import _time
 from textual.app import App, ComposeResult
 
-from tui.app import ServedeckApp
+from tests.support.console_support import append_once_following, log_file_console
 from tui.app.console import LOG_DRAIN_LINES
-from tui.core.config import Profile, ServiceConfig
-from tui.deck import open_deck
 from tui.logs.line import LogLine
 from widgets.log_pane import LogPane
 from widgets.sure_timer import set_sure_timer
@@ -86,19 +84,11 @@ async def test_the_pane_draws_when_its_flush_timer_starts_late(late_timers: None
 async def test_a_flood_is_drawn_whole_when_the_drain_timer_starts_late(
     tmp_path: Path, late_timers: None
 ) -> None:
-    log = tmp_path / "service.log"
-    log.write_text("")
-    profile = Profile(name="late", service=ServiceConfig(log_file=str(log)))
-    app = ServedeckApp(profile, open_deck(profile))
+    app, log = log_file_console(tmp_path, "late")
     texts = [f"(APIServer pid=7) INFO 11-29 10:00:00 [x.py:1] line {i}" for i in range(FLOOD_LINES)]
     async with app.run_test(size=(120, 40)) as pilot:
         pane = app.query_one(LogPane)
-        deadline = time.monotonic() + 60
-        while not app.workers and time.monotonic() < deadline:  # the follower started
-            await pilot.pause(0.05)
-        await pilot.pause(0.5)
-        with log.open("a") as out:
-            out.write("\n".join(texts) + "\n")
+        await append_once_following(pilot, app, log, "\n".join(texts) + "\n")
         deadline = time.monotonic() + 60  # a loaded machine: generous
         while len(pane.buffer) < FLOOD_LINES and time.monotonic() < deadline:
             await pilot.pause(0.02)
