@@ -137,17 +137,20 @@ def test_nothing_meets_the_slo_is_said_plainly() -> None:
 def test_demo_capacity_json_lands_within_ten_percent_of_truth(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # ITL p99 is relaxed here: on a loaded two-core runner it measures scheduling jitter
-    # of client and server more than the model; TTFT and per-user speed stay strict.
+    # No ITL objective here: on a two-core runner beside other tests, one stall of the
+    # client or the server of ~125 ms (250 ms of the simulator's doubled clock) in a level's
+    # few hundred gaps is its p99, and the search then stops at 7 of 21 users (seen in full
+    # runs). The demo's truth is bound by per-user speed, which stays strict with TTFT; the
+    # ITL objective's part in the search is checked on the virtual clock above.
     code = main([
         "bench", "--demo", "--capacity", "--json", "--save", "--input-tokens", "128",
-        "--output-tokens", "32", "--slo", "itl_p99_ms=250",
+        "--output-tokens", "32", "--slo", "itl_p99_ms=off",
     ])  # fmt: skip
     assert code == 0
     body = json.loads(capsys.readouterr().out)
     assert set(body) >= {"answer", "capacity", "slo", "levels", "truth"}
     assert set(body["capacity"]) == {"concurrency", "output_tok_s", "per_user_tok_s", "limited_by"}
-    assert body["slo"] == {"ttft_p99_ms": 2000.0, "itl_p99_ms": 250.0, "min_user_tok_s": 20.0}
+    assert body["slo"] == {"ttft_p99_ms": 2000.0, "itl_p99_ms": None, "min_user_tok_s": 20.0}
     truth = body["truth"]["concurrency"]
     found = body["capacity"]["concurrency"]
     assert abs(found - truth) <= 0.1 * truth, (body["answer"], truth)

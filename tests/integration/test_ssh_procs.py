@@ -49,7 +49,8 @@ def orphaned_box(sim_box_factory: Callable[..., SimBox]) -> Iterator[SimBox]:
     assert box.wait_until_active(timeout_s=120) == "active", box.log_path.read_text()[-2000:]
     box.stop()
     assert box.unit.wait_for_state("inactive", 30) == "inactive"
-    assert wait_until(lambda: len(box.live_processes()) == ORPHANS, 60.0)
+    left = wait_until(lambda: len(box.live_processes()) == ORPHANS, 60.0)
+    assert left, f"expected {ORPHANS} orphans, live: {box.live_processes()}"
     yield box
 
 

@@ -43,6 +43,11 @@ LOADING_UTILIZATION_PCT = {
 
 # How often the server checks that the process that started it is still there.
 PARENT_POLL_S = 1.0
+# How long the engine has to carry out a stop plan before it is SIGKILLed. Its own steps
+# take at most ~3.5 s (orphans told and published, 2 s; the rest reaped, 1.5 s); on a
+# starved CPU it may not even run its SIGTERM handler for seconds, and a kill before it
+# tells the orphans leaves none (its workers follow their dead parent out).
+ENGINE_STOP_S = 10.0
 
 
 class SimServer:
@@ -107,7 +112,8 @@ class SimServer:
         return self.s.faults.orphans_on_stop
 
     async def stop_tree(self, orphans: int) -> None:
-        """SIGTERM the engine with a stop plan; SIGKILL whatever did not leave in 2 s."""
+        """SIGTERM the engine with a stop plan; SIGKILL it if it has not left in ENGINE_STOP_S,
+        then every worker that was not to stay."""
         write_json_atomic(
             self.state_dir / "stop-plan.json",
             {"orphans": orphans, "stubborn": self.s.faults.stubborn_orphans},
@@ -118,7 +124,7 @@ class SimServer:
         with contextlib.suppress(OSError):
             proc.send_signal(signal.SIGTERM)
         try:
-            await asyncio.to_thread(proc.wait, 2.5)
+            await asyncio.to_thread(proc.wait, ENGINE_STOP_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             await asyncio.to_thread(proc.wait)
