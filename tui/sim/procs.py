@@ -92,6 +92,7 @@ class Worker:
         self.name = f"VLLM::Worker_TP{rank}"
         self.gpu_file = self.state_dir / "gpu" / f"{os.getpid()}.json"
         self.orphaned = False
+        self.stay_signal: int | None = None  # SIGUSR1/2 received: become an orphan
         self.held_bytes = 0  # an orphan keeps what it held; it follows no load any more
         self.stubborn = False
         self.ticks = start_time_ticks(os.getpid())
@@ -122,7 +123,13 @@ class Worker:
             },
         )
 
-    def _become_orphan(self, signum: int, _frame: object) -> None:
+    def _told_to_stay(self, signum: int, _frame: object) -> None:
+        """Only noted here; the loop acts on it (a handler runs between any two steps of the
+        loop: one that made it an orphan after the loop had read `orphaned`, but before it
+        found the engine gone, let it exit as a worker whose parent left)."""
+        self.stay_signal = signum
+
+    def _become_orphan(self, signum: int) -> None:
         self.held_bytes = self.used_bytes()
         self.orphaned = True
         self.stubborn = signum == signal.SIGUSR2
@@ -140,17 +147,26 @@ class Worker:
         register_pid(self.state_dir, self.name)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGUSR1, self._become_orphan)
-        signal.signal(signal.SIGUSR2, self._become_orphan)
+        signal.signal(signal.SIGUSR1, self._told_to_stay)
+        signal.signal(signal.SIGUSR2, self._told_to_stay)
         last = -1
+        parent_gone = False
         try:
             while True:
+                if self.stay_signal is not None and not self.orphaned:
+                    self._become_orphan(self.stay_signal)
+                    last = self.held_bytes
                 used = self.current_bytes()
                 if used != last:
                     self.publish(used)
                     last = used
                 if not self.orphaned and os.getppid() != self.parent_pid:
-                    return  # "Parent process exited, terminating worker queues"
+                    # The engine tells a worker to stay before it exits, but a starved
+                    # worker may see the engine gone before its handler has run: it looks
+                    # once more after the sleep, by when the handler has.
+                    if parent_gone:
+                        return  # "Parent process exited, terminating worker queues"
+                    parent_gone = True
                 time.sleep(POLL_S)
         finally:
             with contextlib.suppress(OSError):

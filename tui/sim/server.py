@@ -46,8 +46,9 @@ PARENT_POLL_S = 1.0
 # How long the engine has to carry out a stop plan before it is SIGKILLed. Its own steps
 # take at most ~3.5 s (orphans told and published, 2 s; the rest reaped, 1.5 s); on a
 # starved CPU it may not even run its SIGTERM handler for seconds, and a kill before it
-# tells the orphans leaves none (its workers follow their dead parent out).
-ENGINE_STOP_S = 10.0
+# tells the orphans leaves none (its workers follow their dead parent out). Under the
+# unit's own stop timeout (10 s), whose SIGKILL of the process group would end them too.
+ENGINE_STOP_S = 6.0
 
 
 class SimServer:
