@@ -11,7 +11,7 @@ import socket
 import traceback
 
 from tui.core.audit import read_audit
-from tui.serving.restart_loop import RestartLoopDetector, cause_of, record
+from tui.serving.restart_loop import EVIDENCE_LINES, RestartLoopDetector, cause_of, record
 from tui.summary.incidents import incidents_from_audit
 
 KV_LINE = (
@@ -87,3 +87,27 @@ def test_a_loop_is_an_incident_in_the_summary() -> None:
     assert incident.event == "service.restart-loop"
     assert "vllm-kimi.service restart loop: 3 restarts" in incident.text
     assert "address already in use" in incident.text
+
+
+def test_the_evidence_is_the_newest_cause_in_the_recent_log() -> None:
+    """The log is searched when the restarts rise, newest line first, and only its last
+    EVIDENCE_LINES lines: a cause further back does not explain this loop."""
+    detector = RestartLoopDetector("u")
+    port_error = real_port_error()
+    detector.feed([port_error, "INFO starting"])
+    detector.feed(iter(["INFO loading", KV_LINE, "INFO exiting"]))
+    detector.observe(0, 0.0)
+    detector.observe(2, 60.0)
+    loop = detector.check()
+    assert loop is not None and loop.cause == "KV-cache check" and loop.evidence == KV_LINE
+
+    old = RestartLoopDetector("u")
+    old.feed([port_error])
+    old.feed(["INFO serving"] * EVIDENCE_LINES)
+    old.observe(0, 0.0)
+    old.observe(2, 60.0)
+    assert old.evidence() is None and old.check() is None
+    old.feed([KV_LINE])  # the cause shows with the next failing start: reported then
+    loop = old.check()
+    assert loop is not None and loop.cause == "KV-cache check"
+    assert old.check() is None  # once

@@ -9,6 +9,7 @@ it) and one alert, not one per restart.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,9 @@ CAUSES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 DEFAULT_WINDOW_S = 900.0
 DEFAULT_MIN_RESTARTS = 2
+# The recent log a loop's cause is looked for in. A failing start prints its cause among its
+# last lines, so a loop's evidence is always recent; an older cause would not explain it.
+EVIDENCE_LINES = 20_000
 AUDIT_EVENT = "service.restart-loop"
 
 
@@ -69,6 +73,21 @@ def cause_of(text: str) -> str | None:
     for cause, pattern in CAUSES:
         if pattern.search(text):
             return cause
+    return None
+
+
+def _newest_cause(texts: list[str]) -> tuple[str, str] | None:
+    """(cause, line) of the last text with a known cause; a chunk without any needle (the
+    usual case) is ruled out with one search per needle instead of one per line."""
+    joined = "\n".join(texts)
+    if joined.isascii():
+        lower = joined.lower()
+        if not any(needle in lower for needle in _NEEDLES):
+            return None
+    for text in reversed(texts):
+        cause = cause_of(text)
+        if cause:
+            return cause, text.strip()
     return None
 
 
@@ -105,6 +124,11 @@ class RestartLoopDetector:
         self.min_restarts = min_restarts
         self._readings: list[tuple[float, int]] = []
         self._evidence: tuple[str, str] | None = None
+        # Batches fed but not yet searched, oldest first: they are searched only when the
+        # restarts rise (a flood without restarts costs a list append per batch, not a
+        # search of every line for every cause), and only the last EVIDENCE_LINES kept.
+        self._unread: deque[list[str]] = deque()
+        self._unread_lines = 0
         self._reported_at: int | None = None
 
     def observe(self, n_restarts: int, now_s: float) -> None:
@@ -113,19 +137,28 @@ class RestartLoopDetector:
 
     def feed(self, lines: Iterable[str]) -> None:
         texts = list(lines)
-        joined = "\n".join(texts)
-        if joined.isascii():  # a chunk without any needle holds no line with one
-            lower = joined.lower()
-            if not any(needle in lower for needle in _NEEDLES):
-                return
-        for text in texts:
-            cause = cause_of(text)
-            if cause:
-                self._evidence = (cause, text.strip())
+        if not texts:
+            return
+        self._unread.append(texts)
+        self._unread_lines += len(texts)
+        while self._unread_lines - len(self._unread[0]) >= EVIDENCE_LINES:
+            self._unread_lines -= len(self._unread.popleft())
+
+    def evidence(self) -> tuple[str, str] | None:
+        """(cause, line) of the newest line with a known cause among the recent lines fed
+        (or found before), searched newest first."""
+        while self._unread:
+            found = _newest_cause(self._unread.pop())
+            if found is not None:
+                self._evidence = found
+                break
+        self._unread.clear()
+        self._unread_lines = 0
+        return self._evidence
 
     def check(self) -> RestartLoop | None:
         """A loop seen for the first time since the last report, or None."""
-        if len(self._readings) < 2 or self._evidence is None:
+        if len(self._readings) < 2:
             return None
         (first_s, first_n), (last_s, last_n) = self._readings[0], self._readings[-1]
         rose = last_n - first_n
@@ -133,8 +166,11 @@ class RestartLoopDetector:
             return None
         if self._reported_at is not None and last_n - self._reported_at < self.min_restarts:
             return None
+        found = self.evidence()
+        if found is None:
+            return None
         self._reported_at = last_n
-        cause, evidence = self._evidence
+        cause, evidence = found
         return RestartLoop(self.unit, cause, rose, max(last_s - first_s, 1.0), evidence)
 
 
