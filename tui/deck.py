@@ -8,7 +8,7 @@ simulated box instead of the host; everything downstream is the same code.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
@@ -145,7 +145,7 @@ class Deck:
 
     def log_batches(
         self, initial_lines: int = 200, follow: bool = True
-    ) -> AsyncIterator[list[LogLine]] | None:
+    ) -> AsyncIterator[Sequence[LogLine]] | None:
         """The service log as batches of LogLines (a read each): the journal for a unit,
         else the log file. The console takes a flood a batch at a time."""
         from tui.logs.journal import JournalFollower

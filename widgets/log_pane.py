@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
-from typing import Any, ClassVar, Self, overload
+from typing import Any, ClassVar, Final, Self, overload
 
 from rich.highlighter import Highlighter
 from rich.segment import Segment
@@ -30,7 +30,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input, Log, Static
 
-from tui.logs.line import LEVEL_RANK, Level, LogLine, strip_ansi
+from tui.logs.line import LEVEL_RANK, Level, LineBatch, LineEntry, LogLine, strip_ansi
 from widgets.keys import bindings_for
 from widgets.sure_timer import set_sure_timer
 
@@ -79,7 +79,12 @@ FLUSH_CHUNK_LINES = 500
 # the 50,000 lines of the buffer (15-40 ms each time as LogLine objects).
 _FIELDS = tuple(field.name for field in dataclasses.fields(LogLine))
 _entry = operator.attrgetter(*_FIELDS)
-_Entry = tuple[str, float | None, str | None, str, int | None, str]
+_Entry = LineEntry
+# an entry's fields by position (literals, so each reads as its field's type)
+_TEXT: Final = 0
+_TIMESTAMP: Final = 1
+_LEVEL: Final = 3
+assert (_FIELDS[_TEXT], _FIELDS[_TIMESTAMP], _FIELDS[_LEVEL]) == ("text", "timestamp_s", "level")
 
 
 class LineBuffer(Sequence[LogLine]):
@@ -331,7 +336,7 @@ class LogPane(Vertical):
         self.buffer = LineBuffer(self._entries)
         self._flush_scheduled = False
         self._chunk_queued = False  # the next chunk of a flush waits for the event loop
-        self._pending: list[LogLine] = []
+        self._pending: list[_Entry] = []  # queued lines, as the buffer keeps them
         self._highlighter = LogHighlighter()
         self._matches: list[int] = []
         self._match_index = -1
@@ -363,22 +368,24 @@ class LogPane(Vertical):
     # ---- feeding --------------------------------------------------------
     def add_lines(self, lines: Iterable[LogLine]) -> None:
         """Queue a batch; it is drawn at the next flush tick (no timer runs while idle)."""
-        self._pending.extend(lines)
+        self._pending.extend(
+            lines.entries() if isinstance(lines, LineBatch) else map(_entry, lines)
+        )
         if self._pending and not self._flush_scheduled:
             self._flush_scheduled = True
             set_sure_timer(self, self.flush_interval_s, self._scheduled_flush)
         if len(self._pending) > self.max_lines:
             del self._pending[: len(self._pending) - self.max_lines]
 
-    def _visible_count(self, lines: Sequence[LogLine]) -> int:
+    def _visible_count(self, lines: Sequence[_Entry]) -> int:
         """How many pass the level filter (the filter read once, not once per line)."""
         threshold = LEVEL_RANK[FILTERS[self.level_filter]]
         if threshold <= min(LEVEL_RANK.values()):  # "all": every line, none looked at
             return len(lines)
         rank = LEVEL_RANK.get
-        return sum(1 for line in lines if rank(line.level, 1) >= threshold)
+        return sum(1 for line in lines if rank(line[_LEVEL], 1) >= threshold)
 
-    def _format(self, lines: Sequence[LogLine]) -> list[str]:
+    def _format(self, lines: Sequence[_Entry]) -> list[str]:
         out: list[str] = []
         width = max(20, self.log_view.scrollable_content_region.width - 1)
         # Reactives read once per batch: each read costs more than the rest of a line.
@@ -389,24 +396,25 @@ class LogPane(Vertical):
             # Every line shown as it is: one search of the joined batch says whether any
             # line needs its escapes cut, is long or holds more than one row; if none does,
             # the rows are the lines' texts themselves (no copy of each line).
-            texts = [line.text for line in lines]
+            texts = [line[_TEXT] for line in lines]
             joined = "\n".join(texts)
             if "\x1b" not in joined and max(map(len, texts), default=0) <= MAX_SHOWN_CHARS:
                 if joined.count("\n") == len(texts) - 1:
                     return texts
                 return joined.split("\n") if texts else []
         for line in lines:
-            if rank(line.level, 1) < threshold:
+            if rank(line[_LEVEL], 1) < threshold:
                 continue
-            text = line.text
+            text = line[_TEXT]
             if "\x1b" in text:
                 text = strip_ansi(text)
             if len(text) > MAX_SHOWN_CHARS:  # the export keeps the whole line
                 text = (
                     f"{text[:MAX_SHOWN_CHARS]}... [{len(text) - MAX_SHOWN_CHARS} more characters]"
                 )
-            if stamps and line.timestamp_s is not None:
-                text = time.strftime("%H:%M:%S ", time.localtime(line.timestamp_s)) + text
+            stamp_s = line[_TIMESTAMP]
+            if stamps and stamp_s is not None:
+                text = time.strftime("%H:%M:%S ", time.localtime(stamp_s)) + text
             if wrap and len(text) > width:
                 out.extend(textwrap.wrap(text, width, replace_whitespace=False) or [""])
             else:
@@ -427,7 +435,7 @@ class LogPane(Vertical):
             return
         batch = self._pending[:FLUSH_CHUNK_LINES]
         del self._pending[:FLUSH_CHUNK_LINES]
-        self._entries.extend(map(_entry, batch))
+        self._entries.extend(batch)
         self._shown_entries = min(
             len(self.buffer), self._shown_entries + self._visible_count(batch)
         )
@@ -450,7 +458,7 @@ class LogPane(Vertical):
 
     def _take_all_pending(self) -> None:
         """Move every queued line into the buffer without drawing it (a redraw follows)."""
-        self._entries.extend(map(_entry, self._pending))
+        self._entries.extend(self._pending)
         self._pending = []
 
     def _rerender(self) -> None:
@@ -464,7 +472,7 @@ class LogPane(Vertical):
         self._holding_follow = True
         log = self.log_view
         log.clear()
-        entries = list(self.buffer)
+        entries = list(self._entries)
         self._shown_entries = self._visible_count(entries)
         log.write_lines(self._format(entries), scroll_end=following)
         if self.search_text:

@@ -18,6 +18,7 @@ from tests.support.e2e_support import process_argvs
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
 from tui.core.audit import read_audit
+from tui.logs.line import LogLine
 from widgets.header_bar import HeaderBar
 from widgets.log_pane import LogPane
 
@@ -210,5 +211,6 @@ def kill_outcomes() -> int:
 
 def pane_lines(app: ServedeckApp) -> list[str]:
     pane = app.query_one(LogPane)
-    lines = [*pane.buffer, *pane._pending, *app._incoming_lines]
+    queued = [LogLine(*entry) for entry in pane._pending]  # kept as the buffer keeps lines
+    lines = [*pane.buffer, *queued, *app._incoming_lines]
     return [line.text for line in lines if not line.text.startswith("servedeck:")]

@@ -49,7 +49,7 @@ from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.hints import setup_hint, short_setup_hint
 from tui.hostfacts.hostinfo import HostOverview
-from tui.logs.line import LogLine
+from tui.logs.line import LineQueue, LogLine
 from tui.offered import action_offered, changes_host, focus_target, help_scopes
 from tui.procs import ProcListing
 from tui.procs.kill import leftovers
@@ -145,7 +145,7 @@ class ServedeckApp(
         self.listing: ProcListing | None = None
         self.last_gpu: GpuBoxSnapshot | None = None
         self.bench_process: BenchProcess | None = None
-        self._incoming_lines: list[LogLine] = []
+        self._incoming_lines = LineQueue()  # read, not yet drained: as the batches read
         self._last_probe_s = 0.0
         self._strip_shown: object = None
         self._strip_at_s = 0.0
@@ -433,7 +433,7 @@ class ServedeckApp(
                     and len(self._incoming_lines) + len(batch) > LOG_BACKLOG_LINES
                 ):
                     await asyncio.sleep(LOG_DRAIN_S / 20)
-                self._incoming_lines += batch
+                self._incoming_lines.add(batch)
                 self._schedule_drain()
         except ServedeckError as error:
             if not self.health["log"].failing:  # once per outage; the note counts down
@@ -457,19 +457,20 @@ class ServedeckApp(
         self._drain_timer = None
         if console_closing(self):  # a timer may fire while the app shuts down
             return
-        batch = self._incoming_lines[:LOG_DRAIN_LINES]
-        del self._incoming_lines[:LOG_DRAIN_LINES]
+        batches = self._incoming_lines.take(LOG_DRAIN_LINES)
         if self._incoming_lines:  # a flood: the rest after the loop has run once more
             self._drain_soon = True
             self._drain_timer = set_sure_timer(self, 0.001, self._drain_log_lines, name="log-drain")
-        if batch:
+        if batches:
             self.source_ok("log")
-        if batch and not self.deck.host.is_local:
+        if batches and not self.deck.host.is_local:
             self._host_reached()  # lines arrive: the host answers again
-        self.tracker.feed_many(batch)
-        self._record_lines(batch)
-        watch_restart_loop(self, lines=batch)
-        self.query_one(LogPane).add_lines(batch)
+        pane = self.query_one(LogPane)
+        for batch in batches:  # as they were read (a LineBatch keeps its columns)
+            self.tracker.feed_many(batch)
+            self._record_lines(batch)
+            watch_restart_loop(self, lines=batch)
+            pane.add_lines(batch)
         self._update_load()
 
     def _tick_load_clock(self) -> None:

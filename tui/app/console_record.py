@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
 from tui.core.errors import ServedeckError
-from tui.logs.line import warnings_or_worse
+from tui.logs.line import LineBatch, warning_indices, warnings_or_worse
 from tui.serving.loadwatch import vllm_line_times_s
 
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
@@ -105,7 +106,7 @@ class RecordMixin(ConsoleParts):
         if found is not None and self.recording is not None:
             self.recording.feed.observe_exec(pid, found[0], found[1], started_s)
 
-    def _record_lines(self, lines: list[LogLine]) -> None:
+    def _record_lines(self, lines: Sequence[LogLine]) -> None:
         """New log lines only: the backlog the log pane shows at start is the past (a line
         with its own clock from before the console opened, or any line in the first seconds
         without one), and recording it again at every start would repeat it."""
@@ -115,14 +116,27 @@ class RecordMixin(ConsoleParts):
         if self._log_started_s is None:
             self._log_started_s = now
         settled = now - self._log_started_s > BACKLOG_S
-        kept = []
-        warnings = warnings_or_worse(lines)  # observe_logs drops the rest: skip their clocks
-        for line, own in zip(warnings, vllm_line_times_s([w.text for w in warnings]), strict=True):
-            if line.cursor is None and (own is None and not settled):
-                continue
-            if own is not None and own < self._log_started_s - BACKLOG_S:
-                continue
-            kept.append((line, own))
+        cutoff_s = self._log_started_s - BACKLOG_S
+        kept: list[tuple[LogLine, float | None]] = []
+        if isinstance(lines, LineBatch):  # no cursors; a LogLine built only for a line kept
+            where = warning_indices(lines.levels)  # observe_logs drops the rest: no clocks
+            texts = lines.texts
+            clocks = vllm_line_times_s([texts[i] for i in where])
+            keep = [
+                (i, own)
+                for i, own in zip(where, clocks, strict=True)
+                if (settled if own is None else own >= cutoff_s)
+            ]
+            kept = list(zip(lines.pick(i for i, _ in keep), (own for _, own in keep), strict=True))
+        else:
+            warnings = warnings_or_worse(lines)
+            texts = [w.text for w in warnings]
+            for line, own in zip(warnings, vllm_line_times_s(texts), strict=True):
+                if line.cursor is None and (own is None and not settled):
+                    continue
+                if own is not None and own < cutoff_s:
+                    continue
+                kept.append((line, own))
         if kept:
             self.recording.feed.observe_logs(kept, now)  # redacted as one batch
 

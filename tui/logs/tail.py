@@ -12,12 +12,12 @@ import asyncio
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import BinaryIO
 
 from tui.core.errors import HostError
 from tui.hosts.base import Host
-from tui.logs.line import LevelClassifier, LogLine, one_line_batches, read_lines
+from tui.logs.line import LevelClassifier, LineBatch, LogLine, one_line_batches
 
 _BLOCK_BYTES = 64 * 1024
 # The wait between reads at the end of a file written to within the last poll: a busy
@@ -91,7 +91,7 @@ class FileFollower:
             source=self.source,
         )
 
-    def _lines(self, block: bytes) -> list[LogLine]:
+    def _lines(self, block: bytes) -> LineBatch:
         """The complete lines of a chunk, decoded, split and classified at once.
 
         Decoding the chunk whole gives what decoding line by line gives: a newline byte
@@ -103,7 +103,7 @@ class FileFollower:
         if "\r" in text:
             texts = [line.rstrip("\r") for line in texts]
         levels = self._classifier.classify_many(texts, text)
-        return read_lines(texts, levels, time.time(), self.source)
+        return LineBatch(texts, levels, time.time(), self.source)
 
     def _open(self) -> tuple[BinaryIO, int] | None:
         try:
@@ -117,9 +117,9 @@ class FileFollower:
             for line in batch:
                 yield line
 
-    async def batches(self) -> AsyncIterator[list[LogLine]]:
-        """The lines of each read (up to _READ_BYTES, ~1,000 lines of a flood) as one list:
-        the consumer takes a flood a read at a time, not a line at a time."""
+    async def batches(self) -> AsyncIterator[Sequence[LogLine]]:
+        """The lines of each read (up to _READ_BYTES, ~1,000 lines of a flood) as one batch
+        (a LineBatch): the consumer takes a flood a read at a time, not a line at a time."""
         opened = self._open()
         while opened is None:
             if not self.follow:
@@ -143,12 +143,12 @@ class FileFollower:
                         chunk, skipping = chunk[end + 1 :], False
                     pending += chunk
                     end = pending.rfind(b"\n")
-                    batch: list[LogLine] = []
+                    batch: Sequence[LogLine] = []
                     if end >= 0:
                         block, pending = pending[:end], pending[end + 1 :]
                         batch = self._lines(block)
                     if len(pending) > MAX_LINE_BYTES:
-                        batch.append(self._line(_cut_line(pending)))
+                        batch = [*batch, self._line(_cut_line(pending))]
                         pending, skipping = b"", True
                     if batch:
                         yield batch
@@ -287,7 +287,7 @@ def follow_file(
 
 def follow_file_batches(
     host: Host, path: str, *, initial_lines: int = 200, follow: bool = True
-) -> AsyncIterator[list[LogLine]]:
+) -> AsyncIterator[Sequence[LogLine]]:
     """follow_file's lines, a local read at a time (a remote `tail -F` line by line)."""
     if host.is_local:
         return FileFollower(path, initial_lines=initial_lines, follow=follow).batches()

@@ -7,7 +7,7 @@ it never starts anything itself. The guard's listing runs in a worker off the UI
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
 from tui.core.errors import ServedeckError
+from tui.logs.line import texts_of
 from tui.screens.dialog import Dialog
 from tui.serving.restart_loop import RestartLoopDetector, record
 
@@ -93,7 +94,7 @@ async def guard_then_confirm(app: ServedeckApp, verb: str, confirm: Callable[[],
 
 
 def watch_restart_loop(
-    app: ServedeckApp, state: UnitState | None = None, lines: Iterable[LogLine] = ()
+    app: ServedeckApp, state: UnitState | None = None, lines: Sequence[LogLine] = ()
 ) -> None:
     """Feed the app's restart-loop detector; a new loop becomes an incident and an alert."""
     detector = getattr(app, "_restart_loop_detector", None)
@@ -102,7 +103,7 @@ def watch_restart_loop(
         app._restart_loop_detector = detector  # type: ignore[attr-defined]
     if state is not None:
         detector.observe(state.n_restarts, time.time())
-    detector.feed(line.text for line in lines)
+    detector.feed(texts_of(lines))
     loop = detector.check()
     if loop is not None:
         record(loop, app.deck.host.label)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import cast
 
-from tui.logs.line import Level, LogLine, explicit_level, strip_ansi
+from tui.logs.line import Level, LineBatch, LogLine, explicit_level, strip_ansi
 from tui.serving import loadpatterns as p
 
 _MAX_LINE_CHARS = 64 * 1024  # of a longer line, its head and tail are read
@@ -344,7 +344,11 @@ class LoadTracker:
         stats: list[tuple[str, float]] = []  # stats lines not read yet, oldest first
         # The batch searched once: without an escape, a `\r` or a load's literal anywhere,
         # no line needs the per-line test for them.
-        texts = [line if isinstance(line, str) else line.text for line in lines]
+        texts = (
+            lines.texts
+            if isinstance(lines, LineBatch)
+            else [line if isinstance(line, str) else line.text for line in lines]
+        )
         joined = "\n".join(texts)
         careful = "\r" in joined or "\x1b" in joined or any(word in joined for word in _LOAD_WORDS)
         if not careful and self._load_started is None and self._clock_only(lines, texts, joined):
@@ -391,10 +395,13 @@ class LoadTracker:
         and not too long): the clock moves to the newest time, and of the stats lines the
         newest that reads as stats counts, at the time the loop gave it (the newest time up
         to it). False, with nothing done, for any other batch."""
-        try:
-            stamps = [line.timestamp_s for line in lines]  # type: ignore[union-attr]
-        except AttributeError:  # a str line: the loop takes it
-            return False
+        if isinstance(lines, LineBatch):
+            stamps = lines.timestamps_s()
+        else:
+            try:
+                stamps = [line.timestamp_s for line in lines]  # type: ignore[union-attr]
+            except AttributeError:  # a str line: the loop takes it
+                return False
         if not stamps or None in stamps or max(map(len, texts)) > _MAX_LINE_CHARS:
             return False
         times = cast(list[float], stamps)

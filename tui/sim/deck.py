@@ -9,7 +9,7 @@ it started. Nothing downstream asks whether a Deck is simulated.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -100,7 +100,7 @@ class SimDeck(Deck):
 
     def log_batches(
         self, initial_lines: int = 200, follow: bool = True
-    ) -> AsyncIterator[list[LogLine]] | None:
+    ) -> AsyncIterator[Sequence[LogLine]] | None:
         from tui.logs.tail import follow_file_batches
 
         log_path = str(self.box.log_path)
