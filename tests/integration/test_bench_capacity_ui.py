@@ -25,9 +25,11 @@ async def until(pilot, predicate, timeout_s: float, what: str) -> None:  # type:
 
 async def test_capacity_key_answers_on_the_bench_pane() -> None:
     base = demo_profile()
-    # A short workload keeps the search brief; ITL p99 is relaxed (scheduling jitter).
+    # A short workload keeps the search brief. No ITL objective (0 is off): beside other
+    # tests one stall of the client or the server is a level's ITL p99 (532 ms at 2 users
+    # in a full run, the search then ending at 1 user); TTFT and per-user speed decide.
     presets = {**base.benchmark.presets, "quick": BenchmarkPreset("quick", (1,), 128, 32, 4)}
-    benchmark = replace(base.benchmark, presets=presets, slo=BenchmarkSlo(itl_p99_ms=250))
+    benchmark = replace(base.benchmark, presets=presets, slo=BenchmarkSlo(itl_p99_ms=0))
     deck = open_deck(
         replace(base, benchmark=benchmark),
         demo_load_s=2.0,
