@@ -35,10 +35,15 @@ sys.path.insert(0, str(REPO / "tests" / "support"))
 
 from log_ingest import make_lines, rss_mb  # noqa: E402
 
+# The file's writer: it reads its lines first, says "ready", and appends them in chunks once
+# it reads "go", so the clock starts when the lines start coming (not at its own start).
 WRITER = r"""
 import sys
-path, total, chunk = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-lines = sys.stdin.read().splitlines(keepends=True)
+path, total, chunk, given = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with open(given) as source:
+    lines = source.read().splitlines(keepends=True)
+print("ready", flush=True)
+sys.stdin.readline()
 with open(path, "a") as out:
     for start in range(0, total, chunk):
         out.write("".join(lines[start:start + chunk]))
@@ -191,18 +196,18 @@ async def through_console(
         if source == "file":  # its lines from a file: a pipe written from here held the loop
             writer_input = workdir / "writer-input.txt"
             writer_input.write_text("\n".join(lines) + "\n")
+            argv = [sys.executable, "-c", WRITER, str(log_path), str(total), "10000"]
+            producer = subprocess.Popen(
+                [*argv, str(writer_input)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+            assert producer.stdin is not None and producer.stdout is not None
+            if (await asyncio.to_thread(producer.stdout.readline)).strip() != "ready":
+                raise SystemExit("the file writer did not start")
         probe = asyncio.create_task(lag_probe())
         started = time.perf_counter()
         cpu_started = time.process_time()  # this process: the console (the writer runs apart)
-        if source == "file":
-            with writer_input.open("rb") as given:
-                producer = subprocess.Popen(
-                    [sys.executable, "-c", WRITER, str(log_path), str(total), "10000"],
-                    stdin=given,
-                )
-        else:
-            producer.stdin.write("go\n")
-            producer.stdin.close()
+        producer.stdin.write("go\n")
+        producer.stdin.close()
         deadline = time.monotonic() + 600
         while counted.drawn < expected and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

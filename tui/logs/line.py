@@ -92,8 +92,10 @@ class LineBatch(Sequence[LogLine]):
     def __getitem__(self, index: int | slice) -> LogLine | LineBatch:
         if isinstance(index, slice):
             return LineBatch(self.texts[index], self.levels[index], self.timestamp_s, self.source)
-        text, level = self.texts[index], self.levels[index]
-        return LogLine(text, self.timestamp_s, None, level, None, self.source)
+        (line,) = read_lines(
+            [self.texts[index]], [self.levels[index]], self.timestamp_s, self.source
+        )
+        return line
 
     def __iter__(self) -> Iterator[LogLine]:
         return iter(read_lines(self.texts, self.levels, self.timestamp_s, self.source))

@@ -353,19 +353,13 @@ class LoadTracker:
         careful = "\r" in joined or "\x1b" in joined or any(word in joined for word in _LOAD_WORDS)
         if not careful and self._load_started is None and self._clock_only(lines, texts, joined):
             return
+        if self._load_started is not None:  # the whole batch as lines after a load's start
+            self._rest_started(lines, joined)
+            return
         for index, line in enumerate(lines):
             if self._load_started is not None or isinstance(line, str):
                 self._settle_stats(stats)
-                if "\x1b" not in joined:  # cutting an escape out could join a word's halves
-                    self._fact_words = tuple(word for word in _FACT_WORDS if word in joined)
-                try:
-                    if "\x1b" in joined:
-                        for rest in lines[index:]:
-                            self.feed(rest)
-                    else:
-                        self._feed_started(lines[index:])
-                finally:
-                    self._fact_words = _FACT_WORDS
+                self._rest_started(lines[index:], joined)
                 return
             text, t = line.text, line.timestamp_s
             if (
@@ -427,6 +421,20 @@ class LoadTracker:
                     break
         return True
 
+    def _rest_started(self, lines: Sequence[LogLine | str], joined: str) -> None:
+        """The rest of a batch once a load has started (or at a str line), `joined` the
+        whole batch's text: read line by line where it holds an escape."""
+        if "\x1b" not in joined:  # cutting an escape out could join a word's halves
+            self._fact_words = tuple(word for word in _FACT_WORDS if word in joined)
+        try:
+            if "\x1b" in joined:
+                for rest in lines:
+                    self.feed(rest)
+            else:
+                self._feed_started(lines)
+        finally:
+            self._fact_words = _FACT_WORDS
+
     def _feed_started(self, lines: Sequence[LogLine | str]) -> None:
         """Lines after a load has started, as `feed` would take them, none with an escape.
 
@@ -439,12 +447,21 @@ class LoadTracker:
         stats: list[tuple[str, float]] = []
         fact_words = self._fact_words  # those the batch holds (feed_many narrowed them)
         error, warning = Level.ERROR, Level.WARNING
-        for line in lines:
-            if isinstance(line, str):
+        # The lines read by column: a LineBatch's own (a LogLine is built only for a line
+        # that takes `feed`); a str line has no level and takes `feed` as it is.
+        if isinstance(lines, LineBatch):
+            texts, stamps = lines.texts, lines.timestamps_s()
+            levels: list[str | None] = list(lines.levels)
+        else:
+            texts = [line if isinstance(line, str) else line.text for line in lines]
+            stamps = [None if isinstance(line, str) else line.timestamp_s for line in lines]
+            levels = [None if isinstance(line, str) else line.level for line in lines]
+        for index, text in enumerate(texts):
+            level, t = levels[index], stamps[index]
+            if level is None:
                 self._settle_stats(stats)
-                self.feed(line)
+                self.feed(lines[index])
                 continue
-            text, t = line.text, line.timestamp_s
             if (
                 t is None
                 or self._in_traceback
@@ -453,12 +470,11 @@ class LoadTracker:
                 or (fact_words and any(word in text for word in fact_words))
             ):
                 self._settle_stats(stats)
-                self.feed(line)
+                self.feed(lines[index])
                 continue
             segment = text[: p.SCAN_CHARS].rstrip()  # what `feed` hands _feed_text
             blank = not text.strip()
             if not blank:
-                level = line.level
                 stated = explicit_level(segment)
                 if (
                     p.TRACEBACK in segment
@@ -471,7 +487,7 @@ class LoadTracker:
                     )
                 ):
                     self._settle_stats(stats)
-                    self.feed(line)
+                    self.feed(lines[index])
                     continue
             last = self._last_t
             if last is not None and last > t:
