@@ -92,8 +92,50 @@ def test_load_tracker_and_restart_watch_take_batches_as_their_lines(size: int) -
         many.feed_many(batch)
         by_batch.feed(texts_of(batch))
         assert many._stats == one._stats and many._last_t == one._last_t
+        assert list(many._recent) == list(one._recent)
         assert many.snapshot(now_s=2e9) == one.snapshot(now_s=2e9)
     assert by_batch.evidence() == by_line.evidence()
+
+
+def _after_load_flood() -> list[str]:
+    """Serving after a load: stats, requests, warnings; and now and then a line that must
+    take the tracker's full reading (an error, a FATAL literal, a glog error, a `\r`)."""
+    lines = []
+    for i in range(3000):
+        lines.append(STATS.format(s=i % 60, i=i))
+        lines.append(f'(APIServer pid=2000) INFO:     127.0.0.1:{i} - "POST /v1/completions" 200')
+        lines.append(f"(Worker_TP1 pid=2104) WARNING 11-29 10:00:{i % 60:02d} [x.py:1] slow {i}")
+        if i % 97 == 0:
+            lines.append("")
+        if i % 500 == 250:
+            lines += [
+                "(Worker_TP0 pid=2103) ERROR 11-29 10:00:01 [core.py:1] RuntimeError: boom",
+                "E1129 10:00:02.000 glog error line",
+                "Killed",
+                "progress 10%\r progress 20%",
+            ]
+    return lines
+
+
+@pytest.mark.parametrize("size", [1, 3, 50, 777, 2000])
+def test_the_tracker_after_a_load_takes_plain_batches_as_their_lines(size: int) -> None:
+    captured = captured_lines()
+    one, many = LoadTracker(year=2026), LoadTracker(year=2026)
+    start = [LogLine(text, 1.8e9) for text in captured]
+    for line in start:
+        one.feed(line)
+    many.feed_many(start)
+    assert one._load_started is not None and many._load_started is not None
+    flood, classifier = _after_load_flood(), LevelClassifier()
+    for index, begin in enumerate(range(0, len(flood), size)):
+        chunk = flood[begin : begin + size]
+        batch = LineBatch(chunk, classifier.classify_many(chunk), 1.8e9 + 100 + index, "f")
+        for line in batch:
+            one.feed(line)
+        many.feed_many(batch)
+        assert many._stats == one._stats and many._last_t == one._last_t
+        assert list(many._recent) == list(one._recent)
+    assert many.snapshot(now_s=2e9) == one.snapshot(now_s=2e9)
 
 
 def _recorded(lines: Sequence[LogLine], started_s: float, now_s: float) -> list[object]:

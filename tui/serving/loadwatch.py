@@ -19,6 +19,31 @@ from tui.logs.line import Level, LineBatch, LogLine, explicit_level, strip_ansi
 from tui.serving import loadpatterns as p
 
 _MAX_LINE_CHARS = 64 * 1024  # of a longer line, its head and tail are read
+# What a line that takes `feed` after a load's start holds (_feed_started's tests): a `\r`,
+# an escape, a traceback, a stated error level, a literal of every FATAL match; and a line
+# starting as a glog error (`E1129 10:00:00`, `[F1129 ...`), looked for after a newline.
+_FEED_WORDS = (
+    "\r",
+    "\x1b",
+    p.TRACEBACK,
+    "ERROR",
+    "CRITICAL",
+    "FATAL",
+    "Engine core initialization failed",
+    "EngineCore failed to start",
+    "CUDA out of memory",
+    "torch.OutOfMemoryError",
+    "RuntimeError: ",
+    "ValueError: ",
+    "AssertionError",
+    "Killed",
+    "\nE",
+    "\n[E",
+    "\nF",
+    "\n[F",
+)
+_GLOG_LOUD = ("E", "[E", "F", "[F")
+_INFINITIES = (float("inf"), float("-inf"))
 # Every line that may start or join a load outside one holds one of these (see _feed_text).
 _LOAD_WORDS = (
     "version",
@@ -444,6 +469,8 @@ class LoadTracker:
         newest first, before any other line takes `feed`. _failure's test is made here
         exactly as there, with the message read only where it decides.
         """
+        if self._plain_started_batch(lines):
+            return
         stats: list[tuple[str, float]] = []
         fact_words = self._fact_words  # those the batch holds (feed_many narrowed them)
         error, warning = Level.ERROR, Level.WARNING
@@ -499,6 +526,46 @@ class LoadTracker:
             if "Avg prompt throughput: " in text or "Decode batch." in text:
                 stats.append((text, t))
         self._settle_stats(stats)
+
+    def _plain_started_batch(self, lines: Sequence[LogLine | str]) -> bool:
+        """_feed_started for a LineBatch in which no line can take `feed`, done per batch;
+        False, with nothing done, for any other.
+
+        A line takes `feed` for a fact word, a `\r`, a traceback, an error level (stated or
+        read), a FATAL match, no time or great length. A batch whose text holds none of
+        their literals (nor a line starting as glog's E or F does) has no such line; its
+        lines then only move the clock (one time for all), join the recent context (only
+        the last ones stay) and may be stats lines (the newest that reads as stats counts).
+        """
+        if not isinstance(lines, LineBatch) or self._fact_words or self._in_traceback:
+            return False
+        t = lines.timestamp_s
+        last = self._last_t
+        if t is None or t != t or t in _INFINITIES or (last is not None and last != last):
+            return False
+        texts = lines.texts
+        if not texts or Level.ERROR in lines.levels or max(map(len, texts)) > _MAX_LINE_CHARS:
+            return False
+        joined = "\n".join(texts)
+        if joined.startswith(_GLOG_LOUD) or any(word in joined for word in _FEED_WORDS):
+            return False
+        if last is not None and last > t:
+            t = last
+        self._last_t = t
+        recent: list[str] = []
+        for text in reversed(texts):
+            if text.strip():
+                recent.append(text[: p.SCAN_CHARS].rstrip())
+                if len(recent) == self._recent.maxlen:
+                    break
+        self._recent.extend(reversed(recent))
+        before = self._stats
+        for text in reversed(texts):
+            if ("Avg prompt throughput: " in text or "Decode batch." in text) and text.strip():
+                self._stats_line(_message(text[: p.SCAN_CHARS].rstrip()), t)
+                if self._stats is not before:
+                    break
+        return True
 
     def _settle_stats(self, stats: list[tuple[str, float]]) -> None:
         """The newest of the waiting stats lines that reads as stats; the older ones are moot."""
