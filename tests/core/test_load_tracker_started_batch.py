@@ -12,15 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
+from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES, captured_lines
 from tui.logs.line import LevelClassifier, LogLine
 from tui.serving.loadwatch import LoadTracker
 
-STATS = (
-    "(APIServer pid=2000) INFO 11-29 10:00:{s:02d} [loggers.py:335] Engine 000: Avg prompt "
-    "throughput: {i}.0 tokens/s, Avg generation throughput: 82.1 tokens/s, Running: {i} reqs, "
-    "Waiting: 0 reqs, GPU KV cache usage: 12.5%, Prefix cache hit rate: 0.0%"
-)
 REQUEST = '(APIServer pid=2000) INFO:     127.0.0.1:{i} - "POST /v1/completions HTTP/1.1" 200 OK'
 TRAPS = [
     "",

@@ -19,18 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
+from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES, captured_lines
 from tui.logs.line import LevelClassifier, LogLine, read_lines, warnings_or_worse
 from tui.logs.tail import FileFollower
 from tui.serving import loadpatterns as patterns
 from tui.serving.loadwatch import _FACT_WORDS, LoadTracker
 from tui.serving.restart_loop import RestartLoopDetector
-
-STATS = (
-    "(APIServer pid=2000) INFO 11-29 10:00:{s:02d} [loggers.py:335] Engine 000: Avg prompt "
-    "throughput: {i}.0 tokens/s, Avg generation throughput: 82.1 tokens/s, Running: {i} reqs, "
-    "Waiting: 0 reqs, GPU KV cache usage: 12.5%, Prefix cache hit rate: 0.0%"
-)
 
 
 def mixed_lines() -> list[str]:

@@ -6,6 +6,13 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vllm-0.32-cpu"
 
+# A vLLM stats line (format with s: its second, i: a count), as a serving flood prints it
+STATS = (
+    "(APIServer pid=2000) INFO 11-29 10:00:{s:02d} [loggers.py:335] Engine 000: Avg prompt "
+    "throughput: {i}.0 tokens/s, Avg generation throughput: 82.1 tokens/s, Running: {i} reqs, "
+    "Waiting: 0 reqs, GPU KV cache usage: 12.5%, Prefix cache hit rate: 0.0%"
+)
+
 # Lines whose level is easy to get wrong: tracebacks inside and outside a level prefix,
 # colour codes, glog, Python warnings, short level names, a fatal hidden in a warning.
 TRICKY_LEVEL_LINES = [
