@@ -83,7 +83,6 @@ FLUSH_CHUNK_LINES = 2000
 # the 50,000 lines of the buffer (15-40 ms each time as LogLine objects).
 _FIELDS = tuple(field.name for field in dataclasses.fields(LogLine))
 _entry = operator.attrgetter(*_FIELDS)
-_Entry = LineEntry
 # an entry's fields by position (literals, so each reads as its field's type)
 _TEXT: Final = 0
 _TIMESTAMP: Final = 1
@@ -94,7 +93,7 @@ assert (_FIELDS[_TEXT], _FIELDS[_TIMESTAMP], _FIELDS[_LEVEL]) == ("text", "times
 class LineBuffer(Sequence[LogLine]):
     """The pane's buffer read as LogLines (each built anew from its stored fields)."""
 
-    def __init__(self, entries: deque[_Entry]) -> None:
+    def __init__(self, entries: deque[LineEntry]) -> None:
         self._entries = entries
 
     def __len__(self) -> int:
@@ -336,11 +335,11 @@ class LogPane(Vertical):
         super().__init__(id=id)
         self.max_lines = max_lines
         self.flush_interval_s = flush_interval_s
-        self._entries: deque[_Entry] = deque(maxlen=max_lines)
+        self._entries: deque[LineEntry] = deque(maxlen=max_lines)
         self.buffer = LineBuffer(self._entries)
         self._flush_scheduled = False
         self._chunk_queued = False  # the next chunk of a flush waits for the event loop
-        self._pending: list[_Entry] = []  # queued lines, as the buffer keeps them
+        self._pending: list[LineEntry] = []  # queued lines, as the buffer keeps them
         self._highlighter = LogHighlighter()
         self._matches: list[int] = []
         self._match_index = -1
@@ -381,7 +380,7 @@ class LogPane(Vertical):
         if len(self._pending) > self.max_lines:
             del self._pending[: len(self._pending) - self.max_lines]
 
-    def _visible_count(self, lines: Sequence[_Entry]) -> int:
+    def _visible_count(self, lines: Sequence[LineEntry]) -> int:
         """How many pass the level filter (the filter read once, not once per line)."""
         threshold = LEVEL_RANK[FILTERS[self.level_filter]]
         if threshold <= min(LEVEL_RANK.values()):  # "all": every line, none looked at
@@ -389,7 +388,7 @@ class LogPane(Vertical):
         rank = LEVEL_RANK.get
         return sum(1 for line in lines if rank(line[_LEVEL], 1) >= threshold)
 
-    def _format(self, lines: Sequence[_Entry]) -> list[str]:
+    def _format(self, lines: Sequence[LineEntry]) -> list[str]:
         out: list[str] = []
         width = max(20, self.log_view.scrollable_content_region.width - 1)
         # Reactives read once per batch: each read costs more than the rest of a line.

@@ -102,10 +102,19 @@ TRACEBACK = "Traceback (most recent call last):"
 EXCEPTION_LINE = re.compile(
     r"(?:^|\]\s|\s)((?:[A-Za-z_]\w{0,64}\.){0,8}[A-Za-z_]\w{0,64}(?:Error|Exception)\b:?.*)$"
 )
-FATAL = re.compile(
-    r"Engine core initialization failed|EngineCore failed to start|CUDA out of memory|"
-    r"torch\.OutOfMemoryError|RuntimeError: |ValueError: |AssertionError|Killed$"
+# A fatal line holds one of these (the last, "Killed", only at the end): the tracker's batch
+# path rules a fatal line out by searching for them.
+FATAL_LITERALS = (
+    "Engine core initialization failed",
+    "EngineCore failed to start",
+    "CUDA out of memory",
+    "torch.OutOfMemoryError",
+    "RuntimeError: ",
+    "ValueError: ",
+    "AssertionError",
+    "Killed",
 )
+FATAL = re.compile("|".join([*map(re.escape, FATAL_LITERALS[:-1]), f"{FATAL_LITERALS[-1]}$"]))
 # `(Worker_TP3 pid=123) ERROR ...` (vLLM V1) or `[rank3]: ...` (torch.distributed)
 PROCESS_PREFIX = re.compile(
     r"^\s{0,8}(?:\((?P<proc>[\w.:-]{1,64}) pid=\d{1,10}\)|\[rank(?P<rank>\d{1,6})\]:)"
