@@ -15,12 +15,14 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from pathlib import Path
 
 from tui.sim.procs import is_alive, start_time_ticks
 
 PREFIX = "servedeck-sim-"
 OWNER_FILE = "owner"
+KILL_WAIT_S = 2.0  # for the SIGKILLed processes of a dead owner to be gone
 
 
 def claim(state_dir: Path) -> None:
@@ -60,10 +62,17 @@ def sweep_stale(root: Path | None = None) -> list[Path]:
         owner = _owner(state_dir)
         if owner is None or is_alive(*owner):
             continue
-        for pid, ticks in _recorded_processes(state_dir):
-            if is_alive(pid, ticks):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
+        killed = [
+            (pid, ticks) for pid, ticks in _recorded_processes(state_dir) if is_alive(pid, ticks)
+        ]
+        for pid, _ticks in killed:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        # Gone before the dir goes: a process still running on the other core can write one
+        # more file into it, and the removal then leaves the dir behind (seen in a full run).
+        deadline_s = time.monotonic() + KILL_WAIT_S
+        while any(is_alive(*proc) for proc in killed) and time.monotonic() < deadline_s:
+            time.sleep(0.02)
         shutil.rmtree(state_dir, ignore_errors=True)
         removed.append(state_dir)
     return removed
