@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
 from tui.hosts.base import OVERLONG_LINE
 from tui.hosts.local import LocalHost
-from tui.logs.journal import JournalFollower, loads_entry
+from tui.logs.journal import JournalFollower, flood_columns, loads_entry
 from tui.logs.line import LevelClassifier, LogLine
 
 MESSAGES = [*TRICKY_LEVEL_LINES, *captured_lines()[:40], "a multi\nline entry", "kernel says no"]
@@ -188,3 +188,35 @@ def test_loads_entry_reads_as_json_loads(raw: str) -> None:
 )
 def test_what_orjson_reads_otherwise_is_read_by_json(raw: str) -> None:
     assert _reading(loads_entry, raw) == _reading(json.loads, raw)
+
+
+def test_a_plain_flood_is_read_as_columns_and_anything_else_line_by_line() -> None:
+    """The column path answers for a read of plain entries, and only for such a read."""
+    plain = [_entry(i, MESSAGES[i % len(MESSAGES)], str(i % 8)) for i in range(300)]
+    columns = flood_columns(plain)
+    assert columns is not None
+    texts, timestamps_s, cursors, priorities = columns
+    assert cursors[-1] == "c299" and priorities[:3] == [0, 1, 2]
+    assert timestamps_s[0] == 1_800_000_000.0 and texts[0] == MESSAGES[0].rstrip("\n")
+    unusual = [
+        _entry(7, [104, 105], "6"),  # a message in bytes
+        _entry(7, "x", "06"),  # a PRIORITY that reads otherwise
+        _entry(7, "x", 6),  # a PRIORITY as a number
+        '{"__CURSOR": "c7", "MESSAGE": "x"}',  # no time
+        '{"__CURSOR": "c7", "MESSAGE": "x", "__REALTIME_TIMESTAMP": "0"}',
+        '{"__CURSOR": "cut", "MESSAGE": "no end',
+        '["not", "an", "object"]',
+        OVERLONG_LINE,
+    ]
+    for odd in unusual:
+        assert flood_columns([*plain[:5], odd, *plain[5:10]]) is None, odd
+
+
+def test_a_flood_with_an_entry_seen_before_drops_it_as_line_by_line() -> None:
+    raws = [_entry(i, MESSAGES[i % len(MESSAGES)], "6") for i in range(50)]
+    one = JournalFollower(LocalHost(), "x.service", follow=False)
+    many = JournalFollower(LocalHost(), "x.service", follow=False)
+    expected = _line_by_line(one, raws[:30]) + _line_by_line(one, raws[20:])
+    got = many._decode_batch(raws[:30]) + many._decode_batch(raws[20:])
+    assert got == expected and len(got) == 50
+    assert _state(many) == _state(one)

@@ -83,6 +83,9 @@ JOURNALCTL_MODES = (
 )
 
 
+JOURNAL_MAX_LINES = 120_000
+
+
 def texts(count: int) -> list[str]:
     return [line.text for line in make_lines(0, count)]
 
@@ -403,6 +406,10 @@ def main() -> None:
         help="journal entries carry the ~18 fields journald adds to a unit's stdout",
     )
     args = parser.parse_args()
+    if args.source == "journal" and args.lines > JOURNAL_MAX_LINES:
+        # systemd-journal-remote archives its file at ~64 MB and goes on in a new one, which
+        # `journalctl --file` (following the first) never reads: the run would wait forever
+        parser.error(f"--source journal takes at most {JOURNAL_MAX_LINES:,} lines (one file)")
     with tempfile.TemporaryDirectory(prefix="servedeck-ingest-") as tmp:
         workdir = Path(tmp)
         if not args.stages_only:

@@ -63,6 +63,33 @@ def read_lines(
     return out
 
 
+def journal_lines(
+    texts: Sequence[str],
+    timestamps_s: Sequence[float | None],
+    cursors: Sequence[str | None],
+    levels: Sequence[str],
+    priorities: Sequence[int | None],
+    source: str,
+) -> list[LogLine]:
+    """LogLines from columns whose time, cursor and priority are each line's own (a journal
+    read), equal to `LogLine(...)` of each, built as `read_lines` builds them."""
+    new = object.__new__
+    out: list[LogLine] = []
+    add = out.append
+    for text, timestamp_s, cursor, level, priority in zip(
+        texts, timestamps_s, cursors, levels, priorities, strict=True
+    ):
+        line = new(LogLine)
+        _SET_TEXT(line, text)
+        _SET_TIMESTAMP(line, timestamp_s)
+        _SET_CURSOR(line, cursor)
+        _SET_LEVEL(line, level)
+        _SET_PRIORITY(line, priority)
+        _SET_SOURCE(line, source)
+        add(line)
+    return out
+
+
 # LogLine's fields in order, as a tuple: what a buffer keeps of each line
 LineEntry = tuple[str, float | None, str | None, str, int | None, str]
 
