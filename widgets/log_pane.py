@@ -374,7 +374,12 @@ class LogPane(Vertical):
         self._pending.extend(
             lines.entries() if isinstance(lines, LineBatch) else map(_entry, lines)
         )
-        if self._pending and not self._flush_scheduled:
+        if len(self._pending) >= FLUSH_CHUNK_LINES and not self._chunk_queued:
+            # a flood: drawn a chunk a turn from the next one, not after the flush tick (in
+            # its 0.1 s a flood's queue outgrew the buffer, and lines went undrawn)
+            self._chunk_queued = True
+            self.call_later(self._next_chunk)
+        elif self._pending and not self._flush_scheduled:
             self._flush_scheduled = True
             set_sure_timer(self, self.flush_interval_s, self._scheduled_flush)
         if len(self._pending) > self.max_lines:

@@ -32,7 +32,7 @@ from tui.logs.line import (
     strip_ansi,
 )
 from tui.serving import loadpatterns as patterns
-from tui.serving import restart_loop
+from tui.serving import loadwatch, restart_loop
 from tui.serving.loadwatch import vllm_line_time_s
 
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -223,3 +223,26 @@ def test_load_tracker_literals_hold_on_captured_logs() -> None:
                 matched += 1
                 assert any(literal in line for literal in literals), (pattern.pattern, line)
     assert matched >= 5  # the captured loads hold version, weights and stats lines
+
+
+SHAPE_WORDS = [*loadwatch._FACT_WORDS, *loadwatch._FEED_WORDS, "0.32.0", "E1129", "x"]
+
+
+@PROPERTY
+@given(st.lists(pieces([*TRACKER_PIECES, *SHAPE_WORDS, "\r", "E", "[F", "7", "\n"]), max_size=6))
+def test_a_word_a_batch_holds_is_in_its_line_shapes(texts: list[str]) -> None:
+    """The tracker searches a batch's words over its line shapes: one there for every
+    word (digits too) the batch holds, a line's start (a leading newline) included."""
+    joined = "\n".join(texts)
+    shapes = loadwatch._line_shapes(joined)
+    for word in SHAPE_WORDS:
+        if word in joined:
+            assert word.translate(loadwatch._DIGITS_AS_ZERO) in shapes, (word, joined)
+    starts = [word for word in loadwatch._FEED_WORDS if word.startswith("\n")]  # glog's
+    assert starts
+    for line in joined.split("\n"):  # the first line's start as any other's
+        for word in starts:
+            if line.startswith(word[1:]):
+                assert word in shapes, (word, joined)
+    for word in (*loadwatch._FACT_WORDS, *loadwatch._FEED_WORDS):
+        assert "\n" not in word[1:]  # a word spanning lines would not be found line by line

@@ -84,6 +84,9 @@ JOURNALCTL_MODES = (
 
 
 JOURNAL_MAX_LINES = 120_000
+# A real vLLM load's log, from its start to "Application startup complete."
+_LOAD_LOG = REPO / "tests" / "support" / "fixtures" / "vllm-0.32-cpu" / "server.log"
+LOAD_LOG_LINES = _LOAD_LOG.read_text().splitlines()[:98]
 
 
 def texts(count: int) -> list[str]:
@@ -101,10 +104,21 @@ def timed(work: Callable[[], Any]) -> float:
 
 
 class Counted:
-    """Counts the lines the pane draws (each batch passes its _format once)."""
+    """Counts the lines the pane draws (each batch passes its _format once), and those it
+    was given: a pane whose queue outgrows its buffer drops the oldest queued lines
+    undrawn (they would leave the buffer at once), which the run reports."""
 
     def __init__(self, pane: Any) -> None:
         self.drawn = 0
+        self.given = 0
+        self.pane = pane
+        original_add = pane.add_lines
+
+        def adding(lines: Any) -> None:
+            self.given += len(lines)
+            original_add(lines)
+
+        pane.add_lines = adding
         self.first_at: float | None = None  # perf_counter when the first line was drawn
         self.last_at = 0.0
         original = pane._format
@@ -126,6 +140,7 @@ async def through_console(
     record: bool,
     unit_fields: bool = False,
     stamps_now: bool = False,
+    after_load: bool = False,
 ) -> dict[str, Any]:
     """The real app following a real source while another process writes `total` lines.
 
@@ -140,6 +155,10 @@ async def through_console(
     from widgets.log_pane import LogPane
 
     lines = texts(total)
+    if after_load:
+        # a real load's log first (to its "Application startup complete."): the console then
+        # reads the flood as a server's that has loaded, every line past the load's start
+        lines = LOAD_LOG_LINES[: total // 2] + lines[len(LOAD_LOG_LINES) :]
     if stamps_now:
         # the next hour: every minute of it is after the console's start, none is backlog
         today = time.strftime("%m-%d %H:", time.localtime(time.time() + 3600))
@@ -186,6 +205,7 @@ async def through_console(
             await pilot.pause(0.05)
         await pilot.pause(0.5)
         counted.drawn = 0 if source == "file" else counted.drawn
+        counted.given = counted.drawn
         counted.first_at = None
         rss_before = rss_mb()
         flooding = True
@@ -213,6 +233,8 @@ async def through_console(
         producer.stdin.close()
         deadline = time.monotonic() + 600
         while counted.drawn < expected and time.monotonic() < deadline:
+            if counted.given >= expected and not pane._pending:
+                break  # every line given, and the pane has nothing left to draw
             await asyncio.sleep(0.01)
         elapsed = time.perf_counter() - started
         cpu_s = time.process_time() - cpu_started
@@ -227,6 +249,7 @@ async def through_console(
         "source": source,
         "lines": total,
         "lines_drawn": drawn,
+        "lines_dropped_undrawn": counted.given - drawn,
         "recording": record,
         "seconds": elapsed,
         "lines_per_s": drawn / elapsed,
@@ -326,8 +349,7 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
         timed(lambda: [tracker.feed_many(batch) for batch in batches]), len(read)
     )
     loaded = LoadTracker()  # a server that has loaded: the steady state of a flood
-    captured = REPO / "tests" / "support" / "fixtures" / "vllm-0.32-cpu" / "server.log"
-    loaded.feed_many([LogLine(text, 1.8e9) for text in captured.read_text().splitlines()])
+    loaded.feed_many([LogLine(text, 1.8e9) for text in LOAD_LOG_LINES])
     costs["load tracker, after a load"] = per_line_us(
         timed(lambda: [loaded.feed_many(batch) for batch in batches]), len(read)
     )
@@ -401,6 +423,11 @@ def main() -> None:
         help="lines stamped in the coming hour: the recorder records every warning (redacted)",
     )
     parser.add_argument(
+        "--after-load",
+        action="store_true",
+        help="a real load's log first: the flood is read as that of a server that has loaded",
+    )
+    parser.add_argument(
         "--unit-fields",
         action="store_true",
         help="journal entries carry the ~18 fields journald adds to a unit's stdout",
@@ -421,6 +448,7 @@ def main() -> None:
                     not args.no_record,
                     args.unit_fields,
                     args.stamps_now,
+                    args.after_load,
                 )
             )
             for key, value in result.items():

@@ -47,3 +47,34 @@ async def test_batches_and_their_lines_make_the_same_pane() -> None:
         assert "filter warnings and errors" in by_batch.status_text()
         assert by_batch.log_view.lines == by_line.log_view.lines
         assert by_batch.export_texts() == by_line.export_texts()
+
+
+class SlowTickPane(App[None]):
+    def compose(self) -> ComposeResult:
+        yield LogPane(max_lines=50_000, flush_interval_s=30.0)
+
+
+async def test_a_flood_is_drawn_chunk_by_chunk_without_waiting_for_the_tick() -> None:
+    """A flood (a chunk's worth queued) is drawn from the next turns on, not at the flush
+    tick: in a tick's time a flood outgrew the buffer, and its oldest lines went undrawn.
+    A trickle still waits for the tick (here 30 s: it is not drawn in this test)."""
+    classifier = LevelClassifier()
+    texts = [f"INFO line {i}" for i in range(40_000)]
+    async with SlowTickPane().run_test(size=(100, 30)) as pilot:
+        pane = pilot.app.query_one(LogPane)
+        drawn: list[int] = []
+        original = pane._format
+        pane._format = lambda lines: drawn.append(len(lines)) or original(lines)  # type: ignore[method-assign]
+        for start in range(0, len(texts), 2000):  # as the console drains: 2,000 a turn
+            chunk = texts[start : start + 2000]
+            pane.add_lines(LineBatch(chunk, classifier.classify_many(chunk), 1.8e9, "f"))
+            await pilot.pause()
+        for _ in range(200):
+            if not pane._pending:
+                break
+            await pilot.pause(0.01)
+        assert sum(drawn) == 40_000 and max(drawn) <= 2000
+        assert list(pane.buffer)[-1].text == "INFO line 39999"
+        pane.add_lines(LineBatch(["a trickle"], ["info"], 1.8e9, "f"))
+        await pilot.pause(0.1)
+        assert sum(drawn) == 40_000 and pane._pending  # waits for the tick

@@ -35,7 +35,6 @@ _FEED_WORDS = (
     "\nF",
     "\n[F",
 )
-_GLOG_LOUD = ("E", "[E", "F", "[F")
 _INFINITIES = (float("inf"), float("-inf"))
 # Every line that may start or join a load outside one holds one of these (see _feed_text).
 _LOAD_WORDS = (
@@ -88,6 +87,21 @@ _FACT_WORDS: tuple[str, ...] = (
     "Gracefully stopping",
 )
 _MAX_SEGMENTS = 64  # tqdm `\r` updates kept from one line: the newest say the most
+# A batch's words are searched over its line shapes (_line_shapes): each word as its shape.
+_DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
+_FACT_SHAPES = tuple((word, word.translate(_DIGITS_AS_ZERO)) for word in _FACT_WORDS)
+_FEED_SHAPES = tuple(word.translate(_DIGITS_AS_ZERO) for word in _FEED_WORDS)
+
+
+def _line_shapes(joined: str) -> str:
+    """The distinct lines of `joined` with every digit read as 0, each after a newline.
+
+    A word `joined` holds (none spans a line; a leading newline is a line's start) is
+    in it as its own shape, so a word not found here is not in `joined`. A flood's lines
+    differ mostly in their numbers: 2,000 lines of a serving flood are a few dozen
+    shapes, so the batch's ~55 word searches cost ~0.2 µs a line, not ~1.5.
+    """
+    return "\n" + "\n".join(set(joined.translate(_DIGITS_AS_ZERO).split("\n")))
 
 
 class Phase(StrEnum):
@@ -442,18 +456,20 @@ class LoadTracker:
     def _rest_started(self, lines: Sequence[LogLine | str], joined: str) -> None:
         """The rest of a batch once a load has started (or at a str line), `joined` the
         whole batch's text: read line by line where it holds an escape."""
+        shapes = ""
         if "\x1b" not in joined:  # cutting an escape out could join a word's halves
-            self._fact_words = tuple(word for word in _FACT_WORDS if word in joined)
+            shapes = _line_shapes(joined)
+            self._fact_words = tuple(word for word, shape in _FACT_SHAPES if shape in shapes)
         try:
             if "\x1b" in joined:
                 for rest in lines:
                     self.feed(rest)
             else:
-                self._feed_started(lines)
+                self._feed_started(lines, shapes)
         finally:
             self._fact_words = _FACT_WORDS
 
-    def _feed_started(self, lines: Sequence[LogLine | str]) -> None:
+    def _feed_started(self, lines: Sequence[LogLine | str], shapes: str) -> None:
         """Lines after a load has started, as `feed` would take them, none with an escape.
 
         A plain line (its own time, no `\r`, no fact word of the batch, no traceback
@@ -462,7 +478,7 @@ class LoadTracker:
         newest first, before any other line takes `feed`. _failure's test is made here
         exactly as there, with the message read only where it decides.
         """
-        if self._plain_started_batch(lines):
+        if self._plain_started_batch(lines, shapes):
             return
         stats: list[tuple[str, float]] = []
         fact_words = self._fact_words  # those the batch holds (feed_many narrowed them)
@@ -520,7 +536,7 @@ class LoadTracker:
                 stats.append((text, t))
         self._settle_stats(stats)
 
-    def _plain_started_batch(self, lines: Sequence[LogLine | str]) -> bool:
+    def _plain_started_batch(self, lines: Sequence[LogLine | str], shapes: str) -> bool:
         """_feed_started for a LineBatch in which no line can take `feed`, done per batch;
         False, with nothing done, for any other.
 
@@ -529,6 +545,7 @@ class LoadTracker:
         their literals (nor a line starting as glog's E or F does) has no such line; its
         lines then only move the clock (one time for all), join the recent context (only
         the last ones stay) and may be stats lines (the newest that reads as stats counts).
+        `shapes` are the batch's line shapes (_line_shapes): a literal not there is not in it.
         """
         if not isinstance(lines, LineBatch) or self._fact_words or self._in_traceback:
             return False
@@ -539,8 +556,7 @@ class LoadTracker:
         texts = lines.texts
         if not texts or Level.ERROR in lines.levels or max(map(len, texts)) > _MAX_LINE_CHARS:
             return False
-        joined = "\n".join(texts)
-        if joined.startswith(_GLOG_LOUD) or any(word in joined for word in _FEED_WORDS):
+        if any(word in shapes for word in _FEED_SHAPES):  # `shapes`: a batch holding these
             return False
         if last is not None and last > t:
             t = last
