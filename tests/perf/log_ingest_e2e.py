@@ -141,6 +141,7 @@ async def through_console(
     unit_fields: bool = False,
     stamps_now: bool = False,
     after_load: bool = False,
+    written_first: bool = False,
 ) -> dict[str, Any]:
     """The real app following a real source while another process writes `total` lines.
 
@@ -188,13 +189,23 @@ async def through_console(
         expected = total + 1
         profile = Profile(name="ingest")
         deck = open_deck(profile)
+        if written_first:  # the whole journal first: journalctl is then the only writer
+            producer.stdin.write("go\n")
+            producer.stdin.close()
+            producer.wait()
 
-        def journal_batches(initial_lines: int = 200, follow: bool = True) -> Any:
-            return JournalFollower(
+        async def journal_batches(initial_lines: int = 200, follow: bool = True) -> Any:
+            if written_first:  # read from its first entry once the clock starts, then follow
+                await reading.wait()
+                initial_lines = expected + 10
+            follower = JournalFollower(
                 LocalHost(), journal_file=str(journal), initial_lines=initial_lines, follow=follow
-            ).batches()
+            )
+            async for batch in follower.batches():
+                yield batch
 
         deck.log_batches = journal_batches  # type: ignore[method-assign]
+    reading = asyncio.Event()  # a journal written first is read from when this is set
     app = ServedeckApp(profile, deck)
     lags: list[float] = []
     async with app.run_test(size=(160, 50)) as pilot:
@@ -229,8 +240,10 @@ async def through_console(
         probe = asyncio.create_task(lag_probe())
         started = time.perf_counter()
         cpu_started = time.process_time()  # this process: the console (the writer runs apart)
-        producer.stdin.write("go\n")
-        producer.stdin.close()
+        reading.set()
+        if not producer.stdin.closed:
+            producer.stdin.write("go\n")
+            producer.stdin.close()
         deadline = time.monotonic() + 600
         while counted.drawn < expected and time.monotonic() < deadline:
             if counted.given >= expected and not pane._pending:
@@ -428,6 +441,12 @@ def main() -> None:
         help="a real load's log first: the flood is read as that of a server that has loaded",
     )
     parser.add_argument(
+        "--written-first",
+        action="store_true",
+        help="journal: written whole before the console reads it from its first entry (a "
+        "catch-up: journalctl is the only process feeding the console)",
+    )
+    parser.add_argument(
         "--unit-fields",
         action="store_true",
         help="journal entries carry the ~18 fields journald adds to a unit's stdout",
@@ -449,6 +468,7 @@ def main() -> None:
                     args.unit_fields,
                     args.stamps_now,
                     args.after_load,
+                    args.written_first,
                 )
             )
             for key, value in result.items():
