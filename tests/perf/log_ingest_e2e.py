@@ -339,6 +339,11 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
                 timed(lambda argv=argv: subprocess.run(argv, capture_output=True, check=True)),
                 len(raw),
             )
+        reads = [raw[start : start + 1000] for start in range(0, len(raw), 1000)]
+        decoding = JournalFollower(LocalHost(), journal_file=str(journal), follow=False)
+        costs["journal decode+classify+LogLine, reads of 1,000"] = per_line_us(
+            timed(lambda: [decoding._decode_batch(read) for read in reads]), len(raw)
+        )
         costs["json.loads, the fields read"] = per_line_us(
             timed(lambda: [json.loads(r) for r in raw]), len(raw)
         )
