@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import signal
 import time
@@ -14,10 +13,6 @@ from tui.core.errors import CommandTimeout, HostError
 from tui.hosts.base import OVERLONG_LINE, CommandResult
 
 _STREAM_LIMIT_BYTES = 4 * 1024 * 1024
-# A streamed command's pipe holds this much (Linux's default is 64 KiB, ~150 journal
-# entries: ~1 ms of journalctl's output). While the console draws a batch it reads no
-# pipe, and a writer with a full pipe waits: the wider pipe lets it run ahead.
-_STREAM_PIPE_BYTES = 1024 * 1024
 
 
 async def _end_process(process: asyncio.subprocess.Process, grace_s: float = 2.0) -> None:
@@ -65,11 +60,6 @@ async def _lines(reader: asyncio.StreamReader) -> AsyncIterator[str]:
 
 # One read of a stream taken as a batch of lines: ~1,000 journal entries of a flood.
 _BATCH_READ_BYTES = 256 * 1024
-# A read this long is a flood's (a writer's whole stdio buffer): the next read waits a
-# moment, so it takes what came meanwhile as one batch, not a buffer's ~10 lines (the
-# wide pipe holds what comes meanwhile; the writer does not wait).
-_FLOOD_READ_BYTES = 4096
-_FLOOD_GATHER_S = 0.002
 
 
 async def _line_batches(reader: asyncio.StreamReader) -> AsyncIterator[list[str]]:
@@ -104,21 +94,6 @@ async def _line_batches(reader: asyncio.StreamReader) -> AsyncIterator[list[str]
             pending, skipping = b"", True
         if batch:
             yield batch
-        if len(chunk) >= _FLOOD_READ_BYTES:
-            # each batch costs the console a turn, a drain and a redraw: in a journal
-            # flood those took more than the entries themselves
-            await asyncio.sleep(_FLOOD_GATHER_S)
-
-
-def _widened_pipe() -> tuple[int, int]:
-    """A pipe (read end, write end) that holds _STREAM_PIPE_BYTES where the system allows
-    it (Linux; within /proc/sys/fs/pipe-max-size), else the default."""
-    read_fd, write_fd = os.pipe()
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if set_size is not None:
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(read_fd, set_size, _STREAM_PIPE_BYTES)
-    return read_fd, write_fd
 
 
 def _decoded_lines(block: bytes) -> list[str]:
@@ -151,7 +126,7 @@ class LocalHost:
         self._streams: set[asyncio.subprocess.Process] = set()
 
     async def _spawn(
-        self, argv: Sequence[str], stdin_text: str | None, stdout: int = asyncio.subprocess.PIPE
+        self, argv: Sequence[str], stdin_text: str | None
     ) -> asyncio.subprocess.Process:
         if not argv:
             raise HostError(self.label, "empty command")
@@ -161,7 +136,7 @@ class LocalHost:
                 stdin=asyncio.subprocess.PIPE
                 if stdin_text is not None
                 else asyncio.subprocess.DEVNULL,
-                stdout=stdout,
+                stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
                 limit=_STREAM_LIMIT_BYTES,
@@ -202,35 +177,18 @@ class LocalHost:
     async def _stdout_of(
         self, argv: Sequence[str], stdin_text: str | None
     ) -> AsyncIterator[asyncio.StreamReader]:
-        """A streamed command's stdout (a widened pipe), its stdin fed; the process ended
-        however reading ends."""
-        read_fd, write_fd = _widened_pipe()
-        try:
-            process = await self._spawn(argv, stdin_text, stdout=write_fd)
-        except BaseException:
-            os.close(read_fd)
-            raise
-        finally:
-            os.close(write_fd)  # the child holds its own: EOF comes when it ends
+        """A streamed command's stdout, its stdin fed; the process ended however reading ends."""
+        process = await self._spawn(argv, stdin_text)
         self._streams.add(process)
-        reader = asyncio.StreamReader(limit=_STREAM_LIMIT_BYTES)
-        pipe = os.fdopen(read_fd, "rb", 0)
-        transport: asyncio.ReadTransport | None = None
         try:
-            transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader), pipe
-            )
             if stdin_text is not None and process.stdin is not None:
                 process.stdin.write(stdin_text.encode())
                 await process.stdin.drain()
                 process.stdin.close()
-            yield reader
+            assert process.stdout is not None
+            yield process.stdout
             await process.wait()
         finally:
-            if transport is not None:
-                transport.close()  # closes the pipe
-            else:
-                pipe.close()
             self._streams.discard(process)
             await _end_process(process)
 
