@@ -43,7 +43,7 @@ _good = st.builds(
         st.integers(),  # beyond 64 bits too: an int, never a float
         st.floats(allow_nan=False),
     ),
-    st.sampled_from([None, "3", "4", "6", "7", "9", "high", 4, 2**70]),
+    st.sampled_from([None, "3", "4", "6", "7", "9", "high", 4, 2**70, [6], {"p": 6}]),
 )
 _bad = st.sampled_from(
     [
@@ -202,6 +202,8 @@ def test_a_plain_flood_is_read_as_columns_and_anything_else_line_by_line() -> No
         _entry(7, [104, 105], "6"),  # a message in bytes
         _entry(7, "x", "06"),  # a PRIORITY that reads otherwise
         _entry(7, "x", 6),  # a PRIORITY as a number
+        _entry(7, "x", [6]),  # as a list, or an object: no key
+        _entry(7, "x", {"p": 6}),
         '{"__CURSOR": "c7", "MESSAGE": "x"}',  # no time
         '{"__CURSOR": "c7", "MESSAGE": "x", "__REALTIME_TIMESTAMP": "0"}',
         '{"__CURSOR": "cut", "MESSAGE": "no end',

@@ -198,7 +198,10 @@ def flood_columns(raws: list[str]) -> FloodColumns | None:
         return None
     if {*map(type, messages), *map(type, cursors), *map(type, realtimes)} != {str}:
         return None
-    priorities = list(map(_PRIORITY_OF.get, priorities, repeat(_NO_PRIORITY)))
+    try:
+        priorities = list(map(_PRIORITY_OF.get, priorities, repeat(_NO_PRIORITY)))
+    except TypeError:  # a PRIORITY that cannot be a key: a list or an object
+        return None
     if _NO_PRIORITY in priorities:
         return None
     try:
