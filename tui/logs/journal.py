@@ -23,7 +23,7 @@ import orjson
 
 from tui.core.errors import HostError
 from tui.hosts.base import OVERLONG_LINE, Host, stream_batches
-from tui.logs.line import Level, LevelClassifier, LogLine, journal_lines
+from tui.logs.line import Level, LevelClassifier, LogLine, lines_from_columns
 
 _RECENT_CURSORS = 4096
 # journald's own line limit for `journalctl -o json` consumers; longer is not an entry we show
@@ -413,7 +413,7 @@ class JournalFollower:
         recent_set.update(kept)
         self.last_cursor = cursors[-1]
         levels = self._classifier.classify_many(texts, priorities=priorities)
-        return journal_lines(texts, timestamps_s, cursors, levels, priorities, self.source)
+        return lines_from_columns(texts, timestamps_s, cursors, levels, priorities, self.source)
 
     def _forget_last(self, cursor: object) -> None:
         if isinstance(cursor, str) and cursor in self._recent_set:
