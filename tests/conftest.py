@@ -21,6 +21,7 @@ pytest_plugins: list[str] = [
     "tests.support.quiet",
     "tests.support.worker_scope",
     "tests.support.leftover_tasks",
+    "tests.support.skipped_parts",
 ]
 
 

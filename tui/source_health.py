@@ -83,6 +83,34 @@ class SourceHealth:
         return text
 
 
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """One loss of the host: when the console saw it and when the host answered again.
+
+    Times are the console's monotonic clock at the moment it saw each change, so how
+    fast a cut was shown never depends on who looks at the screen when.
+    """
+
+    started_mono_s: float
+    started_at_s: float  # wall clock, for the header's "at HH:MM:SS"
+    reason: str
+    ended_mono_s: float | None = None
+
+    @property
+    def lasted_s(self) -> float | None:
+        return None if self.ended_mono_s is None else self.ended_mono_s - self.started_mono_s
+
+    def ended(self, now_mono_s: float) -> Outage:
+        return replace(self, ended_mono_s=now_mono_s)
+
+
+def reconnected_text(outage: Outage) -> str:
+    """The header's note for a while after an outage ended: a short cut is not invisible."""
+    at = time.strftime("%H:%M:%S", time.localtime(outage.started_at_s))
+    lasted_s = outage.lasted_s or 0.0
+    return f"reconnected after a {lasted_s:.1f} s cut at {at}"
+
+
 def unknown_since_text(since_s: float) -> str:
     """The service state while the host is unreachable: never a guessed "stopped"."""
     return (

@@ -113,3 +113,40 @@ def test_shell_snapshot_200x60(snap_compare) -> None:  # type: ignore[no-untyped
 
 async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.pause(0.3)
+
+
+async def test_a_cut_ended_before_the_console_looked_is_still_shown_and_stamped() -> None:
+    """A connection lost and re-opened between two health ticks (a command in flight
+    reconnected at once) is an outage on the console's record and a note on the header
+    for a while after, not a half-second blink a busy screen never draws."""
+
+    class Flaky(CannedHost):
+        connected = True
+        connection_losses = 0
+
+    host = Flaky()
+    app = ServedeckApp(KIMI, canned_deck(KIMI, host))
+    async with app.run_test(size=(120, 30)) as pilot:
+        header = app.query_one(HeaderBar)
+        await pilot_wait(
+            pilot,
+            lambda: header.connection_state == "connected",
+            lambda: f"connected, still {header.connection_state!r}",
+            timeout_s=30.0,
+        )
+        assert app.host_outages == []
+        host.connection_losses = 1  # cut and reconnected: `connected` never read False
+        await pilot_wait(
+            pilot,
+            lambda: bool(app.host_outages) and app.host_outages[-1].ended_mono_s is not None,
+            lambda: f"an ended outage, have {app.host_outages!r}",
+            timeout_s=10.0,
+        )
+        await pilot_wait(
+            pilot,
+            lambda: "reconnected after a" in header.render().plain,
+            lambda: f"the reconnected note, header {header.render().plain!r}",
+            timeout_s=5.0,
+        )
+        assert header.connection_state == "connected"
+        assert len(app.host_outages) == 1

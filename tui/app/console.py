@@ -62,7 +62,7 @@ from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller, ServerMetrics
 from tui.serving.readiness import ReadinessProbe
 from tui.serving.service import UnitState, audit_refusal
-from tui.source_health import unknown_since_text
+from tui.source_health import Outage, unknown_since_text
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
 from widgets.header_bar import HeaderBar
@@ -163,6 +163,7 @@ class ServedeckApp(
         self.health = initial_health()
         self.procs_status_text = ""
         self._seen_losses = 0
+        self.host_outages: list[Outage] = []
         self.service_unknown_since_s: float | None = None
         self._last_good_gpu: GpuBoxSnapshot | None = None
         self._last_good_overview: HostOverview | None = None

@@ -179,9 +179,32 @@ class BenchMixin(ConsoleParts):
         view.show_event(event)
         if isinstance(event, BenchResult):
             append_result(event)
+            if event.levels and not any(level.completed for level in event.levels):
+                self._bench_measured_nothing(event)
+                return
             runs = runs_for_host(self.deck.host_label)
             view.show_history(runs)
             self._show_comparison(view, runs)
             single = event.single_stream_tok_s
             detail = f"1-stream {single:,.1f} tok/s (output tok/s at c=1)" if single else "done"
             self.notify(f"{event.preset}: {detail}", title="Benchmark")
+
+    def _bench_measured_nothing(self, result: BenchResult) -> None:
+        """A run in which no request completed measured nothing: a failure, never "done"."""
+        failed = sum(level.failed for level in result.levels)
+        errors = [error for level in result.levels for error in level.errors]
+        why = failure_text(errors[0]) if errors else "no request completed"
+        reason = f"no request completed ({failed} failed: {why})" if failed else why
+        if result.partial:
+            reason += "; the run was cut short"
+        self.query_one(BenchView).show_error(reason)
+        append_audit(
+            "bench.failed", self.deck.host_label, {"preset": result.preset, "error": reason}
+        )
+        self.notify(
+            f"Tried to run the {result.preset} benchmark against {self.deck.host_label}; it "
+            f"failed: {reason}. Nothing else was done.",
+            title="Benchmark failed",
+            severity="error",
+            timeout=10,
+        )

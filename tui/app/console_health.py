@@ -20,7 +20,7 @@ from tui.app.console_guard import console_closing, while_open
 from tui.app.console_workers import WorkerFailed
 from tui.app.parts import ConsoleParts
 from tui.core.audit import append_audit
-from tui.source_health import SourceHealth
+from tui.source_health import Outage, SourceHealth, reconnected_text
 from widgets.bench_view import BenchView
 from widgets.header_bar import HeaderBar
 
@@ -30,6 +30,11 @@ HOST_RETRY_S = 1.0
 # How often the console looks at the connection and redraws countdowns: a cut shows
 # within a tick, well inside the 2 s an operator should wait to see it.
 HEALTH_TICK_S = 0.5
+# After the host answers again, the header says it reconnected (and after how long a cut)
+# for this long: a cut that a fast reconnect ends within a tick is still seen.
+RECONNECTED_NOTE_S = 15.0
+# The outages kept for the header and the tests (the recorder keeps the full history).
+_OUTAGES_KEPT = 50
 # Polls whose worker died unexpectedly are started again after this long.
 _POLL_RESTART_S = 2.0
 
@@ -55,6 +60,7 @@ class HealthMixin(ConsoleParts):
     service_unknown_since_s: float | None
     procs_status_text: str
     _seen_losses: int
+    host_outages: list[Outage]
     _last_good_gpu: Any
     _overview_wake: Any
 
@@ -79,12 +85,32 @@ class HealthMixin(ConsoleParts):
         before = self.health[source]
         after = before.succeeded() if failure is None else before.failed(failure, retry_in_s)
         self.health[source] = after
+        if source == "host" and after.failing != before.failing:
+            self._note_outage(after)
         if source == "service":
             if failure is None:
                 self.service_unknown_since_s = None
             elif self.service_unknown_since_s is None:
                 self.service_unknown_since_s = after.failed_since_s
         self._render_health()
+
+    def _note_outage(self, host: SourceHealth) -> None:
+        """An outage starts (the host just failed) or ends (it just answered)."""
+        now_mono_s = time.monotonic()
+        if host.failing:
+            self.host_outages.append(Outage(now_mono_s, time.time(), host.reason))
+            del self.host_outages[:-_OUTAGES_KEPT]
+        elif self.host_outages and self.host_outages[-1].ended_mono_s is None:
+            self.host_outages[-1] = self.host_outages[-1].ended(now_mono_s)
+
+    def _reconnected_note(self) -> str:
+        """The header's note while an outage ended less than RECONNECTED_NOTE_S ago."""
+        last = self.host_outages[-1] if self.host_outages else None
+        if last is None or last.ended_mono_s is None:
+            return ""
+        if time.monotonic() - last.ended_mono_s > RECONNECTED_NOTE_S:
+            return ""
+        return reconnected_text(last)
 
     def _tick_health(self) -> None:
         """Countdowns and ages move while something is failing: redraw them each tick.
@@ -105,7 +131,11 @@ class HealthMixin(ConsoleParts):
         elif connected is True and host.failing and not lost:
             self._host_reached()
             self._overview_wake.set()  # and read the host again (it may have rebooted)
-        if any(h.failing for h in self.health.values()):
+        if (
+            any(h.failing for h in self.health.values())
+            or self._reconnected_note()
+            or (self.query_one(HeaderBar).countdown)
+        ):
             self._render_health()
 
     def _render_health(self) -> None:
@@ -119,7 +149,7 @@ class HealthMixin(ConsoleParts):
             header.countdown = f"retry in {wait_s:.0f} s" if wait_s is not None else ""
         else:
             header.connection_state = "connected" if host.last_ok_at_s else "connecting"
-            header.countdown = ""
+            header.countdown = self._reconnected_note()
         notes = [
             self.health[name].describe()
             for name in ("host", "gpu", "log", "readiness", "metrics")  # service: its own line
