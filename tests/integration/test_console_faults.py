@@ -156,6 +156,15 @@ async def test_faults_at_every_step_over_a_jump_host(
         if app.bench_process is not None:
             await pilot.press("c")
         await day.until(lambda: app.bench_process is None, "the benchmark end")
+        # It ends as a failure or an incomplete run, never as "done".
+        await day.until(
+            lambda: any(
+                n.title in ("Benchmark failed", "Benchmark incomplete") for n in app._notifications
+            ),
+            "the benchmark's failure notice",
+            timeout_s=10,
+        )
+        assert not any(n.title == "Benchmark" for n in app._notifications)
 
         # 6. Stop: the service stops (leaving orphans) while the connection is cut.
         stopping = asyncio.create_task(asyncio.to_thread(box.stop))

@@ -187,6 +187,18 @@ class BenchMixin(ConsoleParts):
             self._show_comparison(view, runs)
             single = event.single_stream_tok_s
             detail = f"1-stream {single:,.1f} tok/s (output tok/s at c=1)" if single else "done"
+            failed = sum(level.failed for level in event.levels)
+            if failed or event.partial:  # a run with holes is said to have them
+                errors = [error for level in event.levels for error in level.errors]
+                how = "cut short" if event.partial else "finished"
+                detail = f"{how} with {failed} failed request(s)" + (
+                    f" ({failure_text(errors[0])})" if errors else ""
+                )
+                detail += f"; 1-stream {single:,.1f} tok/s" if single else ""
+                self.notify(
+                    f"{event.preset}: {detail}", title="Benchmark incomplete", severity="warning"
+                )
+                return
             self.notify(f"{event.preset}: {detail}", title="Benchmark")
 
     def _bench_measured_nothing(self, result: BenchResult) -> None:
