@@ -14,6 +14,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.core.formatting import counted
+
 _COLUMNS = (
     "load", "TTFT p99 ms", "ITL p99 ms", "tok/s/user", "out tok/s", "goodput req/s",
     "run/wait mean", "KV peak", "preempt", "GPU util", "W", "tok/J", "SLO",
@@ -71,7 +73,7 @@ class CapacityView(Static):
             self._levels, self._answer, self._notes = [], None, []
         elif kind == "level_start":
             rate = event.get("request_rate")
-            load = f"{rate:g} requests/s" if rate else f"{event['concurrency']} users at once"
+            load = f"{rate:g} requests/s" if rate else _users(event["concurrency"]) + " at once"
             self._status = Text(f"measuring {load} ...", "bold")
         elif kind == "level":
             self._levels.append(event["level"])
@@ -88,7 +90,7 @@ class CapacityView(Static):
         self._notes = []
         truth = result.get("truth")
         if truth:
-            self._notes.append(f"simulator truth: {truth.get('concurrency')} users")
+            self._notes.append(f"simulator truth: {_users(truth.get('concurrency'))}")
         if result.get("time_scale", 1.0) != 1.0:
             self._notes.append(
                 f"{result.get('simulated_s', 0):,.0f} s simulated in {result.get('wall_s', 0):,.0f} s"
@@ -114,3 +116,8 @@ class CapacityView(Static):
             parts.append(Text("; ".join(self._notes), style="dim"))
         self.drawn = Group(*parts)
         self.update(self.drawn)
+
+
+def _users(concurrency: object) -> str:
+    """'1 user', '31 users'; what is not a count is shown as it came."""
+    return counted(concurrency, "user") if isinstance(concurrency, int) else f"{concurrency} users"

@@ -42,6 +42,7 @@ from tui.bench.history import runs_for_host
 from tui.core.audit import append_audit
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
+from tui.core.formatting import counted
 from tui.core.keymap import COMMANDS, commands_in
 from tui.core.paths import demo_records_note
 from tui.deck import Deck
@@ -789,7 +790,7 @@ class ServedeckApp(
         for name, preset in self.profile.benchmark.presets.items():
             yield SystemCommand(
                 f"Bench preset {name}",
-                f"Run the {name!r} benchmark preset ({preset.output_tokens} output tokens)",
+                f"Run the {name!r} benchmark preset ({counted(preset.output_tokens, 'output token')})",
                 lambda name=name: self.action_bench(name),
             )
 

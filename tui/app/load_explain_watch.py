@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from tui.app.messages import LoadLiveUpdate
 from tui.core.errors import ServedeckError
+from tui.core.formatting import prediction_error
 from tui.serving.load_live import final_load
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ async def explain_after_ready(app: ServedeckApp) -> None:
         return
     record_load(app.deck.host_label, model, explain)
     off_s = explain.previous_prediction_error_s
-    checked = f" (last prediction off by {off_s:+.0f} s)" if off_s is not None else ""
+    checked = f" (last prediction {prediction_error(off_s)})" if off_s is not None else ""
     app.notify(f"{explain.diagnosis}{checked}", title="Load", timeout=15)
     # The Deck's live line becomes the diagnosis (it showed the load while it ran).
     app.post_message(LoadLiveUpdate(final_load(f"{explain.diagnosis}{checked}")))

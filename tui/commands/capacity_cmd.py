@@ -24,6 +24,7 @@ from tui.bench.capacity_runner import CapacitySpec
 from tui.commands._target import profile_from_args
 from tui.commands._width import hanging
 from tui.core.config import BenchmarkSlo
+from tui.core.formatting import counted
 from tui.deck import open_deck
 from tui.gpu.model import GpuSource
 
@@ -74,7 +75,7 @@ def format_capacity(result: dict[str, Any]) -> str:
         lines.append(hanging("prefix-cache hit rate, intended / measured: ", ", ".join(reuse)))
     truth = result.get("truth")
     if truth:
-        lines.append(f"simulator truth: {truth.get('concurrency')} users")
+        lines.append(f"simulator truth: {_users(truth.get('concurrency'))}")
     if result.get("time_scale", 1.0) != 1.0:
         lines.append(
             f"fast clock x{result['time_scale']:g}: {result['simulated_s']:,.0f} s simulated "
@@ -95,7 +96,7 @@ async def _search(spec: CapacitySpec, gpus: GpuSource | None, progress: bool) ->
             recorder.on_event(event)
             if progress and event.get("event") == "level_start":
                 rate = event.get("request_rate")
-                load = f"{rate:g} requests/s" if rate else f"{event['concurrency']} users"
+                load = f"{rate:g} requests/s" if rate else _users(event["concurrency"])
                 print(f"measuring {load} ...", file=sys.stderr)
     finally:
         recorder.close()
@@ -142,3 +143,8 @@ def run_capacity(args: argparse.Namespace) -> int:
     if not args.json and saved is not None:
         print(hanging("saved to ", str(saved)))
     return 0 if result["levels"] else 1
+
+
+def _users(concurrency: object) -> str:
+    """'1 user', '31 users'; what is not a count is shown as it came."""
+    return counted(concurrency, "user") if isinstance(concurrency, int) else f"{concurrency} users"

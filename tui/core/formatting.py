@@ -85,3 +85,15 @@ def uptime(uptime_s: float | None) -> str:
 def milliseconds(ms: float) -> str:
     """100 ms, or 2 s from 1000 ms up (SLO thresholds as an operator writes them)."""
     return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms:g} ms"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 user', '31 users': a count with its noun in the right number."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
+def prediction_error(off_s: float) -> str:
+    """How far a prediction was off: 'on time' under half a second, never '-0 s'."""
+    if abs(off_s) < 0.5:
+        return "on time (within 1 s)"
+    return f"off by {off_s:+.0f} s"

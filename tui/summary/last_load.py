@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from tui.core.formatting import prediction_error
 from tui.serving.load_waterfall import waterfall_lines
 
 
@@ -28,7 +29,7 @@ def last_load_lines(record: dict[str, Any] | None) -> list[str]:
     out = ["## Last load", "", f"- {record['diagnosis']}"]
     off_s = record.get("previous_prediction_error_s")
     if isinstance(off_s, (int, float)):
-        out.append(f"- The prediction made at the load before was off by {off_s:+.0f} s.")
+        out.append(f"- The prediction made at the load before was {prediction_error(off_s)}.")
     steps = [s for s in record.get("waterfall") or () if isinstance(s, dict)]
     try:
         lines = waterfall_lines(_with_starts(steps))
