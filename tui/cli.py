@@ -46,10 +46,20 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 
-def common_options(suppress_defaults: bool = False) -> argparse.ArgumentParser:
+# Commands for which `--demo` means nothing: they are the simulator, or never open a box.
+WITHOUT_DEMO = frozenset({"demo", "sim", "profiles", "hosts", "replay"})
+# Commands that can change the host or load its server: the only ones `--read-only` limits.
+WITH_READ_ONLY = frozenset({"demo", "service", "kill", "bench", "probe", "health", "doctor"})
+
+
+def common_options(
+    suppress_defaults: bool = False, *, demo: bool = True, read_only: bool = True
+) -> argparse.ArgumentParser:
     """Options every command accepts: which profile, the simulator, read-only.
 
-    Subcommands get them with suppressed defaults, so `servedeck -p X gpus` keeps X.
+    Subcommands get them with suppressed defaults, so `servedeck -p X gpus` keeps X, and
+    only those that mean something for them (`demo --demo` and `plan --read-only` are not
+    offered); the top-level parser's defaults still give every command both attributes.
     """
     common = argparse.ArgumentParser(add_help=False)
     defaults: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress_defaults else {}
@@ -60,19 +70,28 @@ def common_options(suppress_defaults: bool = False) -> argparse.ArgumentParser:
         help="profile name or path to a .toml file",
         **defaults,
     )
-    common.add_argument(
-        "--demo",
-        action="store_true",
-        help="use the built-in simulator instead of a real host",
-        **defaults,
-    )
-    common.add_argument(
-        "--read-only",
-        action="store_true",
-        help="disable every action that changes the host",
-        **defaults,
-    )
+    if demo:
+        common.add_argument(
+            "--demo",
+            action="store_true",
+            help="use the built-in simulator instead of a real host",
+            **defaults,
+        )
+    if read_only:
+        common.add_argument(
+            "--read-only",
+            action="store_true",
+            help="disable every action that changes the host",
+            **defaults,
+        )
     return common
+
+
+def command_options(name: str) -> argparse.ArgumentParser:
+    """The common options one subcommand takes (suppressed defaults)."""
+    return common_options(
+        suppress_defaults=True, demo=name not in WITHOUT_DEMO, read_only=name in WITH_READ_ONLY
+    )
 
 
 def _chosen_command(argv: Sequence[str]) -> str | None:
@@ -103,7 +122,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="Terminal console for LLM serving on multi-GPU servers.",
         parents=[common_options()],
     )
-    common = common_options(suppress_defaults=True)
     parser.add_argument("--version", action="version", version=f"servedeck {__version__}")
     parser.add_argument(
         "-g", "--group", metavar="GROUP", help="open the Fleet pane on a host group"
@@ -114,7 +132,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         help="open a ~/.ssh/config alias with no profile (read-only; several: the fleet)",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    names = {module: name for name, module in COMMAND_MODULES.items()}
     for module_name in _wanted_modules(argv):
+        common = command_options(names[module_name])
         importlib.import_module(module_name).add_parser(subparsers, common)
     parser.set_defaults(func=_open_console)
     return parser

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tui import __version__
-from tui.cli import build_parser
+from tui.cli import WITH_READ_ONLY, WITHOUT_DEMO, build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,12 +47,23 @@ def _leaf_parsers(
     ]
 
 
-def test_every_subcommand_accepts_the_common_options() -> None:
+def test_every_subcommand_offers_the_common_options_that_mean_something_for_it() -> None:
+    """--profile everywhere; --demo not on the simulator's own commands; --read-only only
+    on the commands that can change the host or load its server (not `plan`, `gpus`)."""
     leaves = [leaf for leaf in _leaf_parsers(build_parser()) if not leaf[0].startswith("profiles")]
     assert len(leaves) >= 7
     for name, subparser in leaves:
+        if name == "fleet":  # its own --demo N and --read-only
+            continue
         options = {option for action in subparser._actions for option in action.option_strings}
-        assert {"--profile", "--demo", "--read-only"} <= options, name
+        command = name.split()[0]
+        assert "--profile" in options, name
+        assert ("--demo" in options) == (command not in WITHOUT_DEMO), name
+        assert ("--read-only" in options) == (command in WITH_READ_ONLY), name
+    for name, subparser in leaves:  # and every option says what it does
+        for action in subparser._actions:
+            if action.option_strings and action.help != argparse.SUPPRESS:
+                assert action.help, f"{name} {action.option_strings[0]}: no help text"
 
 
 def test_common_options_before_the_subcommand_survive() -> None:

@@ -38,8 +38,18 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--preset", help="preset name (quick, sweep, prefill, rate or a profile's)")
     parser.add_argument("--concurrency", type=int, nargs="+", metavar="N", help="levels")
     parser.add_argument("--num-requests", type=int, metavar="N", help="requests per level")
-    parser.add_argument("--input-tokens", type=int, metavar="N")
-    parser.add_argument("--output-tokens", type=int, metavar="N")
+    parser.add_argument(
+        "--input-tokens",
+        type=int,
+        metavar="N",
+        help="prompt tokens a request (default: the preset's)",
+    )
+    parser.add_argument(
+        "--output-tokens",
+        type=int,
+        metavar="N",
+        help="tokens generated a request (default: the preset's)",
+    )
     parser.add_argument(
         "--timeout", type=float, metavar="S", help="fail a request after S s without a token"
     )

@@ -43,14 +43,32 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     )
     model.add_argument("--checkpoint-gib", type=float, metavar="X", help="stated checkpoint size")
     gpus = parser.add_argument_group("GPUs (default: ask nvidia-smi on this machine)")
-    gpus.add_argument("--gpus", type=int, metavar="N")
+    gpus.add_argument("--gpus", type=int, metavar="N", help="number of GPUs on the box")
     gpus.add_argument("--vram-gib", type=float, metavar="X", help="memory of one GPU in GiB")
     gpus.add_argument("--cc", metavar="MAJOR.MINOR", help="compute capability, e.g. 12.0")
-    gpus.add_argument("--nvlink", action=argparse.BooleanOptionalAction, default=None)
+    gpus.add_argument(
+        "--nvlink",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether the GPUs are joined by NVLink (default: as the box reports)",
+    )
     engine = parser.add_argument_group("engine settings")
-    engine.add_argument("--gpu-memory-utilization", type=float, default=0.9, metavar="F")
-    engine.add_argument("--max-model-len", type=int, metavar="TOKENS")
-    engine.add_argument("--kv-cache-dtype", default="auto", metavar="auto|bf16|fp8")
+    engine.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=0.9,
+        metavar="F",
+        help="vLLM's share of each GPU's memory (default: 0.9)",
+    )
+    engine.add_argument(
+        "--max-model-len", type=int, metavar="TOKENS", help="context length (default: the model's)"
+    )
+    engine.add_argument(
+        "--kv-cache-dtype",
+        default="auto",
+        metavar="auto|bf16|fp8",
+        help="KV cache element type (default: auto, the model's dtype)",
+    )
     engine.add_argument(
         "--reserve-gib",
         type=float,

@@ -25,14 +25,50 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description=__doc__,
     )
     parser.add_argument("--port", type=int, default=None, help="port (default: a free one)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--load-seconds", type=float, default=45.0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the simulated box (GPU noise, timings)"
+    )
+    parser.add_argument(
+        "--load-seconds",
+        type=float,
+        default=45.0,
+        metavar="S",
+        help="how long the simulated model load takes (default: 45)",
+    )
     parser.add_argument("--state-dir", default=None, help="default: a new temporary folder")
-    parser.add_argument("--orphans-on-stop", type=int, default=0, metavar="N")
-    parser.add_argument("--stubborn-orphans", action="store_true")
-    parser.add_argument("--fail-at-shard", type=int, default=None, metavar="K")
-    parser.add_argument("--http-5xx-rate", type=float, default=None, metavar="RATE")
-    parser.add_argument("--cut-stream-after-tokens", type=int, default=None, metavar="N")
+    parser.add_argument(
+        "--orphans-on-stop",
+        type=int,
+        default=0,
+        metavar="N",
+        help="workers left behind holding GPU memory after a stop, as vLLM leaves them",
+    )
+    parser.add_argument(
+        "--stubborn-orphans",
+        action="store_true",
+        help="the left-behind workers ignore SIGTERM (only SIGKILL ends them)",
+    )
+    parser.add_argument(
+        "--fail-at-shard",
+        type=int,
+        default=None,
+        metavar="K",
+        help="the load fails (CUDA out of memory) at checkpoint shard K",
+    )
+    parser.add_argument(
+        "--http-5xx-rate",
+        type=float,
+        default=None,
+        metavar="RATE",
+        help="the share of requests (0 to 1) answered with HTTP 500",
+    )
+    parser.add_argument(
+        "--cut-stream-after-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="each streamed answer is cut after N tokens (a broken stream)",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not echo the server log")
     parser.set_defaults(func=run_sim)
 
