@@ -18,6 +18,7 @@ from tui.summary import (
     render_markdown,
     summary_secrets,
 )
+from tui.summary.export import check_writable
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -63,6 +64,8 @@ def _report_missing(missing: tuple[str, ...]) -> int:
 
 
 def run_summary(args: argparse.Namespace) -> int:
+    if args.output not in (None, "-"):  # refused at once, not after collecting the box
+        check_writable(Path(args.output), force=args.force)
     result = run_async(lambda: summary_text(args))
     profile_name, text, missing = cast("tuple[str, str, tuple[str, ...]]", result)
     if args.output == "-":

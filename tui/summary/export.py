@@ -40,14 +40,21 @@ def _write_exclusive(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def write_atomically(path: Path, text: str, *, force: bool = False) -> Path:
-    """Write `text` to `path` all at once; refuse an existing file unless `force`."""
+def check_writable(path: Path, *, force: bool = False) -> None:
+    """Refuse, before any work, a target whose folder is missing or that exists (no force)."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ServedeckError(f"{path}: folder {folder} does not exist")
     if path.exists() and not force:
         raise SummaryExistsError(f"{path}: already exists (use --force to replace it)")
+
+
+def write_atomically(path: Path, text: str, *, force: bool = False) -> Path:
+    """Write `text` to `path` all at once; refuse an existing file unless `force`."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    check_writable(path, force=force)
     descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
