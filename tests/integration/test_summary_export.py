@@ -38,15 +38,16 @@ def test_missing_folder_is_a_one_line_error(tmp_path: Path) -> None:
         write_atomically(tmp_path / "nope" / "s.md", "x")
 
 
-def _cli(*args: str, cwd: Path, tmpdir: Path | None = None) -> subprocess.CompletedProcess[str]:
-    scratch = {"TMPDIR": str(tmpdir)} if tmpdir is not None else {}
+def _cli(
+    *args: str, cwd: Path, python_flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui", "summary", "--demo", *args],
+        [sys.executable, *python_flags, "-m", "tui", "summary", "--demo", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=180,
-        env={**os.environ, "PYTHONPATH": str(REPO), **scratch},
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
 
 
@@ -57,14 +58,12 @@ def test_cli_writes_a_timestamped_file_then_refuses_to_overwrite(tmp_path: Path)
     assert len(written) == 1 and f"wrote {written[0]}" in result.stdout
     text = written[0].read_text()
     assert text.startswith("# State summary: demo on simulator") and "## At a glance" in text
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    again = _cli("-o", str(written[0]), cwd=tmp_path, tmpdir=scratch)
+    again = _cli("-o", str(written[0]), cwd=tmp_path, python_flags=("-X", "importtime"))
     assert again.returncode == 2 and "already exists (use --force" in again.stderr
     assert "Traceback" not in again.stderr
-    # Refused before any collection: no simulated box was started (it makes its state
-    # dir under TMPDIR) to find out that the file exists.
-    assert list(scratch.iterdir()) == []
+    # Refused before any collection: the simulator was not even imported (importtime lists
+    # every module the process loaded) to find out that the file exists.
+    assert "tui.sim.box" not in again.stderr
     forced = _cli("-o", str(written[0]), "--force", "--json", cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr
     assert written[0].read_text().lstrip().startswith("{")
