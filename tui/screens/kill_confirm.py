@@ -169,7 +169,9 @@ class KillConfirmScreen(Dialog[KillConfirmation | None]):
                 f"SIGTERM, then SIGKILL after {self.timeout_s:g} s.",
                 id="kill-title",
             )
-            with VerticalScroll(id="kill-targets-scroll"):
+            # Not a Tab stop: one Tab from Cancel reaches Kill (the list scrolls by mouse,
+            # and it is short unless many processes are ended at once).
+            with VerticalScroll(id="kill-targets-scroll", can_focus=False):
                 yield Static(KillTargets(self.host_label, self.targets), id="kill-targets")
             warning = service_warning(self.targets)
             if warning:
