@@ -103,6 +103,9 @@ class LoadStrip(Static):
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
         self.ready: ReadyEstimate | None = None
+        # No unit and no log to follow (plain `servedeck`): there is no load to show, and
+        # "stopped 0:00" would state a service that does not exist. Metrics still show.
+        self.nothing_to_follow = False
 
     def show(
         self,
@@ -115,6 +118,7 @@ class LoadStrip(Static):
         self.progress = progress
         self.metrics = metrics
         self.ready = ready
+        self.display = not (self.nothing_to_follow and metrics is None)
         if unknown and (progress is None or progress.phase == "stopped"):
             update_static(self, Text(f" service {unknown}", style="yellow"))
             return

@@ -150,3 +150,19 @@ async def test_a_cut_ended_before_the_console_looked_is_still_shown_and_stamped(
         )
         assert header.connection_state == "connected"
         assert len(app.host_outages) == 1
+
+
+async def test_plain_console_states_no_service_it_does_not_have() -> None:
+    """Plain `servedeck` (no unit, no log): no load strip saying "stopped 0:00"."""
+    from tests.support.screen_text import screen_text
+    from tui.core.profile_store import load_profile
+    from tui.deck import Deck
+    from tui.hosts.local import LocalHost
+
+    profile = load_profile(None)
+    app = ServedeckApp(profile, Deck(profile, LocalHost()))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause(1.0)
+        text = screen_text(app)
+        assert "no profile" in text
+        assert "stopped" not in text, text

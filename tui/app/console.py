@@ -228,7 +228,12 @@ class ServedeckApp(
         self.query_one(HostOverviewView).show_waiting(
             f"Connecting to {self.profile.host.route} ..."
         )
-        self.query_one(LoadStrip).show(None)
+        strip = self.query_one(LoadStrip)
+        service = self.profile.service
+        strip.nothing_to_follow = (
+            not service.unit and not service.log_file and self.deck.service() is None
+        )
+        strip.show(None)
         if short_setup_hint(self.profile):  # the whole hint is in the log pane
             self.notify(f"{short_setup_hint(self.profile)}", title="Nothing to watch", timeout=15)
         self.query_one("#deck-note", Static).display = False
