@@ -8,6 +8,8 @@ from __future__ import annotations
 
 # Actions that change the host: none of them in read-only mode.
 _CHANGING = frozenset({"service", "kill_leftovers", "kill_selected"})
+# Actions that send requests to the server: nothing to measure while its unit is stopped.
+_LOADS_THE_SERVER = frozenset({"bench", "bench_pick", "bench_capacity"})
 # The pane each tab shows first: focus goes there so its keys work without Tab.
 _FOCUS_BY_TAB = {"deck": "#log-pane Log", "procs": "#procs-pane"}
 # The key areas of each tab, besides the keys that work everywhere.
@@ -28,6 +30,7 @@ def action_offered(
     active: bool | None,
     leftovers: int | None = None,
     tab: str | None = None,
+    bench_running: bool = False,
 ) -> bool:
     """False when the action cannot be done now (Textual then hides its key and ignores it).
 
@@ -37,6 +40,10 @@ def action_offered(
     """
     if action in _CHANGING and read_only:
         return False
+    if action == "bench_cancel":  # in the footer while a benchmark runs, and only then
+        return bench_running
+    if action in _LOADS_THE_SERVER and has_unit and active is False:
+        return False  # a stopped service has nobody to answer: S starts it first
     if action == "kill_leftovers":
         return leftovers is None or leftovers > 0
     if action == "kill_selected":  # a selection exists only on the Processes pane

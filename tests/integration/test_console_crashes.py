@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.screen_text import screen_text
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
 from tui.bench.history import read_history
@@ -166,6 +167,34 @@ async def test_a_failing_service_action_says_what_failed_and_is_audited(
     assert outcomes and outcomes[-1]["ok"] is False and outcomes[-1]["action"] == "start"
 
 
+async def test_a_benchmark_against_a_stopped_service_is_not_offered_and_says_why() -> None:
+    """`b` with the unit stopped: not in the footer, and asked anyway it says the service
+    is stopped (it failed with a ConnectError to the dead port)."""
+    from tui.core.config import demo_profile
+
+    deck = open_deck(demo_profile())  # the simulator's unit is never started
+    app = ServedeckApp(deck.profile, deck)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await _until(
+                pilot,
+                lambda: app.unit_state is not None and not app.unit_state.is_active,
+                "the stopped unit",
+            )
+            await pilot.pause(0.3)
+            assert " b Bench" not in screen_text(app)
+            await pilot.press("b")  # not offered: nothing happens
+            await pilot.pause(0.3)
+            assert app.bench_process is None and not any("Benchmark" in n for n in _notes(app))
+            app.action_bench()  # as the palette would
+            await _until(
+                pilot, lambda: any("nothing to benchmark" in n for n in _notes(app)), "why"
+            )
+            assert app.bench_process is None
+    finally:
+        await deck.close()
+
+
 async def test_a_benchmark_against_a_dead_server_says_so_and_is_audited() -> None:
     """`b` with nothing listening: what was attempted, what failed, nothing else done."""
     from tui.core.config import demo_profile
@@ -175,7 +204,13 @@ async def test_a_benchmark_against_a_dead_server_says_so_and_is_audited() -> Non
     app = ServedeckApp(deck.profile, deck)
     try:
         async with app.run_test(size=(120, 36)) as pilot:
-            await pilot.press("b")
+            await _until(pilot, lambda: app.unit_state is not None, "the unit's state")
+            # The unit reads as running while nothing listens (a server that died without
+            # systemd noticing): the benchmark is offered and fails.
+            from dataclasses import replace as _replace
+
+            app.unit_state = _replace(app.unit_state, active_state="active")
+            app.action_bench()
             await _until(
                 pilot, lambda: any("Benchmark failed" in n for n in _notes(app)), "the failure"
             )

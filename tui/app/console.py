@@ -730,6 +730,7 @@ class ServedeckApp(
             active=None if state is None else state.is_active,
             leftovers=None if self.listing is None else len(leftovers(self.listing.processes)),
             tab=self._tabs.active if hasattr(self, "_tabs") else None,
+            bench_running=getattr(self, "bench_process", None) is not None,
         )
 
     @property

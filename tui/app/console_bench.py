@@ -27,6 +27,8 @@ class BenchMixin(ConsoleParts):
         if self.bench_process is not None:
             self.notify("A benchmark is already running (c cancels it).", severity="warning")
             return
+        if self._service_stopped():
+            return
         name = preset_name or self.profile.benchmark.default_preset
         self.action_show_tab("bench")
         self._run_bench(name)
@@ -47,9 +49,24 @@ class BenchMixin(ConsoleParts):
         else:
             self.notify("No benchmark is running.", title="Bench", timeout=3)
 
+    def _service_stopped(self) -> bool:
+        """A stopped unit has nobody to answer: say so instead of a connection error."""
+        state = self.unit_state
+        if self.profile.service.unit and state is not None and not state.is_active:
+            self.notify(
+                f"The service {self.profile.service.unit} is {state.active_state}: nothing to "
+                "benchmark (S starts it).",
+                title="Bench",
+                severity="warning",
+            )
+            return True
+        return False
+
     def action_bench_capacity(self) -> None:
         if self.bench_process is not None:
             self.notify("A benchmark is already running (c cancels it).", severity="warning")
+            return
+        if self._service_stopped():
             return
         self.action_show_tab("bench")
         self._run_capacity()
@@ -75,6 +92,7 @@ class BenchMixin(ConsoleParts):
             )  # fmt: skip
             process = CapacityProcess(CapacitySpec(bench, slo=slo_from_profile(benchmark.slo)))
             self.bench_process = process  # type: ignore[assignment]  # cancel/kill alike
+            self.refresh_bindings()
             recorder = GpuRecorder(await self.deck.gpu_source())
             async for event in process.events():
                 recorder.on_event(event)
@@ -87,6 +105,7 @@ class BenchMixin(ConsoleParts):
             if recorder is not None:
                 recorder.close()
             self.bench_process = None
+            self.refresh_bindings()
 
     def _show_comparison(self, view: BenchView, runs: list[BenchResult]) -> None:
         """The newest run against the one before on this host (as `bench compare -2 -1`)."""
@@ -150,12 +169,14 @@ class BenchMixin(ConsoleParts):
                 context=replace(context, base_url=url),
             )
             self.bench_process = BenchProcess(spec)
+            self.refresh_bindings()  # c (cancel) joins the footer while it runs
             async for event in self.bench_process.events():
                 self.post_message(messages.BenchEvent(event))
         except ServedeckError as error:
             self.post_message(messages.BenchEvent(error))
         finally:
             self.bench_process = None
+            self.refresh_bindings()
 
     @while_open
     def on_servedeck_app_bench_event(self, message: messages.BenchEvent) -> None:

@@ -191,9 +191,8 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "c",
         "bench_cancel",
         "Cancel bench",
-        "Cancel the running benchmark (partial results kept)",
+        "Cancel the running benchmark (partial results kept; in the footer while one runs)",
         "Bench",
-        False,
     ),
     ConsoleCommand(
         "health-probe",
