@@ -33,7 +33,11 @@ async def test_s_previews_the_summary_and_e_exports_it(sim_box_factory: Factory)
                 break
         view = app.screen.query_one(SummaryView)
         assert view.markdown.startswith("# State summary: demo on simulator")
-        assert app.screen.query_one(Markdown).query("MarkdownTable")  # tables were drawn
+        # The text is set before Markdown.update has mounted its blocks (a busy machine
+        # takes a while over a long document): wait for the tables to be drawn.
+        while not app.screen.query_one(Markdown).query("MarkdownTable"):
+            assert time.monotonic() < deadline, "the summary's tables were never drawn"
+            await pilot.pause(0.2)
         await pilot.press("e")
         await pilot.pause(0.2)
         written = list((paths.data_dir() / "summaries").glob("summary-demo-*.md"))
