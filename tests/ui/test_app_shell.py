@@ -36,6 +36,18 @@ async def test_overview_of_the_local_machine_appears() -> None:
         assert header.connection_detail == socket.gethostname()
 
 
+async def header_reads(pilot, app: ServedeckApp, state: str) -> HeaderBar:  # type: ignore[no-untyped-def]
+    """The header, once its connection state reads `state`."""
+    header = app.query_one(HeaderBar)
+    await pilot_wait(
+        pilot,
+        lambda: header.connection_state == state,
+        lambda: f"{state}, still {header.connection_state!r}",
+        timeout_s=30.0,
+    )
+    return header
+
+
 @pytest.mark.parametrize("size", [(80, 24), (200, 60)])
 async def test_shell_works_at_small_and_large_sizes(size: tuple[int, int]) -> None:
     app = ServedeckApp(KIMI, canned_deck(KIMI))
@@ -66,13 +78,7 @@ async def test_unreachable_host_is_one_line_in_header_and_pane() -> None:
 
     app = ServedeckApp(KIMI, canned_deck(KIMI, Down()))
     async with app.run_test(size=(80, 24)) as pilot:
-        header = app.query_one(HeaderBar)
-        await pilot_wait(
-            pilot,
-            lambda: header.connection_state == "unreachable",
-            lambda: f"unreachable, still {header.connection_state!r}",
-            timeout_s=30.0,
-        )
+        await header_reads(pilot, app, "unreachable")
 
 
 async def test_keymap_from_profile_remaps_a_binding() -> None:
@@ -127,13 +133,7 @@ async def test_a_cut_ended_before_the_console_looked_is_still_shown_and_stamped(
     host = Flaky()
     app = ServedeckApp(KIMI, canned_deck(KIMI, host))
     async with app.run_test(size=(120, 30)) as pilot:
-        header = app.query_one(HeaderBar)
-        await pilot_wait(
-            pilot,
-            lambda: header.connection_state == "connected",
-            lambda: f"connected, still {header.connection_state!r}",
-            timeout_s=30.0,
-        )
+        header = await header_reads(pilot, app, "connected")
         assert app.host_outages == []
         host.connection_losses = 1  # cut and reconnected: `connected` never read False
         await pilot_wait(

@@ -33,7 +33,7 @@ HEALTH_TICK_S = 0.5
 # After the host answers again, the header says it reconnected (and after how long a cut)
 # for this long: a cut that a fast reconnect ends within a tick is still seen.
 RECONNECTED_NOTE_S = 15.0
-# The outages kept for the header and the tests (the recorder keeps the full history).
+# The outages kept in memory: the header reads the last one, the fault tests the rest.
 _OUTAGES_KEPT = 50
 # Polls whose worker died unexpectedly are started again after this long.
 _POLL_RESTART_S = 2.0
@@ -131,11 +131,8 @@ class HealthMixin(ConsoleParts):
         elif connected is True and host.failing and not lost:
             self._host_reached()
             self._overview_wake.set()  # and read the host again (it may have rebooted)
-        if (
-            any(h.failing for h in self.health.values())
-            or self._reconnected_note()
-            or (self.query_one(HeaderBar).countdown)
-        ):
+        # A countdown or a reconnected note on the header is redrawn until it clears.
+        if any(h.failing for h in self.health.values()) or self.query_one(HeaderBar).countdown:
             self._render_health()
 
     def _render_health(self) -> None:
