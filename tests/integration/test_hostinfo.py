@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+import tui.deck as deck_module
 from tests.support.console_support import local_console
 from tests.support.sshd_fixtures import SshdPair
 from tui.core.config import Profile
-from tui.hostfacts.hostinfo import VITALS_FILES, collect_overview, refresh_vitals
+from tui.hostfacts.hostinfo import collect_overview, refresh_vitals
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
 from widgets.header_bar import HeaderBar
@@ -39,13 +40,23 @@ async def test_vitals_refresh_keeps_facts_and_reads_fresh_numbers() -> None:
     assert fresh.loadavg != "9.99 9.99 9.99" and len(fresh.loadavg.split()) == 3
 
 
-async def test_console_runs_the_script_once_then_only_cat_and_again_on_r() -> None:
+async def test_console_runs_the_script_once_then_only_vitals_and_again_on_r(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between overviews only the vitals are read: in-process here (no `cat` per refresh)."""
+    refreshes: list[int] = []
+    real_refresh = deck_module.refresh_vitals
+
+    async def counted_refresh(*args, **kwargs):  # type: ignore[no-untyped-def]
+        refreshes.append(len(host.commands))
+        return await real_refresh(*args, **kwargs)
+
+    monkeypatch.setattr(deck_module, "refresh_vitals", counted_refresh)
     app, host = local_console(0.2)
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(60):
             await pilot.pause(0.1)
-            cats = [c for c in host.commands if c[0] == "cat"]
-            if len(cats) >= 3:
+            if len(refreshes) >= 3:
                 break
         assert app.query_one(HeaderBar).connection_state == "connected"
         assert host.commands.count(["/bin/sh", "-s"]) == 1
@@ -56,9 +67,9 @@ async def test_console_runs_the_script_once_then_only_cat_and_again_on_r() -> No
                 break
         assert host.commands.count(["/bin/sh", "-s"]) == 2
     script_runs = [i for i, c in enumerate(host.commands) if c == ["/bin/sh", "-s"]]
-    vitals_runs = [i for i, c in enumerate(host.commands) if c == ["cat", *VITALS_FILES]]
-    assert len(script_runs) == 2 and len(vitals_runs) >= 3
-    assert script_runs[0] < vitals_runs[0]
+    assert len(script_runs) == 2 and len(refreshes) >= 3
+    assert script_runs[0] < refreshes[0]
+    assert not [c for c in host.commands if c[0] == "cat"]  # the files read in-process
 
 
 @pytest.mark.sshd

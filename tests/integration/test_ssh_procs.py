@@ -9,6 +9,8 @@ orphans are reparented to PID 1, exactly as on a real box (checked below).
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -158,3 +160,53 @@ async def test_zsh_user_lists_but_may_not_kill_roots_orphans(
     assert [r["event"] for r in records] == ["kill-request", "kill-outcome"]
     assert {r["host"] for r in records} == {config.route}
     assert {o["outcome"] for o in records[1]["outcomes"]} == {"refused"}
+
+
+async def test_listings_over_ssh_share_one_long_lived_helper(
+    sshd: SshdPair, orphaned_box: SimBox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten refreshes open one SSH session for the helper, not ten `python3 -`; a helper
+    killed on the box is started again by the next refresh, which still answers."""
+    from tui.procs.remote import helper_session
+
+    config = sshd.host_config()
+    host = SSHHost(config)
+    opened: list[tuple[str, ...]] = []
+    real_start = SSHHost._start
+
+    async def counted_start(self: SSHHost, argv, *args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(tuple(argv))
+        return await real_start(self, argv, *args, **kwargs)
+
+    monkeypatch.setattr(SSHHost, "_start", counted_start)
+    gpu = SimGpuSource(orphaned_box)
+    context = context_for(_profile(config), host)
+    orphans = _orphan_pids(orphaned_box)
+    try:
+        for _ in range(10):
+            listing = await list_gpu_processes(host, await gpu.sample(), context)
+            assert orphans <= {proc.pid for proc in listing.processes}
+        session = helper_session(host)
+        assert session is not None and session.started == 1
+        assert len(opened) == 1, opened  # one session for ten listings
+        helpers = [
+            pid
+            for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+            if _cmdline(pid).split(b"\0")[0].endswith(b"python3")
+            and b"servedeck-helper" in _cmdline(pid)
+        ]
+        assert len(helpers) == 1, [_cmdline(pid)[:60] for pid in helpers]
+        os.kill(helpers[0], signal.SIGKILL)
+        wait_until(lambda: not is_alive(helpers[0]), 10.0)
+        listing = await list_gpu_processes(host, await gpu.sample(), context)
+        assert orphans <= {proc.pid for proc in listing.processes}
+        assert session.started == 2 and len(opened) == 2, opened
+    finally:
+        await host.close()
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

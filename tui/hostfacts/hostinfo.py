@@ -7,7 +7,9 @@ after that only memory, uptime and load are re-read (refresh_vitals).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from tui.hosts.base import Host
 
@@ -115,6 +117,17 @@ async def collect_overview(host: Host, timeout_s: float = 15.0) -> HostOverview:
 VITALS_FILES = ("/proc/meminfo", "/proc/uptime", "/proc/loadavg")
 
 
+async def _vitals_text(host: Host, timeout_s: float) -> str:
+    """The three files' text: read in-process here (no `cat` per refresh), one `cat` there."""
+    if host.is_local:
+        parts = []
+        for path in VITALS_FILES:
+            with contextlib.suppress(OSError):
+                parts.append(Path(path).read_text())
+        return "".join(parts)
+    return (await host.run(["cat", *VITALS_FILES], timeout_s=timeout_s)).stdout
+
+
 async def refresh_vitals(
     host: Host, overview: HostOverview, timeout_s: float = 15.0
 ) -> HostOverview:
@@ -123,9 +136,9 @@ async def refresh_vitals(
     The full script starts nvidia-smi twice, which costs more CPU than a minute of
     GPU refreshes; what it learns (OS, CPU, GPUs, driver) does not change while connected.
     """
-    result = await host.run(["cat", *VITALS_FILES], timeout_s=timeout_s)
+    text = await _vitals_text(host, timeout_s)
     mem_available_bytes, uptime_s, loadavg = overview.mem_available_bytes, None, ""
-    for line in result.stdout.splitlines():
+    for line in text.splitlines():
         fields = line.split()
         if line.startswith("MemAvailable:") and len(fields) >= 2:
             mem_available_kib = _int_or_none(fields[1])

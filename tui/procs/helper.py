@@ -1,9 +1,15 @@
 """The process helper: list, classify and kill GPU processes on the machine it runs on.
 
-This file is self-contained (standard library only). Locally and remotely it
-runs the same way: its source text is sent on stdin to `python3 -` with one
-JSON request as the argument, and it prints one JSON answer. Tests import it
-as a module to drive the kill state machine with an injected process table.
+This file is self-contained (standard library only). On this machine the console
+imports it and calls handle() in-process; on a remote host its source goes once to
+a long-lived `python3 -c BOOTSTRAP` (tui/procs/remote.py), which answers one JSON
+request per stdin line (serve()); `python3 - REQUEST` (main()) is the fallback for
+hosts without such a session. Tests import it as a module to drive the kill state
+machine with an injected process table.
+
+Where it lives on (in-process, serve()), the full read of a process (status,
+cmdline, cgroup) is cached by identity (pid, start ticks, comm) for CACHE_TTL_S:
+a refresh reads only /proc/PID/stat of a process it has seen, in full only new ones.
 
 Identity of a process is (boot_id, pid, start time in clock ticks); a pid alone
 is never trusted. Signals go through a pidfd when the kernel has them (Linux
@@ -21,6 +27,7 @@ import sys
 import time
 
 PROC = "/proc"
+SERVE_MAX_REQUESTS = 2000  # a long-lived helper's requests before it ends (~6 h at 10 s)
 KNOWN_SUBREAPERS = ("systemd", "tini", "docker-init", "dumb-init", "catatonit", "s6-svscan")
 KTHREAD_FLAG = 0x00200000  # PF_KTHREAD in /proc/PID/stat field 9
 # An engine's API server: while one lives above a process, that tree is a running service.
@@ -77,6 +84,27 @@ def _user_name(uid):
         return str(uid)
 
 
+# pid -> (start_ticks, comm, read_at_monotonic_s, the fields that stay for a process's
+# life); None: no cache (one-shot runs, and every tree but the real /proc, which tests fake).
+_FULL_READS = None  # type: dict | None
+CACHE_TTL_S = 30.0  # a cmdline or cgroup that changes is seen at most this late
+CACHE_MAX_ENTRIES = 65536
+
+
+def enable_cache():
+    """Keep full reads between requests (a long-lived helper or the console itself)."""
+    global _FULL_READS
+    if _FULL_READS is None:
+        _FULL_READS = {}
+
+
+def forget_gone(live_pids):
+    """Drop cached reads of pids no longer in /proc: the cache stays as big as the table."""
+    if _FULL_READS:
+        for pid in set(_FULL_READS) - set(live_pids):
+            del _FULL_READS[pid]
+
+
 def read_process(pid, proc=PROC):
     """Everything servedeck needs about one pid, or None when it is gone."""
     base = f"{proc}/{pid}"
@@ -87,6 +115,21 @@ def read_process(pid, proc=PROC):
         comm, state, ppid, sid, flags, start_ticks = parse_stat(stat)
     except (ValueError, IndexError):
         return None
+    cache = _FULL_READS if proc == PROC else None
+    now = time.monotonic()
+    if cache is not None:
+        kept = cache.get(pid)
+        if kept and kept[0] == start_ticks and kept[1] == comm and now - kept[2] < CACHE_TTL_S:
+            return {
+                "pid": pid,
+                "comm": comm,
+                "state": state,
+                "ppid": ppid,
+                "kthread": bool(flags & KTHREAD_FLAG),
+                "start_ticks": start_ticks,
+                "sid": sid,
+                **kept[3],
+            }
     status = _status_fields(_read(base + "/status"))
     uid_text = (status.get("Uid") or "-1").split()[0]
     uid = int(uid_text) if uid_text.lstrip("-").isdigit() else -1
@@ -101,6 +144,17 @@ def read_process(pid, proc=PROC):
             if parts[0] == "0":
                 break
     nspid = [int(value) for value in status.get("NSpid", str(pid)).split() if value.isdigit()]
+    lasting = {
+        "uid": uid,
+        "user": _user_name(uid) if uid >= 0 else "?",
+        "cmdline": cmdline,
+        "cgroup": cgroup,
+        "nspid": nspid,
+    }
+    if cache is not None:
+        if len(cache) >= CACHE_MAX_ENTRIES:
+            cache.clear()
+        cache[pid] = (start_ticks, comm, now, lasting)
     return {
         "pid": pid,
         "comm": comm,
@@ -108,20 +162,19 @@ def read_process(pid, proc=PROC):
         "ppid": ppid,
         "kthread": bool(flags & KTHREAD_FLAG),
         "start_ticks": start_ticks,
-        "uid": uid,
-        "user": _user_name(uid) if uid >= 0 else "?",
-        "cmdline": cmdline,
-        "cgroup": cgroup,
-        "nspid": nspid,
         "sid": sid,
+        **lasting,
     }
 
 
 def all_pids(proc=PROC):
     try:
-        return sorted(int(name) for name in os.listdir(proc) if name.isdigit())
+        pids = sorted(int(name) for name in os.listdir(proc) if name.isdigit())
     except OSError:
         return []
+    if proc == PROC:
+        forget_gone(pids)
+    return pids
 
 
 def nvidia_device_holders(proc=PROC, prefix="/dev/nvidia"):
@@ -649,12 +702,40 @@ def handle(request, proc=PROC):
     return answer
 
 
+def answer_to(request):
+    """handle()'s answer, or one JSON error: never an exception."""
+    try:
+        return handle(request)
+    except Exception as error:  # one JSON answer, always
+        return {"ok": False, "error": f"{type(error).__name__}: {error}"}
+
+
+def serve(stdin, stdout, max_requests=SERVE_MAX_REQUESTS):
+    """Answer one JSON request per stdin line, one JSON line each, until end of input.
+
+    Ends by itself after max_requests: the console starts a fresh one, so a helper
+    that lives for weeks holds no more than one refresh's worth of memory."""
+    enable_cache()
+    for served, line in enumerate(iter(stdin.readline, "")):
+        try:
+            request = json.loads(line)
+        except ValueError as error:
+            answer = {"ok": False, "error": f"bad request line: {error}"}
+        else:
+            answer = answer_to(request)
+        stdout.write(json.dumps(answer) + "\n")
+        stdout.flush()
+        if served + 1 >= max_requests:
+            return
+
+
 def main(argv):
     try:
         request = json.loads(argv[0]) if argv else json.load(sys.stdin)
-        answer = handle(request)
-    except Exception as error:  # one JSON answer, always
-        answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+    except ValueError as error:
+        answer = {"ok": False, "error": f"bad request: {error}"}
+    else:
+        answer = answer_to(request)
     sys.stdout.write(json.dumps(answer) + "\n")
     return 0 if answer.get("ok") else 1
 
