@@ -163,13 +163,14 @@ def _runs_the_demo(args: argparse.Namespace) -> bool:
     """`demo`, `--demo` or a demo-kind profile: its records go to the demo's own folders."""
     if args.command == "demo" or getattr(args, "demo", False):
         return True
-    name = getattr(args, "profile", None)
-    if not name:
+    named = getattr(args, "profile", None)
+    names = named if isinstance(named, list) else [named] if named else []  # fleet: -p ...
+    if not names:
         return False
     from tui.core.profile_store import load_profile
 
     try:
-        return load_profile(name).is_demo
+        return all(load_profile(name).is_demo for name in names)
     except ServedeckError:
         return False  # the command itself reports the bad profile
 

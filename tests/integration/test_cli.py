@@ -80,6 +80,15 @@ def test_unknown_profile_is_one_line_exit_2() -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_fleet_with_an_unknown_profile_is_one_line_exit_2() -> None:
+    """`fleet -p NAME` (a repeatable option, so a list) once crashed the demo check."""
+    result = run("fleet", "-p", "does-not-exist", "--json")
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2, result.stderr
+    assert "profile 'does-not-exist' not found" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_doctor_on_this_machine_gives_one_verdict_per_check() -> None:
     result = run("doctor")
     assert "Traceback" not in result.stderr
