@@ -77,6 +77,11 @@ class HelperSession:
         await self._dialog.send(json.dumps(request) + "\n")
         return await self._dialog.readline()
 
+    @property
+    def busy(self) -> bool:
+        """A request is in flight (on a slow or cut connection it may wait out its timeout)."""
+        return self._lock.locked()
+
     async def ask(self, request: dict[str, Any], timeout_s: float) -> str | None:
         """The answer line, or None when the helper ended without one (it is restarted
         next time). A timeout ends the helper: a late answer must not meet the next ask."""
@@ -145,6 +150,10 @@ async def run_helper(
 ) -> dict[str, Any]:
     """Send one request to the host's helper; return its answer or raise a one-line HostError."""
     session = helper_session(host) if python == DEFAULT_PYTHON else None
+    if session is not None and session.busy:
+        # Another request holds the helper (a refresh on a slow link): this one, often what
+        # the operator asked for (the kill dialog's listing), does not queue behind it.
+        session = None
     if host.is_local and python == DEFAULT_PYTHON and getattr(host, "helper_in_process", True):
         answer = await _in_process(request, timeout_s)
     elif session is not None:
