@@ -189,11 +189,14 @@ async def test_listings_over_ssh_share_one_long_lived_helper(
         session = helper_session(host)
         assert session is not None and session.started == 1
         assert len(opened) == 1, opened  # one session for ten listings
+        assert sshd.first.process is not None
+        # This test's helper: under this test's own sshd (other tests' helpers may run too).
         helpers = [
             pid
             for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
             if _cmdline(pid).split(b"\0")[0].endswith(b"python3")
             and b"servedeck-helper" in _cmdline(pid)
+            and _descends_from(pid, sshd.first.process.pid)
         ]
         assert len(helpers) == 1, [_cmdline(pid)[:60] for pid in helpers]
         os.kill(helpers[0], signal.SIGKILL)
@@ -203,6 +206,19 @@ async def test_listings_over_ssh_share_one_long_lived_helper(
         assert session.started == 2 and len(opened) == 2, opened
     finally:
         await host.close()
+
+
+def _descends_from(pid: int, ancestor_pid: int) -> bool:
+    for _ in range(32):
+        if pid == ancestor_pid:
+            return True
+        if pid <= 1:
+            return False
+        try:
+            pid = _ppid(pid)
+        except (OSError, IndexError, ValueError):
+            return False
+    return False
 
 
 def _cmdline(pid: int) -> bytes:
