@@ -102,7 +102,7 @@ def forget_gone(live_pids):
     """Drop cached reads of pids no longer in /proc: the cache stays as big as the table."""
     if _FULL_READS:
         for pid in set(_FULL_READS) - set(live_pids):
-            del _FULL_READS[pid]
+            _FULL_READS.pop(pid, None)  # a listing and a kill may both be pruning
 
 
 def read_process(pid, proc=PROC):
@@ -115,21 +115,21 @@ def read_process(pid, proc=PROC):
         comm, state, ppid, sid, flags, start_ticks = parse_stat(stat)
     except (ValueError, IndexError):
         return None
+    changing = {
+        "pid": pid,
+        "comm": comm,
+        "state": state,
+        "ppid": ppid,
+        "kthread": bool(flags & KTHREAD_FLAG),
+        "start_ticks": start_ticks,
+        "sid": sid,
+    }
     cache = _FULL_READS if proc == PROC else None
     now = time.monotonic()
     if cache is not None:
         kept = cache.get(pid)
         if kept and kept[0] == start_ticks and kept[1] == comm and now - kept[2] < CACHE_TTL_S:
-            return {
-                "pid": pid,
-                "comm": comm,
-                "state": state,
-                "ppid": ppid,
-                "kthread": bool(flags & KTHREAD_FLAG),
-                "start_ticks": start_ticks,
-                "sid": sid,
-                **kept[3],
-            }
+            return {**changing, **kept[3]}
     status = _status_fields(_read(base + "/status"))
     uid_text = (status.get("Uid") or "-1").split()[0]
     uid = int(uid_text) if uid_text.lstrip("-").isdigit() else -1
@@ -155,16 +155,7 @@ def read_process(pid, proc=PROC):
         if len(cache) >= CACHE_MAX_ENTRIES:
             cache.clear()
         cache[pid] = (start_ticks, comm, now, lasting)
-    return {
-        "pid": pid,
-        "comm": comm,
-        "state": state,
-        "ppid": ppid,
-        "kthread": bool(flags & KTHREAD_FLAG),
-        "start_ticks": start_ticks,
-        "sid": sid,
-        **lasting,
-    }
+    return {**changing, **lasting}
 
 
 def all_pids(proc=PROC):
