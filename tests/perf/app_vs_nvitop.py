@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -53,6 +54,102 @@ def tree_cpu_s(root_pid: int) -> float:
             continue
         total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
         stack.extend(children.get(pid, []))
+    return total / TICKS_PER_S
+
+
+def tree_threads(root_pid: int) -> dict[tuple[int, int], tuple[str, int]]:
+    """Ticks (utime + stime) of every thread of root_pid's tree, keyed by (pid, tid), with a
+    name: the process's command and the thread's own name where the OS has one."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                text = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(text[text.rfind(")") + 2 :].split()[1]), []).append(int(entry))
+    found: dict[tuple[int, int], tuple[str, int]] = {}
+    stack = [root_pid]
+    while stack:
+        pid = stack.pop()
+        stack.extend(children.get(pid, []))
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+                comm = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            except OSError:
+                continue
+            fields = text[text.rfind(")") + 2 :].split()
+            ticks = int(fields[11]) + int(fields[12])
+            found[(pid, int(tid))] = (f"{command[:60]} [{comm}]", ticks)
+    return found
+
+
+def python_thread_names(pid: int) -> dict[int, str]:
+    """Python's names of a process's threads, from `py-spy dump` where it is installed."""
+    spy = shutil.which("py-spy")
+    if spy is None:
+        return {}
+    result = subprocess.run(
+        [spy, "dump", "--pid", str(pid)], capture_output=True, text=True, check=False
+    )
+    names = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("Thread "):  # Thread 27786 (idle): "MainThread"
+            head, _, name = line.partition(": ")
+            tid = head.split()[1]
+            if tid.isdigit():
+                names[int(tid)] = name.strip().strip('"')
+    return names
+
+
+def print_breakdown(
+    label: str,
+    before: dict[tuple[int, int], tuple[str, int]],
+    after: dict[tuple[int, int], tuple[str, int]],
+    reaped_s: float,
+    names: dict[int, str],
+) -> list[dict[str, Any]]:
+    """Which thread of which process spent the window's ticks; children that ended inside
+    the window show only as the reaped total (a per-refresh process would show there)."""
+    rows = []
+    for key, (name, ticks) in after.items():
+        spent = ticks - before.get(key, (name, 0))[1]
+        started = key not in before
+        if spent or started:
+            thread = names.get(key[1])
+            rows.append(
+                {
+                    "pid": key[0], "tid": key[1], "ticks": spent, "started": started,
+                    "what": name + (f" {thread}" if thread else ""),
+                }
+            )  # fmt: skip
+    rows.sort(key=lambda row: -int(row["ticks"]))
+    print(f"  {label} breakdown ({TICKS_PER_S} ticks a second):")
+    for row in rows:
+        new = " (new in this window)" if row["started"] else ""
+        print(f"    {row['ticks']:4} ticks  pid {row['pid']} tid {row['tid']}  {row['what']}{new}")
+    print(f"    reaped children: {reaped_s:.2f} s")
+    return rows
+
+
+def reaped_children_s(root_pid: int) -> float:
+    """cutime + cstime of the tree's processes: children that ended and were waited for."""
+    total = 0
+    for (pid, tid), _ in tree_threads(root_pid).items():
+        if pid != tid:
+            continue
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2 :].split()
+        total += int(fields[13]) + int(fields[14])
     return total / TICKS_PER_S
 
 
@@ -100,7 +197,7 @@ def main() -> int:
             f"TERM=xterm-256color {sys.executable} -m tui -p {profile}"
         )
     pids = {}
-    rounds: dict[str, list[dict[str, float]]] = {}
+    rounds: dict[str, list[dict[str, Any]]] = {}
     load: subprocess.Popen[str] | None = None
     try:
         for name, command in sessions.items():
@@ -153,13 +250,17 @@ def show_screens(sessions: dict[str, str], folder: Path, when: str) -> None:
         )
 
 
-def measure(pids: dict[str, int], args: argparse.Namespace, label: str) -> list[dict[str, float]]:
+def measure(pids: dict[str, int], args: argparse.Namespace, label: str) -> list[dict[str, Any]]:
     """args.rounds back-to-back windows: CPU seconds of each process tree, and the ratio."""
-    measured: list[dict[str, float]] = []
+    measured: list[dict[str, Any]] = []
     for round_number in range(1, args.rounds + 1):
+        threads_before = tree_threads(pids["servedeck"])
+        reaped_before = reaped_children_s(pids["servedeck"])
         before = {name: tree_cpu_s(pid) for name, pid in pids.items()}
         time.sleep(args.seconds)
         after = {name: tree_cpu_s(pid) for name, pid in pids.items()}
+        threads_after = tree_threads(pids["servedeck"])
+        reaped_s = reaped_children_s(pids["servedeck"]) - reaped_before
         used = {name: after[name] - before[name] for name in pids}
         print(
             f"\n{label + ' ' if label else ''}round {round_number}: CPU seconds over "
@@ -172,7 +273,12 @@ def measure(pids: dict[str, int], args: argparse.Namespace, label: str) -> list[
         if used["nvitop"] > 0:
             entry["ratio"] = round(used["servedeck"] / used["nvitop"], 3)
             print(f"  ratio servedeck / nvitop = {entry['ratio']:.2f}")
-        measured.append(entry)
+        names: dict[int, str] = {}
+        for (pid, tid), _ in threads_after.items():
+            if pid == tid and "-m tui" in threads_after[(pid, tid)][0]:
+                names.update(python_thread_names(pid))
+        rows = print_breakdown("servedeck", threads_before, threads_after, reaped_s, names)
+        measured.append({**entry, "servedeck_breakdown": rows, "servedeck_reaped_s": reaped_s})
     return measured
 
 
