@@ -32,7 +32,9 @@ from tui.web.visitors import Visit, VisitorSlots
 HEARTBEAT_S = 15.0
 # How often a running visit's process tree is recorded, so all of it can be ended.
 TREE_RECORD_S = 5.0
-_MAX_TERMINAL_CELLS = 1000
+# A visitor's page asks for its terminal's size: a sane screen's, never a huge one's.
+MAX_COLUMNS = 500
+MAX_ROWS = 200
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -61,12 +63,17 @@ class ServeSettings:
         return "browser, actions allowed" if self.allow_actions else "browser, read-only"
 
 
-def _cells(text: str | None, default: int) -> int:
+def _cells(text: str | None, default: int, maximum: int) -> int:
     try:
         value = int(text or default)
     except ValueError:
         return default
-    return min(max(value, 1), _MAX_TERMINAL_CELLS)
+    return min(max(value, 1), maximum)
+
+
+def terminal_size(width: object, height: object) -> tuple[int, int]:
+    """The terminal size a page asks for, within 1..MAX_COLUMNS x 1..MAX_ROWS."""
+    return _cells(str(width), 80, MAX_COLUMNS), _cells(str(height), 24, MAX_ROWS)
 
 
 def _close_reason(code: int | None, error: str, limit_bytes: int = 123) -> bytes:
@@ -234,7 +241,7 @@ class ConsoleServer:
         try:
             try:
                 await process.start(
-                    _cells(request.query.get("width"), 80), _cells(request.query.get("height"), 24)
+                    *terminal_size(request.query.get("width"), request.query.get("height"))
                 )
             except OSError as error:
                 self.log.line(f"visit {visit.visit_id[:8]}: console not started: {error}")
@@ -302,7 +309,7 @@ class ConsoleServer:
                 await process.send_bytes(data.encode("utf-8"))
             elif kind == "resize" and isinstance(data, dict):
                 await process.set_terminal_size(
-                    _cells(str(data.get("width")), 80), _cells(str(data.get("height")), 24)
+                    *terminal_size(data.get("width"), data.get("height"))
                 )
             elif kind == "ping":
                 await websocket.send_json(["pong", data])
