@@ -254,13 +254,14 @@ def measure(pids: dict[str, int], args: argparse.Namespace, label: str) -> list[
     """args.rounds back-to-back windows: CPU seconds of each process tree, and the ratio."""
     measured: list[dict[str, Any]] = []
     for round_number in range(1, args.rounds + 1):
-        threads_before = tree_threads(pids["servedeck"])
-        reaped_before = reaped_children_s(pids["servedeck"])
+        consoles = [name for name in pids if name != "nvitop"]
+        threads_before = {name: tree_threads(pids[name]) for name in consoles}
+        reaped_before = {name: reaped_children_s(pids[name]) for name in consoles}
         before = {name: tree_cpu_s(pid) for name, pid in pids.items()}
         time.sleep(args.seconds)
         after = {name: tree_cpu_s(pid) for name, pid in pids.items()}
-        threads_after = tree_threads(pids["servedeck"])
-        reaped_s = reaped_children_s(pids["servedeck"]) - reaped_before
+        threads_after = {name: tree_threads(pids[name]) for name in consoles}
+        reaped_s = {name: reaped_children_s(pids[name]) - reaped_before[name] for name in consoles}
         used = {name: after[name] - before[name] for name in pids}
         print(
             f"\n{label + ' ' if label else ''}round {round_number}: CPU seconds over "
@@ -269,16 +270,20 @@ def measure(pids: dict[str, int], args: argparse.Namespace, label: str) -> list[
         for name, seconds in used.items():
             share = 100 * seconds / args.seconds
             print(f"  {name:<10} {seconds:7.2f} s  ({share:5.1f}% of one core)")
-        entry = {f"{name}_cpu_s": round(seconds, 3) for name, seconds in used.items()}
+        entry: dict[str, Any] = {f"{name}_cpu_s": round(s, 3) for name, s in used.items()}
         if used["nvitop"] > 0:
             entry["ratio"] = round(used["servedeck"] / used["nvitop"], 3)
             print(f"  ratio servedeck / nvitop = {entry['ratio']:.2f}")
-        names: dict[int, str] = {}
-        for (pid, tid), _ in threads_after.items():
-            if pid == tid and "-m tui" in threads_after[(pid, tid)][0]:
-                names.update(python_thread_names(pid))
-        rows = print_breakdown("servedeck", threads_before, threads_after, reaped_s, names)
-        measured.append({**entry, "servedeck_breakdown": rows, "servedeck_reaped_s": reaped_s})
+        for name in consoles:
+            names: dict[int, str] = {}
+            for (pid, tid), (what, _) in threads_after[name].items():
+                if pid == tid and "-m tui" in what:
+                    names.update(python_thread_names(pid))
+            entry[f"{name}_breakdown"] = print_breakdown(
+                name, threads_before[name], threads_after[name], reaped_s[name], names
+            )
+            entry[f"{name}_reaped_s"] = round(reaped_s[name], 3)
+        measured.append(entry)
     return measured
 
 
