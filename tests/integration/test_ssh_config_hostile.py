@@ -134,3 +134,25 @@ def test_an_include_loop_is_one_line_naming_both_files(
             said = [line for line in err.splitlines() if "Include loop" in line]
             assert len(said) == 1 and loop in said[0], (args, err)  # one line, whole
 
+
+def test_import_ssh_refuses_an_oversize_config_in_one_line(
+    tmp_path: Path,
+    cli_env: dict[str, str],  # noqa: F811
+) -> None:
+    env = _home(tmp_path, cli_env, "")
+    config = Path(env["HOME"]) / ".ssh" / "config"
+    with config.open("wb") as handle:  # 64 MiB, sparse: the old import read it all
+        handle.truncate(64 << 20)
+    _, _, err, code = _run_quick(env, "profiles", "import-ssh", "--dir", str(tmp_path / "i"))
+    assert code != 0 and "Traceback" not in err
+    assert err.strip().splitlines() == [
+        f"servedeck: error: {config}: over the 1 MiB servedeck reads from an ssh config "
+        "with its Includes (real ones are a few KiB); not read"
+    ]
+    assert not (tmp_path / "i").exists()
+
+    config.write_text("".join(f"Host h{index}\n  HostName 10.0.0.1\n" for index in range(300)))
+    _, _, err, code = _run_quick(env, "profiles", "import-ssh", "--dir", str(tmp_path / "i"))
+    assert code != 0 and "300 Host entries match '*', over the 200" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "i").exists()
+
