@@ -156,3 +156,32 @@ def test_import_ssh_refuses_an_oversize_config_in_one_line(
     assert code != 0 and "300 Host entries match '*', over the 200" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "i").exists()
 
+
+def test_the_unknown_key_hint_is_a_command_that_works_for_an_alias(
+    tmp_path: Path,
+    cli_env: dict[str, str],  # noqa: F811
+    sshd: SshdPair,  # noqa: F811
+) -> None:
+    """`fleet --ssh ALIAS` with an unknown key names `hosts trust --ssh ALIAS`; it works."""
+    config = (
+        f"Host {ALIAS}-raw\n"
+        "  HostName 127.0.0.1\n"
+        f"  Port {sshd.first.port}\n"
+        f"  User {sshd.user}\n"
+        f"  IdentityFile {sshd.client_key}\n"
+    )
+    env = _home(tmp_path, cli_env, config)
+    alias = f"{ALIAS}-raw"  # no profile of that name: only `--ssh` names it
+    result = run(env, "fleet", "--ssh", alias, "--json", "--timeout", "30")
+    row = json.loads(result.stdout)[0]
+    assert row["reachable"] is False and "unknown host key" in row["error"], row
+    hint = row["error"].split("accept it with: ", 1)[1]
+    assert hint == f"servedeck hosts trust --ssh {alias}"
+    trusted = run(env, *hint.split()[1:], "--yes")
+    assert trusted.returncode == 0, trusted.stderr
+    assert sshd.first.fingerprint in trusted.stdout
+    again = run(env, "fleet", "--ssh", alias, "--json", "--timeout", "30")
+    assert json.loads(again.stdout)[0]["reachable"] is True, again.stdout
+
+    both = run(env, "hosts", "trust", "--ssh", alias, "-p", ALIAS, "--yes")
+    assert both.returncode != 0 and "not both" in both.stderr and "Traceback" not in both.stderr
