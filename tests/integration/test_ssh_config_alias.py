@@ -78,7 +78,7 @@ def alias_profile(folder: Path, name: str, alias: str, extra: str = "") -> Path:
 
 async def _uname(path: Path) -> str:
     profile = load_profile_file(path)
-    host = SSHHost(profile.host, profile_ref=str(path))
+    host = SSHHost(profile.host, trust_args=f"--profile {path}")
     try:
         result = await host.run(["/bin/sh", "-c", "echo reached"], timeout_s=30)
         return result.stdout.strip()

@@ -54,6 +54,9 @@ def _list(args: argparse.Namespace) -> int:
         except ServedeckError as error:  # a broken profile is listed, not fatal
             print(hanging(head, f"INVALID: {error}"))
             continue
+        if profile.host.alias_error:  # the profile is valid; the ssh config it names is not
+            print(hanging(head, profile.host.alias_error))
+            continue
         route = profile.host.route
         line = f"{head}{route:<24} {target}"
         if len(line) <= WIDTH:
@@ -78,9 +81,13 @@ def _check(args: argparse.Namespace) -> int:
         if problems:
             failed += 1
             continue
+        host = load_profile(target).host
+        if host.alias_error:  # valid, but the ssh config it names cannot be followed
+            print(f"{target}: {host.alias_error}", file=sys.stderr)
+            failed += 1
+            continue
         print(f"{target}: ok")
         # Valid, but this machine cannot connect with it: say which key file is missing.
-        host = load_profile(target).host
         for name in missing_identity_files(host):
             print(f"{target}: warning: {missing_identity_message(name)}", file=sys.stderr)
     return 2 if failed else 0

@@ -17,7 +17,7 @@ from tui.core import paths
 from tui.core.config import load_profile_file
 from tui.core.errors import ServedeckError, UsageError
 from tui.core.profile_store import search_dirs
-from tui.fleet.groups import GROUPS_FOLDER
+from tui.fleet.groups import GROUPS_FOLDER, MAX_GROUP_HOSTS
 from tui.hosts.ssh_config import AliasError, host_aliases, user_ssh_config
 
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -83,6 +83,11 @@ def import_ssh_hosts(
     if not aliases:
         raise UsageError(
             f"{config}: no Host entry matches {pattern!r} (wildcard entries are skipped)"
+        )
+    if len(aliases) > MAX_GROUP_HOSTS:  # each profile written re-reads the config to check it
+        raise UsageError(
+            f"{config}: {len(aliases)} Host entries match {pattern!r}, over the "
+            f"{MAX_GROUP_HOSTS} a group holds; nothing written (name fewer with PATTERN)"
         )
     target = folder or paths.user_profiles_dir()
     target.mkdir(parents=True, exist_ok=True)

@@ -131,14 +131,14 @@ class SSHHost:
 
     is_local = False
 
-    def __init__(self, config: HostConfig, profile_ref: str = "PROFILE") -> None:
-        """`profile_ref` names the profile in messages (`hosts trust --profile ...`)."""
+    def __init__(self, config: HostConfig, trust_args: str = "--profile PROFILE") -> None:
+        """`trust_args` name the host to `servedeck hosts trust` in messages (factory.trust_args)."""
         self.config = config
         # The route, jump chain included: a box behind a jump host is named unambiguously
         # in listings, kill reports and the audit log (the same text as Deck.host_label).
         self.label = config.route
         self._route = config.route
-        self._profile_ref = profile_ref
+        self._trust_args = trust_args
         self._chain: list[Connection] = []
         self._connect_lock = asyncio.Lock()
         self._sessions = asyncio.Semaphore(config.max_sessions)
@@ -181,7 +181,7 @@ class SSHHost:
                     f"not connected ({self._last_failure}); next attempt in {wait_s:.1f} s",
                 )
             try:
-                self._chain = await connect_chain(self.config, self._profile_ref)
+                self._chain = await connect_chain(self.config, self._trust_args)
             except HostError as error:
                 self._last_failure = str(error).removeprefix(f"{self._route}: ")
                 self._failures += 1

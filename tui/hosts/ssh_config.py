@@ -5,6 +5,8 @@ so servedeck reads what `ssh ALIAS` would: HostName, User, Port, IdentityFile,
 ProxyJump (a comma list; each hop is itself looked up, so a hop's own ProxyJump chains
 further), UserKnownHostsFile and ConnectTimeout. Keys the profile gives itself win.
 StrictHostKeyChecking is never read: host keys are always checked (tui.hosts.ssh_connect).
+Nothing in the file is ever run: `ssh_config_parser` skips a `Match exec` block (doctor
+names it) and refuses Include loops and oversize files.
 
 A config that cannot be read does not fail the profile: the host carries the reason
 (`alias_error`) and every connect attempt reports it as one line, so one bad alias never
@@ -22,6 +24,7 @@ from pathlib import Path
 from tui.core.config import HostConfig, JumpHost
 
 MAX_JUMP_DEPTH = 8
+MAX_CONFIG_BYTES = 1 << 20  # what servedeck reads from an ssh config, Includes counted
 _JUMP_SPEC = re.compile(
     r"^(?:ssh://)?(?:(?P<user>[^@]+)@)?(?P<host>\[[^\]]+\]|[^:]+)(?::(?P<port>\d+))?$"
 )
@@ -45,21 +48,29 @@ class AliasEntry:
     proxy_command: str | None
     known_hosts: tuple[str, ...]
     connect_timeout_s: float | None
+    ignored_exec: tuple[str, ...] = ()  # "FILE line N": a `Match exec` block, not run
 
 
 class AliasError(ValueError):
     """The ssh config cannot be read or says something servedeck cannot follow."""
 
 
+def oversize_message(path: Path, top: Path) -> str:
+    """Why path was not read: too big, alone or with the rest of top's Includes."""
+    whole = "" if path == top else f" (Included from {top})"
+    return (
+        f"{path}{whole}: over the {MAX_CONFIG_BYTES >> 20} MiB servedeck reads from an ssh "
+        "config with its Includes (real ones are a few KiB); not read"
+    )
+
+
 def lookup(alias: str, config_paths: Sequence[Path]) -> AliasEntry:
     """The options `ssh alias` would use, read by asyncssh's own config parser."""
-    from asyncssh.config import SSHClientConfig
+    from tui.hosts.ssh_config_parser import load_client_config
 
     existing = [path for path in config_paths if path.is_file()]
     try:
-        config = SSHClientConfig.load(
-            None, existing, False, False, False, getpass.getuser(), (), alias, ()
-        )
+        config, ignored_exec = load_client_config(existing, getpass.getuser(), alias)
     except (OSError, ValueError, UnicodeDecodeError) as error:
         raise AliasError(str(error).strip() or type(error).__name__) from None
 
@@ -83,6 +94,7 @@ def lookup(alias: str, config_paths: Sequence[Path]) -> AliasEntry:
         proxy_command=None if not command or str(command).lower() == "none" else str(command),
         known_hosts=strings("UserKnownHostsFile"),
         connect_timeout_s=float(timeout) if isinstance(timeout, int) and timeout > 0 else None,
+        ignored_exec=ignored_exec,
     )
 
 
@@ -95,7 +107,7 @@ def _identity(entry: AliasEntry) -> str | None:
 
 
 def _jump_hops(
-    spec: str, config_paths: Sequence[Path], depth: int, known: list[str]
+    spec: str, config_paths: Sequence[Path], depth: int, known: list[str], ignored: list[str]
 ) -> list[JumpHost]:
     """ProxyJump `[user@]host[:port],...` as hops, each looked up in the config like ssh does."""
     if depth > MAX_JUMP_DEPTH:
@@ -110,8 +122,9 @@ def _jump_hops(
         if entry.proxy_command:
             raise AliasError(f"jump host {name}: ProxyCommand is not supported (use ProxyJump)")
         known.extend(entry.known_hosts)
+        ignored.extend(entry.ignored_exec)
         if entry.proxy_jump:
-            hops.extend(_jump_hops(entry.proxy_jump, config_paths, depth + 1, known))
+            hops.extend(_jump_hops(entry.proxy_jump, config_paths, depth + 1, known, ignored))
         hops.append(
             JumpHost(
                 hostname=entry.hostname or name,
@@ -136,8 +149,9 @@ def resolve_alias(config: HostConfig, config_paths: Sequence[Path] | None = None
         if entry.proxy_command and "jump" not in explicit:
             raise AliasError("ProxyCommand is not supported (use ProxyJump)")
         known: list[str] = list(entry.known_hosts)
+        ignored: list[str] = list(entry.ignored_exec)
         jumps = (
-            tuple(_jump_hops(entry.proxy_jump, paths, 1, known))
+            tuple(_jump_hops(entry.proxy_jump, paths, 1, known, ignored))
             if entry.proxy_jump and "jump" not in explicit
             else config.jump
         )
@@ -169,6 +183,14 @@ def resolve_alias(config: HostConfig, config_paths: Sequence[Path] | None = None
         origins.append(("jump", f"ssh config (ProxyJump {entry.proxy_jump})"))
     if known:
         origins.append(("known_hosts", "ssh config (UserKnownHostsFile), then the usual files"))
+    if ignored:
+        origins.append(
+            (
+                "Match exec",
+                f"{', '.join(dict.fromkeys(ignored))}: ignored, not run (servedeck never "
+                "runs a command from an ssh config), so that block does not apply",
+            )
+        )
     return replace(
         config,
         kind="ssh",
@@ -200,15 +222,27 @@ def host_aliases(config_path: Path, pattern: str = "*") -> list[str]:
 
     found: list[str] = []
     seen: set[Path] = set()
+    chain: list[Path] = []  # the files being read, outermost first
+    total_bytes = 0
 
     def scan(path: Path) -> None:
-        if path in seen or not path.is_file():
+        nonlocal total_bytes
+        here = path.resolve()
+        if here in chain:
+            loop = [*chain[chain.index(here) :], here]
+            raise AliasError("Include loop: " + " -> ".join(str(p) for p in loop))
+        if here in seen or not path.is_file():
             return
-        seen.add(path)
+        seen.add(here)
         try:
+            size_bytes = path.stat().st_size
+            total_bytes += size_bytes
+            if size_bytes > MAX_CONFIG_BYTES or total_bytes > MAX_CONFIG_BYTES:
+                raise AliasError(oversize_message(path, chain[0] if chain else path))
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as error:
             raise AliasError(f"{path}: {error.strerror or error}") from None
+        chain.append(here)
         for line in text.splitlines():
             words = line.strip().replace("=", " ", 1).split()
             if len(words) < 2 or words[0].startswith("#"):
@@ -226,6 +260,7 @@ def host_aliases(config_path: Path, pattern: str = "*") -> list[str]:
                     concrete = not any(c in name for c in "*?!")
                     if concrete and fnmatchcase(name, pattern) and name not in found:
                         found.append(name)
+        chain.pop()
 
     scan(config_path)
     return found

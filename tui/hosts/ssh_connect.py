@@ -158,7 +158,7 @@ async def diagnose_host_key(
     hop: JumpHost,
     tunnel: Connection | None,
     known: asyncssh.SSHKnownHosts,
-    profile_ref: str,
+    trust_args: str,
 ) -> HostKeyError:
     """Why hop's key was refused: unknown (with the way to accept it) or changed."""
     trusted = trusted_keys(known, hop)
@@ -170,7 +170,7 @@ async def diagnose_host_key(
         config.route,
         f"{_hop_prefix(config, hop)}unknown host key "
         f"{key.get_algorithm()} {key.get_fingerprint('sha256')}; refused. If that fingerprint "
-        f"is right, accept it with: servedeck hosts trust --profile {profile_ref}",
+        f"is right, accept it with: servedeck hosts trust {trust_args}",
     )
 
 
@@ -193,7 +193,7 @@ async def connect_hop(
     hop: JumpHost,
     tunnel: Connection | None,
     known: asyncssh.SSHKnownHosts,
-    profile_ref: str,
+    trust_args: str,
 ) -> Connection:
     """One authenticated connection, host key checked, errors as one line."""
     if hop.identity_file and not Path(hop.identity_file).expanduser().is_file():
@@ -208,7 +208,7 @@ async def connect_hop(
             **_connect_options(config, hop),
         )
     except asyncssh.HostKeyNotVerifiable:
-        raise await diagnose_host_key(config, hop, tunnel, known, profile_ref) from None
+        raise await diagnose_host_key(config, hop, tunnel, known, trust_args) from None
     except (OSError, asyncssh.Error, ValueError) as error:
         message = describe_error(error, config.connect_timeout_s)
         if config.ssh_alias == hop.hostname and message.startswith("cannot resolve"):
@@ -238,7 +238,7 @@ async def close_all(connections: Sequence[Connection]) -> None:
             pass
 
 
-async def connect_chain(config: HostConfig, profile_ref: str) -> list[Connection]:
+async def connect_chain(config: HostConfig, trust_args: str) -> list[Connection]:
     """Connect every hop through the previous one; the last connection is the target."""
     check_ssh_target(config)
     known = await asyncio.to_thread(load_known_hosts, config)
@@ -246,7 +246,7 @@ async def connect_chain(config: HostConfig, profile_ref: str) -> list[Connection
     try:
         for hop in route_hops(config):
             tunnel = connections[-1] if connections else None
-            connections.append(await connect_hop(config, hop, tunnel, known, profile_ref))
+            connections.append(await connect_hop(config, hop, tunnel, known, trust_args))
     except BaseException:
         await close_all(connections)
         raise
@@ -256,7 +256,7 @@ async def connect_chain(config: HostConfig, profile_ref: str) -> list[Connection
 Confirm = Callable[[JumpHost, asyncssh.SSHKey], Awaitable[bool]]
 
 
-async def trust_route(config: HostConfig, confirm: Confirm, profile_ref: str) -> list[str]:
+async def trust_route(config: HostConfig, confirm: Confirm, trust_args: str) -> list[str]:
     """Accept each hop's unknown key in order (after `confirm`), into servedeck's known_hosts.
 
     A changed key is refused, never replaced. Returns one report line per hop.
@@ -287,7 +287,7 @@ async def trust_route(config: HostConfig, confirm: Confirm, profile_ref: str) ->
                 report.append(f"{hop.label}: trusted {fingerprint} (written to {store})")
             if index < len(hops) - 1:
                 known = load_known_hosts(config)
-                connections.append(await connect_hop(config, hop, tunnel, known, profile_ref))
+                connections.append(await connect_hop(config, hop, tunnel, known, trust_args))
     finally:
         await close_all(connections)
     return report
