@@ -304,7 +304,7 @@ class LoadTracker:
         self._last_t: float | None = None
         self._fact_words = _FACT_WORDS  # those a batch holds, while feed_many reads it
         self._memory: deque[tuple[float, int]] = deque(maxlen=600)
-        self._epoch = 0
+        self._epoch = -1  # 0 after the reset: a probe sent with no progress speaks of epoch 0
         self._reset(None)
         self.phase = Phase.STOPPED  # nothing seen yet
         self._spans: list[tuple[Phase, float]] = []
