@@ -108,9 +108,16 @@ class AlertMonitor:
     def observe_unit(self, state: UnitState, now_s: float | None = None) -> list[AlertChange]:
         self._unit = state
         changes = self._observe(unit_signals(state, self._leftovers), now_s)
-        if not state.is_active:  # a stopped service is not "lost readiness"
-            changes += self._observe(readiness_signals(False, False), now_s)
+        if not state.is_active:
+            changes += self.observe_stopped(now_s)
         return changes
+
+    def observe_stopped(self, now_s: float | None = None) -> list[AlertChange]:
+        """The server stopped (its unit, or its log): a stopped service is not "lost
+        readiness", and its readiness is forgotten, so the next start's first not-ready
+        answer is a load under way, not a loss."""
+        self._ready_ever = False
+        return self._observe(readiness_signals(False, False), now_s)
 
     def observe_leftovers(self, count: int, now_s: float | None = None) -> list[AlertChange]:
         self._leftovers = count

@@ -59,7 +59,7 @@ from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
 from tui.serving.load_eta import ready_clock_for
-from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker
+from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker, Phase
 from tui.serving.metrics import MetricsPoller, ServerMetrics
 from tui.serving.readiness import ReadinessProbe
 from tui.serving.service import UnitState, audit_refusal
@@ -142,6 +142,7 @@ class ServedeckApp(
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
         self.ready = False
+        self.explained_load_s: float | None = None  # the start of the load last explained
         self.unit_state: UnitState | None = None
         self.listing: ProcListing | None = None
         self.last_gpu: GpuBoxSnapshot | None = None
@@ -486,10 +487,18 @@ class ServedeckApp(
         if not console_closing(self):
             self._update_load()
 
+    def _unit_active(self) -> bool | None:
+        return self.unit_state.is_active if self.unit_state is not None else None
+
     def _update_load(self) -> None:
         self.progress = self.tracker.snapshot()
         self._record_progress(self.progress)
-        waiting_for_http = not self.ready and ReadinessProbe.should_poll(self.progress)
+        if self.ready and self.progress.phase in (Phase.STOPPED, Phase.FAILED):
+            self.ready = False  # the log says it stopped: readiness ends now, not at a poll
+            self.metrics = None
+            self._render_service_line()
+        unit_active = self._unit_active()
+        waiting_for_http = not self.ready and ReadinessProbe.should_poll(self.progress, unit_active)
         loading = self.progress.phase in LOADING_PHASES
         if (loading or waiting_for_http) and not self._clock_scheduled:
             self._clock_scheduled = True
@@ -514,7 +523,7 @@ class ServedeckApp(
         now_s = time.monotonic()
         if (
             not self.ready
-            and ReadinessProbe.should_poll(self.progress)
+            and ReadinessProbe.should_poll(self.progress, unit_active)
             and now_s - self._last_probe_s >= READINESS_POLL_S
         ):
             self._last_probe_s = now_s
@@ -530,6 +539,8 @@ class ServedeckApp(
     @while_open
     def on_servedeck_app_readiness_update(self, message: messages.ReadinessUpdate) -> None:
         self.source_ok("readiness")
+        if message.readiness.epoch != self.tracker.epoch or self._unit_active() is False:
+            return  # asked before a stop (or a new start): it speaks of a server now gone
         self._record_readiness(message.readiness)
         if message.readiness.ready and not self.ready:
             self.ready = True
@@ -565,6 +576,8 @@ class ServedeckApp(
 
     @while_open
     def on_servedeck_app_metrics_update(self, message: messages.MetricsUpdate) -> None:
+        if not self.ready:
+            return  # asked while ready, answered after a stop: the server it read is gone
         self._record_metrics(message.metrics)
         if message.metrics is not None:
             self.metrics = message.metrics

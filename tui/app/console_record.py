@@ -16,7 +16,7 @@ from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
 from tui.core.errors import ServedeckError
 from tui.logs.line import LineBatch, warning_indices, warnings_or_worse
-from tui.serving.loadwatch import vllm_line_times_s
+from tui.serving.loadwatch import Phase, vllm_line_times_s
 
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
     from tui.alerts.engine import AlertChange
@@ -146,6 +146,9 @@ class RecordMixin(ConsoleParts):
 
     def _record_progress(self, progress: LoadProgress) -> None:
         if self.recording is not None:
+            stopped = progress.phase in (Phase.STOPPED, Phase.FAILED)
+            if stopped and self.recording.feed.phase_seen not in (None, progress.phase):
+                self.recording.monitor.observe_stopped(progress.at_s)
             self.recording.feed.observe_progress(progress)
 
     def _record_readiness(self, readiness: Readiness) -> None:

@@ -13,6 +13,7 @@ from tui.app.messages import LoadLiveUpdate
 from tui.core.errors import ServedeckError
 from tui.core.formatting import prediction_error
 from tui.serving.load_live import final_load
+from tui.serving.loadwatch import Phase
 
 if TYPE_CHECKING:
     from tui.app import ServedeckApp
@@ -23,10 +24,15 @@ async def explain_after_ready(app: ServedeckApp) -> None:
     from tui.serving.load_explain_status import collect_explain
 
     progress = app.tracker.snapshot()
-    if not progress.timeline:
+    # A load is a start-to-ready span seen in the log, explained (and kept) once.
+    if progress.phase != Phase.SERVING or not progress.timeline:
         return
+    started_s = progress.timeline[0].started_at_s
+    if app.explained_load_s == started_s:
+        return
+    app.explained_load_s = started_s
     main_pid = app.unit_state.main_pid if app.unit_state is not None else None
-    started_s = app.unit_state.started_at_s if app.unit_state is not None else None
+    process_s = app.unit_state.started_at_s if app.unit_state is not None else None
     try:
         watcher = app.load_live_watcher
         seen = watcher.explainer if watcher is not None and watcher.pid == main_pid else None
@@ -36,7 +42,7 @@ async def explain_after_ready(app: ServedeckApp) -> None:
             main_pid,
             first_answer_at_s=time.time(),
             explainer=seen,
-            process_started_at_s=started_s,
+            process_started_at_s=process_s,
         )
     except ServedeckError as error:
         app.notify(f"load explainer: {error}", severity="warning")

@@ -169,6 +169,8 @@ class RecordFeed:
         if key != self._unit_key:
             self._unit_key = key
             self.event(Event(now_s, "service", "unit", _unit_text(state), data=asdict(state)))
+        if not state.is_active:
+            self._end_ready(now_s, f"{state.unit} {state.active_state}")
 
     def observe_progress(self, progress: LoadProgress) -> None:
         now = progress.at_s
@@ -186,6 +188,9 @@ class RecordFeed:
             if progress.facts.model and progress.phase in ("starting", "weights"):
                 text += f" ({progress.facts.model})"
             self.event(Event(now, "engine", "load", text, data=data))
+            if progress.phase in ("stopped", "failed"):
+                span = progress.timeline[-1] if progress.timeline else None
+                self._end_ready(span.started_at_s if span else now, f"load {progress.phase}")
         if progress.failure_line and progress.failure_line != self._failure:
             self._failure = progress.failure_line
             line = self._redact(progress.failure_line)
@@ -222,6 +227,15 @@ class RecordFeed:
         prefix = "load diagnosis" if live.final else "load explainer"
         text = f"{prefix}: {self._redact(live.text)}"
         self.event(Event(live.at_s, "engine", "load", text, data=data))
+
+    def _end_ready(self, at_s: float, why: str) -> None:
+        """A stop ends readiness when it happens, not at the next start's first probe: a
+        server that was ready is stamped not ready here, and the next start's first
+        not-ready answer is a load under way, not "readiness lost"."""
+        if self._ready:
+            data = {"ready": False, "models": [], "why": why}
+            self.event(Event(at_s, "engine", "readiness", f"not ready: {why}", data=data))
+        self._ready = None
 
     def observe_readiness(self, readiness: Readiness) -> None:
         if not readiness.checked:
@@ -307,6 +321,11 @@ class RecordFeed:
                 key = f"leftover-:{_digest(*identity)}"
                 self.event(Event(now, "gpu", "procs", f"leftover gone: {text}", None, key))
         self._leftovers = current
+
+    @property
+    def phase_seen(self) -> str | None:
+        """The load phase last recorded (None before the first)."""
+        return self._phase
 
     @property
     def ready_seen(self) -> bool | None:

@@ -188,6 +188,9 @@ class LoadProgress:
     mem_used_bytes: int | None
     mem_fill_bytes_per_s: float | None
     at_s: float
+    # Moves at every load start, stop and failure: a readiness answer to a request sent
+    # in an earlier epoch speaks of a server that is gone, and is dropped.
+    epoch: int = 0
 
     @property
     def is_loading(self) -> bool:
@@ -301,11 +304,13 @@ class LoadTracker:
         self._last_t: float | None = None
         self._fact_words = _FACT_WORDS  # those a batch holds, while feed_many reads it
         self._memory: deque[tuple[float, int]] = deque(maxlen=600)
+        self._epoch = -1  # 0 after the reset: a probe sent with no progress speaks of epoch 0
         self._reset(None)
         self.phase = Phase.STOPPED  # nothing seen yet
         self._spans: list[tuple[Phase, float]] = []
 
     def _reset(self, t: float | None) -> None:
+        self._epoch += 1  # a new load: no answer from before it says it is ready
         self.phase = Phase.STARTING
         self._phase_started = t
         self._load_started = t
@@ -325,6 +330,11 @@ class LoadTracker:
         self._ready = False
         self._stats: EngineStats | None = None
         self._weights_done = False
+
+    @property
+    def epoch(self) -> int:
+        """LoadProgress.epoch now: it moves at every load start, stop and failure."""
+        return self._epoch
 
     # ---- feeding -------------------------------------------------------
     def _time(self, line: LogLine, at_s: float | None) -> float:
@@ -689,6 +699,10 @@ class LoadTracker:
             self._set(graph_capture_s=p.number(secs), graph_capture_gib=p.number(gib))
         elif p.GRAPHS_START.search(message):
             self._enter(Phase.CUDA_GRAPHS, t)
+        elif self.phase == Phase.STOPPED and (
+            p.SERVER_STARTING.search(message) or p.SERVER_READY.search(message)
+        ):
+            return  # a stopped server's late line: only a new load's start serves again
         elif match := p.SERVER_STARTING.search(message):
             self._http_starting = True
             self._set(server_url=match.group(1) or match.group(2))
@@ -698,8 +712,7 @@ class LoadTracker:
             self._ready = True
             self._enter(Phase.SERVING, t)
         elif p.SHUTDOWN.search(message) and self.phase == Phase.SERVING:
-            self._enter(Phase.STOPPED, t)
-            self._ready = False
+            self._stop(t)
 
     def _bar_clock(self, done: int, elapsed_s: float | None, t: float) -> None:
         """Time the shard events by tqdm's own elapsed clock, anchored at the newest bar.
@@ -770,7 +783,19 @@ class LoadTracker:
         self.phase = Phase.FAILED
         self._phase_started = t
         self._spans.append((Phase.FAILED, t))
+        self._end_readiness()
+
+    def _stop(self, t: float) -> None:
+        """The one way a serving server stops (its log's shutdown, its process's exit)."""
+        self._enter(Phase.STOPPED, t)
+        self._end_readiness()
+
+    def _end_readiness(self) -> None:
+        """A stop or a failure ends readiness at once: nothing to poll until the next load
+        says it starts its server, and an answer already on its way is of an older epoch."""
         self._ready = False
+        self._http_starting = False
+        self._epoch += 1
 
     def _stats_line(self, message: str, t: float) -> None:
         stats = "Avg prompt throughput: " in message  # in every match of both patterns
@@ -810,8 +835,7 @@ class LoadTracker:
             if self._failure_line is None:
                 self._failure_line = f"process exited with status {exit_status}"
         elif self.phase == Phase.SERVING:
-            self._enter(Phase.STOPPED, t)
-            self._ready = False
+            self._stop(t)
 
     # ---- reading ---------------------------------------------------------
     def _eta(self, now: float) -> tuple[float | None, str | None]:
@@ -870,4 +894,5 @@ class LoadTracker:
             mem_used_bytes=self._memory[-1][1] if self._memory else None,
             mem_fill_bytes_per_s=self._fill_rate(),
             at_s=now,
+            epoch=self._epoch,
         )

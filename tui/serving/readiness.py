@@ -24,6 +24,7 @@ class Readiness:
     latency_s: float | None
     error: str | None
     at_s: float
+    epoch: int = 0  # the LoadProgress.epoch the request was sent in
 
     @property
     def ready(self) -> bool:
@@ -43,10 +44,16 @@ class ReadinessProbe:
         self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 1.0))
 
     @staticmethod
-    def should_poll(progress: LoadProgress | None) -> bool:
-        """Poll when no log is available, or once the server start is in the log."""
+    def should_poll(progress: LoadProgress | None, unit_active: bool | None = None) -> bool:
+        """Poll when no log is available, or once the server start is in the log; never
+        once the log says the server stopped or failed, nor while its unit is inactive
+        (a server answering /health on its way down is not a load that finished)."""
+        if unit_active is False:
+            return False
         if progress is None:
             return True
+        if progress.phase in (Phase.STOPPED, Phase.FAILED):
+            return False
         return progress.http_starting or progress.phase == Phase.SERVING
 
     async def check(
@@ -56,8 +63,9 @@ class ReadinessProbe:
         import httpx
 
         now = time.time()
+        epoch = progress.epoch if progress is not None else 0
         if not self.should_poll(progress):
-            return Readiness(False, False, (), None, None, now)
+            return Readiness(False, False, (), None, None, now, epoch)
         started = time.monotonic()
         own_client = client is None
         http = client or httpx.AsyncClient(timeout=self._timeout)
@@ -75,8 +83,8 @@ class ReadinessProbe:
                     data = listing.json().get("data", [])
                     models = tuple(str(m.get("id", "?")) for m in data if isinstance(m, dict))
         except (httpx.HTTPError, ValueError) as error:
-            return Readiness(True, False, (), None, f"{type(error).__name__}: {error}", now)
+            return Readiness(True, False, (), None, f"{type(error).__name__}: {error}", now, epoch)
         finally:
             if own_client:
                 await http.aclose()
-        return Readiness(True, health.status_code == 200, models, latency, None, now)
+        return Readiness(True, health.status_code == 200, models, latency, None, now, epoch)
