@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.snapshot_apps.timeline_app import TimelineApp
-from tui.record.model import Event
+from tui.record.model import Event, MetricsRow
 from tui.record.query import RecordingReader
 from tui.record.schema import RecordingError
 from tui.record.writer import Recorder
@@ -268,3 +268,32 @@ def test_recording_files_are_private(tmp_path: Path) -> None:
         assert modes == dict.fromkeys(modes, 0o600), modes
     finally:
         os.umask(old)
+
+
+def test_console_recording_says_a_write_failure_once(tmp_path: Path) -> None:
+    """The console's recording notices rows lost (here: the events table dropped under it)
+    and says it once per reason; its health line keeps the count after a good commit.
+    Failed before: the next (empty) commit cleared the error and nothing was said."""
+    from tui.core.config import demo_profile
+    from tui.record.session import ConsoleRecording
+
+    db = _recording(tmp_path / "night.sqlite")
+    recording = ConsoleRecording(demo_profile(), "simulator", db_path=db)
+    try:
+        assert recording.recording and recording.new_failure() is None
+        _damage(db, "DROP TABLE events")
+        recording.feed.event(Event(time.time(), "service", "unit", "lost"))
+        deadline = time.monotonic() + 15
+        while (failure := recording.new_failure()) is None:
+            assert time.monotonic() < deadline, recording.health()
+            time.sleep(0.05)
+        assert failure == f"recording failing: {db}: no such table: events"
+        assert recording.new_failure() is None  # said once
+        recording.recorder.add_metrics(MetricsRow(time.time()))  # type: ignore[union-attr]
+        deadline = time.monotonic() + 15
+        while recording.recorder.stats().last_error is not None:  # type: ignore[union-attr]
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert "1 row(s) not written" in recording.health()
+    finally:
+        recording.close()
