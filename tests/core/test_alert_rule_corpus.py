@@ -30,6 +30,7 @@ REFUSED: tuple[tuple[dict[str, Any], str, str], ...] = (
     ({"name": "a\nb"}, "alerts[0].name", "expected a name"),
     ({"name": "x" * 100_000}, "alerts[0].name", "at most 64"),
     ({"name": "kv:gpu1"}, "alerts[0].name", "expected a name"),
+    ({"name": " padded"}, "alerts[0].name", "expected a name"),
     ({"name": "\x1b[31mred"}, "alerts[0].name", "expected a name"),
     ({"message": "line\nbreak"}, "alerts[0].message", "one line"),
     ({"message": "m" * 100_000}, "alerts[0].message", "at most 200"),
@@ -66,7 +67,14 @@ def test_webhook_timeout_is_bounded(timeout_s: float) -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [{}, {"condition": "< -40.5"}, {"for_s": 604800}, {"name": "gpu-hot.2_b"}, {"message": "hot"}],
+    [
+        {},
+        {"condition": "< -40.5"},
+        {"for_s": 604800},
+        {"name": "gpu-hot.2_b"},
+        {"name": "kv full"},
+        {"message": "hot"},
+    ],
 )
 def test_sane_rules_still_parse(change: dict[str, Any]) -> None:
     profile, problems = profile_from_data({"alerts": [GOOD | change]}, "box", None)

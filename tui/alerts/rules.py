@@ -148,7 +148,7 @@ DEFAULT_RULES: tuple[AlertRule, ...] = (
 
 
 # A rule's name is an alert id (`name:gpu3`), a mute key and a line of the Timeline.
-RULE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+RULE_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_. -]{0,62}[A-Za-z0-9_.-])?")
 MAX_FOR_S = 7 * 86400.0  # a rule that must hold longer than a week never fires in practice
 MAX_MESSAGE_CHARS = 200
 WEBHOOK_TIMEOUT_S = (0.1, 60.0)  # one POST; the whole delivery has its own deadline

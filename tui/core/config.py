@@ -624,7 +624,7 @@ def _alert_rule(table: _Table, seen: dict[str, str]) -> AlertRule | None:
     name = table.string(
         "name",
         pattern=RULE_NAME,
-        expected="a name of letters, digits, '_', '.', '-' (at most 64)",
+        expected="a name of letters, digits, '_', '.', '-', inner spaces (at most 64)",
     )
     metric = table.string("metric", choices=tuple(SIGNALS))
     condition_text = table.string("condition", expected="an operator and a number, like '>= 95'")
