@@ -20,7 +20,7 @@ from tui.alerts.signals import (
     unit_signals,
     xid_signals,
 )
-from tui.alerts.webhook import WebhookSender
+from tui.alerts.webhook import Delivery, WebhookSender, url_for_display
 from tui.gpu.model import GpuBoxSnapshot
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
@@ -29,6 +29,8 @@ from tui.serving.service import UnitState
 
 if TYPE_CHECKING:
     from tui.health.xid import XidEvent
+
+DELIVERY_FAILED = "alert.delivery_failed"  # the data's `event` of a failed webhook POST
 
 
 class AlertMonitor:
@@ -56,11 +58,40 @@ class AlertMonitor:
     def close(self) -> None:
         if self.webhook is not None:
             self.webhook.close()
+            self.record_delivery_failures()
+
+    def record_delivery_failures(self) -> list[Delivery]:
+        """Each webhook POST that failed since the last call becomes a Timeline event
+        (`alert.delivery_failed`, the reason and the URL without its path); called on the
+        caller's thread at every observation, never from a delivery's thread."""
+        failures = self.webhook.take_failures() if self.webhook is not None else []
+        if self.feed is None or self.webhook is None:
+            return failures
+        url = url_for_display(self.webhook.config.url)
+        for failure in failures:
+            self.feed.event(
+                Event(
+                    time.time(),
+                    "alert",
+                    "webhook",
+                    f"alert delivery failed: {failure.alert_id} to {url}: {failure.detail}",
+                    data={
+                        "event": DELIVERY_FAILED,
+                        "alert": failure.alert_id,
+                        "reason": failure.detail,
+                        "attempts": failure.attempts,
+                        "url": url,
+                    },
+                )
+            )
+        return failures
 
     def _observe(self, signals: Signals, now_s: float | None = None) -> list[AlertChange]:
         changes = self.engine.observe(signals, now_s)
         for change in changes:
             self._deliver(change)
+        if self.webhook is not None:
+            self.record_delivery_failures()
         return changes
 
     def _deliver(self, change: AlertChange) -> None:

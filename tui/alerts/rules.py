@@ -7,7 +7,9 @@ threshold by `hysteresis`, so a value hovering at the threshold does not flap.
 
 from __future__ import annotations
 
+import math
 import operator
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -145,13 +147,22 @@ DEFAULT_RULES: tuple[AlertRule, ...] = (
 )
 
 
+# A rule's name is an alert id (`name:gpu3`), a mute key and a line of the Timeline.
+RULE_NAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_. -]{0,62}[A-Za-z0-9_.-])?")
+MAX_FOR_S = 7 * 86400.0  # a rule that must hold longer than a week never fires in practice
+MAX_MESSAGE_CHARS = 200
+WEBHOOK_TIMEOUT_S = (0.1, 60.0)  # one POST; the whole delivery has its own deadline
+
+
 def parse_condition(text: str) -> tuple[str, float] | None:
-    """`>= 95` -> ('>=', 95.0); None when it is not an operator and a number."""
+    """`>= 95` -> ('>=', 95.0); None when it is not an operator and a finite number
+    (`>= nan` never holds, `> inf` never fires, `1e400` is inf)."""
     text = text.strip()
     for op in sorted(OPERATORS, key=len, reverse=True):
         if text.startswith(op):
             try:
-                return op, float(text[len(op) :].strip())
+                threshold = float(text[len(op) :].strip())
             except ValueError:
                 return None
+            return (op, threshold) if math.isfinite(threshold) else None
     return None

@@ -172,9 +172,12 @@ class RecordMixin(ConsoleParts):
                 self.recording.feed.leftover_count(), listing.taken_at_s
             )
 
-    def _record_files(self) -> None:
+    def _record_files(self: Any) -> None:
         if self.recording is not None:
             self.recording.poll_files()
+            failure = self.recording.new_failure()
+            if failure is not None:  # disk full, table dropped: rows are being lost
+                self.notify(failure, title="Recorder", severity="error", timeout=30)
 
     @console_worker("record-procs", pane="record", what="list processes for the recorder")
     async def _record_procs(self: Any) -> None:

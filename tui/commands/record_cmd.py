@@ -108,21 +108,39 @@ async def record(args: argparse.Namespace, profile: Profile) -> int:
         feed = RecordFeed(recorder, deck.host_label)
         monitor = AlertMonitor(profile.alerting, deck.host_label, feed=feed, notify=_print_alert)
         restore_mutes(db, monitor.engine)
+        headless = HeadlessRecorder(deck, feed, monitor=monitor)
+        headless.on_tick.append(_FailureWatch(recorder))
         try:
-            await HeadlessRecorder(deck, feed, monitor=monitor).run(args.seconds, stop)
+            await headless.run(args.seconds, stop)
         finally:
             monitor.close()
     finally:
         await deck.close()
         recorder.close()
     stats = recorder.stats()
-    note = f"; last error: {stats.last_error}" if stats.last_error else ""
     cpu = f", {time.process_time():.1f} s CPU"  # this process only, not a simulator's servers
     print(
-        f"recorded {stats.rows_written} rows in {stats.commits} commits to {db}{cpu}{note}",
+        f"recorded {stats.rows_written} rows in {stats.commits} commits to {db}{cpu}",
         file=sys.stderr,
     )
-    return 0 if stats.last_error is None else 1
+    if stats.rows_failed:
+        print(f"servedeck: error: {stats.failure_line()}", file=sys.stderr)
+        return 1
+    return 0
+
+
+class _FailureWatch:
+    """Says on stderr, once per new reason, that rows are not being written (disk full)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.said: str | None = None
+
+    def __call__(self, _headless: HeadlessRecorder) -> None:
+        failure = self.recorder.stats().failure
+        if failure is not None and failure != self.said:
+            self.said = failure
+            print(f"servedeck: recording failing: {failure}", file=sys.stderr, flush=True)
 
 
 def run_record(args: argparse.Namespace) -> int:

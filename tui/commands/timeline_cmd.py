@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +45,7 @@ def run_timeline(args: argparse.Namespace) -> int:
     until = parse_instant(args.until, "--until") if args.until else None
     with RecordingReader(db_from_args(args)) as reader:
         events = reader.events(since, until, tuple(args.kind or ()), args.gpu, args.search)
+        skipped = reader.bad_rows_note
     for event in events:
         if args.json:
             print(json.dumps(event.as_json()))
@@ -51,4 +53,6 @@ def run_timeline(args: argparse.Namespace) -> int:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.ts_s))
             gpu = f" GPU{event.gpu}" if event.gpu is not None else ""
             print(f"{stamp}  {event.kind:<7} {event.source:<9}{gpu} {event.text}")
+    if skipped:  # on stderr: `--json` output stays one object per line
+        print(f"servedeck: warning: {skipped}", file=sys.stderr)
     return 0

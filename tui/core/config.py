@@ -20,8 +20,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tui.alerts.rules import (
+    MAX_FOR_S,
+    MAX_MESSAGE_CHARS,
+    RULE_NAME,
     SEVERITIES,
     SIGNALS,
+    WEBHOOK_TIMEOUT_S,
     AlertingConfig,
     AlertRule,
     RecordConfig,
@@ -239,6 +243,10 @@ class _Table:
 
     def _where(self, key: str) -> str:
         return f"{self._key_path}.{key}" if self._key_path else key
+
+    def where_of(self, key: str) -> str:
+        """This table's path (`alerts[0]`), or a key's in it."""
+        return self._where(key) if key else self._key_path
 
     def problem(self, key: str, message: str) -> None:
         self._problems.append(f"{self._where(key)}: {message}")
@@ -610,32 +618,55 @@ def _keys(table: _Table) -> dict[str, str]:
     return keymap
 
 
-def _alert_rule(table: _Table) -> AlertRule | None:
-    name = table.string("name")
+def _alert_rule(table: _Table, seen: dict[str, str]) -> AlertRule | None:
+    """One `[[alerts]]` table; a rule that could never fire, or would shadow another of
+    the same name, is refused with its key named rather than kept or dropped silently."""
+    name = table.string(
+        "name",
+        pattern=RULE_NAME,
+        expected="a name of letters, digits, '_', '.', '-', inner spaces (at most 64)",
+    )
     metric = table.string("metric", choices=tuple(SIGNALS))
     condition_text = table.string("condition", expected="an operator and a number, like '>= 95'")
     rule = None
-    if not name:
+    if name is None and table.raw("name") is None:
         table.problem("name", "missing (every alert needs a name)")
+    elif name is not None and name in seen:
+        table.problem("name", f"{name!r} is already the name of {seen[name]}")
+        name = None
+    elif name is not None:
+        seen[name] = table.where_of("")
     if not metric and table.string("metric") is None:
         table.problem("metric", f"missing; one of {', '.join(SIGNALS)}")
-    condition = parse_alert_condition(condition_text) if condition_text else None
-    if condition_text and condition is None:
+    condition = parse_alert_condition(condition_text) if condition_text is not None else None
+    if condition_text is None:
+        if table.raw("condition") is None:
+            table.problem("condition", "missing (like '>= 95')")
+    elif condition is None:
         table.problem(
-            "condition", f"expected an operator and a number, like '>= 95', got {condition_text!r}"
+            "condition",
+            "expected an operator and a finite number, like '>= 95', "
+            f"got {_describe(condition_text)}",
         )
-    elif condition_text is None:
-        table.problem("condition", "missing (like '>= 95')")
+    for_s = table.number("for_s", 0.0, minimum=0, maximum=MAX_FOR_S)
+    hysteresis = table.number("hysteresis", 0.0, minimum=0)
+    severity = table.string("severity", "warning", choices=SEVERITIES) or "warning"
+    message = table.string(
+        "message",
+        "",
+        pattern=re.compile(rf"[^\x00-\x1f\x7f]{{0,{MAX_MESSAGE_CHARS}}}"),
+        expected=f"one line of at most {MAX_MESSAGE_CHARS} characters",
+    )
     if name and metric and condition:
         rule = AlertRule(
             name=name,
             metric=metric,
             op=condition[0],
             threshold=condition[1],
-            for_s=table.number("for_s", 0.0, minimum=0),
-            severity=table.string("severity", "warning", choices=SEVERITIES) or "warning",
-            hysteresis=table.number("hysteresis", 0.0, minimum=0),
-            message=table.string("message", "") or "",
+            for_s=for_s,
+            severity=severity,
+            hysteresis=hysteresis,
+            message=message or "",
         )
     table.finish()
     return rule
@@ -658,10 +689,16 @@ def _alerting(table: _Table, rules: list[_Table]) -> AlertingConfig:
     if url:
         webhook = WebhookConfig(
             url=url,
-            timeout_s=table.number("webhook_timeout_s", 5.0, minimum=0.1),
+            timeout_s=table.number(
+                "webhook_timeout_s",
+                5.0,
+                minimum=WEBHOOK_TIMEOUT_S[0],
+                maximum=WEBHOOK_TIMEOUT_S[1],
+            ),
             retries=table.number("webhook_retries", 3, minimum=0, maximum=10, integer=True),
         )
-    parsed = tuple(rule for rule in (_alert_rule(item) for item in rules) if rule is not None)
+    seen: dict[str, str] = {}
+    parsed = tuple(rule for rule in (_alert_rule(item, seen) for item in rules) if rule is not None)
     config = AlertingConfig(
         rules=parsed,
         use_defaults=table.boolean("defaults", True),

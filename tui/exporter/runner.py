@@ -71,11 +71,13 @@ def default_host_label(deck: Deck) -> str:
 
 
 class _BenchCache:
-    """The last benchmark of one host, re-read only when the history file changed."""
+    """The last benchmark of one profile on its host, re-read only when the history file
+    changed (every local profile is host `local`: the host alone mixed two services')."""
 
-    def __init__(self, host: str, path: Path) -> None:
+    def __init__(self, host: str, path: Path, profile: str) -> None:
         self.host = host
         self.path = path
+        self.profile = profile
         self._stamp: tuple[int, int] | None = None
         self.figures: tuple[float | None, float | None, float | None] = (None, None, None)
 
@@ -87,7 +89,11 @@ class _BenchCache:
         stamp = (stat.st_mtime_ns, stat.st_size)
         if stamp != self._stamp:
             self._stamp = stamp
-            runs = runs_for_host(self.host, self.path, limit=1)
+            runs = [
+                run
+                for run in runs_for_host(self.host, self.path, limit=1_000_000)
+                if run.context.profile == self.profile
+            ][:1]
             if runs:
                 run = runs[0]
                 try:
@@ -117,7 +123,7 @@ class ExporterRunner:
         self.severity = {rule.name: rule.severity for rule in alerting.effective_rules()}
         self.recorder = HeadlessRecorder(deck, self.feed, cadence, self.monitor)
         self.recorder.on_tick.append(lambda _recorder: self.refresh())
-        self.bench = _BenchCache(deck.host_label, history_path())
+        self.bench = _BenchCache(deck.host_label, history_path(), profile.name)
         self._view = ExporterView(self.host, self.unit, self.model, __version__)
         self._lock = threading.Lock()
         self.port: int | None = None

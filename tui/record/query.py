@@ -7,6 +7,7 @@ Every lookup is a primary-key or index seek (ts_ms), so a seek in a week of
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from tui.gpu.model import GpuBoxSnapshot, GpuStatic
 from tui.record.model import KINDS, METRICS_COLUMNS, Event, MetricsRow, recorded_snapshot
 from tui.record.schema import RecordingError, connect
 
+# A seek looks this far past rows it must skip (bad ones) for the next good one.
+_SEEK_ROWS = 50
 # A GPU tick older than this before the asked instant is not "the state then".
 MAX_TICK_AGE_S = 30.0
 
@@ -40,9 +43,43 @@ def _ms(ts_s: float) -> int:
     return round(ts_s * 1000)
 
 
-def _event(row: tuple[Any, ...]) -> Event:
+# The instants a row may carry: the epoch to the end of year 9999 (what localtime can show).
+_MAX_TS_MS = 253_402_300_799_999
+
+
+def _event(row: tuple[Any, ...]) -> Event | None:
+    """The Event of a row, or None for a row no servedeck wrote (another tool or a damaged
+    file): every reader skips it and counts it rather than failing the whole read."""
     ts_ms, kind, source, text, gpu, key, data = row
-    return Event(ts_ms / 1000, kind, source, text, gpu, key, json.loads(data) if data else {})
+    if isinstance(ts_ms, bool) or not isinstance(ts_ms, int | float):
+        return None
+    if not 0 <= ts_ms <= _MAX_TS_MS:  # also NaN
+        return None
+    if not all(isinstance(value, str) for value in (kind, source, text)):
+        return None
+    if not (gpu is None or (isinstance(gpu, int) and 0 <= gpu < 1 << 16)):
+        return None
+    if not (key is None or isinstance(key, str)):
+        return None
+    if data is None or data == "":
+        loaded: Any = {}
+    elif not isinstance(data, str):
+        return None
+    else:
+        try:
+            loaded = json.loads(data)
+        except ValueError:  # also RecursionError's kin: a nesting too deep is ValueError here
+            return None
+        if not isinstance(loaded, dict):
+            return None
+    return Event(ts_ms / 1000, kind, source, text, gpu, key, loaded)
+
+
+def _number(value: object) -> float | int | None:
+    """A metrics value as stored by the writer; anything else (text, a blob) is unknown."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if math.isfinite(value) else None
 
 
 class RecordingReader:
@@ -52,6 +89,25 @@ class RecordingReader:
         self.path = path
         self._db = connect(path, writer=False)
         self._statics: tuple[GpuStatic, ...] | None = None
+        self.bad_rows = 0  # rows skipped because no servedeck wrote them so (see `_event`)
+
+    def _events(self, rows: list[tuple[Any, ...]]) -> list[Event]:
+        """The good events of `rows`; the others are counted in `bad_rows`."""
+        events = []
+        for row in rows:
+            event = _event(row)
+            if event is None:
+                self.bad_rows += 1
+            else:
+                events.append(event)
+        return events
+
+    @property
+    def bad_rows_note(self) -> str:
+        """`2 bad row(s) skipped in FILE`, or "" when every row read was good."""
+        if not self.bad_rows:
+            return ""
+        return f"{self.bad_rows} bad row(s) skipped in {self.path}"
 
     def close(self) -> None:
         self._db.close()
@@ -87,8 +143,9 @@ class RecordingReader:
         rows = self._query(
             "SELECT MIN(lo), MAX(hi) FROM ("
             " SELECT MIN(ts_ms) lo, MAX(ts_ms) hi FROM gpu_ticks UNION ALL"
-            " SELECT MIN(ts_ms), MAX(ts_ms) FROM events UNION ALL"
-            " SELECT MIN(ts_ms), MAX(ts_ms) FROM metrics)"
+            " SELECT MIN(ts_ms), MAX(ts_ms) FROM events"
+            f" WHERE typeof(ts_ms) IN ('integer', 'real') AND ts_ms BETWEEN 0 AND {_MAX_TS_MS}"
+            " UNION ALL SELECT MIN(ts_ms), MAX(ts_ms) FROM metrics)"
         )
         lo, hi = rows[0]
         return None if lo is None else (lo / 1000, hi / 1000)
@@ -131,7 +188,7 @@ class RecordingReader:
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [_event(row) for row in self._query(sql, params)]
+        return self._events(self._query(sql, params))
 
     def iter_events(self, **filters: Any) -> Iterator[Event]:
         yield from self.events(**filters)
@@ -141,10 +198,11 @@ class RecordingReader:
         op, order = (">", "ASC") if forward else ("<", "DESC")
         rows = self._query(
             "SELECT ts_ms, kind, source, text, gpu, key, data FROM events "
-            f"WHERE ts_ms {op} ? ORDER BY ts_ms {order}, id {order} LIMIT 1",
+            f"WHERE ts_ms {op} ? AND typeof(ts_ms) IN ('integer', 'real') "
+            f"ORDER BY ts_ms {order}, id {order} LIMIT {_SEEK_ROWS}",
             (_ms(at_s),),
         )
-        return _event(rows[0]) if rows else None
+        return next(iter(self._events(rows)), None)
 
     def statics(self) -> tuple[GpuStatic, ...]:
         if self._statics is None:
@@ -182,15 +240,21 @@ class RecordingReader:
         if not rows or at_s - rows[0][0] / 1000 > max_age_s:
             return None
         ts_ms, *values = rows[0]
-        return MetricsRow(ts_ms / 1000, *values)
+        good = [_number(value) for value in values]
+        if any(
+            value is not None and number is None for value, number in zip(values, good, strict=True)
+        ):
+            self.bad_rows += 1  # shown as unknown, never as a wrong number
+        return MetricsRow(ts_ms / 1000, *good)  # type: ignore[arg-type]
 
     def _last(self, source: str, at_s: float) -> Event | None:
         rows = self._query(
             "SELECT ts_ms, kind, source, text, gpu, key, data FROM events "
-            "WHERE source = ? AND ts_ms <= ? ORDER BY ts_ms DESC, id DESC LIMIT 1",
+            "WHERE source = ? AND ts_ms <= ? AND typeof(ts_ms) IN ('integer', 'real') "
+            f"ORDER BY ts_ms DESC, id DESC LIMIT {_SEEK_ROWS}",
             (source, _ms(at_s)),
         )
-        return _event(rows[0]) if rows else None
+        return next(iter(self._events(rows)), None)
 
     def state_at(self, at_s: float, recent: int = 20) -> RecordedState:
         unit = self._last("unit", at_s)
@@ -212,5 +276,5 @@ class RecordingReader:
             unit_text=unit.text if unit else None,
             phase=phase,
             ready=bool(ready.data.get("ready")) if ready else None,
-            recent=tuple(_event(row) for row in reversed(rows)),
+            recent=tuple(self._events(list(reversed(rows)))),
         )

@@ -6,6 +6,7 @@ servedeck is refused with a one-line error rather than guessed at.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -79,11 +80,55 @@ def migrate(connection: sqlite3.Connection, path: Path | str) -> int:
     return before
 
 
+# The tables each schema version has (a file from schema 1 has no alert_state yet).
+_TABLES: tuple[tuple[int, str], ...] = (
+    (1, "meta"),
+    (1, "gpu_ticks"),
+    (1, "metrics"),
+    (1, "events"),
+    (2, "alert_state"),
+)
+
+
+def check_tables(connection: sqlite3.Connection, path: Path | str, *, writer: bool) -> None:
+    """A table dropped by hand is said once, naming the file, not at the first write.
+
+    A reader needs only the events (meta is optional there: no GPU names)."""
+    version = schema_version(connection)
+    have = {
+        row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    needed = [name for since, name in _TABLES if version >= since and (writer or name == "events")]
+    missing = [name for name in needed if name not in have]
+    if missing:
+        raise RecordingError(
+            f"{path}: damaged recording: table {missing[0]!r} is missing "
+            "(move the file aside to start a new one)"
+        )
+
+
+def _create_private(path: Path) -> None:
+    """The file (and so its -wal and -shm, which SQLite creates with the file's mode) 0600,
+    like the other data files: a recording holds command lines and log lines."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    if path.stat().st_mode & 0o077 and path.stat().st_uid == os.getuid():
+        path.chmod(0o600)  # one written before this rule
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists() and side.stat().st_mode & 0o077 and side.stat().st_uid == os.getuid():
+            side.chmod(0o600)
+
+
 def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
-    """A connection in WAL mode; the writer also migrates, a reader refuses a newer schema."""
+    """A connection in WAL mode; the writer also migrates, a reader refuses a newer schema.
+
+    Every failure (locked, read-only, damaged, not SQLite) is one RecordingError naming
+    the file."""
+    connection: sqlite3.Connection | None = None
     try:
         if writer:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(path)
             connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             connection.execute("PRAGMA journal_mode = WAL")
             # WAL + NORMAL: a killed process loses nothing committed; only power loss may
@@ -91,6 +136,7 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute("PRAGMA busy_timeout = 5000")
             migrate(connection, path)
+            check_tables(connection, path, writer=True)
         else:
             if not path.exists():
                 raise RecordingError(f"{path}: no recording here")
@@ -106,6 +152,19 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
                 )
             if version == 0:
                 raise RecordingError(f"{path}: not a servedeck recording (empty schema)")
+            check_tables(connection, path, writer=False)
     except sqlite3.DatabaseError as error:
+        _close(connection)
         raise RecordingError(f"{path}: cannot open recording: {error}") from None
+    except OSError as error:  # the folder or file not ours to write
+        _close(connection)
+        raise RecordingError(f"{path}: cannot open recording: {error.strerror or error}") from None
+    except RecordingError:
+        _close(connection)
+        raise
     return connection
+
+
+def _close(connection: sqlite3.Connection | None) -> None:
+    if connection is not None:
+        connection.close()

@@ -72,6 +72,7 @@ class ConsoleRecording:
         self.host_label = host_label
         self.recorder: Recorder | None = None
         self.status = "recording off"
+        self._said_failure: str | None = None
         sink: object = _NoSink()
         if enabled and profile.record.enabled:
             recorder = Recorder(
@@ -124,7 +125,18 @@ class ConsoleRecording:
         stats = self.recorder.stats()
         if stats.last_error:
             return f"recording failing: {stats.last_error}"
-        return f"{self.status} ({stats.rows_written} rows, {stats.commits} commits)"
+        lost = f"; {stats.failure_line()}" if stats.rows_failed else ""
+        return f"{self.status} ({stats.rows_written} rows, {stats.commits} commits{lost})"
+
+    def new_failure(self) -> str | None:
+        """A write failure not said yet (`recording failing: FILE: disk full`), once per reason."""
+        if self.recorder is None:
+            return None
+        failure = self.recorder.stats().failure
+        if failure is None or failure == self._said_failure:
+            return None
+        self._said_failure = failure
+        return f"recording failing: {failure}"
 
     def close(self) -> None:
         self.monitor.close()

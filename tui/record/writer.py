@@ -20,7 +20,7 @@ from tui.gpu.model import GpuBoxSnapshot, GpuStatic
 from tui.record.lock import RecordLock
 from tui.record.model import METRICS_COLUMNS, Event, MetricsRow, pack_gpu_samples
 from tui.record.retention import RetentionPolicy, apply_retention
-from tui.record.schema import connect
+from tui.record.schema import RecordingError, connect
 
 COMMIT_INTERVAL_S = 1.0
 MAINTENANCE_INTERVAL_S = 3600.0
@@ -34,7 +34,15 @@ class RecorderStats:
     rows_written: int
     commits: int
     queued: int
-    last_error: str | None
+    last_error: str | None  # the latest commit's failure; None once one succeeds again
+    rows_failed: int = 0  # rows that were never written (their commit failed)
+    failure: str | None = None  # the latest failure of the run, kept after a later success
+
+    def failure_line(self) -> str:
+        """`3001 row(s) not written to FILE: database or disk is full`, or "" if none failed."""
+        if not self.rows_failed:
+            return ""
+        return f"{self.rows_failed} row(s) not written: {self.failure}"
 
 
 class Recorder:
@@ -59,6 +67,8 @@ class Recorder:
         self._rows = 0
         self._commits = 0
         self._last_error: str | None = None
+        self._rows_failed = 0
+        self._failure: str | None = None
         self._statics_json: str | None = None
         self._statics: tuple[GpuStatic, ...] = ()
 
@@ -71,12 +81,17 @@ class Recorder:
         except Exception:
             self._lock.release()
             raise
-        if self.host_label:
-            with connection:
-                connection.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('host', ?)",
-                    (self.host_label,),
-                )
+        try:
+            if self.host_label:
+                with connection:
+                    connection.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('host', ?)",
+                        (self.host_label,),
+                    )
+        except sqlite3.Error as error:  # read-only, immutable, full: refused before it starts
+            connection.close()
+            self._lock.release()
+            raise RecordingError(f"{self.db_path}: cannot write recording: {error}") from None
         self._thread = threading.Thread(
             target=self._run, args=(connection,), name="servedeck-recorder", daemon=True
         )
@@ -102,7 +117,14 @@ class Recorder:
         return self._thread is not None and self._thread.is_alive()
 
     def stats(self) -> RecorderStats:
-        return RecorderStats(self._rows, self._commits, self._queue.qsize(), self._last_error)
+        return RecorderStats(
+            self._rows,
+            self._commits,
+            self._queue.qsize(),
+            self._last_error,
+            self._rows_failed,
+            self._failure,
+        )
 
     # --- what callers record -------------------------------------------------------------
     def add_gpu(self, snapshot: GpuBoxSnapshot) -> None:
@@ -180,8 +202,10 @@ class Recorder:
             self._commits += 1
             self._last_error = None
         except sqlite3.Error as error:
-            # Disk full, file removed: the console shows it; the next batch tries again.
-            self._last_error = f"{self.db_path}: {error}"
+            # Disk full, table dropped: these rows are lost, counted and said (the console's
+            # notice, `record`'s exit status); the next batch tries again.
+            self._last_error = self._failure = f"{self.db_path}: {error}"
+            self._rows_failed += len(items)
 
 
 def _ms(ts_s: float) -> int:

@@ -67,6 +67,7 @@ class TimelineScreen(Screen[None]):
         self.search = ""
         self.events: list[Event] = []
         self.error: str | None = None
+        self.skipped = ""  # "2 bad row(s) skipped in FILE" of the last read
         self._generation = 0  # a cancelled thread worker still finishes: drop its late answer
 
     def compose(self) -> ComposeResult:
@@ -99,15 +100,18 @@ class TimelineScreen(Screen[None]):
                 events = reader.events(
                     kinds=(self.kind,) if self.kind else (), gpu=self.gpu, search=self.search
                 )[-MAX_EVENTS:]
+                skipped = reader.bad_rows_note
             error = None
         except ServedeckError as failure:
-            events, error = [], str(failure)
-        self.app.call_from_thread(self._show_events, generation, events, error)
+            events, error, skipped = [], str(failure), ""
+        self.app.call_from_thread(self._show_events, generation, events, error, skipped)
 
-    def _show_events(self, generation: int, events: list[Event], error: str | None) -> None:
+    def _show_events(
+        self, generation: int, events: list[Event], error: str | None, skipped: str = ""
+    ) -> None:
         if generation != self._generation:
             return
-        self.events, self.error = events, error
+        self.events, self.error, self.skipped = events, error, skipped
         self.query_one(TimelineTable).show_events(events)
         self._show_status()
         if not events:
@@ -142,6 +146,8 @@ class TimelineScreen(Screen[None]):
         if self.search:
             filters.append(f"search {self.search!r}")
         count = f"{len(self.events)} event(s)" if self.error is None else self.error
+        if self.skipped and self.error is None:
+            count += f" ({self.skipped})"
         text = f"Timeline: {count}; {', '.join(filters)}   [{self.recorder_status}]"
         self.query_one("#timeline-status", Static).update(text)
 
