@@ -57,6 +57,7 @@ _FACT_WORDS: tuple[str, ...] = (
     "Load weight begin",
     "Model loading took",  # MODEL_LOADING_TOOK
     "Loading weights took",  # WEIGHTS_TOOK
+    "Loading model weights took",  # OLD_WEIGHTS_TOOK
     "Load weight end.",  # SGLANG_WEIGHTS_END
     "torch.compile t",  # COMPILE_TOOK
     "Warming up model for the compilation",  # COMPILE_START
@@ -655,6 +656,10 @@ class LoadTracker:
             if self._facts.weights_load_s is None:
                 self._set(weights_load_s=p.number(match.group(1)))
             self._weights_done = True
+        elif match := p.OLD_WEIGHTS_TOOK.search(message):
+            self._set(weights_gib=p.number(match.group(1)))
+            self._weights_done = True
+            self._enter(Phase.KV_CACHE, t)
         elif match := p.SGLANG_WEIGHTS_END.search(message):
             self._set(weights_gib=p.number(match.group(1)))
             self._weights_done = True
