@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
+from tui.cli import main
 from tui.logs.line import LevelClassifier, LineBatch, LogLine
+from tui.logs.tail import FileFollower
+from tui.serving.load_eta import DEFAULT_PHASE_S, PhasePlan, estimate_ready
+from tui.serving.load_explain import LoadExplainer
 from tui.serving.loadwatch import LoadTracker, Phase
+from widgets.load_strip import render_strip
 
 OLD_VLLM = [
     "INFO 06-10 10:00:00 [api_server.py:149] vLLM API server version 0.5.4",
@@ -49,3 +60,67 @@ def test_old_vllm_weights_line_enters_kv_cache_in_batches(split: int) -> None:
         tracker.feed_many(lines[:split])
         tracker.feed_many(rest)
         _old_vllm_checks(tracker)
+
+
+TWO_DAYS_S = 2 * 86400
+
+
+def _stale_log(tmp_path: Path) -> Path:
+    """A load that stopped mid-weights two days ago: line times and mtime two days old."""
+    start = time.time() - TWO_DAYS_S - 60
+    stamp = lambda s: time.strftime("%m-%d %H:%M:%S", time.localtime(start + s))  # noqa: E731
+    head = "(APIServer pid=2000) INFO {} [api_server.py:1] "
+    lines = [
+        head.format(stamp(0)) + "vLLM server version 0.33.0, serving model moonshotai/Kimi",
+        head.format(stamp(5)) + "Starting to load model /models/kimi...",
+    ]
+    for k in range(1, 13):
+        lines.append(
+            f"(Worker_TP0 pid=2100) INFO {stamp(5 + 3 * k)} [loader.py:1] Loading safetensors "
+            f"checkpoint shards: {k * 100 // 64:3d}% Completed | {k}/64 [00:{3 * k:02d}<03:{k:02d}, 3.00s/it]"
+        )
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join(lines) + "\n")
+    os.utime(log, (start + 41, start + 41))
+    return log
+
+
+async def test_a_log_silent_for_two_days_is_stale_not_a_two_day_phase(tmp_path: Path) -> None:
+    """Through the real file follower (replayed with the lines' own times, as `status`
+    reads it): no ETA, no phase of two days, no prediction; the strip says so."""
+    follower = FileFollower(str(_stale_log(tmp_path)), initial_lines=500, follow=False)
+    lines = [replace(line, timestamp_s=None) async for line in follower.lines()]
+    tracker = LoadTracker()
+    tracker.observe_unit(False)
+    tracker.feed_many(lines)
+    progress = tracker.snapshot()
+    assert progress.silent_since_s is not None
+    assert progress.at_s - progress.silent_since_s > TWO_DAYS_S - 60
+    assert progress.eta_s is None and not progress.is_loading
+    assert progress.phase_elapsed_s < 60 and max(s.duration_s for s in progress.timeline) < 60
+    assert estimate_ready(progress, PhasePlan(DEFAULT_PHASE_S, "defaults")) is None
+    explain = LoadExplainer().explain(progress)
+    assert explain.predicted_next_load_s is None
+    assert explain.diagnosis == "log silent for 2d00h; load state unknown"
+    assert render_strip(progress, None).plain == " log silent for 2d00h; load state unknown"
+    tracker.observe_unit(True)  # a running unit's silent log is a load that hangs: shown as is
+    running = tracker.snapshot()
+    assert running.silent_since_s is None and running.phase_elapsed_s > TWO_DAYS_S - 60
+
+
+def test_status_on_a_log_silent_for_two_days(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = tmp_path / "box.toml"
+    profile.write_text(
+        f'[service]\nlog_file = "{_stale_log(tmp_path)}"\nbase_url = "http://127.0.0.1:9"\n'
+    )
+    assert main(["status", "-p", str(profile), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    load = report["load"]
+    assert load["eta_s"] is None and load["silent_since_s"] is not None
+    assert all(span["duration_s"] < 60 for span in load["timeline"])
+    assert report["load_explain"]["predicted_next_load_s"] is None
+    assert report["load_explain"]["diagnosis"] == "log silent for 2d00h; load state unknown"
+    assert main(["status", "-p", str(profile)]) == 1
+    assert "log silent for 2d00h; load state unknown" in capsys.readouterr().out
