@@ -93,10 +93,10 @@ class HealthView(Vertical):
                     if not reason.startswith("XID "):
                         text.append(f"       {reason}\n", style="dim")
                 for event in gpu.events:
-                    text.append(f"       XID {event.xid} {event.name}: ", style="yellow")
+                    text.append(f"       XID {event.number_text} {event.name}: ", style="yellow")
                     text.append(f"{event.detail or event.meaning} -> {event.action}\n")
             for event in health.unmatched_events:
-                text.append(f"  XID {event.xid} on {event.bus_id} (no GPU there now): ")
+                text.append(f"  XID {event.number_text} on {event.bus_id} (no GPU there now): ")
                 text.append(f"{event.name} -> {event.action}\n")
         where = f"{interconnect.elapsed_s:.1f} s" if interconnect and interconnect.elapsed_s else ""
         source = health.event_source if health else "?"

@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from tui.core.formatting import duration_clock
 from tui.serving.load_eta import ReadyEstimate
-from tui.serving.loadwatch import LoadProgress
+from tui.serving.loadwatch import LoadProgress, silence_note
 from tui.serving.metrics import ServerMetrics
 from widgets.quiet_update import update_static
 
@@ -60,6 +60,8 @@ def render_strip(
     text = Text()
     if progress is None:
         text.append("no load seen in the log yet", style="dim")
+    elif progress.silent_since_s is not None:  # the last phase seen is no state of now
+        text.append(f" {silence_note(progress.at_s - progress.silent_since_s)}", style="yellow")
     else:
         phase = progress.phase
         text.append(f" {_PHASE_LABELS.get(phase, phase)} ", style=_PHASE_STYLES.get(phase, "bold"))

@@ -51,3 +51,21 @@ def test_probe_refuses_on_a_read_only_profile(cli_env: dict[str, str]) -> None: 
     result = run(cli_env, "probe", "--read-only", "--yes")
     assert result.returncode == 1
     assert "probe: the profile is read-only" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_health_demo_hostile_sim_xid_names_the_bad_entries(cli_env: dict[str, str]) -> None:  # noqa: F811
+    """A 5,000-digit XID, a GPU that is not there, a superscript digit and garbage: the
+    report still comes (exit 1 for GPU5's crit), with one note naming each entry left out."""
+    huge = "7" * 5000
+    env = cli_env | {"SERVEDECK_SIM_XID": f"{huge}@1,79@5,garbage,63@99,\u00b2@2"}
+    result = run(env, "health", "--demo", "--json")
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert [e["xid"] for g in data["gpus"] for e in g["events"]] == [79]
+    (note,) = data["notes"]
+    assert note.startswith("SERVEDECK_SIM_XID: ignored '7777777777") and "\n" not in note
+    assert "characters cut)'" in note and len(note) < 300
+    assert "'garbage', '63@99', '\u00b2@2' (each entry is XID@GPU" in note
+    text = run(env, "health", "--demo")
+    assert text.returncode == 1 and "note: SERVEDECK_SIM_XID: ignored" in text.stdout

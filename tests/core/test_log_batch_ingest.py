@@ -192,6 +192,7 @@ FACT_SAMPLES = [
     "Loading safetensors checkpoint shards: 50% Completed | 1/2 [00:01<00:01",
     "Loading weights took 1.5 seconds",
     "Model loading took 1.2 GiB and 3.4 seconds",
+    "Loading model weights took 14.9888 GB",
     "Load weight end. type=x, mem usage=1.5 GB",
     "torch.compile takes 3.2 s in total",
     "torch.compile took 3 s",

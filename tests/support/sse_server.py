@@ -11,9 +11,9 @@ Behaviour is chosen per request by the model name's query string, e.g.
   no_usage=1          no usage chunk
   batch=N             N tokens per write (fast mode for the client's ceiling)
 Also /v1/models, /version, /tokenize (one token per word plus BOS, when started
-with --tokenize), /metrics (vLLM names), /_seen (the last Authorization
-header, so tests can check the key arrived as Bearer) and /_tokens (tokens
-written so far, live).
+with --tokenize; a JSON list with --tokenize-list), /metrics (vLLM names), /_seen (the
+last Authorization header, so tests can check the key arrived as Bearer) and /_tokens
+(tokens written so far, live).
 
 Run: python tests/support/sse_server.py [--tokenize]  (prints the port on stdout)
 """
@@ -150,7 +150,12 @@ async def tokenize(request: web.Request) -> web.Response:
     return web.json_response({"count": count, "max_model_len": 65536, "tokens": []})
 
 
-def build_app(with_tokenize: bool) -> web.Application:
+async def tokenize_as_list(request: web.Request) -> web.Response:
+    """A /tokenize that answers a JSON list, not vLLM's object (a proxy or another server)."""
+    return web.json_response([1, 2, 3])
+
+
+def build_app(with_tokenize: bool, tokenize_list: bool = False) -> web.Application:
     app = web.Application()
     app["state"] = State()
     app.router.add_post("/v1/completions", completions)
@@ -166,11 +171,13 @@ def build_app(with_tokenize: bool) -> web.Application:
     app.router.add_get("/_seen", lambda r: web.json_response({"auth": r.app["state"].last_auth}))
     if with_tokenize:
         app.router.add_post("/tokenize", tokenize)
+    elif tokenize_list:
+        app.router.add_post("/tokenize", tokenize_as_list)
     return app
 
 
-async def serve(with_tokenize: bool) -> None:
-    runner = web.AppRunner(build_app(with_tokenize), access_log=None)
+async def serve(with_tokenize: bool, tokenize_list: bool = False) -> None:
+    runner = web.AppRunner(build_app(with_tokenize, tokenize_list), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, backlog=2048)
     await site.start()
@@ -182,8 +189,9 @@ async def serve(with_tokenize: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokenize", action="store_true")
+    parser.add_argument("--tokenize-list", action="store_true", help="/tokenize answers a list")
     arguments = parser.parse_args()
     try:
-        asyncio.run(serve(arguments.tokenize))
+        asyncio.run(serve(arguments.tokenize, arguments.tokenize_list))
     except KeyboardInterrupt:
         sys.exit(0)

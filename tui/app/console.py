@@ -400,6 +400,7 @@ class ServedeckApp(
         self.unit_state = message.state
         self._record_unit(message.state, message.error)
         state = message.state
+        self.tracker.observe_unit(None if state is None else state.is_active)
         if (
             state is not None
             and previous is not None

@@ -92,8 +92,9 @@ async def _discover(control: httpx.AsyncClient, spec: BenchSpec) -> tuple[str, s
     version = ""
     with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
         response = await control.get(api_url(spec.base_url, "/version"))
-        if response.status_code == 200:
-            version = str(response.json().get("version", ""))
+        body = response.json() if response.status_code == 200 else None
+        if isinstance(body, dict):  # a list or a bare value is no version
+            version = str(body.get("version", ""))
     return model, version
 
 

@@ -124,6 +124,11 @@ PROMPT_BY_TOKENIZE = "/tokenize calibration"
 PROMPT_BY_APPROXIMATION = "approximation: one token per common word (server has no /tokenize)"
 
 
+def approximation(why: str) -> str:
+    """The prompt method when /tokenize gave no count, saying why (one line)."""
+    return PROMPT_BY_APPROXIMATION.replace("server has no /tokenize", why)
+
+
 @dataclass(frozen=True, slots=True)
 class SloSpec:
     ttft_ms: float | None = None
@@ -228,21 +233,27 @@ def random_words(count: int, rng: random.Random) -> str:
     return "".join(" " + rng.choice(_WORDS) for _ in range(max(count, 1)))
 
 
-async def count_tokens(client: httpx.AsyncClient, spec: BenchSpec, text: str) -> int | None:
-    """Tokens in `text` by the server's /tokenize, or None when it has none."""
+async def count_tokens(client: httpx.AsyncClient, spec: BenchSpec, text: str) -> int | str:
+    """Tokens in `text` by the server's /tokenize, or why it gave none (no /tokenize, an
+    answer that is not a JSON object with a count)."""
     try:
         response = await client.post(
             api_url(spec.base_url, "/tokenize"), json={"model": spec.model, "prompt": text}
         )
-    except httpx.HTTPError:
-        return None
+    except httpx.HTTPError as error:
+        return f"/tokenize failed: {type(error).__name__}"
     if response.status_code != 200:
-        return None
+        return "server has no /tokenize"
     try:
-        count = response.json().get("count")
+        data = response.json()
     except ValueError:
-        return None
-    return int(count) if isinstance(count, int) and count > 0 else None
+        return "/tokenize answered no JSON"
+    if not isinstance(data, dict):
+        return f"/tokenize answered a JSON {type(data).__name__}, not an object"
+    count = data.get("count")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return "/tokenize answered no token count"
+    return count
 
 
 async def words_for_tokens(client: httpx.AsyncClient, spec: BenchSpec) -> tuple[int, str]:
@@ -252,8 +263,8 @@ async def words_for_tokens(client: httpx.AsyncClient, spec: BenchSpec) -> tuple[
     rng = random.Random(spec.seed ^ 0x5EED)
     for _ in range(4):
         counted = await count_tokens(client, spec, random_words(words, rng))
-        if counted is None:
-            return target, PROMPT_BY_APPROXIMATION
+        if isinstance(counted, str):
+            return target, approximation(counted)
         if counted == target:
             break
         words = max(1, round(words * target / counted))

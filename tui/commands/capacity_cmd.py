@@ -142,7 +142,22 @@ def run_capacity(args: argparse.Namespace) -> int:
     print(json.dumps(result, indent=2) if args.json else format_capacity(result))
     if not args.json and saved is not None:
         print(hanging("saved to ", str(saved)))
-    return 0 if result["levels"] else 1
+    why = measured_nothing(result["levels"])
+    if why:
+        print(f"servedeck: error: capacity: {why}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def measured_nothing(levels: list[dict[str, Any]]) -> str | None:
+    """Why the search measured nothing (no level, or not one request answered), else None:
+    such a run exits 1, as `bench` does when every request failed."""
+    if not levels:
+        return "no level was measured"
+    if any(level.get("completed", 0) for level in levels):
+        return None
+    failed = sum(level.get("failed", 0) for level in levels)
+    return f"every request failed ({counted(failed, 'request')} in {counted(len(levels), 'level')})"
 
 
 def _users(concurrency: object) -> str:

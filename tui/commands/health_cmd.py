@@ -36,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
 def format_event(event: XidEvent) -> str:
     gpu = f"GPU{event.gpu_index}" if event.gpu_index is not None else event.bus_id
     return hanging(
-        f"  XID {event.xid:<4} {gpu:<5} ",
+        f"  XID {event.number_text:<4} {gpu:<5} ",
         f"{event.name}: {event.detail or event.meaning} -> {event.action}",
     )
 

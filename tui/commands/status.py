@@ -14,7 +14,7 @@ from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import redact_data
 from tui.serving.load_explain_status import load_explain_report
 from tui.serving.load_waterfall import waterfall_lines
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.loadwatch import LoadTracker, silence_note
 from tui.serving.metrics import MetricsPoller, metrics_from_log
 from tui.serving.readiness import ReadinessProbe
 from tui.serving.restart_guard import leftovers_note
@@ -49,17 +49,20 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
         if isinstance(error, HostError) and not isinstance(error, CommandTimeout):
             report["host_reachable"] = False
 
+    unit_running: bool | None = None  # no unit, or its state unread
     try:
         controller = deck.service()
         if controller is not None:
             try:
                 unit = await controller.state()
+                unit_running = unit.is_active
                 report["unit"] = dataclasses.asdict(unit)
                 if not unit.is_active:
                     report["leftovers"] = await leftovers_note(deck)
             except ServedeckError as error:
                 failed(error)
         tracker = LoadTracker()
+        tracker.observe_unit(unit_running)
         lines = []
         try:
             source = deck.replay_log_lines(initial_lines=args.lines)
@@ -121,6 +124,8 @@ def _text(report: dict[str, Any]) -> str:
             f", shard {load['shards_done']}/{load['shards_total']}" if load["shards_total"] else ""
         )
         out.append(f"load    {load['phase']}{shards}")
+        if load.get("silent_since_s") is not None:
+            out.append(f"load    {silence_note(load['at_s'] - load['silent_since_s'])}")
         if load["failure_line"]:
             out.append(f"failure {load['failure_line']}")
     explain = report.get("load_explain") or {}

@@ -10,7 +10,8 @@ another:
 - `duration_clock`: 4:05, 1:02:03 (the load strip's running timers);
 - `duration_markdown`: 4.2 s, 3 m 05 s, 1 h 02 m (the summary's timeline);
 - `uptime`: 3h 4m, 2d 3h 4m (the host overview);
-- `milliseconds`: 100 ms, 2 s (SLO thresholds).
+- `milliseconds`: 100 ms, 2 s (SLO thresholds);
+- `clipped`: a long text cut to its head, saying how much was cut.
 """
 
 from __future__ import annotations
@@ -85,6 +86,14 @@ def uptime(uptime_s: float | None) -> str:
 def milliseconds(ms: float) -> str:
     """100 ms, or 2 s from 1000 ms up (SLO thresholds as an operator writes them)."""
     return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms:g} ms"
+
+
+def clipped(text: str, max_chars: int) -> str:
+    """`text`, or its first `max_chars` characters, an ellipsis and how many were cut:
+    a hostile or corrupted input cannot flood a report, and the cut is not hidden."""
+    if len(text) <= max_chars:
+        return text
+    return f"{text[:max_chars]}… ({len(text) - max_chars:,} characters cut)"
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:

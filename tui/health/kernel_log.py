@@ -50,10 +50,7 @@ class KernelLogFollower(JournalFollower):
             argv += ["--file", self.journal_file, "_TRANSPORT=kernel"]
         else:
             argv.append("-k")
-        if self.last_cursor:
-            argv += ["--after-cursor", self.last_cursor, "--no-tail"]
-        else:
-            argv += ["-n", str(self.initial_lines)]
+        argv += self.resume_args()
         if self.follow:
             argv.append("-f")
         return argv

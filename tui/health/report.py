@@ -77,7 +77,7 @@ def gpu_badge(
     badge, reasons = OK, []
     for event in events:
         badge = _worst(badge, event.severity if event.severity in _RANK else WARN)
-        reasons.append(f"XID {event.xid} {event.name}: {event.action}")
+        reasons.append(f"XID {event.number_text} {event.name}: {event.action}")
     c = counters
     if c is not None:
         if c.remapped_rows_failure:

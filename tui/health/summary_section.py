@@ -99,7 +99,7 @@ def hardware_health_markdown(hh: HardwareHealth | None) -> list[str]:
                     f"GPU{gpu.index}",
                     gpu.bus_id,
                     gpu.badge,
-                    ", ".join(f"{e.xid} ({e.name})" for e in gpu.events) or "none",
+                    ", ".join(f"{e.number_text} ({e.name})" for e in gpu.events) or "none",
                     f"{c.ecc_volatile_uncorrected}/{c.ecc_aggregate_uncorrected}" if c else None,
                     ("yes" if c.remapped_rows_pending else "no") if c else None,
                     c.pcie_replays if c else None,
@@ -113,7 +113,7 @@ def hardware_health_markdown(hh: HardwareHealth | None) -> list[str]:
                 [*headers, "PCIe replays", "NVLink errors", "other"], gpu_rows, right=(6, 7)
             )
         lines += [
-            f"- XID {e.xid} on {e.bus_id} (no GPU answers there): {e.name}"
+            f"- XID {e.number_text} on {e.bus_id} (no GPU answers there): {e.name}"
             for e in health.unmatched_events
         ]
     return [*lines, *_probe_lines(hh.probe)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tui.core.formatting import clipped
 from tui.health.findings import CRIT, INFO, WARN
 from tui.health.interconnect_parse import norm_bdf
 
@@ -151,6 +152,13 @@ XID_LINE = re.compile(
     r"\s*(?P<xid>\d+)\s*,\s*(?P<rest>.*)$"
 )
 _PID = re.compile(r"^pid=(?P<pid>'?<?[\w-]*>?'?)\s*,\s*")
+# NVIDIA's XIDs are below 1000 and Linux pids below 2**22: a longer number is not one the
+# driver wrote (and int() refuses one over 4300 digits), so it reads as unknown.
+MAX_XID_DIGITS = 6
+MAX_PID_DIGITS = 10
+# The driver's detail is a line or two; a longer one (a corrupted or hostile log) is cut.
+MAX_DETAIL_CHARS = 1000
+MAX_TEXT_CHARS = 2000
 _NAME = re.compile(r"^name=(?P<name>[^,]*),\s*")
 # XID 154: `GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)`
 _RECOVERY = re.compile(r"to 0x[0-9a-fA-F]+ \((?P<action>[^)]+)\)")
@@ -158,9 +166,10 @@ _RECOVERY = re.compile(r"to 0x[0-9a-fA-F]+ \((?P<action>[^)]+)\)")
 
 @dataclass(frozen=True, slots=True)
 class XidEvent:
-    """One decoded XID line; gpu_index is None when the bus id matches no known GPU."""
+    """One decoded XID line; gpu_index is None when the bus id matches no known GPU,
+    xid None when the line's number is too long to be an XID."""
 
-    xid: int
+    xid: int | None
     bus_id: str
     gpu_index: int | None
     name: str
@@ -173,6 +182,11 @@ class XidEvent:
     process_name: str | None = None
     timestamp_s: float | None = None
     cursor: str | None = None
+
+    @property
+    def number_text(self) -> str:
+        """The XID as shown: its number, or `?` when the line's number was unreadable."""
+        return "?" if self.xid is None else str(self.xid)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -201,22 +215,30 @@ def decode_xid(
     match = XID_LINE.search(text)
     if match is None:
         return None
-    number = int(match.group("xid"))
+    digits = match.group("xid")
+    number = int(digits) if len(digits) <= MAX_XID_DIGITS else None
     rest = match.group("rest").strip()
     pid: int | None = None
     process: str | None = None
     pid_match = _PID.match(rest)
     if pid_match:
         raw = pid_match.group("pid").strip("'")
-        pid = int(raw) if raw.isdigit() else None
+        pid = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= MAX_PID_DIGITS else None
         rest = rest[pid_match.end() :]
     name_match = _NAME.match(rest)
     if name_match:
         raw_name = name_match.group("name").strip()
         process = None if raw_name in ("", "<unknown>") else raw_name
         rest = rest[name_match.end() :]
-    info = XID_TABLE.get(number)
-    if info is None:
+    info = XID_TABLE.get(number) if number is not None else None
+    if number is None:
+        info = XidInfo(
+            f"unreadable XID ({len(digits)}-digit number)",
+            "the line's XID number is not one the driver writes",
+            "read the kernel line itself",
+            WARN,
+        )
+    elif info is None:
         info = XidInfo(
             f"unknown XID {number}",
             "not in servedeck's table",
@@ -237,8 +259,8 @@ def decode_xid(
         meaning=info.meaning,
         action=action,
         severity=info.severity,
-        detail=rest,
-        text=text,
+        detail=clipped(rest, MAX_DETAIL_CHARS),
+        text=clipped(text, MAX_TEXT_CHARS),
         pid=pid,
         process_name=process,
         timestamp_s=timestamp_s,

@@ -10,6 +10,7 @@ killed stream fails to decode and is skipped: its entry is re-read after resume.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import random
 import re
@@ -30,6 +31,14 @@ _RECENT_CURSORS = 4096
 MAX_ENTRY_CHARS = 4 * 1024 * 1024
 _CURSOR = re.compile(r'"__CURSOR"\s*:\s*"([^"\\]{1,1024})"')
 _CURSOR_SCAN_CHARS = 8192
+# journald's cursors are ~100 characters. A longer one (a broken or hostile stream) is not
+# trusted: as `--after-cursor` it could not even be passed to journalctl (a 1 MiB
+# argument is over the kernel's limit), so the follower resumes from the entry's time.
+MAX_CURSOR_CHARS = 4096
+UNTRUSTED_CURSOR_NOTE = (
+    "servedeck: journal cursor over 4 KiB not trusted; "
+    "following from the time of the last entry instead"
+)
 
 
 def decode_message(value: Any) -> str:
@@ -257,6 +266,12 @@ class JournalFollower:
         self.initial_lines = initial_lines
         self.follow = follow
         self.last_cursor = after_cursor
+        # Where to resume when the last entry's cursor is not trusted: its time (or the
+        # newest time seen before it), for `--since`.
+        self.resume_since_s: float | None = None
+        self._last_time_s: float | None = None
+        self._untrusted_said = False
+        self._untrusted_due = False
         self.reconnects = 0
         self.skipped_entries = 0
         self._cut_line = False
@@ -278,17 +293,47 @@ class JournalFollower:
             argv += ["--file", self.journal_file]
         if self.unit:
             argv += ["-u", self.unit]
-        if self.last_cursor:
-            # every entry after the cursor, however many: the gap must be filled
-            argv += ["--after-cursor", self.last_cursor, "--no-tail"]
-        else:
-            argv += ["-n", str(self.initial_lines)]
+        argv += self.resume_args()
         if self.follow:
             argv.append("-f")
         return argv
 
+    def resume_args(self) -> list[str]:
+        """Where the next start begins: after the last cursor; from the last entry's time
+        when its cursor was not trusted (the entries seen again are dropped by their
+        cursors); else the last `initial_lines`. Every entry after it, however many: the
+        gap must be filled."""
+        if self.last_cursor:
+            return ["--after-cursor", self.last_cursor, "--no-tail"]
+        if self.resume_since_s is not None:
+            return ["--since", f"@{self.resume_since_s:.6f}", "--no-tail"]
+        return ["-n", str(self.initial_lines)]
+
+    def _position(self, cursor: str, timestamp_s: float | None) -> None:
+        """The last entry read: its cursor where trusted, else its time (said once)."""
+        if timestamp_s is not None:
+            self._last_time_s = timestamp_s
+        if len(cursor) <= MAX_CURSOR_CHARS:
+            self.last_cursor = cursor
+            self.resume_since_s = None
+            return
+        self.last_cursor = None
+        self.resume_since_s = self._last_time_s
+        if not self._untrusted_said:
+            self._untrusted_said = self._untrusted_due = True
+
+    def _untrusted_note(self) -> LogLine | None:
+        """The one warning that a cursor was not trusted, once it is due."""
+        if not self._untrusted_due:
+            return None
+        self._untrusted_due = False
+        return LogLine(UNTRUSTED_CURSOR_NOTE, level=Level.WARNING, source=self.source)
+
     def _remember(self, cursor: str) -> bool:
-        """True when the cursor is new; keeps a bounded window of recent ones."""
+        """True when the cursor is new; keeps a bounded window of recent ones (an untrusted,
+        overlong cursor by its digest, so the window stays small)."""
+        if len(cursor) > MAX_CURSOR_CHARS:
+            cursor = "sha256:" + hashlib.sha256(cursor.encode(errors="replace")).hexdigest()
         if cursor in self._recent_set:
             return False
         if len(self._recent) == self._recent.maxlen:
@@ -304,7 +349,7 @@ class JournalFollower:
         if cursor is not None:
             if not self._remember(cursor):
                 return None
-            self.last_cursor = cursor
+            self._position(cursor, None)
         self.skipped_entries += 1
         return LogLine(
             text=f"servedeck: journal entry skipped: {reason} "
@@ -347,7 +392,7 @@ class JournalFollower:
             self._forget_last(cursor)
             return self._skipped(f"unreadable ({type(error).__name__})", raw)
         if isinstance(cursor, str):
-            self.last_cursor = cursor
+            self._position(cursor, fields[1])
         return fields
 
     def _decode_batch(self, raws: list[str]) -> list[LogLine]:
@@ -376,6 +421,9 @@ class JournalFollower:
                 entries.append(decoded)
             elif decoded is not None:
                 warnings.append((len(entries) + len(warnings), decoded))
+            note = self._untrusted_note()
+            if note is not None:
+                warnings.append((len(entries) + len(warnings), note))
         texts = [entry[0] for entry in entries]
         priorities = [entry[3] for entry in entries]
         levels = self._classifier.classify_many(texts, priorities=priorities)
@@ -403,6 +451,8 @@ class JournalFollower:
         if columns is None:
             return None
         texts, timestamps_s, cursors, priorities = columns
+        if max(map(len, cursors)) > MAX_CURSOR_CHARS:
+            return None  # read entry by entry: the untrusted cursor is said and not kept
         recent, recent_set = self._recent, self._recent_set
         if not recent_set.isdisjoint(cursors) or len(set(cursors)) != len(cursors):
             return None
@@ -412,6 +462,8 @@ class JournalFollower:
         recent.extend(kept)
         recent_set.update(kept)
         self.last_cursor = cursors[-1]
+        self.resume_since_s = None
+        self._last_time_s = timestamps_s[-1]
         levels = self._classifier.classify_many(texts, priorities=priorities)
         return lines_from_columns(texts, timestamps_s, cursors, levels, priorities, self.source)
 

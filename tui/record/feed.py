@@ -135,7 +135,7 @@ class RecordFeed:
     def observe_xid(self, event: XidEvent, now_s: float | None = None) -> None:
         """An XID from the kernel log on the Timeline; a journal entry lands once (its cursor)."""
         where = f"GPU {event.gpu_index}" if event.gpu_index is not None else event.bus_id
-        text = f"XID {event.xid} on {where}: {event.name} -> {event.action}"
+        text = f"XID {event.number_text} on {where}: {event.name} -> {event.action}"
         key = (
             f"xid:{event.cursor}"
             if event.cursor

@@ -53,10 +53,11 @@ class ReadyEstimate:
 def estimate_ready(progress: LoadProgress, plan: PhasePlan) -> ReadyEstimate | None:
     """Seconds until the server answers: the current phase's rest plus every later phase.
 
-    None when no load is under way (serving and ready, stopped, failed).
+    None when no load is under way (serving and ready, stopped, failed) or its log has
+    been silent too long to tell (LoadProgress.silent_since_s).
     """
     phase = progress.phase
-    if phase == Phase.SERVING and progress.ready:
+    if (phase == Phase.SERVING and progress.ready) or progress.silent_since_s is not None:
         return None
     if phase not in ESTIMATED_PHASES:
         return None

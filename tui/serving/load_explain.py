@@ -19,7 +19,7 @@ from typing import Any
 
 from tui.core import paths
 from tui.serving.load_io import IoSample, Residency
-from tui.serving.loadwatch import LoadProgress
+from tui.serving.loadwatch import LoadProgress, silence_note
 
 IO_FLOOR_BYTES_PER_S = 8 * 1024**2
 CPU_FLOOR_CORES = 0.5
@@ -336,6 +336,10 @@ class LoadExplainer:
             earlier_wall_s=tuple(float(r["wall_s"]) for r in earlier if r.get("wall_s")),
             earlier_steps_s=last_steps(earlier),
         )
+        if progress.silent_since_s is not None:  # no prediction from a load that may be dead
+            explain = replace(explain, predicted_next_load_s=None, previous_prediction_error_s=None)
+            silent_for_s = progress.at_s - progress.silent_since_s
+            return replace(explain, diagnosis=silence_note(silent_for_s))
         return replace(explain, diagnosis=diagnose(explain))
 
 

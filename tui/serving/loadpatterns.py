@@ -39,6 +39,9 @@ SHARD_BAR = re.compile(
 )
 WEIGHTS_TOOK = re.compile(rf"Loading weights took {_NUM} seconds")
 MODEL_LOADING_TOOK = re.compile(rf"Model loading took {_NUM} ?GiB(?: memory)? and {_NUM} seconds")
+# vLLM before V1 (0.4-0.6): the weights' size (GiB, printed "GB"), then straight to profiling
+# the memory left for the KV cache; no compile phase comes between.
+OLD_WEIGHTS_TOOK = re.compile(rf"Loading model weights took {_NUM} ?GB")
 SGLANG_WEIGHTS_END = re.compile(rf"Load weight end\..{{0,300}}?mem usage={_NUM} GB")
 
 # compile

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import cast
 
+from tui.core.formatting import duration_compact
 from tui.logs.line import Level, LineBatch, LogLine, explicit_level, strip_ansi
 from tui.serving import loadpatterns as p
 
@@ -57,6 +58,7 @@ _FACT_WORDS: tuple[str, ...] = (
     "Load weight begin",
     "Model loading took",  # MODEL_LOADING_TOOK
     "Loading weights took",  # WEIGHTS_TOOK
+    "Loading model weights took",  # OLD_WEIGHTS_TOOK
     "Load weight end.",  # SGLANG_WEIGHTS_END
     "torch.compile t",  # COMPILE_TOOK
     "Warming up model for the compilation",  # COMPILE_START
@@ -86,7 +88,18 @@ _FACT_WORDS: tuple[str, ...] = (
     "Received SIGTERM",
     "Gracefully stopping",
 )
-_MAX_SEGMENTS = 64  # tqdm `\r` updates kept from one line: the newest say the most
+# A load step logs at least this often (tqdm each shard, vLLM each phase): a load whose log
+# has been silent longer, with its unit not known to run, says nothing about now.
+STALE_SILENCE_S = 3600.0
+_MAX_SEGMENTS = 64
+
+
+def silence_note(silent_for_s: float) -> str:
+    """What a load whose log stopped long ago is (LoadProgress.silent_since_s): unknown."""
+    return f"log silent for {duration_compact(silent_for_s)}; load state unknown"
+
+
+# tqdm `\r` updates kept from one line: the newest say the most
 # A batch's words are searched over its line shapes (_line_shapes): each word as its shape.
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 _FACT_SHAPES = tuple((word, word.translate(_DIGITS_AS_ZERO)) for word in _FACT_WORDS)
@@ -191,10 +204,14 @@ class LoadProgress:
     # Moves at every load start, stop and failure: a readiness answer to a request sent
     # in an earlier epoch speaks of a server that is gone, and is dropped.
     epoch: int = 0
+    # The time of the last line, when the log stopped mid-load longer ago than any step
+    # takes (STALE_SILENCE_S) and the unit is not known to run: the load's state is unknown,
+    # and phase, elapsed times and timeline stop at that line (no ETA).
+    silent_since_s: float | None = None
 
     @property
     def is_loading(self) -> bool:
-        return self.phase in LOADING_PHASES
+        return self.phase in LOADING_PHASES and self.silent_since_s is None
 
 
 # A log flood repeats the same minute thousands of times: mktime (and localtime for the
@@ -302,6 +319,7 @@ class LoadTracker:
         self.post_weights_s = post_weights_s
         self._year = year
         self._last_t: float | None = None
+        self._unit_running: bool | None = None
         self._fact_words = _FACT_WORDS  # those a batch holds, while feed_many reads it
         self._memory: deque[tuple[float, int]] = deque(maxlen=600)
         self._epoch = -1  # 0 after the reset: a probe sent with no progress speaks of epoch 0
@@ -665,6 +683,10 @@ class LoadTracker:
             if self._facts.weights_load_s is None:
                 self._set(weights_load_s=p.number(match.group(1)))
             self._weights_done = True
+        elif match := p.OLD_WEIGHTS_TOOK.search(message):
+            self._set(weights_gib=p.number(match.group(1)))
+            self._weights_done = True
+            self._enter(Phase.KV_CACHE, t)
         elif match := p.SGLANG_WEIGHTS_END.search(message):
             self._set(weights_gib=p.number(match.group(1)))
             self._weights_done = True
@@ -837,6 +859,11 @@ class LoadTracker:
         elif self.phase == Phase.SERVING:
             self._stop(t)
 
+    def observe_unit(self, running: bool | None) -> None:
+        """Whether the service's unit runs (None: unknown, or no unit): a silent log of a
+        running unit is a load that hangs; of any other, a load whose state is unknown."""
+        self._unit_running = running
+
     # ---- reading ---------------------------------------------------------
     def _eta(self, now: float) -> tuple[float | None, str | None]:
         tail_s = self.post_weights_s or 0.0
@@ -867,17 +894,21 @@ class LoadTracker:
 
     def snapshot(self, now_s: float | None = None) -> LoadProgress:
         now = now_s if now_s is not None else max(time.time(), self._last_t or 0.0)
+        silent_since = self._silent_since(now)
+        # Durations end now; for a silent log at its last line: nothing is known after it.
+        end = now if silent_since is None else silent_since
         spans = []
         for index, (phase, started) in enumerate(self._spans):
-            ends = self._spans[index + 1][1] if index + 1 < len(self._spans) else now
+            ends = self._spans[index + 1][1] if index + 1 < len(self._spans) else end
             spans.append(PhaseSpan(str(phase), started, max(0.0, ends - started)))
         done, total, pct = self._shards if self._shards else (None, None, None)
-        eta, eta_source = self._eta(now) if self.phase in LOADING_PHASES else (None, None)
+        loading = self.phase in LOADING_PHASES and silent_since is None
+        eta, eta_source = self._eta(now) if loading else (None, None)
         phase_started = self._phase_started
         return LoadProgress(
             phase=str(self.phase),
-            phase_elapsed_s=max(0.0, now - phase_started) if phase_started is not None else 0.0,
-            load_elapsed_s=(now - self._load_started) if self._load_started else None,
+            phase_elapsed_s=max(0.0, end - phase_started) if phase_started is not None else 0.0,
+            load_elapsed_s=(end - self._load_started) if self._load_started else None,
             shards_done=done,
             shards_total=total,
             shard_pct=pct,
@@ -895,4 +926,13 @@ class LoadTracker:
             mem_fill_bytes_per_s=self._fill_rate(),
             at_s=now,
             epoch=self._epoch,
+            silent_since_s=silent_since,
         )
+
+    def _silent_since(self, now: float) -> float | None:
+        """The last line's time when the log stopped mid-load STALE_SILENCE_S before `now`
+        and the unit is not known to run; else None."""
+        last = self._last_t
+        if self.phase not in LOADING_PHASES or last is None or self._unit_running:
+            return None
+        return last if now - last > STALE_SILENCE_S else None

@@ -8,10 +8,14 @@ an XID 63/64/48 also leaves its GPU's row remap pending, as the driver would.
 from __future__ import annotations
 
 import os
+import re
 
+from tui.core.formatting import clipped
+from tui.health.xid import MAX_XID_DIGITS
 from tui.sim import spec
 
 ENV_XID = "SERVEDECK_SIM_XID"
+_ENTRY = re.compile(rf"([0-9]{{1,{MAX_XID_DIGITS}}})@([0-9]{{1,3}})")
 _DETAIL = {
     13: "Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address",
     31: "Ch 00000008, intr 10000000. MMU Fault: ENGINE GRAPHICS GPC0 GPCCLIENT_T1_0 "
@@ -33,13 +37,36 @@ _DETAIL = {
 
 
 def xids_from_env() -> list[tuple[int, int]]:
-    """[(xid, gpu)] from `79@5,63@2`; malformed words are skipped."""
-    found = []
-    for word in os.environ.get(ENV_XID, "").split(","):
-        xid, _, gpu = word.strip().partition("@")
-        if xid.isdigit() and gpu.isdigit() and int(gpu) < spec.GPU_COUNT:
-            found.append((int(xid), int(gpu)))
-    return found
+    """[(xid, gpu)] from `79@5,63@2`; malformed entries are left out (bad_xid_entries)."""
+    return parse_xids(os.environ.get(ENV_XID, ""))[0]
+
+
+def bad_xid_entries() -> str | None:
+    """One line naming the SERVEDECK_SIM_XID entries left out, or None when all read."""
+    bad = parse_xids(os.environ.get(ENV_XID, ""))[1]
+    if not bad:
+        return None
+    named = ", ".join(repr(clipped(word, 40)) for word in bad)
+    return (
+        f"{ENV_XID}: ignored {named} "
+        f"(each entry is XID@GPU: an XID of 1-{MAX_XID_DIGITS} digits, GPU 0-{spec.GPU_COUNT - 1})"
+    )
+
+
+def parse_xids(value: str) -> tuple[list[tuple[int, int]], list[str]]:
+    """([(xid, gpu)], the entries that are not `XID@GPU`) of a SERVEDECK_SIM_XID value."""
+    found: list[tuple[int, int]] = []
+    bad: list[str] = []
+    for word in value.split(","):
+        word = word.strip()
+        if not word:
+            continue
+        match = _ENTRY.fullmatch(word)
+        if match and int(match.group(2)) < spec.GPU_COUNT:
+            found.append((int(match.group(1)), int(match.group(2))))
+        else:
+            bad.append(word)
+    return found, bad
 
 
 def xid_line(xid: int, gpu: int, pid: int = 4181) -> str:
