@@ -90,6 +90,14 @@ async def answer(request: web.Request) -> web.StreamResponse:
         return response
     response = web.StreamResponse(headers=headers)
     await response.prepare(request)
+    try:
+        await _misbehave(mode, response)
+    except ConnectionError:
+        pass  # the client gave up: what it should do
+    return response
+
+
+async def _misbehave(mode: str, response: web.StreamResponse) -> None:
     if mode == "trickle":
         for byte in VECTOR_HEAD:
             await response.write(bytes([byte]))
@@ -100,7 +108,6 @@ async def answer(request: web.Request) -> web.StreamResponse:
         while True:
             await response.write(chunk)
     await asyncio.sleep(3600)
-    return response
 
 
 async def serve(mode: str) -> None:
