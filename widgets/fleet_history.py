@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from rich.markup import escape
 from textual.widgets import Static
 
-from tui.core.formatting import duration_compact
+from tui.core.formatting import duration_compact, printable
 from tui.fleet.history import HostHistory, SeriesHistory
 from widgets.gpu_format import spark_buckets, spark_cell
 
@@ -56,11 +56,11 @@ def history_lines(history: HostHistory | None, width: int, note: str = "") -> li
     """The view's lines (markup): a heading, then one line per series (or why there are none)."""
     if history is None:
         return [note or "history: select a Prometheus host"]
-    host = escape(history.host)
+    host = escape(printable(history.host))
     window = duration_compact(history.window_s)
     head = f"[b]{host}[/b] last {window} (every {duration_compact(history.step_s)}) from Prometheus"
     if history.error is not None:
-        return [f"[b]{host}[/b] history: [red]{escape(history.error)}[/]"]
+        return [f"[b]{host}[/b] history: [red]{escape(printable(history.error))}[/]"]
     if history.empty:
         return [f"[b]{host}[/b]: [yellow]no samples in the last {window}[/] (not scraped then)"]
     return [head] + [series_line(series, width) for series in history.series]

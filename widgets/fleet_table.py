@@ -2,7 +2,8 @@
 
 A pure view: given FleetRows it draws them; the state word, sort and filter come
 from tui.fleet.view, the figures from the rows. Rows are keyed by host name so the
-cursor stays on its host while rows are re-sorted on every refresh.
+cursor stays on its host while rows are re-sorted on every refresh. A host name or label
+value is the source's choice: its control characters and markup are escaped (`free`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
-from tui.core.formatting import GIB, duration_compact
+from tui.core.formatting import GIB, duration_compact, printable
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state
 from widgets.gpu_format import bar, clip
@@ -80,6 +81,11 @@ def age_cell(row: FleetRow) -> str:
     return text
 
 
+def free(text: str | None, width: int) -> str:
+    """A cell of text the source chose: controls escaped, clipped, markup-escaped."""
+    return NA if text is None else clip(printable(text), width)
+
+
 def _na(value: object, fmt: str = "{}") -> str:
     return NA if value is None else fmt.format(value)
 
@@ -109,12 +115,12 @@ def cells(row: FleetRow, compact: bool) -> list[Text]:
     state = host_state(row)
     name = row.host if not row.label or compact else f"{row.host} {row.label}"
     values = {
-        "host": clip(name, 14 if compact else 30),
+        "host": free(name, 14 if compact else 30),
         "src": SOURCE_WORD.get(row.source, row.source),
         "age": age_cell(row),
         "state": f"[{STATE_STYLE[state]}]{state}[/]",
-        "unit": _na(row.unit_state),
-        "load": clip(load_cell(row), 14),
+        "unit": free(row.unit_state, 12),
+        "load": free(load_cell(row), 14),
         "ready": NA if row.health_ok is None else ("[green]yes[/]" if row.health_ok else "no"),
         "reqs": NA if row.running is None else f"{row.running}/{_na(row.waiting)}",
         "kv": _na(row.kv_pct, "{:.0f}%"),
@@ -125,7 +131,7 @@ def cells(row: FleetRow, compact: bool) -> list[Text]:
         "temp": _na(row.temp_c_max, "{:.0f}C"),
         "power": _na(row.power_w, "{:.0f}W"),
         "left": _na(row.leftovers),
-        "alerts": clip(", ".join(row.alerts), 3 if compact else 28)
+        "alerts": free(", ".join(row.alerts), 3 if compact else 28)
         if row.alerts
         else ("" if row.reachable else "!"),
     }

@@ -75,6 +75,7 @@ class _Rows:
 async def test_feed_prefers_the_prometheus_row_of_a_host_in_both() -> None:
     class Prom:
         last_error = None
+        last_note = None
 
         async def refresh(self) -> list[FleetRow]:
             return [FleetRow("box-01", True, "prometheus", gpu_count=8)]

@@ -159,10 +159,14 @@ def run_fleet(args: argparse.Namespace) -> int:
 
         # --prometheus/--fleet-config name the source over a group's own.
         config = fleet_prom_cmd.config_from_args(args) if _wants_prometheus(args) else None
-        # Printed rows (--json, or output that is not a terminal) come from Prometheus alone.
-        if args.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # Printed rows (--json, --markdown, or output that is not a terminal) come from
+        # Prometheus alone.
+        printed = args.json or getattr(args, "markdown", False)
+        if printed or not (sys.stdin.isatty() and sys.stdout.isatty()):
             return fleet_prom_cmd.run_fleet(args, config or group_config)
-        prometheus = config or group_config
+        source = config or group_config
+        assert source is not None
+        prometheus = fleet_prom_cmd.with_deadline(source, args)
     elif getattr(args, "markdown", False):
         from tui.fleet.summary import fleet_markdown
 

@@ -2,24 +2,35 @@
 
 `fleet_from_prometheus()` is what any `fleet` command calls for the Prometheus source;
 `servedeck fleet` (tui/commands/fleet_cmd.py) takes `add_prometheus_options` and hands
-`--prometheus`/`--fleet-config` here, so both sources print the same FleetRow JSON.
+`--prometheus`/`--fleet-config` here, so both sources print the same FleetRow JSON (and
+the same Markdown summary). Label values are the server's choice: the text output
+escapes their control characters.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 from tui.cli import run_async
 from tui.commands._width import hanging
 from tui.core.errors import UsageError
+from tui.core.formatting import printable
 from tui.fleet.model import FleetRow
-from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, config_from_table
+from tui.fleet.prometheus import (
+    FleetAnswer,
+    PrometheusFleet,
+    PromFleetConfig,
+    config_from_table,
+    shown_url,
+)
 
 
 def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
@@ -79,11 +90,23 @@ def _config_from_file(path: Path, url: str | None) -> PromFleetConfig:
     return config_from_table(table, f"{path}: [fleet]")
 
 
-async def fleet_from_prometheus(config: PromFleetConfig) -> list[FleetRow]:
+def with_deadline(config: PromFleetConfig, args: argparse.Namespace) -> PromFleetConfig:
+    """`--timeout S` is the whole query's deadline (else the config's, 30 s)."""
+    timeout = getattr(args, "timeout", None)
+    if timeout is None:
+        return config
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise UsageError(f"fleet: --timeout {timeout:g}: expected seconds above 0")
+    return replace(config, deadline_s=timeout)
+
+
+async def fleet_from_prometheus(config: PromFleetConfig) -> FleetAnswer:
     """One refresh of the Prometheus fleet (one query); raises PrometheusError when down."""
     source = PrometheusFleet(config)
     try:
-        return await source.refresh()
+        await source.refresh()  # raises, or leaves its answer
+        assert source.last_answer is not None
+        return source.last_answer
     finally:
         await source.aclose()
 
@@ -123,7 +146,7 @@ def _text(rows: list[FleetRow]) -> str:
             text += f", alerts {', '.join(row.alerts)}"
         if row.error:
             text += f"; {row.error}"
-        lines.append(hanging(f"{row.host:<20} ", text))
+        lines.append(hanging(f"{printable(row.host):<20} ", printable(text)))
     return "\n".join(lines) if lines else "no hosts: Prometheus scrapes no targets"
 
 
@@ -133,12 +156,19 @@ def run_fleet(args: argparse.Namespace, config: PromFleetConfig | None = None) -
         if not args.prometheus and args.fleet_config is None:
             raise UsageError("fleet: give --prometheus URL or --fleet-config FILE")
         config = config_from_args(args)
+    config = with_deadline(config, args)
     started = time.monotonic()
-    rows: list[FleetRow] = run_async(lambda: fleet_from_prometheus(config))  # type: ignore[assignment]
+    answer: FleetAnswer = run_async(lambda: fleet_from_prometheus(config))  # type: ignore[assignment]
+    rows = list(answer.rows)
     if args.json:
         print(json.dumps([row_json(row) for row in rows], indent=2))
+    elif getattr(args, "markdown", False):
+        from tui.fleet.summary import fleet_markdown
+
+        print(fleet_markdown(rows, shown_url(config.url)), end="")
     else:
         print(_text(rows))
-        hosts = f"{len(rows)} host" + ("" if len(rows) == 1 else "s")
-        print(f"({hosts}, 1 query, {time.monotonic() - started:.2f} s)", file=sys.stderr)
+    hosts = f"{len(rows)} host" + ("" if len(rows) == 1 else "s")
+    note = f"; {answer.note()}" if answer.note() else ""
+    print(f"({hosts}, 1 query, {time.monotonic() - started:.2f} s{note})", file=sys.stderr)
     return 0

@@ -12,12 +12,31 @@ another:
 - `uptime`: 3h 4m, 2d 3h 4m (the host overview);
 - `milliseconds`: 100 ms, 2 s (SLO thresholds);
 - `clipped`: a long text cut to its head, saying how much was cut.
+
+`printable` escapes control characters in text a remote source chose (a label value, a
+host name, an error), for every output that a terminal or a Markdown reader shows.
 """
 
 from __future__ import annotations
 
+import re
+
 GIB = 1024**3
 NA = "n/a"
+
+# C0 and C1 controls, DEL, the line and paragraph separators and the bidi overrides: what
+# would move the cursor, clear the screen, start a forged line or reorder what is read.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return repr(match.group())[1:-1]  # \x1b, \n, \t, \u202e
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters written as escapes (`\\x1b`, `\\n`): text from a
+    remote source is shown to the operator, never obeyed by the terminal."""
+    return _UNPRINTABLE.sub(_escape, text)
 
 
 def gib(value_bytes: float | None, digits: int = 1, missing: str = NA) -> str:

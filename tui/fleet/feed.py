@@ -63,7 +63,8 @@ class FleetFeed:
             rows = await self.prometheus.refresh()
         except ServedeckError as error:  # down before any host was seen
             return [], str(error)
-        return rows, self.prometheus.last_error
+        # Prometheus down (rows kept from before), or what its answer left out
+        return rows, self.prometheus.last_error or self.prometheus.last_note
 
     async def refresh(self) -> list[FleetRow]:
         """Prometheus's rows, then the SSH rows of the hosts Prometheus does not have."""

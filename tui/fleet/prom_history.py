@@ -3,7 +3,8 @@
 One request per fetch whatever the number of series: each column's PromQL (the same as
 the fleet rows', tui.fleet.prometheus) pinned to one host, tagged with its column name,
 joined with `or`, laid on the grid of tui.fleet.history. When Prometheus cannot be asked,
-the history says so in `error` instead of raising.
+the history says so in `error` instead of raising; a malformed pair or a value the
+column cannot have (tui.fleet.prom_answer.sane_value) is a gap.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tui.fleet.history import (
     SeriesHistory,
     grid,
 )
+from tui.fleet.prom_answer import sane_value
 from tui.fleet.prometheus import COLUMN_KEY, PrometheusFleet, pinned_column
 
 
@@ -66,14 +68,13 @@ class PrometheusHistory:
             return replace(base, error=str(error))
         points: dict[str, list[tuple[float, float]]] = {spec.column: [] for spec in self.specs}
         for series in matrix:
-            column = (series.get("metric") or {}).get(COLUMN_KEY)
+            column = series.labels.get(COLUMN_KEY)
             if column not in points:
                 continue
-            for pair in series.get("values") or []:
-                try:
-                    points[column].append((float(pair[0]), float(pair[1])))
-                except (TypeError, ValueError, IndexError):
-                    continue  # a malformed pair is a gap, not a failed history
+            for stamp, raw in series.points:
+                value = sane_value(column, raw)
+                if value is not None:
+                    points[column].append((stamp, value))
         series_list = tuple(
             SeriesHistory(spec, grid(points[spec.column], start, self.step_s, count))
             for spec in self.specs

@@ -7,13 +7,18 @@ label, and the columns are joined with `or`. Which label names the host is confi
 `Hostname`, `host`, ...). A series that is stale or missing stays None in the row, and
 the age of each host's last successful scrape is reported, so a dead exporter never reads
 as an idle GPU.
+
+Nothing the server sends is trusted: a query has one deadline in all (a server trickling
+bytes cannot hold it), the body is capped as decoded bytes (tui.fleet.prom_body), the
+answer's shape is checked (tui.fleet.prom_answer), at most MAX_HOSTS hosts are taken and
+a value no host can have is n/a.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
-import math
 import os
 import time
 from collections.abc import Mapping
@@ -23,10 +28,23 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from tui.core.errors import HostError, ServedeckError
+from tui.core.errors import ServedeckError
+from tui.core.formatting import printable
 from tui.fleet.model import FleetRow
+from tui.fleet.prom_answer import (
+    RangeSeries,
+    answer_data,
+    matrix_series,
+    result_of,
+    sane_value,
+    vector_samples,
+)
+from tui.fleet.prom_body import MIB, BoundedBody, PrometheusError
 
-MIB = 1024**2
+__all__ = ["PrometheusError"]  # raised here, defined beside the body it may be about
+
+MAX_HOSTS = 5_000  # hosts taken from one answer; the rest are counted, not shown
+DEFAULT_DEADLINE_S = 30.0  # one query, connect to last byte
 HOST_KEY = "servedeck_host"
 COLUMN_KEY = "servedeck_column"
 AuthKind = Literal["none", "bearer", "basic"]
@@ -92,7 +110,8 @@ class PromFleetConfig:
     auth: AuthKind = "none"
     auth_env: str | None = None  # bearer: the token; basic: "user:password"
     verify_tls: bool = True
-    timeout_s: float = 5.0
+    timeout_s: float = 5.0  # each connect or read
+    deadline_s: float = DEFAULT_DEADLINE_S  # the whole query, however the server trickles
     rate_window: str = "1m"
     stale_window: str = "15m"
     columns: Mapping[str, Column] = field(default_factory=dict)  # overrides
@@ -185,12 +204,6 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-class PrometheusError(HostError):
-    """The Prometheus server could not be asked or refused the query."""
-
-    exit_code = 3
-
-
 def _auth_headers(config: PromFleetConfig) -> dict[str, str]:
     if config.auth == "none":
         return {}
@@ -206,25 +219,41 @@ def _auth_headers(config: PromFleetConfig) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(secret.encode()).decode()}
 
 
-def _value(sample: Mapping[str, Any]) -> float | None:
-    try:
-        value = float(sample["value"][1])
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
+@dataclass(frozen=True, slots=True)
+class FleetAnswer:
+    """The rows of one answer, and what of it was left out."""
+
+    rows: tuple[FleetRow, ...]
+    skipped_series: int = 0  # result items not shaped as Prometheus's
+    dropped_hosts: int = 0  # hosts past MAX_HOSTS
+
+    def note(self) -> str | None:
+        """What was left out, one line (None: nothing)."""
+        parts = []
+        if self.dropped_hosts:
+            parts.append(f"{self.dropped_hosts:,} more hosts left out (at most {MAX_HOSTS:,})")
+        if self.skipped_series:
+            parts.append(f"{self.skipped_series:,} malformed series skipped")
+        return "; ".join(parts) or None
 
 
-def rows_from_vector(
-    result: list[Mapping[str, Any]], now_s: float, known: tuple[str, ...] = ()
-) -> list[FleetRow]:
-    """FleetRows from the tagged vector the combined query returns (pure: tested on its own)."""
-    hosts: dict[str, dict[str, Any]] = {host: {} for host in known}
-    for sample in result:
-        metric = sample.get("metric") or {}
-        host = metric.get(HOST_KEY)
-        column = metric.get(COLUMN_KEY)
-        value = _value(sample)
-        if not host or not column or value is None:
+def fleet_answer(
+    result: list[Any], now_s: float, known: tuple[str, ...] = (), max_hosts: int = MAX_HOSTS
+) -> FleetAnswer:
+    """FleetRows from the tagged vector the combined query returns (pure: tested on its own).
+
+    Items of the wrong shape are skipped and counted; past `max_hosts` hosts (first by
+    name) the rest are counted, so a huge answer costs a bounded table."""
+    samples, skipped = vector_samples(result)
+    named = [s for s in samples if s.labels.get(HOST_KEY) and s.labels.get(COLUMN_KEY)]
+    names = sorted(set(known) | {s.labels[HOST_KEY] for s in named})
+    taken = set(names[:max_hosts])
+    hosts: dict[str, dict[str, Any]] = {host: {} for host in known if host in taken}
+    for sample in named:
+        metric = sample.labels
+        host, column = metric[HOST_KEY], metric[COLUMN_KEY]
+        value = sane_value(column, sample.value)
+        if value is None or host not in taken:
             continue
         cols = hosts.setdefault(host, {})
         if column in ("up", "age_s"):
@@ -239,7 +268,23 @@ def rows_from_vector(
             cols.setdefault("alerts", []).append(f"xid-{value:g}:gpu{metric.get('gpu', '?')}")
         else:
             cols[column] = value
-    return [_row(host, cols, now_s) for host, cols in sorted(hosts.items())]
+    rows = tuple(_row(host, cols, now_s) for host, cols in sorted(hosts.items()))
+    return FleetAnswer(rows, skipped, max(0, len(names) - max_hosts))
+
+
+def fleet_answer_from_body(
+    body: bytes | bytearray, status_code: int, where: str, now_s: float
+) -> FleetAnswer:
+    """The rows of an instant query's body as read (pure): any body that is not a
+    Prometheus vector answer is one PrometheusError line, never another exception."""
+    return fleet_answer(result_of(answer_data(body, status_code, where), "vector", where), now_s)
+
+
+def rows_from_vector(
+    result: list[Any], now_s: float, known: tuple[str, ...] = ()
+) -> list[FleetRow]:
+    """The rows alone of `fleet_answer`."""
+    return list(fleet_answer(result, now_s, known).rows)
 
 
 def _int(value: float | None) -> int | None:
@@ -306,39 +351,48 @@ class PrometheusFleet:
         self.queries_sent = 0
         self.last_refresh_s: float | None = None
         self.last_error: str | None = None  # why the last refresh could not ask Prometheus
+        self.last_answer: FleetAnswer | None = None  # the last answer read, whole
+        self.where = f"prometheus {shown_url(config.url)}"  # its errors' prefix, no credentials
         self._rows: list[FleetRow] = []
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            read = min(self.config.timeout_s, self.config.deadline_s)
             self._client = httpx.AsyncClient(
                 base_url=self.config.url.rstrip("/"),
-                headers=_auth_headers(self.config),
+                # gzip alone: the body is decoded here, under its cap (BoundedBody)
+                headers={**_auth_headers(self.config), "Accept-Encoding": "gzip"},
                 verify=self.config.verify_tls,
-                timeout=httpx.Timeout(
-                    self.config.timeout_s, connect=min(self.config.timeout_s, 3.0)
-                ),
+                timeout=httpx.Timeout(read, connect=min(read, 3.0)),
                 follow_redirects=False,
             )
         return self._client
 
-    async def _api(self, path: str, form: dict[str, str]) -> Any:
+    async def _post(self, path: str, form: dict[str, str], where: str) -> tuple[int, bytearray]:
+        """The status and the decoded body, read raw so its cap counts what gzip expands to."""
+        async with self._http().stream("POST", path, data=form) as response:
+            headers = response.headers
+            body = BoundedBody(where, headers.get("content-encoding", ""))
+            body.declared(headers.get("content-length", ""))
+            async for chunk in response.aiter_raw():
+                body.feed(chunk)
+            return response.status_code, body.finish()
+
+    async def _fetch(self, path: str, form: dict[str, str]) -> tuple[int, bytearray]:
+        """The status and the decoded body, whole within the deadline; else one line."""
         self.queries_sent += 1
-        url = shown_url(self.config.url)
+        where = self.where
+        deadline_s = self.config.deadline_s
         try:
-            response = await self._http().post(path, data=form)
+            async with asyncio.timeout(deadline_s):
+                status, body = await self._post(path, form, where)
+        except TimeoutError as error:
+            raise PrometheusError(where, f"no whole answer within {deadline_s:g} s") from error
         except httpx.HTTPError as error:
-            raise PrometheusError(
-                f"prometheus {url}", f"{type(error).__name__}: {error}"
-            ) from error
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if not isinstance(body, dict) or body.get("status") != "success":
-            detail = body.get("error") if isinstance(body, dict) else response.text[:200]
-            raise PrometheusError(f"prometheus {url}", f"HTTP {response.status_code}: {detail}")
-        return body.get("data") or {}
+            detail = printable(f"{type(error).__name__}: {error}")
+            raise PrometheusError(where, detail) from error
+        return status, body
 
     async def refresh(self) -> list[FleetRow]:
         """Every host's row. When Prometheus does not answer, the hosts seen before come
@@ -346,7 +400,8 @@ class PrometheusFleet:
         started = time.monotonic()
         now = time.time()
         try:
-            data = await self._api("/api/v1/query", {"query": self.query})
+            status, body = await self._fetch("/api/v1/query", {"query": self.query})
+            answer = fleet_answer_from_body(body, status, self.where, now)
         except PrometheusError as error:
             self.last_error = str(error)
             if not self._rows:
@@ -355,9 +410,14 @@ class PrometheusFleet:
         finally:
             self.last_refresh_s = time.monotonic() - started
         self.last_error = None
-        result = data.get("result") if isinstance(data, dict) else None
-        self._rows = rows_from_vector(result if isinstance(result, list) else [], now)
+        self.last_answer = answer
+        self._rows = list(answer.rows)
         return self._rows
+
+    @property
+    def last_note(self) -> str | None:
+        """What the last answer left out (hosts past MAX_HOSTS, malformed series)."""
+        return None if self.last_answer is None else self.last_answer.note()
 
     @staticmethod
     def _lost(row: FleetRow, error: str, now_s: float) -> FleetRow:
@@ -371,17 +431,18 @@ class PrometheusFleet:
 
     async def query_range(
         self, query: str, start_s: float, end_s: float, step_s: float
-    ) -> list[Mapping[str, Any]]:
-        """The matrix `/api/v1/query_range` returns for one PromQL expression (one request)."""
+    ) -> list[RangeSeries]:
+        """The matrix `/api/v1/query_range` returns for one PromQL expression (one request);
+        items not shaped as series are left out."""
         form = {
             "query": query,
             "start": f"{start_s:.3f}",
             "end": f"{end_s:.3f}",
             "step": f"{step_s:g}",
         }
-        data = await self._api("/api/v1/query_range", form)
-        result = data.get("result") if isinstance(data, dict) else None
-        return [series for series in result or [] if isinstance(series, Mapping)]
+        status, body = await self._fetch("/api/v1/query_range", form)
+        data = answer_data(body, status, self.where)
+        return matrix_series(result_of(data, "matrix", self.where))[0]
 
     async def history(
         self, host: str, column: str, seconds: float = 600.0, step_s: float = 15.0
@@ -391,10 +452,10 @@ class PrometheusFleet:
         end = time.time()
         points: list[tuple[float, float]] = []
         for series in await self.query_range(query, end - seconds, end, step_s):
-            for stamp, raw in series.get("values", []):
-                value = _value({"value": [stamp, raw]})
+            for stamp, raw in series.points:
+                value = sane_value(column, raw)
                 if value is not None:
-                    points.append((float(stamp), value))
+                    points.append((stamp, value))
         return sorted(points)
 
     async def aclose(self) -> None:

@@ -2,7 +2,8 @@
 
 Built from the rows the pane shows (pure: no I/O), so the file says exactly what the
 operator saw. Every free text (errors, routes, labels) goes through redaction, and a
-cell never breaks the table (pipes escaped, one line).
+cell never breaks the table (pipes escaped, one line) nor carries a control character (a
+host name or label value with an escape sequence is written as `\\x1b`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from tui.core.formatting import printable
 from tui.core.redact import redact_text
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state, summarize
@@ -34,10 +36,10 @@ _HEADERS = (
 
 
 def _cell(text: object) -> str:
-    """One table cell: redacted, one line, pipes escaped; unknown is `n/a`."""
+    """One table cell: redacted, one line, controls escaped, pipes escaped; unknown is `n/a`."""
     if text is None or text == "":
         return "n/a"
-    return redact_text(" ".join(str(text).split())).replace("|", "\\|")
+    return printable(redact_text(" ".join(str(text).split()))).replace("|", "\\|")
 
 
 def _num(value: float | int | None, fmt: str, unit: str = "") -> str | None:

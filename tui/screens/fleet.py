@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from tui.app.console_workers import WorkerFailed, console_worker
 from tui.core.errors import ServedeckError
+from tui.core.formatting import printable
 from tui.deck import Deck
 from tui.fleet.actions import CleanupPlan, ServicePlan, plan_cleanup, plan_service
 from tui.fleet.bench_action import BenchPlan, plan_bench
@@ -42,6 +43,11 @@ if TYPE_CHECKING:  # httpx is imported only when a Prometheus source is made
 BASE_INTERVAL_S = 2.0
 HISTORY_EVERY_S = 15.0
 FETCH_HISTORY = "fetch the host's history"
+
+
+def source_text(text: str) -> str:
+    """Text a source chose (a host name, an error) as markup that draws it as it is."""
+    return escape(printable(text))
 
 
 @dataclass
@@ -175,7 +181,7 @@ class FleetApp(App[str | None]):
         host = row.host if row is not None and row.source == "prometheus" else None
         self._history_host = host
         self.history = None
-        name = "" if row is None else escape(row.host)
+        name = "" if row is None else source_text(row.host)
         note = f"{name}: history only for Prometheus rows (not {row.source})" if row else ""
         self._draw_history(note if host is None else f"{name}: fetching history…")
         if host is not None:
@@ -204,12 +210,15 @@ class FleetApp(App[str | None]):
     def on_worker_failed(self, message: WorkerFailed) -> None:
         if message.what == FETCH_HISTORY:  # the history's own line says it; rows go on
             self.history = None
-            self._draw_history(f"[red]history failed: {escape(message.reason)}[/]")
+            self._draw_history(f"[red]history failed: {source_text(message.reason)}[/]")
             return
         if message.user_action:  # an action the operator asked for: refused or failed
-            self.notify(f"{message.what}: {message.reason}", severity="error", markup=False)
+            text = printable(f"{message.what}: {message.reason}")
+            self.notify(text, severity="error", markup=False)
             return
-        self.query_one("#status", Static).update(f"[red]fleet refresh failed: {message.reason}[/]")
+        self.query_one("#status", Static).update(
+            f"[red]fleet refresh failed: {source_text(message.reason)}[/]"
+        )
 
     def visible_rows(self) -> list[FleetRow]:
         shown = [row for row in self.rows if matches(row, self.filter_text)]
@@ -235,17 +244,17 @@ class FleetApp(App[str | None]):
 
     def _draw_status_lines(self) -> None:
         status = [
-            *(f"[red]{escape(problem)}[/]" for problem in self.collector.problems),
+            *(f"[red]{source_text(problem)}[/]" for problem in self.collector.problems),
             self._refresh_note,
             f"sort {self.sort_column}{' desc' if self.descending else ''}",
         ]
         if self.filter_text:
             status.append(f"filter {self.filter_text!r}: {self._shown} shown")
         if self.marked:
-            status.append(f"marked {len(self.marked)}: {escape(', '.join(self.marked))}")
+            status.append(f"marked {len(self.marked)}: {source_text(', '.join(self.marked))}")
         self.query_one("#status", Static).update(" · ".join(status))
         note = self._selected_note
-        if self._refused is not None and note.startswith(f"{self._refused[0]}:"):
+        if self._refused is not None and note.startswith(f"{source_text(self._refused[0])}:"):
             note += f" · {self._refused[1]}"
         self.query_one("#selected", Static).update(note)
 
@@ -277,9 +286,11 @@ class FleetApp(App[str | None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The selected host's route (hop chain) and its error, under the table."""
         row = next((r for r in self.rows if r.host == event.row_key.value), None)
-        self._selected_note = "" if row is None else f"{row.host}: {row.route or row.source}"
+        self._selected_note = (
+            "" if row is None else source_text(f"{row.host}: {row.route or row.source}")
+        )
         if row is not None and row.error:
-            self._selected_note += f" · {row.error}"
+            self._selected_note += f" · {source_text(row.error)}"
         self._draw_status()
         self._follow_history(row)
 
@@ -512,7 +523,8 @@ class FleetApp(App[str | None]):
 
     def on_fleet_action_done(self, message: FleetActionDone) -> None:
         self.last_action = message.text
-        self.notify(message.text, severity="information" if message.ok else "error", markup=False)
+        text = printable(message.text)
+        self.notify(text, severity="information" if message.ok else "error", markup=False)
 
 
 async def fleet_console(
