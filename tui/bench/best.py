@@ -211,7 +211,7 @@ def result_toast(run: BenchResult) -> tuple[str, str, str]:
             f"{run.preset}: {how} after {finished} finished level(s){failures}; "
             f"partial results kept, not counted as a measurement"
         )
-        return f"Benchmark {how}", text, "warning"
+        return "Benchmark incomplete", text, "warning"
     if failed:
         text = f"{run.preset}: finished with {failed} failed request(s){first_error}; {headline}"
         return "Benchmark incomplete", text, "warning"
