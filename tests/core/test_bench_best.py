@@ -134,7 +134,11 @@ def test_the_toast_after_a_cancel_never_says_done() -> None:
     cut = _run("cut", (_level(1, 8, 80.0), _level(8, 3, 500.0, partial=True)), partial=True)
     title, text, severity = result_toast(cut)
     assert title == "Benchmark incomplete" and severity == "warning"
-    assert "done" not in text and text.startswith("sweep: cancelled after") and "not counted as a measurement" in text
+    assert (
+        "done" not in text
+        and text.startswith("sweep: cancelled after")
+        and "not counted as a measurement" in text
+    )
     assert "after 1 finished level(s)" in text
 
 
