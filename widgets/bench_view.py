@@ -15,7 +15,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from tui.bench.best import COMPLETE, figure_of
 from tui.bench.model import BenchResult, LevelResult
+from tui.core.formatting import NA
 
 if TYPE_CHECKING:  # the driver loads with the first run, not with the console
     from tui.bench.driver import BenchProgress, BenchStarted
@@ -38,6 +40,11 @@ _HISTORY_COLUMNS = (
 
 def _load_label(level: LevelResult) -> str:
     return f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
+
+
+def _figure(value: float, measured: int | bool, spec: str) -> str:
+    """A measured figure, or n/a where no sample stands behind it."""
+    return format(value, spec) if measured else NA
 
 
 def _bar(value: float, top: float, style: str) -> Text:
@@ -116,16 +123,17 @@ class BenchView(VerticalScroll):
         key = f"{_load_label(level)}"
         if key in table.rows:
             table.remove_row(key)
+        measured = level.completed > 0  # nothing completed: nothing measured, never 0
         table.add_row(
             _load_label(level) + (" *" if level.partial else ""),
             f"{level.completed}/{level.num_requests}",
             fail,
-            f"{level.ttft.median_ms:,.1f}",
-            f"{level.ttft.p99_ms:,.1f}",
-            f"{level.tpot.median_ms:,.2f}",
-            f"{level.itl.p99_ms:,.2f}",
-            f"{level.output_throughput:,.1f}",
-            f"{level.request_throughput:,.2f}",
+            _figure(level.ttft.median_ms, level.ttft.count, ",.1f"),
+            _figure(level.ttft.p99_ms, level.ttft.count, ",.1f"),
+            _figure(level.tpot.median_ms, level.tpot.count, ",.2f"),
+            _figure(level.itl.p99_ms, level.itl.count, ",.2f"),
+            _figure(level.output_throughput, measured, ",.1f"),
+            _figure(level.request_throughput, measured, ",.2f"),
             key=key,
         )
 
@@ -157,12 +165,13 @@ class BenchView(VerticalScroll):
         top_tok = max((level.output_throughput for level in levels), default=0.0)
         top_ttft = max((level.ttft.median_ms for level in levels), default=0.0)
         for level in levels:
+            ttft = f"{level.ttft.median_ms:>8,.1f} ms" if level.ttft.count else f"{NA:>11}"
             chart.add_row(
                 _load_label(level),
                 _bar(level.output_throughput, top_tok, "green"),
-                f"{level.output_throughput:>9,.0f}",
+                f"{level.output_throughput:>9,.0f}" if level.completed else f"{NA:>9}",
                 _bar(level.ttft.median_ms, top_ttft, "yellow"),
-                f"{level.ttft.median_ms:>8,.1f} ms",
+                ttft,
             )
         return chart
 
@@ -172,17 +181,18 @@ class BenchView(VerticalScroll):
         table.clear()
         for run in runs:
             context = run.context
-            best = max(run.levels, key=lambda level: level.output_throughput, default=None)
-            single = run.single_stream_tok_s
+            figure = figure_of(run)  # prefill: prompt tok/s; nothing measured: n/a
+            single = figure.single_stream_tok_s
+            unit = " prompt" if figure.kind == "prefill" and figure.tok_s is not None else ""
             table.add_row(
                 run.started_at[:16].replace("T", " "),
-                run.preset + (" *" if run.partial else ""),
+                run.preset + ("" if figure.state == COMPLETE else f" * {figure.state}"),
                 context.model,
                 context.gpus or "?",
                 f"TP{context.tp}" + ("+EP" if context.ep else ""),
                 context.config_hash[:8],
-                f"{single:,.1f}" if single else "-",
-                f"{best.output_throughput:,.0f}" if best else "-",
-                _load_label(best) if best else "-",
+                f"{single:,.1f}" if single else NA,
+                f"{figure.tok_s:,.0f}{unit}" if figure.tok_s is not None else NA,
+                figure.at,
                 key=run.run_id,
             )

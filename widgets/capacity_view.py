@@ -97,6 +97,13 @@ class CapacityView(Static):
             )
         self._draw()
 
+    def show_uncertainty(self, bracket: str, spread: str) -> None:
+        """What the search proved (its bracket) and, on repeat, the spread across searches."""
+        self._notes.insert(0, f"proved {bracket}")
+        if spread:
+            self._notes.insert(1, spread)
+        self._draw()
+
     def show_error(self, message: str) -> None:
         self._status = Text(f"capacity: {message}", style="bold red")
         self._draw()

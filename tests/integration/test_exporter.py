@@ -86,7 +86,17 @@ def test_demo_exporter_cli_serves_documented_metrics_and_the_simulated_dcgm(
         assert one(families, "servedeck_bench_timestamp_seconds") == 1767261600.0
         assert one(families, "servedeck_alerts_firing") == 0
         # Only host/unit/model and the documented dimension labels, never a URL or a path.
-        allowed = {"host", "unit", "model", "state", "phase", "alert", "severity", "source"}
+        allowed = {
+            "host",
+            "unit",
+            "model",
+            "state",
+            "phase",
+            "alert",
+            "severity",
+            "source",
+            "preset",
+        }
         for name, samples in families.items():
             for labels, _ in samples:
                 extra = set(labels) - allowed - {"version"}

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.summary_helpers import bench_run
+from tui.bench.context import config_hash
 from tui.bench.history import append_result
 from tui.core.profile_store import load_profile
 from tui.exporter.runner import _BenchCache
@@ -93,8 +94,8 @@ def test_exporter_last_benchmark_is_the_profiles_own(
     append_result(newer, history)
     host = older.context.host
     assert host == newer.context.host == "local"
-    alpha_cache = _BenchCache(host, history, alpha.name)
-    _, single_stream, started = alpha_cache.read()
-    assert started == 1767261600.0
-    assert single_stream == older.single_stream_tok_s
-    assert _BenchCache(host, history, beta.name).read()[2] == 1767348000.0
+    (alpha_series,) = _BenchCache(host, config_hash(alpha), history, alpha.name).read()
+    assert alpha_series.started_s == 1767261600.0
+    assert alpha_series.single_stream_tok_s == older.single_stream_tok_s
+    (beta_series,) = _BenchCache(host, config_hash(beta), history, beta.name).read()
+    assert beta_series.started_s == 1767348000.0

@@ -101,3 +101,25 @@ async def test_error_line_replaces_progress() -> None:
 
 def test_bench_view_snapshot(snap_compare) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(BenchViewApp(), terminal_size=(120, 48))
+
+
+async def test_a_cancelled_level_and_run_show_n_a_never_zero() -> None:
+    from dataclasses import replace
+
+    from tui.bench.model import LatencyStats
+
+    empty = replace(
+        RUNS[0].levels[0], completed=0, partial=True, output_throughput=0.0,
+        request_throughput=0.0, ttft=LatencyStats(), tpot=LatencyStats(), itl=LatencyStats(),
+    )  # fmt: skip
+    cancelled = replace(RUNS[0], run_id="gone", levels=(empty,), partial=True)
+    app = BenchViewApp()
+    async with app.run_test(size=(120, 50)) as pilot:
+        view = app.query_one(BenchView)
+        view.show_result(cancelled)
+        view.show_history([cancelled])
+        await pilot.pause()
+        row = [str(cell) for cell in app.query_one("#bench-levels", DataTable).get_row_at(0)]
+        assert row[3:] == ["n/a"] * 6, row  # "0.0" where nothing was measured before
+        history = [str(cell) for cell in app.query_one("#bench-history", DataTable).get_row_at(0)]
+        assert history[1].endswith("cancelled") and history[6:] == ["n/a", "n/a", "n/a"], history

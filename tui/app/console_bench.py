@@ -9,6 +9,7 @@ from tui.app import messages
 from tui.app.console_guard import while_open
 from tui.app.console_workers import console_worker, failure_text
 from tui.app.parts import ConsoleParts
+from tui.bench.best import result_toast
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
 from tui.core.audit import append_audit
@@ -120,17 +121,25 @@ class BenchMixin(ConsoleParts):
             self.bench_process = None
             self.refresh_bindings()
 
-    def _show_comparison(self, view: BenchView, runs: list[BenchResult]) -> None:
-        """The newest run against the one before on this host (as `bench compare -2 -1`)."""
+    def _show_comparison(self, view: BenchView, newest: BenchResult) -> None:
+        """The newest run against the last complete run of its workload on its configuration."""
         from textual.widgets import Static
 
+        from tui.bench.best import COMPLETE, NO_EARLIER, earlier_alike, run_state
         from tui.bench.compare import compare_runs, format_comparison
 
-        if len(runs) < 2:
-            return
-        newest, previous = runs[0], runs[1]
-        text = "Compared with the previous run (a change inside the noise is no change):\n"
-        text += format_comparison(previous, newest, compare_runs(previous, newest, runs))
+        runs = runs_for_host(self.deck.host_label, limit=200)
+        previous = earlier_alike(runs, newest)
+        if run_state(newest) != COMPLETE:
+            text = f"Not compared: this run is {run_state(newest)} (not a measurement)."
+        elif previous is None:
+            text = f"Not compared: {NO_EARLIER}."
+        else:
+            text = (
+                "Compared with the last run of this workload on this configuration "
+                "(a change inside the noise is no change):\n"
+            )
+            text += format_comparison(previous, newest, compare_runs(previous, newest, runs))
         found = self.query("#bench-compare")
         if found:
             found.first(Static).update(text)
@@ -138,7 +147,8 @@ class BenchMixin(ConsoleParts):
             view.mount(Static(text, id="bench-compare", markup=False), before="#bench-history")
 
     def _show_capacity(self, event: dict) -> None:
-        from tui.bench.capacity_history import append_capacity
+        from tui.bench.capacity_answer import bracket_text, capacity_line, is_finished, spread_text
+        from tui.bench.capacity_history import append_capacity, read_capacity_history
         from widgets.capacity_view import CapacityView
 
         found = self.query(CapacityView)
@@ -154,8 +164,19 @@ class BenchMixin(ConsoleParts):
             return
         view.show_event(event)
         if event.get("event") == "result":
-            append_capacity(event["result"])
-            self.notify(event["result"]["answer"], title="Capacity", timeout=15)
+            result = event["result"]
+            append_capacity(result)
+            history = read_capacity_history()
+            if not is_finished(result):
+                self.notify(
+                    f"{result['answer']} (cancelled: the finished levels are kept; not an answer)",
+                    title="Capacity search cancelled",
+                    severity="warning",
+                    timeout=15,
+                )
+                return
+            view.show_uncertainty(bracket_text(result), spread_text(result, history))
+            self.notify(capacity_line(result, history), title="Capacity", timeout=15)
 
     @console_worker(
         "bench",
@@ -216,24 +237,10 @@ class BenchMixin(ConsoleParts):
             if event.levels and not any(level.completed for level in event.levels):
                 self._bench_measured_nothing(event)
                 return
-            runs = runs_for_host(self.deck.host_label)
-            view.show_history(runs)
-            self._show_comparison(view, runs)
-            single = event.single_stream_tok_s
-            detail = f"1-stream {single:,.1f} tok/s (output tok/s at c=1)" if single else "done"
-            failed = sum(level.failed for level in event.levels)
-            if failed or event.partial:  # a run with holes is said to have them
-                errors = [error for level in event.levels for error in level.errors]
-                how = "cut short" if event.partial else "finished"
-                detail = f"{how} with {failed} failed request(s)" + (
-                    f" ({failure_text(errors[0])})" if errors else ""
-                )
-                detail += f"; 1-stream {single:,.1f} tok/s" if single else ""
-                self.notify(
-                    f"{event.preset}: {detail}", title="Benchmark incomplete", severity="warning"
-                )
-                return
-            self.notify(f"{event.preset}: {detail}", title="Benchmark")
+            view.show_history(runs_for_host(self.deck.host_label))
+            self._show_comparison(view, event)
+            title, text, severity = result_toast(event)
+            self.notify(text, title=title, severity=severity)  # type: ignore[arg-type]
 
     def _bench_measured_nothing(self, result: BenchResult) -> None:
         """A run in which no request completed measured nothing: a failure, never "done"."""

@@ -14,10 +14,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tui.bench.best import CONFIG_FIELDS, config_key, level_label, workload_key
 from tui.bench.model import BenchResult, LatencyStats, LevelResult
 from tui.core.errors import UsageError
 
-CONFIG_FIELDS = ("model", "engine", "engine_version", "tp", "ep", "gpus", "config_hash", "host")
 WORKLOAD_FIELDS = ("preset", "endpoint", "input_tokens", "output_tokens")
 
 
@@ -79,19 +79,14 @@ def _se_ms(stats: LatencyStats, requests: int) -> float:
     return stats.std_ms / math.sqrt(n) if n > 1 else math.inf
 
 
-def _level_key(level: LevelResult) -> str:
-    return f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
-
-
 def _repeat_spread(runs: Sequence[BenchResult], like: BenchResult, key: str, metric: str) -> float:
     """Half the range of `metric` over repeat runs of `like`'s configuration and workload."""
     values = []
     for run in runs:
-        same = run.context.config_hash == like.context.config_hash and not config_diff(run, like)
-        if not same:
+        if workload_key(run) != workload_key(like) or config_key(run) != config_key(like):
             continue
         for level in run.levels:
-            if _level_key(level) == key:
+            if level_label(level) == key:
                 values.append(_metric_value(level, metric))
     return (max(values) - min(values)) / 2 if len(values) >= 2 else 0.0
 
@@ -108,9 +103,9 @@ def compare_runs(
 ) -> list[MetricChange]:
     """Every metric of every level both runs measured."""
     changes = []
-    b_levels = {_level_key(level): level for level in b.levels}
+    b_levels = {level_label(level): level for level in b.levels}
     for left in a.levels:
-        key = _level_key(left)
+        key = level_label(left)
         right = b_levels.get(key)
         if right is None or not left.completed or not right.completed:
             continue

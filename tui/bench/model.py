@@ -131,10 +131,13 @@ class BenchResult:
         """Single-stream speed: output tok/s at concurrency 1 (vLLM's output_throughput).
 
         The one definition used everywhere (Bench pane, history, CLI, summary), so two
-        screens never show two "single-stream" numbers for one run.
+        screens never show two "single-stream" numbers for one run. A prefill run (one
+        output token per request) has none: its output tok/s measures prompt processing.
         """
         level = self._single_level()
-        return level.output_throughput if level is not None and level.completed else None
+        if level is None or not level.completed or self.output_tokens <= 1:
+            return None
+        return level.output_throughput
 
     @property
     def decode_tok_s_per_stream(self) -> float | None:

@@ -33,13 +33,27 @@ METRICS: dict[str, str] = {
     "servedeck_leftover_gpu_memory_bytes": "GPU memory held by leftover processes, in bytes.",
     "servedeck_alerts_firing": "Alerts of the profile's rules firing now.",
     "servedeck_alert_firing": "1 for each alert firing now (alert, severity labels).",
-    "servedeck_bench_output_tokens_per_second": "Best output tok/s of the last benchmark run.",
-    "servedeck_bench_single_stream_tokens_per_second": (
-        "Output tok/s at concurrency 1 in the last benchmark run."
+    "servedeck_bench_output_tokens_per_second": (
+        "Best output tok/s of the best complete run of that preset on this configuration."
     ),
-    "servedeck_bench_timestamp_seconds": "When the last benchmark run started (Unix time).",
+    "servedeck_bench_single_stream_tokens_per_second": (
+        "Output tok/s at concurrency 1 in the best complete run of that preset."
+    ),
+    "servedeck_bench_timestamp_seconds": (
+        "When the best complete run of that preset started (Unix time)."
+    ),
     "servedeck_source_up": "1 when servedeck could read that source on its last try, else 0.",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class BenchSeries:
+    """The best complete run of one preset (tui.bench.best); None: not measured by it."""
+
+    preset: str
+    output_tok_s: float | None
+    single_stream_tok_s: float | None
+    started_s: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +74,7 @@ class ExporterView:
     leftovers: int | None = None
     leftover_bytes: int | None = None
     alerts: tuple[tuple[str, str], ...] = ()  # (alert id, severity) of firing alerts
-    bench_output_tok_s: float | None = None
-    bench_single_stream_tok_s: float | None = None
-    bench_started_s: float | None = None
+    bench: tuple[BenchSeries, ...] = ()  # one per preset: its best complete run
     sources_up: tuple[tuple[str, bool], ...] = ()
 
 
@@ -111,11 +123,18 @@ class ServedeckCollector(Collector):
         for alert, severity in v.alerts:
             firing.add_metric([*base, alert, severity], 1.0)
         yield firing
-        yield from single("servedeck_bench_output_tokens_per_second", v.bench_output_tok_s)
-        yield from single(
-            "servedeck_bench_single_stream_tokens_per_second", v.bench_single_stream_tok_s
-        )
-        yield from single("servedeck_bench_timestamp_seconds", v.bench_started_s)
+        for name, field_name in (
+            ("servedeck_bench_output_tokens_per_second", "output_tok_s"),
+            ("servedeck_bench_single_stream_tokens_per_second", "single_stream_tok_s"),
+            ("servedeck_bench_timestamp_seconds", "started_s"),
+        ):
+            values = [(s.preset, getattr(s, field_name)) for s in v.bench]
+            if any(value is not None for _, value in values):
+                family = gauge(name, ("preset",))
+                for preset, value in values:
+                    if value is not None:
+                        family.add_metric([*base, preset], float(value))
+                yield family
         if v.sources_up:
             up = gauge("servedeck_source_up", ("source",))
             for source, ok in v.sources_up:

@@ -21,9 +21,11 @@ from prometheus_client.exposition import MetricsHandler
 
 from tui import __version__
 from tui.alerts.monitor import AlertMonitor
+from tui.bench.best import best_benchmarks
+from tui.bench.context import config_hash
 from tui.bench.history import history_path, runs_for_host
 from tui.deck import Deck
-from tui.exporter.metrics import ExporterView, ServedeckCollector
+from tui.exporter.metrics import BenchSeries, ExporterView, ServedeckCollector
 from tui.gpu.model import GpuBoxSnapshot
 from tui.procs.model import ProcListing
 from tui.record.feed import RecordFeed
@@ -71,37 +73,46 @@ def default_host_label(deck: Deck) -> str:
 
 
 class _BenchCache:
-    """The last benchmark of one profile on its host, re-read only when the history file
-    changed (every local profile is host `local`: the host alone mixed two services')."""
+    """Each preset's best complete run of one profile on one configuration of its host
+    (tui.bench.best decides), re-read only when the history file changed (every local
+    profile is host `local`: the host alone mixed two services')."""
 
-    def __init__(self, host: str, path: Path, profile: str) -> None:
+    def __init__(self, host: str, config_hash: str, path: Path, profile: str) -> None:
         self.host = host
+        self.config_hash = config_hash
         self.path = path
         self.profile = profile
         self._stamp: tuple[int, int] | None = None
-        self.figures: tuple[float | None, float | None, float | None] = (None, None, None)
+        self.series: tuple[BenchSeries, ...] = ()
 
-    def read(self) -> tuple[float | None, float | None, float | None]:
+    def read(self) -> tuple[BenchSeries, ...]:
         try:
             stat = self.path.stat()
         except OSError:
-            return self.figures
+            return self.series
         stamp = (stat.st_mtime_ns, stat.st_size)
         if stamp != self._stamp:
             self._stamp = stamp
             runs = [
                 run
-                for run in runs_for_host(self.host, self.path, limit=1_000_000)
-                if run.context.profile == self.profile
-            ][:1]
-            if runs:
-                run = runs[0]
+                for run in runs_for_host(self.host, self.path, limit=2000)
+                if run.context.config_hash == self.config_hash
+                and run.context.profile == self.profile
+            ]
+            chosen: dict[str, BenchSeries] = {}
+            for figure in best_benchmarks(runs):  # newest first: the newest config wins
+                if figure.preset in chosen:
+                    continue
                 try:
-                    started = datetime.fromisoformat(run.started_at).timestamp()
+                    started = datetime.fromisoformat(figure.started_at).timestamp()
                 except ValueError:
                     started = None
-                self.figures = (run.best_output_throughput, run.single_stream_tok_s, started)
-        return self.figures
+                output = figure.tok_s if figure.kind == "decode" else None
+                chosen[figure.preset] = BenchSeries(
+                    figure.preset, output, figure.single_stream_tok_s, started
+                )
+            self.series = tuple(sorted(chosen.values(), key=lambda series: series.preset))
+        return self.series
 
 
 class ExporterRunner:
@@ -123,7 +134,9 @@ class ExporterRunner:
         self.severity = {rule.name: rule.severity for rule in alerting.effective_rules()}
         self.recorder = HeadlessRecorder(deck, self.feed, cadence, self.monitor)
         self.recorder.on_tick.append(lambda _recorder: self.refresh())
-        self.bench = _BenchCache(deck.host_label, history_path(), profile.name)
+        self.bench = _BenchCache(
+            deck.host_label, config_hash(profile), history_path(), profile.name
+        )
         self._view = ExporterView(self.host, self.unit, self.model, __version__)
         self._lock = threading.Lock()
         self.port: int | None = None
@@ -151,7 +164,6 @@ class ExporterRunner:
             (alert, self.severity.get(alert.split(":")[0], "warning"))
             for alert in self.monitor.engine.firing()
         )
-        best, single, started = self.bench.read()
         gpu = recorder.last_gpu
         sources: list[tuple[str, bool]] = []
         if gpu is not None:
@@ -173,9 +185,7 @@ class ExporterRunner:
             leftovers=leftovers,
             leftover_bytes=leftover_bytes,
             alerts=firing,
-            bench_output_tok_s=best,
-            bench_single_stream_tok_s=single,
-            bench_started_s=started,
+            bench=self.bench.read(),
             sources_up=tuple(sources),
         )
         with self._lock:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tui.bench.best import BenchFigure, best_figures, figure_from_dict
 from tui.record.model import Event
 from tui.serving.loadwatch import LOADING_ORDER
 
@@ -82,8 +83,23 @@ class Attempt:
     outcome: str = "in progress"
     phase_times: list[tuple[str, float]] = field(default_factory=list)
     served_after_s: float | None = None
-    best_tok_s: float | None = None
-    single_stream_tok_s: float | None = None
+    figures: list[BenchFigure] = field(default_factory=list)  # every run inside the attempt
+    capacity: str | None = None  # the last finished capacity search's line
+
+    @property
+    def benchmarks(self) -> list[BenchFigure]:
+        """The best complete run per workload (tui.bench.best decides), newest first."""
+        return best_figures(self.figures)
+
+    @property
+    def best_tok_s(self) -> float | None:
+        decode = [figure.tok_s for figure in self.benchmarks if figure.kind == "decode"]
+        return max((tok_s for tok_s in decode if tok_s is not None), default=None)
+
+    @property
+    def single_stream_tok_s(self) -> float | None:
+        singles = [figure.single_stream_tok_s for figure in self.benchmarks]
+        return max((value for value in singles if value is not None), default=None)
 
 
 def _starts_load(event: Event) -> bool:
@@ -130,14 +146,11 @@ def deployment_attempts(events: Sequence[Event]) -> list[Attempt]:
                 elif event.text == "load phase: stopped":
                     attempt.outcome = "stopped before serving"
             if event.source == "bench":
-                best = event.data.get("best_output_tok_s")
-                single = event.data.get("single_stream_tok_s")
-                if isinstance(best, int | float):
-                    attempt.best_tok_s = max(attempt.best_tok_s or 0.0, float(best))
-                if isinstance(single, int | float):
-                    attempt.single_stream_tok_s = max(
-                        attempt.single_stream_tok_s or 0.0, float(single)
-                    )
+                figure = figure_from_dict(event.data, partial="(partial)" in event.text)
+                if figure is not None:
+                    attempt.figures.append(figure)
+            elif event.source == "capacity" and event.data.get("finished"):
+                attempt.capacity = str(event.data.get("line") or event.data.get("answer"))
         attempts.append(attempt)
     return attempts
 

@@ -351,19 +351,51 @@ class RecordFeed:
         self.event(Event(ts, "action", "audit", text, key=key, data={"event": event}))
 
     def observe_bench(self, run: Any, ts_s: float) -> None:
-        single = run.single_stream_tok_s
+        """A benchmark run with its headline figure (tui.bench.best), marked when it does not count."""
+        from tui.bench.best import COMPLETE, figure_of
+
+        figure = figure_of(run)
+        single = figure.single_stream_tok_s
         single_text = f", {single:.1f} tok/s single stream" if single else ""
-        text = (
-            f"benchmark {run.preset}: best {run.best_output_throughput:.1f} tok/s"
-            f"{single_text}{' (partial)' if run.partial else ''}"
+        state = "" if figure.state == COMPLETE else f" ({figure.state}: not a measurement)"
+        text = f"benchmark {run.preset}: {figure.describe()}{single_text}{state}"
+        self.event(
+            Event(ts_s, "action", "bench", text, key=f"bench:{run.run_id}", data=figure.to_dict())
         )
+
+    def observe_capacity(
+        self, record: Mapping[str, Any], ts_s: float, history: Sequence[Any]
+    ) -> None:
+        """A capacity search: its answer with the bracket it proved, its SLO and its levels."""
+        from tui.bench.capacity_answer import bracket, capacity_line, config_key, is_finished
+        from tui.bench.capacity_answer import workload_key as capacity_workload
+
+        low, high = bracket(record)
+        levels = [
+            {
+                "concurrency": level.get("concurrency"),
+                "request_rate": level.get("request_rate"),
+                "meets_slo": bool(level.get("meets_slo")),
+                "limited_by": level.get("limited_by", ""),
+                "output_throughput": level.get("output_throughput"),
+            }
+            for level in record.get("levels") or ()
+        ]
         data = {
-            "run_id": run.run_id,
-            "preset": run.preset,
-            "best_output_tok_s": run.best_output_throughput,
-            "single_stream_tok_s": single,
+            "answer": record.get("answer", ""),
+            "line": capacity_line(record, history),
+            "finished": is_finished(record),
+            "met": low,
+            "missed": high,
+            "by": record.get("by") or "concurrency",
+            "slo": record.get("slo") or {},
+            "levels": levels,
+            "workload": capacity_workload(record),
+            "config": config_key(record),
         }
-        self.event(Event(ts_s, "action", "bench", text, key=f"bench:{run.run_id}", data=data))
+        key = f"capacity:{_digest(record.get('saved_at'), record.get('answer'), len(levels))}"
+        text = f"capacity search: {self._redact(data['line'])}"
+        self.event(Event(ts_s, "action", "capacity", text, key=key, data=data))
 
 
 def previous_phase(progress: LoadProgress) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from tui.alerts.monitor import AlertMonitor
+from tui.bench.capacity_history import capacity_history_path, read_capacity_history
 from tui.bench.history import history_path
 from tui.bench.model import result_from_dict
 from tui.core.errors import ServedeckError
@@ -60,6 +61,19 @@ class Cadence:
     procs_s: float = PROCS_POLL_S
     files_s: float = FILES_POLL_S
     retry_s: float = RETRY_S
+
+
+def observe_capacity_records(feed: RecordFeed, records: list[object], host: str) -> None:
+    """Record the new capacity searches of `host` (with the history, for their spread)."""
+    mine = [
+        record
+        for record in records
+        if isinstance(record, dict) and (record.get("context") or {}).get("host") == host
+    ]
+    if mine:
+        history = read_capacity_history()
+        for record in mine:
+            feed.observe_capacity(record, time.time(), history)
 
 
 class FileFollower:
@@ -353,10 +367,12 @@ class HeadlessRecorder:
     async def _files(self) -> None:
         audit = FileFollower(audit_log_path())
         bench = FileFollower(history_path(), result_from_dict)
+        capacity = FileFollower(capacity_history_path())
         while True:
             for record in audit.new():
                 self.feed.observe_audit(record)  # type: ignore[arg-type]
             for run in bench.new():
                 if run.context.host == self.deck.host_label:  # type: ignore[attr-defined]
                     self.feed.observe_bench(run, time.time())
+            observe_capacity_records(self.feed, capacity.new(), self.deck.host_label)
             await asyncio.sleep(self.cadence.files_s)

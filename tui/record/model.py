@@ -65,7 +65,7 @@ class Event:
 
     ts_s: float
     kind: str  # one of KINDS
-    source: str  # unit, load, log, procs, audit, bench, alert, readiness, gpu
+    source: str  # unit, load, log, procs, audit, bench, capacity, alert, readiness, gpu
     text: str
     gpu: int | None = None
     key: str | None = None

@@ -12,12 +12,13 @@ from pathlib import Path
 
 from tui.alerts.engine import AlertChange, AlertEngine
 from tui.alerts.monitor import AlertMonitor
+from tui.bench.capacity_history import capacity_history_path
 from tui.bench.history import history_path
 from tui.bench.model import result_from_dict
 from tui.core.config import Profile
 from tui.core.paths import audit_log_path
 from tui.record.feed import RecordFeed
-from tui.record.headless import FileFollower
+from tui.record.headless import FileFollower, observe_capacity_records
 from tui.record.lock import RecorderBusy
 from tui.record.model import Event, MetricsRow
 from tui.record.query import RecordingReader
@@ -98,6 +99,7 @@ class ConsoleRecording:
         restore_mutes(self.db_path, self.monitor.engine)
         self._audit = FileFollower(audit_log_path())
         self._bench = FileFollower(history_path(), result_from_dict)
+        self._capacity = FileFollower(capacity_history_path())
 
     def persist_alert_state(self, alert_id: str) -> None:
         """Write one alert's mute/ack (only the recording's writer can)."""
@@ -118,6 +120,7 @@ class ConsoleRecording:
         for run in self._bench.new():
             if run.context.host == self.host_label:  # type: ignore[attr-defined]
                 self.feed.observe_bench(run, time.time())
+        observe_capacity_records(self.feed, self._capacity.new(), self.host_label)
 
     def health(self) -> str:
         if self.recorder is None:

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tui.bench.capacity_history import read_capacity_history
 from tui.bench.context import config_hash
 from tui.bench.history import history_path, runs_for_host
 from tui.core import paths
@@ -144,11 +145,16 @@ def last_explained_load(deck: Deck) -> dict[str, Any] | None:
     return loads[-1] if loads else None
 
 
-def _local_history(deck: Deck) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+def _local_history(deck: Deck) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
     # The console and `servedeck bench` record runs under the deck's host label.
     runs = tuple(runs_for_host(deck.host_label, limit=12))
     incidents = incidents_from_audit(read_audit(), deck.host.label)
-    return runs, incidents
+    searches = tuple(
+        record
+        for record in read_capacity_history()
+        if (record.get("context") or {}).get("host") == deck.host_label
+    )
+    return runs, incidents, searches
 
 
 def _files(deck: Deck, service: ServiceSummary | None) -> tuple[tuple[str, str], ...]:
@@ -225,7 +231,7 @@ async def collect_summary(
             plan = with_engine_kv(plan, profile_layout(deck.profile), load.facts if load else None)
         except ServedeckError as error:
             problems.append(f"plan: {error}")
-    runs, incidents = got.get("history") or ((), ())
+    runs, incidents, searches = got.get("history") or ((), (), ())
     m = deck.profile.model
     service: ServiceSummary | None = got.get("service")
     return SummaryInputs(
@@ -243,6 +249,7 @@ async def collect_summary(
         metrics=got.get("serving metrics"),
         benchmarks=runs,
         bench_config_hash=config_hash(deck.profile),
+        capacity_searches=searches,
         incidents=incidents,
         recorded=await asyncio.to_thread(recorded_history, deck.profile, deck.host_label),
         plan=plan,

@@ -70,6 +70,7 @@ class SummaryInputs:
     metrics: ServerMetrics | None = None
     benchmarks: tuple[BenchResult, ...] = ()
     bench_config_hash: str = ""
+    capacity_searches: tuple[dict[str, Any], ...] = ()  # this host's, oldest first
     incidents: tuple[Incident, ...] = ()
     recorded: Any = None  # tui.summary.recorded.RecordedHistory, when the host has a recording
     plan: Plan | None = None

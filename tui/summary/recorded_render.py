@@ -28,14 +28,16 @@ def _phases(attempt: Any) -> str:
 
 
 def _bench(attempt: Any) -> str:
-    if attempt.best_tok_s is None:
-        return "-"
-    single = (
-        f", {num(attempt.single_stream_tok_s)} tok/s single stream"
-        if attempt.single_stream_tok_s
-        else ""
-    )
-    return f"{num(attempt.best_tok_s)} tok/s best{single}"
+    """The capacity answer, then the best complete run of each workload (partial runs never)."""
+    parts = [f"capacity: {attempt.capacity}"] if attempt.capacity else []
+    for figure in attempt.benchmarks:
+        single = (
+            f", {num(figure.single_stream_tok_s)} tok/s single stream"
+            if figure.single_stream_tok_s
+            else ""
+        )
+        parts.append(f"{figure.preset or figure.workload}: {figure.describe()}{single}")
+    return "; ".join(parts) or "-"
 
 
 def deployment_attempts_lines(recorded: Any) -> list[str]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 
-from tui.bench.model import BenchResult
+from tui.bench.best import COMPLETE, BenchFigure, best_benchmarks, figure_of
+from tui.bench.capacity_answer import capacity_line, latest_finished
+from tui.bench.model import BenchResult, LevelResult
 from tui.core.formatting import NA, duration_markdown, gib
 from tui.core.redact import redact_data, redact_text
 from tui.health.summary_section import hardware_health_markdown
@@ -79,12 +81,7 @@ def glance(inputs: SummaryInputs) -> list[str]:
         engine = "vllm" if "vllm" in pk else "sglang" if "sglang" in pk else None
         if engine:
             out.append(f"- Engine: {engine} {pk[engine]}, torch {pk.get('torch', NA)}")
-    best = inputs.benchmarks[0] if inputs.benchmarks else None
-    if best is not None:
-        out.append(
-            f"- Last benchmark ({best.started_at[:16]}): single stream "
-            f"{num(best.single_stream_tok_s)} tok/s, best {num(best.best_output_throughput)} tok/s"
-        )
+    out += [f"- {line}" for line in _headline(inputs)[:2]]
     kills = [i for i in inputs.incidents if i.event.startswith("kill")]
     if kills:
         out.append(f"- Incidents: {len(kills)} kill records in the audit log")
@@ -104,15 +101,36 @@ def handoff(inputs: SummaryInputs) -> list[str]:
     return out
 
 
-def _best_level(run: BenchResult) -> tuple[float, str]:
-    best = max(run.levels, key=lambda level: level.output_throughput, default=None)
-    if best is None:
-        return 0.0, NA
-    where = f"rate {best.request_rate:g}/s" if best.request_rate else f"c={best.concurrency}"
-    return best.output_throughput, where
+def _current(inputs: SummaryInputs) -> list[BenchFigure]:
+    """The best complete run per workload, those of the profile's configuration first."""
+    best = best_benchmarks(inputs.benchmarks)
+    runs = {run.run_id: run for run in inputs.benchmarks}
+    return sorted(
+        best, key=lambda f: runs[f.run_id].context.config_hash != inputs.bench_config_hash
+    )
 
 
-def _first_level(run: BenchResult) -> object:
+def _headline(inputs: SummaryInputs) -> list[str]:
+    """The capacity answer first, then the best complete run of each workload."""
+    lines = []
+    latest = latest_finished(inputs.capacity_searches, inputs.host_label)
+    if latest is not None:
+        lines.append(f"Capacity: {capacity_line(latest, inputs.capacity_searches)}")
+    runs = {run.run_id: run for run in inputs.benchmarks}
+    for figure in _current(inputs):
+        run = runs[figure.run_id]
+        c = run.context
+        single = figure.single_stream_tok_s
+        lines.append(
+            f"Best {run.preset} ({run.input_tokens}/{run.output_tokens} tok, {c.model or NA} "
+            f"TP={c.tp}{' + EP' if c.ep else ''}, {run.started_at[:16].replace('T', ' ')}): "
+            f"{figure.describe()}"
+            + (f", single stream {num(single)} tok/s" if single is not None else "")
+        )
+    return lines
+
+
+def _first_level(run: BenchResult) -> LevelResult | None:
     return next(
         (level for level in run.levels if level.concurrency == 1),
         run.levels[0] if run.levels else None,
@@ -121,7 +139,12 @@ def _first_level(run: BenchResult) -> object:
 
 def benchmarks(inputs: SummaryInputs) -> list[str]:
     out = ["## Benchmarks", ""]
+    headline = _headline(inputs)
+    if headline:
+        out += [*(f"- {line}" for line in headline), ""]
     if not inputs.benchmarks:
+        if headline:
+            return out
         return [
             *out,
             "No benchmark runs recorded for this host yet (press `b` in the console).",
@@ -131,27 +154,28 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
     rows = []
     for run in inputs.benchmarks:
         c = run.context
-        best, where = _best_level(run)
+        figure = figure_of(run)
         first = _first_level(run)
-        ttft = first.ttft.median_ms / 1000 if first is not None and first.ttft.count else None  # type: ignore[attr-defined]
-        prefill = first.prefill_tok_s_per_request if first is not None else None  # type: ignore[attr-defined]
+        ttft = first.ttft.median_ms / 1000 if first is not None and first.ttft.count else None
+        prefill = first.prefill_tok_s_per_request if first is not None else None
         m = inputs.profile.model
         same = c.config_hash == inputs.bench_config_hash or (c.model, c.tp, c.ep) == (
             m.name,
             m.tp,
             m.ep,
         )
+        decode = figure.kind == "decode" and figure.tok_s is not None
         rows.append(
             (
                 run.started_at[:16].replace("T", " "),
                 c.model or NA,
                 f"TP={c.tp}" + (" + EP" if c.ep else ""),
                 c.gpus or NA,
-                run.preset,
+                run.preset + ("" if figure.state == COMPLETE else f" ({figure.state})"),
                 f"{run.input_tokens}/{run.output_tokens}",
                 num(run.single_stream_tok_s),
-                num(best),
-                where,
+                num(figure.tok_s) if decode else NA,
+                figure.at if decode else NA,
                 ms(ttft),
                 num(prefill, 0),
                 duration_markdown(startup) if same and startup is not None else NA,
@@ -176,6 +200,8 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
         right=(6, 7, 9, 10, 11),
     )
     out += [
+        "The best lines above count complete runs only; a partial or cancelled run is "
+        "marked in the table and never counted. "
         "Decode and prefill are reported apart: single-stream tok/s is output tok/s at "
         "concurrency 1 (vLLM's output_throughput); prefill tok/s is prompt tokens / TTFT per request at the lowest "
         "concurrency; best tok/s is total output tokens / run duration at the best level. "
