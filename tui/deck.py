@@ -152,8 +152,19 @@ class Deck:
     def log_batches(
         self, initial_lines: int = 200, follow: bool = True
     ) -> AsyncIterator[Sequence[LogLine]] | None:
-        """The service log as batches of LogLines (a read each): the journal for a unit,
-        else the log file. The console takes a flood a batch at a time."""
+        """The service log as batches of LogLines (a read each), secrets redacted: every
+        pane, export, recording and command reads the log through here. The console takes
+        a flood a batch at a time."""
+        from tui.logs.redacted import redacted_batches
+
+        source = self.read_log_batches(initial_lines=initial_lines, follow=follow)
+        return None if source is None else redacted_batches(source)
+
+    def read_log_batches(
+        self, initial_lines: int = 200, follow: bool = True
+    ) -> AsyncIterator[Sequence[LogLine]] | None:
+        """The log as the host holds it (not redacted: log_batches is the way in): the
+        journal for a unit, else the log file."""
         from tui.logs.journal import JournalFollower
         from tui.logs.tail import follow_file_batches
 

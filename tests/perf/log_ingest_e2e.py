@@ -204,7 +204,7 @@ async def through_console(
             async for batch in follower.batches():
                 yield batch
 
-        deck.log_batches = journal_batches  # type: ignore[method-assign]
+        deck.read_log_batches = journal_batches  # type: ignore[method-assign]
     reading = asyncio.Event()  # a journal written first is read from when this is set
     app = ServedeckApp(profile, deck)
     lags: list[float] = []

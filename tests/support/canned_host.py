@@ -81,7 +81,7 @@ class CannedDeck(Deck):
     def service(self) -> ServiceController | None:
         return None
 
-    def log_batches(
+    def read_log_batches(
         self, initial_lines: int = 200, follow: bool = True
     ) -> AsyncIterator[list[LogLine]] | None:
         return None

@@ -45,6 +45,7 @@ from tui.core.errors import ServedeckError
 from tui.core.formatting import counted
 from tui.core.keymap import COMMANDS, commands_in
 from tui.core.paths import demo_records_note
+from tui.core.redact import redact_text
 from tui.deck import Deck
 from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
@@ -446,7 +447,8 @@ class ServedeckApp(
                 self._schedule_drain()
         except ServedeckError as error:
             if not self.health["log"].failing:  # once per outage; the note counts down
-                self._incoming_lines.append(LogLine(f"servedeck: log source failed: {error}"))
+                failed = redact_text(f"servedeck: log source failed: {error}")
+                self._incoming_lines.append(LogLine(failed))
             self._set_health("log", str(error), RETRY_S)
             self.poll_later(RETRY_S, self._follow_log, "log-retry")
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
+from tui.core.redact import LineRedactor
 from tui.core.tasks import cancel_and_wait
 from tui.deck import Deck
 from tui.fleet.groups import FleetMember
@@ -238,7 +239,7 @@ class DeckProbe:
         source = f"file:{service.log_file}"
         lines = [
             LogLine(text=text, level=classifier.classify(text), source=source)
-            for text in tail.splitlines()
+            for text in LineRedactor()(tail.splitlines())  # redacted as it arrives
         ]
         return unit, await self._parse(lines)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
+from tui.core.redact import LineRedactor
 from tui.logs.line import LevelClassifier, LogLine
 from tui.serving.loadwatch import LoadProgress, LoadTracker
 from tui.serving.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
@@ -136,6 +137,7 @@ class StatusLoop:
         self._tracker = LoadTracker()
         self._fragment = ""  # a log line not yet finished when the last block was read
         self._classifier = LevelClassifier()
+        self._redactor = LineRedactor()  # a host's log lines, redacted as they arrive
         self._source = f"file:{log_file}"
         self._seen_any = False  # whether the tracker has a line since the last reset
 
@@ -239,6 +241,7 @@ class StatusLoop:
             self._seen_any = False
         complete, self._fragment = complete_lines(self._fragment, block.log_lines)
         if complete:
+            complete = self._redactor(complete)
             lines = [
                 LogLine(text=t, level=self._classifier.classify(t), source=self._source)
                 for t in complete

@@ -11,11 +11,11 @@ import hashlib
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.core.formatting import gib
-from tui.core.redact import redact_lines, redact_text
+from tui.core.redact import redact_data, redact_lines, redact_text
 from tui.gpu.model import GpuBoxSnapshot
 from tui.logs.line import LogLine, warning_or_worse
 from tui.procs.model import ProcListing
@@ -96,6 +96,14 @@ class RecordFeed:
         self._load_live: tuple[object, ...] | None = None
 
     def event(self, event: Event) -> None:
+        """Record an event, its text and data redacted: whoever built it (an alert's
+        message, a command line, an error), nothing reaches the recording unredacted."""
+        text = redact_text(event.text, self.extra_secrets)
+        data = redact_data(event.data, self.extra_secrets) if event.data else event.data
+        self._emit(replace(event, text=text, data=data))
+
+    def _emit(self, event: Event) -> None:
+        """Record an event whose text and data are redacted already."""
         self.sink.add_event(event)
         for listener in self.listeners:
             listener(event)
@@ -269,7 +277,7 @@ class RecordFeed:
             # The line's own clock first: a follower stamps file lines with the time it read them.
             ts = own_s or line.timestamp_s or now_s
             key = f"log:{line.cursor}" if line.cursor else f"log:{_digest(ts, line.text)}"
-            self.event(
+            self._emit(  # redacted above, as one batch
                 Event(
                     ts,
                     "log",

@@ -101,7 +101,7 @@ class SimDeck(Deck):
 
         return SimService(self.box, read_only=self.profile.read_only)
 
-    def log_batches(
+    def read_log_batches(
         self, initial_lines: int = 200, follow: bool = True
     ) -> AsyncIterator[Sequence[LogLine]] | None:
         from tui.logs.tail import follow_file_batches
