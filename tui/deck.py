@@ -108,6 +108,12 @@ class Deck:
         box); None: every process on the host is the box's."""
         return None
 
+    def owned_processes(self) -> tuple[tuple[int, int], ...]:
+        """(pid, start ticks) of the processes the box recorded starting for its service (a
+        simulated box's pids.log): proof that their orphans are its leftovers. A real host
+        keeps no such record: its unit's cgroup, User= and WorkingDirectory= are the proof."""
+        return ()
+
     @property
     def stated_load_s(self) -> float | None:
         """A load time the box states itself (the simulator knows its phases); None for real hosts."""

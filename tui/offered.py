@@ -8,7 +8,8 @@ from __future__ import annotations
 
 # Actions that change the host: none of them in read-only mode.
 _CHANGING = frozenset({"service", "kill_leftovers", "kill_selected"})
-# Actions that send requests to the server: nothing to measure while its unit is stopped.
+# Actions that send requests to the server: nothing to measure while its unit is stopped,
+# and load that a read-only console (a browser visitor's) must not put on a serving box.
 _LOADS_THE_SERVER = frozenset({"bench", "bench_pick", "bench_capacity"})
 # The pane each tab shows first: focus goes there so its keys work without Tab.
 _FOCUS_BY_TAB = {"deck": "#log-pane Log", "procs": "#procs-pane"}
@@ -16,9 +17,9 @@ _FOCUS_BY_TAB = {"deck": "#log-pane Log", "procs": "#procs-pane"}
 _SCOPES_BY_TAB = {"deck": ("log", "gpu", "gpu-table"), "procs": ("procs",)}
 
 
-def changes_host(action: str) -> bool:
-    """True for the actions a read-only console refuses (start/stop/restart, kills)."""
-    return action in _CHANGING
+def refused_read_only(action: str) -> bool:
+    """True for what a read-only console refuses: changing the host or loading its server."""
+    return action in _CHANGING or action in _LOADS_THE_SERVER
 
 
 def action_offered(
@@ -38,7 +39,7 @@ def action_offered(
     `leftovers` counts the last listing's leftovers: None while none was taken (the
     cleanup lists first, so it is offered). `tab` is the pane on screen.
     """
-    if action in _CHANGING and read_only:
+    if read_only and refused_read_only(action):
         return False
     if action == "bench_cancel":  # in the footer while a benchmark runs, and only then
         return bench_running

@@ -28,6 +28,7 @@ CLASS_STYLES = {
     "leftover": "bold black on yellow",
     "defunct": "bold red",
     "service": "green",
+    "suspect": "bold red",
     "foreign": "dim",
 }
 

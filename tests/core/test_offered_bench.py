@@ -21,3 +21,10 @@ def test_no_benchmark_against_a_stopped_service() -> None:
         assert offered(action, active=True), action
         assert offered(action, active=None), action  # unknown: the run itself says why
         assert offered(action, has_unit=False, active=None), action  # a bare base_url
+
+
+def test_read_only_offers_no_load_on_the_server() -> None:
+    for action in ("bench", "bench_pick", "bench_capacity"):
+        assert not offered(action, read_only=True), action
+        assert not offered(action, read_only=True, has_unit=False, active=None), action
+    assert offered("bench_cancel", read_only=True, bench_running=True), "a run can still be ended"

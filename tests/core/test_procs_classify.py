@@ -39,16 +39,26 @@ def test_unit_cgroup_decides_service_or_leftover() -> None:
     assert classify(info(cgroup=f"/system.slice/{UNIT}x", ppid=4000)) == "foreign"
 
 
-def test_orphans_matching_the_patterns_are_leftovers() -> None:
-    assert classify(info()) == "leftover"  # parent is PID 1
+def proven() -> tuple[str, None]:
+    return "started by the service (recorded pid 700)", None
+
+
+def test_orphans_matching_the_patterns_are_suspects_without_a_proof() -> None:
+    """A name proves nothing: an orphan named like a worker is a suspect until ownership is
+    proven (before, every such orphan was a leftover, killed by `kill --leftovers --yes`)."""
+    assert classify(info()) == "suspect"  # parent is PID 1, no proof
+    _kind, reason = helper.classify(info(), None, UNIT, True, ENGINE_PATTERNS)
+    assert "not proven the service's" in reason
+    assert classify(info(), proof=proven) == "leftover"
     engine = info(cmdline=["/opt/venv/bin/python", "-m", "sglang.launch_server", "--tp", "8"])
-    assert classify(engine) == "leftover"
+    assert classify(engine) == "suspect" and classify(engine, proof=proven) == "leftover"
     tini = info(pid=1, comm="tini", cmdline=["tini", "--"])
-    assert classify(info(ppid=55), tini) == "leftover"
+    assert classify(info(ppid=55), tini, proof=proven) == "leftover"
     user_systemd = info(pid=55, comm="systemd", cmdline=["/lib/systemd/systemd", "--user"])
-    assert classify(info(ppid=55), user_systemd) == "leftover"
-    assert classify(info(ppid=55), info(pid=55, comm="bash", cmdline=["bash"])) == "foreign"
-    assert classify(info(ppid=55), info(pid=55, comm="x"), subreaper_pids={55}) == "leftover"
+    assert classify(info(ppid=55), user_systemd, proof=proven) == "leftover"
+    bash = info(pid=55, comm="bash", cmdline=["bash"])
+    assert classify(info(ppid=55), bash, proof=proven) == "foreign"
+    assert classify(info(ppid=55), info(pid=55, comm="x"), subreaper_pids={55}) == "suspect"
     assert classify(info(cmdline=["python3", "train.py"], comm="python3")) == "foreign"
 
 
@@ -96,6 +106,10 @@ def test_workers_under_an_orphaned_engine_core_are_leftovers(tmp_path: Path) -> 
     above = helper.orphaned_ancestor(core, ENGINE_PATTERNS, proc=str(proc))
     assert above is not None and above["pid"] == 40
     kind, reason = helper.classify(worker, core, None, None, ENGINE_PATTERNS, orphan_above=above)
+    assert kind == "suspect" and "child of orphan 40" in reason  # no proof it is the service's
+    kind, reason = helper.classify(
+        worker, core, None, None, ENGINE_PATTERNS, orphan_above=above, proof=proven
+    )
     assert kind == "leftover" and "child of orphan 40" in reason
     # A process that does not match the patterns stays foreign under the same orphan.
     stranger = fake_process(proc, 42, 40, ["python3", "train.py"])

@@ -48,7 +48,7 @@ def test_the_seeds_unit_shape() -> None:
         "ExecStart",
     ).endswith("--port 8000")  # continuation joined
     found = lint_unit(unit)
-    assert keys(found) == {"StartLimitBurst", "ExecStopPost", "LimitMEMLOCK", "LimitNOFILE"}
+    assert keys(found) == {"StartLimitBurst", "LimitMEMLOCK", "LimitNOFILE"}
     fixes = {f.key: (f.section, f.fix) for f in found}
     assert fixes["StartLimitBurst"] == ("Unit", "StartLimitIntervalSec=1800\nStartLimitBurst=3")
     assert fixes["LimitMEMLOCK"] == ("Service", "LimitMEMLOCK=infinity")
@@ -81,7 +81,7 @@ def test_systemctl_cat_with_a_drop_in() -> None:
     assert found["TimeoutStopSec"].fix == "TimeoutStopSec=60"
     assert "TimeoutStopSec=15s" in found["TimeoutStopSec"].problem
     assert found["RestartSec"].fix == "RestartSec=30"
-    assert "ExecStopPost" in found  # the drop-in's empty ExecStopPost= reset the list
+    assert "ExecStopPost" not in found  # no cleanup by name asked for: KillMode is the fix
     assert found["LimitMEMLOCK"].problem.startswith("LimitMEMLOCK=64M")
     assert found["LimitNOFILE"].problem.startswith("LimitNOFILE=4096")
     assert found["Environment"].severity == "fail"  # no EnvironmentFile could set it
@@ -159,7 +159,8 @@ def test_cli_doctor_unit_demo_json(capsys) -> None:  # type: ignore[no-untyped-d
     assert main(["doctor", "--unit", "--demo", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["unit"] == "vllm-kimi-k25-int4.service"
-    assert {f["key"] for f in report["findings"]} >= {"StartLimitBurst", "ExecStopPost"}
+    assert {f["key"] for f in report["findings"]} >= {"StartLimitBurst"}
+    assert not any("--yes" in f["fix"] for f in report["findings"])
     for finding in report["findings"]:
         assert set(finding) == {"key", "severity", "problem", "section", "fix"}
     assert main(["doctor", "--unit", "--demo"]) == 0
@@ -179,3 +180,34 @@ def test_cli_doctor_unit_errors_are_one_line(tmp_path: Path, capsys) -> None:  #
     err = capsys.readouterr().err
     assert "systemctl cat servedeck-no-such-unit.service failed" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_no_advice_to_kill_by_name_at_every_stop(tmp_path: Path) -> None:
+    """doctor --unit recommended ExecStopPost=-servedeck kill --leftovers --yes, which ends
+    whatever matches a name at every stop, unconfirmed. Now such a line is flagged, and the
+    fix (reset ExecStopPost, KillMode=control-group) leaves a unit that lints clean."""
+    seed = parse_unit(SEED.name, SEED.read_text())
+    assert not any("kill" in f.fix for f in lint_unit(seed))
+    text = SEED.read_text().replace(
+        "[Service]\n",
+        "[Service]\nExecStopPost=-/usr/bin/env servedeck --profile gpu-box kill --leftovers --yes\n",
+    )
+    found = {f.key: f for f in lint_unit(parse_unit(SEED.name, text))}
+    assert found["ExecStopPost"].fix == "ExecStopPost=\nKillMode=control-group"
+    assert "ends processes by name at every stop" in found["ExecStopPost"].problem
+    fixed = apply_fixes(text, [found["ExecStopPost"]])
+    assert "ExecStopPost" not in keys(lint_unit(parse_unit(SEED.name, fixed)))
+    pkill = text.replace("servedeck --profile gpu-box kill --leftovers --yes", "pkill -f VLLM")
+    assert "ExecStopPost" in keys(lint_unit(parse_unit(SEED.name, pkill)))
+    benign = text.replace("servedeck --profile gpu-box kill --leftovers --yes", "true")
+    assert "ExecStopPost" not in keys(lint_unit(parse_unit(SEED.name, benign)))
+    no_sigkill = text.replace("[Service]\n", "[Service]\nSendSIGKILL=no\n")
+    assert found_fix(no_sigkill, "SendSIGKILL") == "SendSIGKILL=yes"
+    if ANALYZE is not None:
+        path = tmp_path / SEED.name
+        path.write_text(fixed)
+        assert verify(path).returncode == 0
+
+
+def found_fix(text: str, key: str) -> str:
+    return {f.key: f.fix for f in lint_unit(parse_unit(SEED.name, text))}[key]

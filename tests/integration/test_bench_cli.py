@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import httpx
 import pytest
 
 from tui.bench.history import read_history
 from tui.cli import main
 from tui.core import paths
+from tui.core.audit import read_audit
 
 
 def test_bench_json_export_and_save(sse_server: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -48,6 +51,34 @@ def test_bench_usage_errors_are_one_line(
     assert main(["bench", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err and "Traceback" not in err
+
+
+def _served_requests(url: str) -> float:
+    """How many generations the test server has answered (its own /metrics count)."""
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return max(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if "_count" in line)
+
+
+@pytest.mark.parametrize("how", ["--read-only", "profile", "--capacity"])
+def test_read_only_refuses_a_benchmark_in_one_line_and_audits_it(
+    how: str, sse_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = tmp_path / "ro.toml"
+    profile.write_text(f'read_only = true\n[service]\nbase_url = "{sse_server}"\n')
+    argv = {
+        "--read-only": ["--url", sse_server, "--read-only"],
+        "profile": ["-p", str(profile)],
+        "--capacity": ["-p", str(profile), "--capacity", "--json"],
+    }[how]
+    assert main(["bench", *argv, "--num-requests", "1"]) == 3
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "read-only" in err and "refused" in err and "\n" not in err, err
+    assert captured.out == "" and "Traceback" not in err
+    assert _served_requests(sse_server) == 0, "not one request reached the server"
+    (record,) = [r for r in read_audit() if r["event"] == "bench.refused"]
+    what = "capacity search" if how == "--capacity" else "benchmark"
+    assert record["action"] == what and record["reason"] == "read-only mode"
 
 
 def test_unreachable_server_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

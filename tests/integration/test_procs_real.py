@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.procs_fixtures import proc_state, wait_until
+from tests.support.procs_fixtures import own_unit_shape, proc_state, wait_until
 from tui.core.audit import read_audit
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
 from tui.hosts import LocalHost
@@ -31,7 +31,8 @@ SECRET = "sk-abcdefghijklmnop1234567890"
 
 
 def context(*subreapers: int, **changes: object) -> ClassifyContext:
-    base = ClassifyContext(subreaper_pids=subreapers, console_pid=os.getpid())
+    """The test's orphans run as the unit's user from its directory: proven the service's."""
+    base = ClassifyContext(subreaper_pids=subreapers, console_pid=os.getpid(), **own_unit_shape())
     return replace(base, **changes)  # type: ignore[arg-type]
 
 

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.procs_fixtures import wait_until
+from tests.support.procs_fixtures import own_unit_shape, service_profile, wait_until
 from tests.support.worker_scope import worker_scope_pids
 from tui.cli import main
 from tui.core.audit import read_audit
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
 from tui.hosts import LocalHost
-from tui.procs import ClassifyContext, list_gpu_processes
+from tui.procs import ClassifyContext, leftovers, list_gpu_processes
 from tui.procs.model import ProcListing
 from tui.serving.restart_guard import GIB, assess, inactive_note
 
@@ -71,6 +71,7 @@ def context(*subreapers: int, **changes: object) -> ClassifyContext:
         console_pid=os.getpid(),
         wide=True,
         scope_pids=worker_scope_pids(),
+        **own_unit_shape(),  # the unit runs as this test's user from its directory
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -101,7 +102,9 @@ async def test_a_scoped_box_lists_only_its_own_pattern_orphans(spawn_orphan) -> 
     assert {mine.pid, other.pid} <= {p.pid for p in whole.processes}
 
 
-async def test_a_port_holder_is_a_leftover_only_while_the_service_is_down(port_holder) -> None:  # type: ignore[no-untyped-def]
+async def test_a_port_holder_is_named_while_the_service_is_down_never_a_leftover(
+    port_holder,
+) -> None:  # type: ignore[no-untyped-def]
     port, process = port_holder
     running = await list_gpu_processes(LocalHost(), None, context(port=port, unit_active=None))
     assert running.find(process.pid) is None  # state unknown, nobody said it is down
@@ -109,12 +112,14 @@ async def test_a_port_holder_is_a_leftover_only_while_the_service_is_down(port_h
         LocalHost(), None, context(port=port, unit="vllm-x.service", unit_active=False)
     )
     found = down.find(process.pid)
-    assert found is not None and found.klass == "leftover"
+    assert found is not None and found.klass == "foreign"  # a port proves nothing
     assert found.pid_source == "port"
-    assert found.reason == f"holds port {port} while vllm-x.service is not running"
+    assert found.reason.startswith(f"holds port {port} while vllm-x.service is not running")
+    assert found not in leftovers(down.processes)
     verdict = assess(down, "restart", service="vllm-x.service", port=port)
-    assert verdict.blocked and verdict.pids == (process.pid,)
-    assert f"pid {process.pid} (no GPU memory, port {port})" in verdict.message()
+    assert verdict.blocked and verdict.pids == (process.pid,)  # still in the way of a start
+    assert f"pid {process.pid} (no GPU memory, port {port}, foreign)" in verdict.message()
+    assert "not proven vllm-x.service's" in verdict.message()
 
 
 async def test_gpu_memory_above_the_threshold_blocks_start_and_restart_not_stop(
@@ -159,7 +164,7 @@ def test_cli_restart_is_refused_naming_the_port_holder_and_audited(  # type: ign
     assert main(["--profile", str(profile), "service", "restart", "--yes"]) == 4
     err = capsys.readouterr().err
     assert "restart servedeck-guard-test.service refused" in err
-    assert f"pid {process.pid} (no GPU memory, port {port})" in err
+    assert f"pid {process.pid} (no GPU memory, port {port}, foreign)" in err
     assert "servedeck kill --leftovers" in err
     (record,) = [r for r in read_audit() if r["event"] == "service.refused"]
     assert record["pids"] == [process.pid] and record["port"] == port
@@ -174,7 +179,7 @@ def test_cli_service_needs_yes_off_a_terminal(tmp_path: Path, capsys) -> None:  
 
 
 def test_procs_json_lists_an_orphan_without_gpu_memory_with_its_reason(  # type: ignore[no-untyped-def]
-    spawn_orphan, capsys, monkeypatch
+    spawn_orphan, capsys, monkeypatch, tmp_path
 ) -> None:
     from tests.support import procs_fixtures
 
@@ -183,7 +188,8 @@ def test_procs_json_lists_an_orphan_without_gpu_memory_with_its_reason(  # type:
 
     monkeypatch.setattr("tui.deck.Deck.gpu_source", hint_source)
     engine = spawn_orphan("VLLM::EngineCore", adopted_by_test=True)
-    assert main(["procs", "--json"]) == 0
+    profile = service_profile(tmp_path, monkeypatch)
+    assert main(["--profile", str(profile), "procs", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     (found,) = [p for p in listing["processes"] if p["identity"]["pid"] == engine.pid]
     assert found["klass"] == "leftover" and found["gpu_memory_bytes"] is None

@@ -25,7 +25,7 @@ from tui.core.audit import read_audit
 from tui.core.config import HostConfig, Profile
 from tui.gpu.sim_source import SimGpuSource
 from tui.hosts.ssh import SSHHost
-from tui.procs import context_for, kill_processes, leftovers, list_gpu_processes
+from tui.procs import ClassifyContext, context_for, kill_processes, leftovers, list_gpu_processes
 from tui.sim.box import SimBox
 from tui.sim.procs import is_alive
 
@@ -64,6 +64,13 @@ def _profile(config: HostConfig) -> Profile:
     return Profile(name="ssh-procs", host=config)
 
 
+def _context(config: HostConfig, host: SSHHost, box: SimBox) -> ClassifyContext:
+    """The box's record of what it started proves its orphans are its leftovers (what a
+    SimDeck's owned_processes gives; given by hand here, where the box is a plain SSH host)."""
+    owned = tuple((pid, ticks) for pid, ticks, _role in box.started_processes())
+    return replace(context_for(_profile(config), host), owned=owned)
+
+
 @pytest.mark.parametrize("route", sorted(ROUTES))
 async def test_root_lists_orphans_as_leftovers_and_ends_them(
     sshd: SshdPair, orphaned_box: SimBox, route: str
@@ -75,7 +82,7 @@ async def test_root_lists_orphans_as_leftovers_and_ends_them(
     assert len(orphans) == ORPHANS
     # How they were reparented here: PID 1, the way a real box's systemd adopts them.
     assert {_ppid(pid) for pid in orphans} == {1}
-    context = context_for(_profile(config), host)
+    context = _context(config, host, orphaned_box)
     assert context.console_pid is None  # a remote host: the console's tree is not there
     try:
         listing = await list_gpu_processes(host, await gpu.sample(), context)
@@ -130,7 +137,7 @@ async def test_zsh_user_lists_but_may_not_kill_roots_orphans(
     host = SSHHost(config)
     gpu = SimGpuSource(orphaned_box)
     orphans = _orphan_pids(orphaned_box)
-    context = context_for(_profile(config), host)
+    context = _context(config, host, orphaned_box)
     try:
         listing = await list_gpu_processes(host, await gpu.sample(), context)
         assert listing.euid != 0

@@ -121,6 +121,11 @@ def test_demo_console_in_chromium_reads_keys_refuses_actions_and_ends_with_the_t
         wait_screen(page, lambda s: "Stop (X) is refused" in s, 30, "X refused")
         press(page, "K")
         wait_screen(page, lambda s: "Clean up (K) is refused" in s, 30, "K refused")
+        # Nor load on its server: a benchmark (b) and a capacity search (C) are refused too.
+        press(page, "b")
+        wait_screen(page, lambda s: "Bench (b) is refused" in s, 30, "b refused")
+        press(page, "C")
+        wait_screen(page, lambda s: "Capacity (C) is refused" in s, 30, "C refused")
         time.sleep(1.0)  # an absence: give a wrongly offered dialog time to appear
         screen = screen_text(page)
         assert "Stop vllm-kimi-k25-int4.service?" not in screen
@@ -135,9 +140,9 @@ def test_demo_console_in_chromium_reads_keys_refuses_actions_and_ends_with_the_t
 
     records = audit_records()
     events = [record["event"] for record in records]
-    assert not [event for event in events if str(event).startswith(("service.", "kill."))]
+    assert not [e for e in events if str(e).startswith(("service.", "kill.", "bench."))]
     refused = [r for r in records if r["event"] == "console.refused"]
-    assert [r["pressed"] for r in refused] == ["X", "K"], refused
+    assert [r["pressed"] for r in refused] == ["X", "K", "b", "C"], refused
     assert all(r["via"] and r["reason"] == "read-only mode" for r in refused)
     start = next(r for r in records if r["event"] == "web.visit.start")
     end = next(r for r in records if r["event"] == "web.visit.end")

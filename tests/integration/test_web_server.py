@@ -27,6 +27,7 @@ import pytest
 
 from tests.support.browser_support import REPO, ServeProcess, alive, wait_for
 from tui.web.access import AccessToken
+from tui.web.server import MAX_COLUMNS, MAX_ROWS, terminal_size
 from tui.web.visitors import VisitorSlots
 
 
@@ -190,6 +191,23 @@ async def test_garbage_from_the_page_is_ignored_and_closing_ends_the_console(
     )
 
 
+async def test_a_huge_terminal_asked_for_is_capped(local_server: ServeProcess) -> None:
+    """A page asking for 1000x1000 cells gets a console of at most 500x200."""
+    auth = {"Authorization": f"Bearer {local_server.token}"}
+    async with aiohttp.ClientSession(headers=auth) as session:
+        async with session.get(local_server.base) as response:
+            visit = _visit_id(await response.text())
+        url = _ws_url(local_server, visit).split("?")[0] + "?width=1000&height=1000"
+        async with session.ws_connect(url) as websocket:
+            await _first_screen(websocket)
+            (console,) = local_server.consoles()
+            environ = Path(f"/proc/{console}/environ").read_bytes().split(b"\0")
+            assert b"COLUMNS=500" in environ and b"ROWS=200" in environ, environ
+    assert terminal_size(1000, 1000) == (MAX_COLUMNS, MAX_ROWS) == (500, 200)
+    assert terminal_size("9" * 5000, 10**6) == (80, 200)  # no int() of 5000 digits
+    assert terminal_size(None, "wide") == (80, 24) and terminal_size(0, -4) == (1, 1)
+
+
 async def test_a_console_that_quits_by_itself_closes_its_page(local_server: ServeProcess) -> None:
     auth = {"Authorization": f"Bearer {local_server.token}"}
     async with aiohttp.ClientSession(headers=auth) as session:
@@ -305,6 +323,21 @@ def test_bad_tls_files_are_one_line_errors(tmp_path: Path, args: list[str], mess
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "-1", "0", "soon"])
+def test_a_load_time_that_is_no_time_is_refused_naming_the_option(seconds: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tui", "serve", "--demo", "--port", "0", "--load-seconds", seconds],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stdout
+    (error,) = [line for line in result.stderr.splitlines() if "error" in line]
+    assert "--load-seconds" in error and repr(seconds) in error, result.stderr
+    assert "open:" not in result.stdout and "Traceback" not in result.stderr
 
 
 def test_a_port_in_use_is_a_one_line_error(local_server: ServeProcess) -> None:

@@ -23,6 +23,7 @@ import pytest
 
 from tests.support.e2e_support import process_argvs
 from tests.support.gpu_fixtures import FAKE_SMI, NVIDIA_SMI_FIXTURES
+from tests.support.procs_fixtures import SERVICE_DIR, unit_user_field
 from tests.support.sshd_fixtures import SshdPair, SshdServer, _children
 from tui.core.config import JumpHost
 from tui.fleet.collector import FleetCollector, probes_for
@@ -63,6 +64,7 @@ def write_unit(box_dir: Path, active_state: str) -> None:
         f"Id={UNIT}\nDescription=vLLM (simulated)\nLoadState=loaded\nActiveState={active_state}\n"
         f"SubState={sub}\nResult={result}\nMainPID=0\nExecMainStatus=0\nNRestarts=0\n"
         f"ControlGroup=/system.slice/{UNIT}\nUnitFileState=enabled\n"
+        f"User={unit_user_field()}\nWorkingDirectory={SERVICE_DIR}\n"
     )
 
 

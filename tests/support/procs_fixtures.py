@@ -13,12 +13,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import pwd
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -240,10 +242,21 @@ print(os.read(read_end, 64).decode().strip(), flush=True)
 """
 
 
+# Where the test units' services run (WorkingDirectory=): their orphans are started there.
+SERVICE_DIR = str(Path(__file__).resolve().parent)
+
+
+def unit_user_field() -> str:
+    """User= of a test unit running as this test's user ("" when root: systemd's default)."""
+    return "" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
+
+
 def spawn_pid1_orphan() -> tuple[int, int]:
-    """A real orphaned `VLLM::Worker_TP0` under PID 1: (pid, pidfd to end it by)."""
+    """A real orphaned `VLLM::Worker_TP0` under PID 1, run from SERVICE_DIR as the test
+    units' service would be: (pid, pidfd to end it by)."""
     out = subprocess.run(
         [sys.executable, "-c", _PID1_ORPHAN],
+        cwd=SERVICE_DIR,
         capture_output=True,
         text=True,
         timeout=30,
@@ -251,3 +264,65 @@ def spawn_pid1_orphan() -> tuple[int, int]:
     )
     pid = int(out.stdout.strip())
     return pid, os.pidfd_open(pid)
+
+
+# systemd does not run on this machine, so a profile's unit is answered by a stand-in
+# `systemctl` on PATH (a real executable the real LocalHost runs): `show` prints the unit's
+# properties, what systemd would say of a unit with this User= and WorkingDirectory=.
+SYSTEMCTL_STANDIN = """#!/bin/sh
+case "$1" in
+  show) cat "{show}" ;;
+  *) echo "systemctl stand-in: unsupported: $*" >&2; exit 1 ;;
+esac
+"""
+
+
+def unit_show_text(
+    unit: str, active_state: str = "inactive", user: str = "", working_directory: str = ""
+) -> str:
+    """`systemctl show` of a loaded unit: User= empty means root, as systemd runs it."""
+    sub = {"active": "running", "inactive": "dead", "failed": "failed"}[active_state]
+    return (
+        f"Id={unit}\nLoadState=loaded\nActiveState={active_state}\nSubState={sub}\n"
+        f"Result=success\nMainPID=0\nExecMainStatus=0\nNRestarts=0\n"
+        f"ControlGroup=/system.slice/{unit}\nUser={user}\nWorkingDirectory={working_directory}\n"
+    )
+
+
+def install_systemctl(monkeypatch: pytest.MonkeyPatch, folder: Path, show_text: str) -> Path:
+    """Put the stand-in systemctl first on PATH; returns its folder."""
+    bin_dir = folder / "systemctl-bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    show = folder / "unit.show"
+    show.write_text(show_text)
+    script = bin_dir / "systemctl"
+    script.write_text(SYSTEMCTL_STANDIN.format(show=show))
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    return bin_dir
+
+
+def service_profile(
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    unit: str = "servedeck-test-vllm.service",
+    port: int = 8000,
+    active_state: str = "inactive",
+    working_directory: str | None = None,
+) -> Path:
+    """A profile whose unit (answered by the stand-in) runs as this test's user from this
+    test's directory: the proof that the test's own orphaned workers are its leftovers."""
+    user = unit_user_field()
+    where = os.getcwd() if working_directory is None else working_directory
+    install_systemctl(monkeypatch, folder, unit_show_text(unit, active_state, user, where))
+    profile = folder / "service.toml"
+    profile.write_text(
+        f'[service]\nengine = "vllm"\nunit = "{unit}"\nbase_url = "http://127.0.0.1:{port}"\n'
+    )
+    return profile
+
+
+def own_unit_shape() -> dict[str, str]:
+    """ClassifyContext fields saying the unit runs as this test's user from its directory."""
+    return {"unit_user": pwd.getpwuid(os.geteuid()).pw_name, "unit_dir": os.getcwd()}

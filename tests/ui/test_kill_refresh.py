@@ -9,12 +9,18 @@ poll is slowed to its slowest (10 s) so the console's last sample is older than 
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import pytest
 
 from tests.support import procs_fixtures
-from tests.support.procs_fixtures import GPU_HINTS
+from tests.support.procs_fixtures import (
+    GPU_HINTS,
+    install_systemctl,
+    unit_show_text,
+    unit_user_field,
+)
 from tui.app import ServedeckApp
 from tui.core.config import GpuConfig, Profile
 from tui.deck import Deck
@@ -42,10 +48,21 @@ async def until(pilot, predicate, timeout_s: float, what: str) -> None:  # type:
     raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
 
 
-async def test_killed_workers_never_show_as_defunct_after_the_report(spawn_orphan) -> None:  # type: ignore[no-untyped-def]
+async def test_killed_workers_never_show_as_defunct_after_the_report(  # type: ignore[no-untyped-def]
+    spawn_orphan, tmp_path, monkeypatch
+) -> None:
     workers = [spawn_orphan(f"VLLM::Worker_TP{i}", adopted_by_test=True) for i in range(2)]
     GPU_HINTS.extend(GpuProcessUsage(w.pid, i, 40 * GIB) for i, w in enumerate(workers))
-    profile = replace(Profile(name="local"), gpu=GpuConfig(refresh_s=10.0))
+    # The stopped unit runs as this test's user from its directory (systemctl is a stand-in
+    # here): the proof that the workers are its leftovers.
+    unit = "servedeck-test-vllm.service"
+    install_systemctl(
+        monkeypatch, tmp_path, unit_show_text(unit, "inactive", unit_user_field(), os.getcwd())
+    )
+    local = Profile(name="local")
+    profile = replace(
+        local, gpu=GpuConfig(refresh_s=10.0), service=replace(local.service, unit=unit)
+    )
     app = ServedeckApp(profile, Deck(profile, LocalHost()))
     pids = {worker.pid for worker in workers}
     async with app.run_test(size=(80, 24)) as pilot:

@@ -31,8 +31,8 @@ SIZE = (80, 24)
 
 
 @contextlib.contextmanager
-def demo_deck(read_only: bool = False) -> Iterator[Deck]:
-    deck = open_deck(demo_profile(read_only=read_only), demo_load_s=3.0)
+def demo_deck(read_only: bool = False, serving: bool = False) -> Iterator[Deck]:
+    deck = open_deck(demo_profile(read_only=read_only), demo_load_s=3.0, demo_autostart=serving)
     try:
         yield deck
     finally:
@@ -126,6 +126,37 @@ async def test_read_only_footer_offers_no_change() -> None:
             assert [r["pressed"] for r in refused] == ["S", "K"], refused
             assert all(r["reason"] == "read-only mode" for r in refused)
             assert not [r for r in records if r["event"].startswith(("service.", "kill."))]
+
+
+async def test_read_only_refuses_benchmark_and_capacity_against_a_serving_box() -> None:
+    """A benchmark loads the server: read-only, b, B and C leave the footer and are refused."""
+    with demo_deck(read_only=True, serving=True) as deck:
+        app = ServedeckApp(deck.profile, deck)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(
+                pilot, lambda: bool(app.unit_state and app.unit_state.is_active), 30, "serving"
+            )
+            await pilot.pause(0.2)
+            keys = footer_keys(app)
+            assert not {"b", "B", "C"} & keys, keys
+            for key in ("b", "C", "B"):
+                await pilot.press(key)
+                await pilot.pause(0.2)
+                assert app.screen is app.screen_stack[0], f"{key} opened a dialog in read-only"
+            assert app.bench_process is None, "a benchmark started in read-only"
+            said = [note.message for note in app._notifications]
+            for refusal in ("Bench (b) is refused", "Capacity (C) is refused"):
+                assert any(refusal in text for text in said), said
+            titles = [command.title for command in app.get_system_commands(app.screen)]
+            assert not [title for title in titles if title.startswith(("Bench", "Capacity"))]
+            app.action_bench("sweep")  # reached without a key (the palette): refused too
+            assert app.bench_process is None
+            records = [json.loads(line) for line in paths.audit_log_path().read_text().splitlines()]
+            refused = [r for r in records if r["event"] == "console.refused"]
+            assert [r["pressed"] for r in refused] == ["b", "C", "B", "palette"], refused
+            assert [r["action"] for r in refused][:2] == ["bench", "bench_capacity"]
+            assert all(r["reason"] == "read-only mode" for r in refused)
+            assert not [r for r in records if r["event"].startswith("bench")]
 
 
 async def test_log_keys_work_without_tab_and_help_lists_them() -> None:

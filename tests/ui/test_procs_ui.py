@@ -12,7 +12,7 @@ from rich.console import Console
 from textual.widgets import Button, Input, Static
 
 from tests.support.procs_app import ProcsTestApp
-from tests.support.procs_fixtures import wait_until
+from tests.support.procs_fixtures import own_unit_shape, wait_until
 from tui.gpu.model import GpuProcessUsage
 from tui.hosts import LocalHost
 from tui.procs import (
@@ -111,7 +111,9 @@ async def test_foreign_target_needs_its_pid_typed() -> None:
 async def test_confirmed_kill_runs_in_a_worker_and_reports(spawn_orphan) -> None:  # type: ignore[no-untyped-def]
     worker = spawn_orphan("VLLM::Worker_TP5")
     host = LocalHost()
-    context = ClassifyContext(subreaper_pids=(worker.subreaper_pid,), console_pid=os.getpid())
+    context = ClassifyContext(
+        subreaper_pids=(worker.subreaper_pid,), console_pid=os.getpid(), **own_unit_shape()
+    )
     real = await list_gpu_processes(host, [GpuProcessUsage(worker.pid, 5, 12 * GIB)], context)
     app = ProcsTestApp(real, time.time(), host=host, context=context, reread_hints=[])
     async with app.run_test(size=(140, 30)) as pilot:

@@ -51,7 +51,7 @@ from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.hints import setup_hint, short_setup_hint
 from tui.hostfacts.hostinfo import HostOverview
 from tui.logs.line import LineQueue, LogLine
-from tui.offered import action_offered, changes_host, focus_target, help_scopes
+from tui.offered import action_offered, focus_target, help_scopes, refused_read_only
 from tui.procs import ProcListing
 from tui.procs.kill import leftovers
 from tui.screens.confirm_action import ConfirmActionScreen
@@ -688,10 +688,10 @@ class ServedeckApp(
         self.push_screen(HelpScreen(COMMANDS, self._effective_keys(), extra=FORMULAS, here=scopes))
 
     def on_key(self, event: events.Key) -> None:
-        """A key that would change the host, pressed read-only: say no, and audit it.
+        """A key that would change the host or load its server, pressed read-only: say no, audit it.
 
         Read-only hides those keys, so Textual ignores the press; a browser visitor who
-        presses X anyway sees why nothing happened, and the audit log keeps the attempt.
+        presses X or b anyway sees why nothing happened, and the audit log keeps the attempt.
         """
         if not self.profile.read_only:
             return
@@ -701,7 +701,7 @@ class ServedeckApp(
             if event.key not in (key.strip() for key in keys):
                 continue
             _namespace, name, _parameters = parse_action(command.action)
-            if changes_host(name):
+            if refused_read_only(name):
                 self._refuse_read_only(event.key, command.label, command.action)
             return
 
@@ -793,6 +793,8 @@ class ServedeckApp(
             yield SystemCommand(
                 command.label, command.help, lambda action=command.action: self.run_action(action)
             )
+        if self.profile.read_only:  # a benchmark loads the server: no preset to run either
+            return
         for name, preset in self.profile.benchmark.presets.items():
             yield SystemCommand(
                 f"Bench preset {name}",

@@ -23,7 +23,16 @@ if TYPE_CHECKING:
 class BenchMixin(ConsoleParts):
     """Mixed into ServedeckApp (whose messages and state it uses)."""
 
+    def _read_only_refuses(self, action: str, label: str) -> bool:
+        """Reached read-only without a key (the palette): refused and audited all the same."""
+        if not self.profile.read_only:
+            return False
+        self._refuse_read_only("palette", label, action)
+        return True
+
     def action_bench(self, preset_name: str | None = None) -> None:
+        if self._read_only_refuses("bench", "Bench"):
+            return
         if self.bench_process is not None:
             self.notify("A benchmark is already running (c cancels it).", severity="warning")
             return
@@ -34,6 +43,8 @@ class BenchMixin(ConsoleParts):
         self._run_bench(name)
 
     def action_bench_pick(self) -> None:
+        if self._read_only_refuses("bench_pick", "Presets"):
+            return
         presets = self.profile.benchmark.presets
 
         def picked(name: str | None) -> None:
@@ -63,6 +74,8 @@ class BenchMixin(ConsoleParts):
         return False
 
     def action_bench_capacity(self) -> None:
+        if self._read_only_refuses("bench_capacity", "Capacity"):
+            return
         if self.bench_process is not None:
             self.notify("A benchmark is already running (c cancels it).", severity="warning")
             return

@@ -322,11 +322,30 @@ async def _bench_profile(args: argparse.Namespace, show_progress: bool) -> Bench
         await deck.close()
 
 
+def refuse_read_only(args: argparse.Namespace) -> None:
+    """A benchmark loads the server: `--read-only` or a read-only profile refuses it, audited."""
+    from tui.core.audit import append_audit
+    from tui.core.redact import redact_text
+    from tui.fleet.actions import ReadOnlyRefused
+
+    if args.url:
+        read_only, label = bool(getattr(args, "read_only", False)), redact_text(args.url)
+    else:
+        profile = profile_from_args(args)
+        read_only, label = profile.read_only, profile.host_label
+    if not read_only:
+        return
+    what = "capacity search" if args.capacity else "benchmark"
+    append_audit("bench.refused", label, {"action": what, "reason": "read-only mode"})
+    raise ReadOnlyRefused(f"{label}: read-only: a {what} loads the server and is refused")
+
+
 def _bench(args: argparse.Namespace) -> int:
     if args.operands:
         from tui.commands.compare_cmd import run_compare
 
         return run_compare(args)
+    refuse_read_only(args)
     if args.capacity:
         from tui.commands.capacity_cmd import run_capacity
 

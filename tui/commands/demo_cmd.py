@@ -23,7 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     )
     parser.add_argument(
         "--load-seconds",
-        type=_positive_seconds,
+        type=demo_load_seconds,
         default=DEFAULT_LOAD_S,
         metavar="S",
         help=f"how long the simulated model load takes (default {DEFAULT_LOAD_S:g})",
@@ -31,7 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.set_defaults(func=_demo)
 
 
-def _positive_seconds(text: str) -> float:
+def demo_load_seconds(text: str) -> float:
+    """A load time the simulator can show: finite, 0.5 s to an hour (nan and -1 are refused)."""
     try:
         value = float(text)
     except ValueError:

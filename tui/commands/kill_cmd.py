@@ -1,7 +1,8 @@
 """`servedeck kill`: end leftover GPU processes (or named pids) with every safety check.
 
-Non-interactive use needs --yes; on a terminal it asks y/N. A foreign process is
-only signalled after its pid is typed (or given with --confirm-foreign).
+Non-interactive use needs --yes; on a terminal it asks y/N. A foreign or suspect process
+(not proven the service's) is only signalled after its pid is typed (or given with
+--confirm-foreign); --leftovers never includes one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tui.commands.procs_cmd import current_listing
 from tui.core.errors import UsageError
 from tui.procs.gpu_hints import deck_context, rereader
 from tui.procs.kill import DEFAULT_TIMEOUT_S, kill_processes, leftovers, refuse_before_asking
-from tui.procs.model import GpuProcess, KillReport
+from tui.procs.model import CONFIRM_CLASSES, GpuProcess, KillReport
 from tui.procs.text import report_lines, target_lines
 
 
@@ -44,7 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         action="append",
         default=[],
         metavar="PID",
-        help="the typed confirmation for a foreign process, given up front",
+        help="the typed confirmation for a foreign or suspect process, given up front",
     )
     parser.set_defaults(func=_kill)
 
@@ -67,14 +68,16 @@ def choose_targets(processes: tuple[GpuProcess, ...], args: argparse.Namespace) 
 def confirm(targets: list[GpuProcess], args: argparse.Namespace) -> set[int] | None:
     """The confirmed foreign pids, or None when the operator declined."""
     confirmed = set(args.confirm_foreign)
-    foreign = [proc for proc in targets if proc.klass == "foreign" and proc.pid not in confirmed]
+    foreign = [
+        proc for proc in targets if proc.klass in CONFIRM_CLASSES and proc.pid not in confirmed
+    ]
     if args.yes and not foreign:
         return confirmed
     if not sys.stdin.isatty():
-        need = "--yes" if not foreign else "--confirm-foreign PID for each foreign process"
+        need = "--yes" if not foreign else "--confirm-foreign PID for each foreign/suspect process"
         raise UsageError(f"kill: not on a terminal, so {need} is required")
     for proc in foreign:
-        typed = input(f"pid {proc.pid} is foreign ({proc.reason}); type its pid to confirm: ")
+        typed = input(f"pid {proc.pid} is {proc.klass} ({proc.reason}); type its pid to confirm: ")
         if typed.strip() == str(proc.pid):
             confirmed.add(proc.pid)
     if not args.yes:

@@ -18,7 +18,7 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser = subparsers.add_parser(
         "procs",
         parents=[common],
-        help="list GPU processes: service, leftover, defunct or foreign",
+        help="list GPU processes: service, leftover, suspect, defunct or foreign",
     )
     parser.add_argument("--json", action="store_true", help="print the listing as JSON")
     parser.set_defaults(func=_procs)

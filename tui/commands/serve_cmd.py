@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from tui.commands.demo_cmd import demo_load_seconds
+
 DEFAULT_PORT = 8765
 DEFAULT_MAX_VISITORS = 4
 DEFAULT_DEMO_LOAD_S = 45.0  # tui.commands.demo_cmd.DEFAULT_LOAD_S
@@ -48,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--tls-key", metavar="FILE", help="the certificate's private key")
     parser.add_argument(
         "--load-seconds",
-        type=float,
+        type=demo_load_seconds,  # the visit's `demo --load-seconds`: refused here, not per visit
         default=DEFAULT_DEMO_LOAD_S,
         metavar="S",
         help=f"with --demo: how long the simulated model load takes (default {DEFAULT_DEMO_LOAD_S:g})",

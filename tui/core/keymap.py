@@ -105,7 +105,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     ),
     _tab(1, "deck", "Deck", "GPUs, load progress and the service log"),
     _tab(2, "overview", "Overview", "The host: OS, kernel, CPU, RAM, GPUs"),
-    _tab(3, "procs", "Processes", "GPU processes: service, leftover, defunct, foreign"),
+    _tab(3, "procs", "Processes", "GPU processes: service, leftover, suspect, defunct, foreign"),
     _tab(4, "bench", "Bench", "Benchmark results and the comparison of runs"),
     _tab(5, "plan", "Plan", "Deployment preflight: which TP/EP layouts fit"),
     _tab(7, "health", "Health", "Interconnect doctor and GPU health (XID, ECC, remaps)"),

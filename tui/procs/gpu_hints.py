@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from pathlib import PurePosixPath
 
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot
@@ -30,10 +31,26 @@ def rereader(deck: Deck) -> Callable[[], Awaitable[GpuBoxSnapshot | None]]:
     return reread
 
 
+def venv_of(exec_path: str | None) -> str | None:
+    """The virtualenv an ExecStart program lives in (/opt/vllm/venv/bin/vllm -> /opt/vllm/venv);
+    None for a system program (/usr/bin/python3), which proves nothing about a process."""
+    if not exec_path:
+        return None
+    program = PurePosixPath(exec_path)
+    root = program.parent.parent
+    if program.parent.name != "bin" or str(root) in ("/", "/usr", "/usr/local", "/bin"):
+        return None
+    return str(root)
+
+
 async def deck_context(deck: Deck) -> ClassifyContext:
-    """Classification context with the unit's state and MainPID from the deck's service."""
+    """Classification context with the unit's state and MainPID from the deck's service, and
+    what proves an orphan is the service's: the unit's user and place, the box's own record."""
     unit_active = None
     main_pid = None
+    unit_user: str | None = None
+    unit_dir: str | None = None
+    unit_venv: str | None = None
     service = deck.service()
     if service is not None:
         try:
@@ -48,5 +65,15 @@ async def deck_context(deck: Deck) -> ClassifyContext:
                 "deactivating",
             )
             main_pid = state.main_pid or None
+            unit_user = state.user or "root"  # systemd runs a unit without User= as root
+            unit_dir = state.working_directory
+            unit_venv = venv_of(state.exec_path)
     context = context_for(deck.profile, deck.host, unit_active=unit_active, main_pid=main_pid)
-    return replace(context, scope_pids=deck.process_scope())
+    return replace(
+        context,
+        scope_pids=deck.process_scope(),
+        owned=deck.owned_processes(),
+        unit_user=unit_user,
+        unit_dir=unit_dir,
+        unit_venv=unit_venv,
+    )

@@ -32,6 +32,8 @@ KNOWN_SUBREAPERS = ("systemd", "tini", "docker-init", "dumb-init", "catatonit", 
 KTHREAD_FLAG = 0x00200000  # PF_KTHREAD in /proc/PID/stat field 9
 # An engine's API server: while one lives above a process, that tree is a running service.
 ENTRY_POINTS = ("*vllm serve*", "*vllm.entrypoints*", "*sglang.launch_server*", "*sglang serve*")
+# Classes signalled only after the operator typed the pid: not the service's, or not proven so.
+CONFIRM_CLASSES = ("foreign", "suspect")
 
 
 # ----------------------------------------------------------------- /proc reading
@@ -327,6 +329,85 @@ def orphaned_ancestor(parent, patterns, subreaper_pids=(), proc=PROC, limit=16):
     return None
 
 
+def _readlink(path):
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def _account(name):
+    """(uid, home) of a user name or numeric uid on this host, or (None, None)."""
+    if name is None:
+        return None, None
+    try:
+        import pwd
+
+        entry = pwd.getpwuid(int(name)) if str(name).isdigit() else pwd.getpwnam(name)
+        return entry.pw_uid, entry.pw_dir
+    except (KeyError, ImportError, ValueError):
+        return (int(name), None) if str(name).isdigit() else (None, None)
+
+
+def _under(path, root):
+    root = (root or "").rstrip("/") or "/"
+    if not path:
+        return False
+    return path == root or path.startswith(root if root == "/" else root + "/")
+
+
+def recorded_ancestor(info, owned, proc=PROC, limit=64):
+    """The process or live ancestor whose (pid, start ticks) the service recorded, or None."""
+    current = info
+    for _ in range(limit):
+        if current is None or current["pid"] <= 1:
+            return None
+        if (current["pid"], current["start_ticks"]) in owned:
+            return current
+        current = read_process(current["ppid"], proc) if current["ppid"] > 1 else None
+    return None
+
+
+def ownership(info, request, proc=PROC):
+    """(proof, None) when info provably belongs to the service, else (None, what is missing).
+
+    Beyond the unit's cgroup and main process (classify() checks those), a process is the
+    service's when the service recorded starting it or an ancestor (pid and start ticks:
+    the simulator's pids.log), or when it runs as the unit's User= (root if none) from its
+    WorkingDirectory= or its ExecStart's virtualenv. A name alone proves nothing."""
+    owned = {(int(pid), int(ticks)) for pid, ticks in request.get("owned") or ()}
+    recorded = recorded_ancestor(info, owned, proc) if owned else None
+    if recorded is not None:
+        return f"started by the service (recorded pid {recorded['pid']})", None
+    unit = request.get("unit")
+    missing = [f"not in {unit}'s cgroup" if unit else "no unit", "no record of its start"]
+    unit_user = request.get("unit_user")
+    if unit_user is None:
+        missing.append("the unit's user and directory are unknown")
+        return None, "; ".join(missing)
+    uid, home = _account(unit_user)
+    if uid is None or info["uid"] != uid:
+        missing.append(f"run by {info['user']}, not by the unit's user {unit_user}")
+        return None, "; ".join(missing)
+    unit_dir = request.get("unit_dir") or None
+    if unit_dir and unit_dir.startswith("~"):
+        unit_dir = (home + unit_dir[1:]) if home else None
+    venv = request.get("unit_venv") or None
+    base = f"{proc}/{info['pid']}"
+    cwd = _readlink(base + "/cwd")
+    if unit_dir and cwd is not None and cwd.rstrip("/") == unit_dir.rstrip("/"):
+        return f"run by {unit_user} from the unit's directory {unit_dir}", None
+    program = info["cmdline"][0] if info["cmdline"] else ""
+    if venv and (_under(_readlink(base + "/exe"), venv) or _under(program, venv)):
+        return f"run by {unit_user} from the unit's environment {venv}", None
+    where = " or ".join(part for part in (unit_dir, venv) if part)
+    if where:
+        missing.append(f"not run from {where} (cwd {cwd or 'unreadable'})")
+    else:
+        missing.append("the unit names no WorkingDirectory= or virtualenv to check")
+    return None, "; ".join(missing)
+
+
 def classify(
     info,
     parent,
@@ -336,10 +417,13 @@ def classify(
     subreaper_pids=(),
     under_main_pid=False,
     orphan_above=None,
+    proof=None,
 ):
-    """(class, reason): service, leftover, defunct or foreign.
+    """(class, reason): service, leftover, suspect, defunct or foreign.
 
-    orphan_above is what orphaned_ancestor() found for the process's parent."""
+    orphan_above is what orphaned_ancestor() found for the process's parent; proof() is
+    ownership() for this process. An orphan matching the patterns is a leftover only with
+    a proof; without one it is a suspect, never offered, signalled only once typed."""
     if info["state"] == "Z":
         return "defunct", f"zombie: parent {info['ppid']} must reap it"
     if info["kthread"]:
@@ -351,15 +435,21 @@ def classify(
             return "leftover", f"in {unit}'s cgroup, unit not running"
         state = "running" if unit_active else "state unknown"
         return "service", f"in {unit}'s cgroup, unit {state}"
-    orphaned = info["ppid"] == 1 or is_subreaper(parent, subreaper_pids)
-    if orphaned and matches_patterns(info, patterns):
-        return "leftover", f"orphan (parent {info['ppid']}) matching the service's patterns"
-    if orphan_above is not None and matches_patterns(info, patterns):
-        return "leftover", (
+    if not matches_patterns(info, patterns):
+        return "foreign", "not the service's"
+    if info["ppid"] == 1 or is_subreaper(parent, subreaper_pids):
+        shape = f"orphan (parent {info['ppid']}) matching the service's patterns"
+    elif orphan_above is not None:
+        shape = (
             f"child of orphan {orphan_above['pid']} ({command_text(orphan_above)}), "
             "both matching the service's patterns"
         )
-    return "foreign", "not the service's"
+    else:
+        return "foreign", "not the service's"
+    proven, missing = proof() if proof is not None else (None, "no proof of ownership given")
+    if proven:
+        return "leftover", f"{shape}; {proven}"
+    return "suspect", f"{shape}, not proven the service's: {missing}"
 
 
 # ----------------------------------------------------------------- listing
@@ -428,7 +518,15 @@ def list_processes(request, proc=PROC):
         under_main = descends_from(info, main_pid, proc)
         above = orphaned_ancestor(parent, patterns, subreapers, proc)
         klass, reason = classify(
-            info, parent, unit, unit_active, patterns, subreapers, under_main, above
+            info,
+            parent,
+            unit,
+            unit_active,
+            patterns,
+            subreapers,
+            under_main,
+            above,
+            proof=lambda info=info: ownership(info, request, proc),
         )
         if info["pid_source"] == "unverified" and klass != "defunct":
             klass, reason = "foreign", "the GPU's pid does not hold /dev/nvidia* here"
@@ -445,9 +543,11 @@ def list_processes(request, proc=PROC):
 
 
 def wider_leftovers(request, listed, proc=PROC):
-    """Leftovers that hold no GPU (yet): orphans matching the service's patterns (an engine
-    that has not touched the GPU, its resource_tracker) and whoever holds the service's
-    port while the service is not running."""
+    """Processes of the service that hold no GPU (yet), and what stands in its way: orphans
+    matching the service's patterns (an engine that has not touched the GPU, its
+    resource_tracker), leftovers if proven the service's and suspects if not, and whoever
+    holds the service's port while the service is not running, named with its own class
+    (a port proves nothing: an unrelated server on it is in the way, not a leftover)."""
     unit = request.get("unit")
     unit_active = request.get("unit_active")
     patterns = request.get("patterns", [])
@@ -475,14 +575,22 @@ def wider_leftovers(request, listed, proc=PROC):
         above = orphaned_ancestor(parent, patterns, subreapers, proc)
         under_main = descends_from(info, main_pid, proc)
         klass, reason = classify(
-            info, parent, unit, unit_active, patterns, subreapers, under_main, above
+            info,
+            parent,
+            unit,
+            unit_active,
+            patterns,
+            subreapers,
+            under_main,
+            above,
+            proof=lambda info=info: ownership(info, request, proc),
         )
-        if holds_port and klass == "foreign" and stopped:
+        if holds_port and stopped and klass in ("foreign", "suspect"):
             service = unit or "the service"
-            klass, reason = "leftover", f"holds port {port} while {service} is not running"
+            reason = f"holds port {port} while {service} is not running; {reason}"
         elif holds_port and klass == "leftover":
             reason += f"; holds port {port}"
-        if klass != "leftover":
+        elif klass not in ("leftover", "suspect"):
             continue
         source = "port" if holds_port else "pattern"
         found.append(
@@ -563,8 +671,9 @@ def refusal(target, info, protected, euid, confirmed_foreign):
         return f"refused: defunct; its parent {info['ppid']} must reap it"
     if euid != 0 and info["uid"] != euid:
         return f"refused: owned by {info['user']} (only root may signal other users)"
-    if target.get("klass") == "foreign" and pid not in confirmed_foreign:
-        return "refused: foreign process without a typed confirmation"
+    klass = target.get("klass")
+    if klass in CONFIRM_CLASSES and pid not in confirmed_foreign:
+        return f"refused: {klass} process without a typed confirmation"
     return None
 
 

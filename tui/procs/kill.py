@@ -17,7 +17,13 @@ from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
 from tui.procs.listing import ClassifyContext, GpuHints, usages_of
-from tui.procs.model import OFFERED_CLASSES, GpuProcess, KillOutcome, KillReport
+from tui.procs.model import (
+    CONFIRM_CLASSES,
+    OFFERED_CLASSES,
+    GpuProcess,
+    KillOutcome,
+    KillReport,
+)
 from tui.procs.remote import run_helper
 
 DEFAULT_TIMEOUT_S = 15.0
@@ -42,9 +48,9 @@ def check_targets(
             refusals[proc.pid] = "refused: PID 1 is never signalled"
         elif proc.klass == "defunct":
             refusals[proc.pid] = f"refused: defunct; its parent {proc.ppid} must reap it"
-        elif proc.klass == "foreign" and proc.pid not in confirmed_foreign:
-            refusals[proc.pid] = "refused: foreign process without a typed confirmation"
-        elif proc.klass not in (*OFFERED_CLASSES, "service", "foreign"):
+        elif proc.klass in CONFIRM_CLASSES and proc.pid not in confirmed_foreign:
+            refusals[proc.pid] = f"refused: {proc.klass} process without a typed confirmation"
+        elif proc.klass not in (*OFFERED_CLASSES, "service", *CONFIRM_CLASSES):
             refusals[proc.pid] = f"refused: class {proc.klass}"
     return refusals
 
@@ -71,7 +77,7 @@ def refuse_before_asking(
             audit_path,
         )
         raise ReadOnlyError(f"{host_label}: read-only: killing processes is disabled")
-    # Foreign processes are confirmed by typing their pid in the dialog: not refused here.
+    # Foreign and suspect processes are confirmed by typing their pid: not refused here.
     refused = check_targets(targets, confirmed_foreign={proc.pid for proc in targets})
     if refused:
         append_audit(
@@ -143,7 +149,8 @@ async def kill_processes(
 ) -> KillReport:
     """SIGTERM, wait, SIGKILL each target after re-checking its identity; report what freed.
 
-    `confirmed_foreign` holds the pids the operator typed to confirm foreign targets.
+    `confirmed_foreign` holds the pids the operator typed to confirm foreign or suspect
+    targets.
     `reread` returns a fresh GPU snapshot; without it freed memory is unknown.
     """
     records = [_target_record(proc) for proc in targets]
@@ -247,5 +254,6 @@ def _outcome_record(outcome: KillOutcome) -> dict[str, Any]:
 
 
 def leftovers(listing_processes: Sequence[GpuProcess]) -> list[GpuProcess]:
-    """The bulk "clean up the leftovers of this service" target set."""
+    """The bulk "clean up the leftovers of this service" target set: only processes proven
+    the service's (never a suspect, a foreign port holder or anything foreign)."""
     return [proc for proc in listing_processes if proc.klass in OFFERED_CLASSES]

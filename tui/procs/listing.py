@@ -57,6 +57,13 @@ class ClassifyContext:
     # The only pids the wider scan may name (a simulated box on a machine it shares with other
     # boxes knows what it started); None on a real host, where the machine is the box.
     scope_pids: tuple[int, ...] | None = None
+    # Proofs that an orphan is the service's (a pattern alone is none): the (pid, start
+    # ticks) the service recorded starting (the simulator's pids.log), and the unit's
+    # User= ("root" when unset), WorkingDirectory= and ExecStart's virtualenv; None: unknown.
+    owned: tuple[tuple[int, int], ...] = ()
+    unit_user: str | None = None
+    unit_dir: str | None = None
+    unit_venv: str | None = None
 
     def as_request(self) -> dict[str, Any]:
         return {
@@ -71,6 +78,10 @@ class ClassifyContext:
             "port": self.port,
             "service_stopped": self.service_stopped,
             "scope_pids": None if self.scope_pids is None else list(self.scope_pids),
+            "owned": [list(record) for record in self.owned],
+            "unit_user": self.unit_user,
+            "unit_dir": self.unit_dir,
+            "unit_venv": self.unit_venv,
         }
 
 

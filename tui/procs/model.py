@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CLASSES = ("service", "leftover", "defunct", "foreign")
+CLASSES = ("service", "leftover", "suspect", "defunct", "foreign")
 # Classes a bulk cleanup or a plain `kill PID` offers without a typed confirmation.
 OFFERED_CLASSES = ("leftover",)
+# Classes signalled only after the operator typed the pid: not the service's (foreign), or
+# matching its patterns without a proof it is the service's (suspect).
+CONFIRM_CLASSES = ("foreign", "suspect")
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Static
 
 from tui.core.formatting import gib
-from tui.procs.model import GpuProcess
+from tui.procs.model import CONFIRM_CLASSES, GpuProcess
 from tui.procs.text import format_start
 from tui.screens.dialog import Dialog
 
@@ -48,7 +48,7 @@ def _cells(host_label: str, proc: GpuProcess) -> tuple[str, ...]:
 
 
 def _class_text(proc: GpuProcess) -> Text:
-    return Text(proc.klass, style="bold red" if proc.klass == "foreign" else "bold yellow")
+    return Text(proc.klass, style="bold red" if proc.klass in CONFIRM_CLASSES else "bold yellow")
 
 
 def targets_table(host_label: str, targets: Sequence[GpuProcess]) -> Table:
@@ -160,7 +160,7 @@ class KillConfirmScreen(Dialog[KillConfirmation | None]):
         self.host_label = host_label
         self.targets = tuple(targets)
         self.timeout_s = timeout_s
-        self.foreign = tuple(proc for proc in self.targets if proc.klass == "foreign")
+        self.foreign = tuple(proc for proc in self.targets if proc.klass in CONFIRM_CLASSES)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog-frame"):
@@ -179,7 +179,8 @@ class KillConfirmScreen(Dialog[KillConfirmation | None]):
             if self.foreign:
                 pids = " ".join(str(proc.pid) for proc in self.foreign)
                 yield Label(
-                    f"Foreign processes are not the service's. Type their pid(s) to confirm: {pids}",
+                    "Foreign or suspect processes are not proven the service's. "
+                    f"Type their pid(s) to confirm: {pids}",
                     id="kill-foreign-warning",
                 )
                 yield Input(placeholder=pids, id="kill-typed")

@@ -77,7 +77,14 @@ class GuardVerdict:
         if self.port_holders:
             parts.append(f"port {self.port}")
         held = " and ".join(parts) or f"{gib(self.held_bytes)} GPU memory"
+        if self.others:
+            return f"{len(self.leftovers)} process(es) hold {held}"
         return f"{len(self.leftovers)} leftover process(es) of {self.service} hold {held}"
+
+    @property
+    def others(self) -> tuple[GpuProcess, ...]:
+        """What is in the way without being proven the service's (a port holder)."""
+        return tuple(proc for proc in self.leftovers if proc.klass != "leftover")
 
     def process_lines(self) -> list[str]:
         lines = []
@@ -85,6 +92,8 @@ class GuardVerdict:
             memory = proc.gpu_memory_bytes
             held = gib(memory) if memory else "no GPU memory"
             port = f", port {self.port}" if holds_port(proc) else ""
+            if proc.klass != "leftover":
+                port += f", {proc.klass}"
             lines.append(f"pid {proc.pid} ({held}{port}): {proc.command[:80]} [{proc.reason}]")
         return lines
 
@@ -92,9 +101,14 @@ class GuardVerdict:
         """The refusal, naming every PID and its GiB, with the way out first."""
         head = f"{self.host_label}: {self.verb} {self.service} refused: {self.why()}"
         body = "\n".join(f"  {line}" for line in self.process_lines())
-        return (
-            f"{head}\n{body}\n  end them first: K in the console, or `servedeck kill --leftovers`"
-        )
+        way_out = "  end them first: K in the console, or `servedeck kill --leftovers`"
+        if self.others:
+            pids = " ".join(str(proc.pid) for proc in self.others)
+            way_out += (
+                f"\n  not proven {self.service}'s, so never a leftover: pid {pids}; stop it "
+                "yourself, or `servedeck kill PID` with the pid typed"
+            )
+        return f"{head}\n{body}\n{way_out}"
 
 
 def assess(
@@ -105,12 +119,16 @@ def assess(
     port: int | None,
     threshold_bytes: int = DEFAULT_THRESHOLD_BYTES,
 ) -> GuardVerdict:
-    """The verdict for one listing (pure: tests and the console share it)."""
+    """The verdict for one listing (pure: tests and the console share it). A port holder is in
+    the way whatever its class (a start would fail to bind), though K never offers it unless
+    it is proven the service's."""
+    found = leftovers(listing.processes)
+    in_way = [proc for proc in listing.processes if holds_port(proc) and proc not in found]
     return GuardVerdict(
         verb=verb,
         service=service,
         host_label=listing.host_label,
-        leftovers=tuple(leftovers(listing.processes)),
+        leftovers=(*found, *in_way),
         threshold_bytes=threshold_bytes,
         port=port,
     )

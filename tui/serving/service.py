@@ -8,6 +8,7 @@ confirmation, and every request, refusal and outcome goes to the audit log.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ SHOW_PROPERTIES = (
     "NRestarts",
     "FragmentPath",
     "UnitFileState",
+    "User",
+    "WorkingDirectory",
+    "ExecStart",
 )
 VERBS = ("start", "stop", "restart")
 
@@ -56,6 +60,11 @@ class UnitState:
     # When ActiveState last changed (systemd's StateChangeTimestamp): "inactive since" is
     # the stop, not the last start.
     state_since_s: float | None = None
+    # Who and where the service runs: User= ("" when unset: root), WorkingDirectory=
+    # (None when unset) and ExecStart's program; the killer's proof that an orphan is its own.
+    user: str = ""
+    working_directory: str | None = None
+    exec_path: str | None = None
 
     @property
     def since_s(self) -> float | None:
@@ -108,6 +117,12 @@ def _utc_offset_s(local_naive: datetime) -> float:
     return local_naive.astimezone().utcoffset().total_seconds()  # type: ignore[union-attr]
 
 
+def _exec_path(value: str) -> str | None:
+    """The program of `systemctl show`'s ExecStart={ path=/x/bin/vllm ; argv[]=... }."""
+    match = re.search(r"\bpath=(\S+)", value)
+    return match.group(1) if match else None
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value not in (None, "") else None
@@ -138,6 +153,10 @@ def parse_systemctl_show(unit: str, text: str) -> UnitState:
         fragment_path=fields.get("FragmentPath") or None,
         unit_file_state=fields.get("UnitFileState") or None,
         state_since_s=_timestamp_s(fields.get("StateChangeTimestamp", "")),
+        user=fields.get("User", ""),
+        # "-" (missing is fine) and "!" are prefixes, not part of the path
+        working_directory=fields.get("WorkingDirectory", "").lstrip("-!+") or None,
+        exec_path=_exec_path(fields.get("ExecStart", "")),
     )
 
 

@@ -2,8 +2,10 @@
 
 Reads `systemctl cat UNIT` (the unit file and its drop-ins, in order, each after a
 `# /path` comment) and flags, each with the exact line to add or change:
-KillMode=process/none, a TimeoutStopSec shorter than the observed stop,
-Restart=always without RestartSec/StartLimitBurst, no ExecStopPost cleanup, low
+KillMode=process/none and SendSIGKILL=no (systemd's control-group kill is what ends
+every worker at a stop), a TimeoutStopSec shorter than the observed stop,
+Restart=always without RestartSec/StartLimitBurst, an ExecStopPost that kills by name
+at every stop (it reaches processes that are not the service's), low
 LimitMEMLOCK/LimitNOFILE, and missing Environment= for the variables the profile
 expects. Parsed by hand: unit files are not INI (keys repeat and accumulate, an
 empty assignment resets a list), so configparser would lose exactly what matters.
@@ -37,6 +39,8 @@ _TIME_UNITS = {
     "hours": 3600.0,
 }
 _SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+# An ExecStopPost that ends processes by name or pattern, with no confirmation.
+_KILL_BY_NAME = re.compile(r"\b(pkill|killall)\b|\bservedeck\b.*\bkill\b.*(--yes|\s-y\b)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +148,6 @@ def lint_unit(
     *,
     expected_env: tuple[str, ...] = (),
     observed_stop_s: float | None = None,
-    cleanup_command: str = "servedeck kill --leftovers --yes",
 ) -> list[UnitFinding]:
     """Every finding for one unit; an empty list is a clean unit."""
     findings: list[UnitFinding] = []
@@ -158,6 +161,17 @@ def lint_unit(
                 "workers are left holding GPU memory",
                 "Service",
                 "KillMode=control-group",
+            )
+        )
+    if (unit.get("Service", "SendSIGKILL") or "").lower() in ("no", "false", "0", "off"):
+        findings.append(
+            UnitFinding(
+                "SendSIGKILL",
+                "fail",
+                "SendSIGKILL=no: a worker that ignores SIGTERM outlives the stop and keeps "
+                "its GPU memory",
+                "Service",
+                "SendSIGKILL=yes",
             )
         )
     stop_text = unit.get("Service", "TimeoutStopSec")
@@ -201,15 +215,18 @@ def lint_unit(
                     "StartLimitIntervalSec=1800\nStartLimitBurst=3",
                 )
             )
-    if not unit.all("Service", "ExecStopPost"):
+    killers = [line for line in unit.all("Service", "ExecStopPost") if _KILL_BY_NAME.search(line)]
+    if killers:
         findings.append(
             UnitFinding(
                 "ExecStopPost",
                 "warn",
-                "no ExecStopPost cleanup: workers that escape the stop keep the GPU until "
-                "someone notices",
+                f"ExecStopPost={killers[0]} ends processes by name at every stop, unconfirmed, "
+                "whoever's they are: remove it; KillMode=control-group ends every process of "
+                "the unit's cgroup, and `servedeck kill --leftovers` ends the proven leftovers "
+                "when asked",
                 "Service",
-                f"ExecStopPost=-{cleanup_command}",
+                "ExecStopPost=\nKillMode=control-group",  # an empty ExecStopPost= resets the list
             )
         )
     memlock_text = unit.get("Service", "LimitMEMLOCK")

@@ -47,11 +47,6 @@ def expected_environment(profile: Profile) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def cleanup_command(profile: Profile) -> str:
-    where = f"--profile {profile.name} " if profile.name else ""
-    return f"/usr/bin/env servedeck {where}kill --leftovers --yes"
-
-
 async def read_unit_text(host: Host, unit: str) -> str:
     result = await host.run(["systemctl", "cat", "--no-pager", unit], timeout_s=15.0)
     if not result.ok or not result.stdout.strip():
@@ -76,7 +71,6 @@ def lint_text(profile: Profile, unit: str, text: str, stop_s: float | None) -> U
         parsed,
         expected_env=expected_environment(profile),
         observed_stop_s=stop_s,
-        cleanup_command=cleanup_command(profile),
     )
     return UnitLintReport(unit, parsed.sources, stop_s, tuple(findings))
 

@@ -80,6 +80,9 @@ class SimDeck(Deck):
     def process_scope(self) -> tuple[int, ...] | None:
         return tuple(pid for pid, _ticks, _role in self.box.started_processes())
 
+    def owned_processes(self) -> tuple[tuple[int, int], ...]:
+        return tuple((pid, ticks) for pid, ticks, _role in self.box.started_processes())
+
     @property
     def probe_unsupported(self) -> str | None:
         return "the simulator's GPUs cannot run the probe (no CUDA there)"

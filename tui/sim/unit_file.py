@@ -2,7 +2,7 @@
 
 `servedeck doctor --unit --demo` lints this text, so the demo shows the findings the
 seed's real unit would get: default KillMode and TimeoutStopSec, Restart=always with a
-short RestartSec and no StartLimitBurst, no ExecStopPost, limits not raised.
+short RestartSec and no StartLimitBurst, limits not raised.
 """
 
 from __future__ import annotations

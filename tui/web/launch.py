@@ -63,7 +63,7 @@ def announcement(settings: ServeSettings, profile_label: str) -> list[str]:
     actions = (
         "actions ALLOWED (start/stop/kill from the browser, audited)"
         if settings.allow_actions
-        else "read-only (start, stop and kill are refused; --allow-actions permits them)"
+        else "read-only (start, stop, kill and benchmarks are refused; --allow-actions permits them)"
     )
     target = settings.bind_host if is_loopback(settings.bind_host) else "127.0.0.1"
     if ":" in target:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import ssl
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from textual_serve.download_manager import DownloadManager
 from tui.core.audit import append_audit
 from tui.web.access import TOKEN_QUERY, AccessToken, new_token
 from tui.web.page import console_page, full_page, unauthorized_page
+from tui.web.serve_log import ServeLog
 from tui.web.visit_process import VisitProcess
 from tui.web.visitors import Visit, VisitorSlots
 
@@ -32,7 +32,9 @@ from tui.web.visitors import Visit, VisitorSlots
 HEARTBEAT_S = 15.0
 # How often a running visit's process tree is recorded, so all of it can be ended.
 TREE_RECORD_S = 5.0
-_MAX_TERMINAL_CELLS = 1000
+# A visitor's page asks for its terminal's size: a sane screen's, never a huge one's.
+MAX_COLUMNS = 500
+MAX_ROWS = 200
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -61,17 +63,17 @@ class ServeSettings:
         return "browser, actions allowed" if self.allow_actions else "browser, read-only"
 
 
-def _log(message: str) -> None:
-    """One line on stderr; never the token (aiohttp's access log is off for that reason)."""
-    print(f"servedeck serve: {message}", file=sys.stderr, flush=True)
-
-
-def _cells(text: str | None, default: int) -> int:
+def _cells(text: str | None, default: int, maximum: int) -> int:
     try:
         value = int(text or default)
     except ValueError:
         return default
-    return min(max(value, 1), _MAX_TERMINAL_CELLS)
+    return min(max(value, 1), maximum)
+
+
+def terminal_size(width: object, height: object) -> tuple[int, int]:
+    """The terminal size a page asks for, within 1..MAX_COLUMNS x 1..MAX_ROWS."""
+    return _cells(str(width), 80, MAX_COLUMNS), _cells(str(height), 24, MAX_ROWS)
 
 
 def _close_reason(code: int | None, error: str, limit_bytes: int = 123) -> bytes:
@@ -97,6 +99,9 @@ class ConsoleServer:
         self.token: AccessToken | None = None
         self.port = settings.port
         self._token_value = new_token()
+        # Every line serve writes (its own and aiohttp's) is escaped and never holds the token.
+        self.log = ServeLog([self._token_value])
+        self._unroute_logs: Callable[[], None] | None = None
         self._runner: web.AppRunner | None = None
         self._downloads = DownloadManager()
         self._sockets: set[web.WebSocketResponse] = set()
@@ -113,6 +118,8 @@ class ConsoleServer:
                 web.static("/static", static_dir),
             ]
         )
+        self._unroute_logs = self.log.route_aiohttp()
+        # No aiohttp access log: its lines would carry `?token=`; ours are safe_line's.
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(
@@ -138,6 +145,9 @@ class ConsoleServer:
             await self._runner.cleanup()
             self._runner = None
             self._audit("web.serve.stop", bind=f"{self.settings.bind_host}:{self.port}")
+        if self._unroute_logs is not None:
+            self._unroute_logs()
+            self._unroute_logs = None
 
     @property
     def url(self) -> str:
@@ -156,7 +166,7 @@ class ConsoleServer:
         assert self.token is not None
         allowed, in_query = self.token.presented(request.query, request.cookies, request.headers)
         if not allowed:
-            _log(f"401 {request.remote} {request.method} {request.path}")
+            self.log.line(f"401 {request.remote} {request.method} {request.path}")
             return web.Response(
                 status=401,
                 text=unauthorized_page(),
@@ -182,7 +192,7 @@ class ConsoleServer:
             return web.Response(content_type="text/html")
         visit = self.slots.reserve(request.remote or "?")
         if visit is None:
-            _log(f"full: refused {request.remote} ({self.slots.cap} visitors)")
+            self.log.line(f"full: refused {request.remote} ({self.slots.cap} visitors)")
             self._audit("web.visit.refused", remote=request.remote, reason="full")
             return web.Response(
                 status=503,
@@ -200,7 +210,7 @@ class ConsoleServer:
 
     async def _websocket(self, request: web.Request) -> web.StreamResponse:
         if not self._same_origin(request):
-            _log(f"403 cross-origin websocket from {request.remote}")
+            self.log.line(f"403 cross-origin websocket from {request.remote}")
             return web.Response(status=403, text="cross-origin websocket refused")
         visit = self.slots.claim(request.match_info["visit"])
         if visit is None:
@@ -231,14 +241,16 @@ class ConsoleServer:
         try:
             try:
                 await process.start(
-                    _cells(request.query.get("width"), 80), _cells(request.query.get("height"), 24)
+                    *terminal_size(request.query.get("width"), request.query.get("height"))
                 )
             except OSError as error:
-                _log(f"visit {visit.visit_id[:8]}: console not started: {error}")
+                self.log.line(f"visit {visit.visit_id[:8]}: console not started: {error}")
                 await websocket.close(message=f"console not started: {error.strerror}".encode())
                 return websocket
             visit.pid = process.pid
-            _log(f"visit {visit.visit_id[:8]} from {visit.remote}: console pid {process.pid}")
+            self.log.line(
+                f"visit {visit.visit_id[:8]} from {visit.remote}: console pid {process.pid}"
+            )
             self._audit("web.visit.start", remote=visit.remote, visit=visit.visit_id, pid=visit.pid)
             recorder = asyncio.create_task(self._record_tree(process, websocket))
             await self._relay(websocket, process)
@@ -251,7 +263,9 @@ class ConsoleServer:
                 await websocket.close()
             ended_s = time.time()
             detail = f": {process.last_error(200)}" if code else ""
-            _log(f"visit {visit.visit_id[:8]} ended: console pid {visit.pid} exit {code}{detail}")
+            self.log.line(
+                f"visit {visit.visit_id[:8]} ended: console pid {visit.pid} exit {code}{detail}"
+            )
             self._audit(
                 "web.visit.end",
                 remote=visit.remote,
@@ -295,7 +309,7 @@ class ConsoleServer:
                 await process.send_bytes(data.encode("utf-8"))
             elif kind == "resize" and isinstance(data, dict):
                 await process.set_terminal_size(
-                    _cells(str(data.get("width")), 80), _cells(str(data.get("height")), 24)
+                    *terminal_size(data.get("width"), data.get("height"))
                 )
             elif kind == "ping":
                 await websocket.send_json(["pong", data])
@@ -311,7 +325,7 @@ class ConsoleServer:
         try:
             append_audit(event, self.settings.host_label, details, self.settings.audit_path)
         except OSError as error:
-            _log(f"audit log not written ({event}): {error}")
+            self.log.line(f"audit log not written ({event}): {error}")
 
 
 async def serve_until_stopped(server: ConsoleServer, announce: Sequence[str]) -> None:
@@ -328,5 +342,5 @@ async def serve_until_stopped(server: ConsoleServer, announce: Sequence[str]) ->
     try:
         await stop.wait()
     finally:
-        _log("stopping: ending every visitor's console")
+        server.log.line("stopping: ending every visitor's console")
         await server.close()

@@ -1,0 +1,144 @@
+"""Without a proof of ownership, no process is ever a leftover (generated /proc trees).
+
+Each example writes a small /proc tree (init, a parent, the process under test) with a
+generated user, cgroup, parent, command shape and working directory, and a generated
+classification context (the unit, its state, its User= and WorkingDirectory=, the
+service's record of what it started). Both listings, the GPU one and the wider one, run
+over it through the helper; whatever they call a leftover must carry a proof the test
+computes on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tui.procs import ENGINE_PATTERNS, helper
+
+UNIT = "vllm-test.service"
+PID, PARENT, TICKS = 700, 40, 5000
+CGROUPS = (
+    f"/system.slice/{UNIT}",
+    "/system.slice/other.service",
+    "/user.slice/user-0.slice/session-3.scope",
+    "",
+)
+COMMANDS = (
+    ["VLLM::Worker_TP0"],
+    ["VLLM::EngineCore"],
+    ["/opt/vllm/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"],
+    ["/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server"],
+    ["sleep", "900"],
+    ["python3", "train.py"],
+)
+PARENTS = (None, ["bash"], ["tini", "--"], ["VLLM::EngineCore"])  # None: the parent is PID 1
+UIDS = (0, 65534, 1000)
+DIRS = ("/opt/vllm", "/tmp", "/")
+
+
+def write_process(
+    proc: Path,
+    pid: int,
+    ppid: int,
+    cmdline: list[str],
+    *,
+    uid: int = 0,
+    cgroup: str = "",
+    cwd: str = "/",
+    ticks: int = TICKS,
+) -> None:
+    folder = proc / str(pid)
+    folder.mkdir(parents=True)
+    comm = cmdline[0].rsplit("/", 1)[-1][:15]
+    fields = ["S", str(ppid), str(pid), str(pid), "0", "-1", "0", *["0"] * 12, str(ticks)]
+    (folder / "stat").write_text(f"{pid} ({comm}) {' '.join(fields)}\n")
+    (folder / "cmdline").write_bytes(b"\0".join(part.encode() for part in cmdline) + b"\0")
+    (folder / "status").write_text(f"Name:\t{comm}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n")
+    (folder / "cgroup").write_text(f"0::{cgroup}\n")
+    os.symlink(cwd, folder / "cwd")
+    os.symlink("/usr/bin/python3.11", folder / "exe")
+
+
+def user_uid(name: str | None) -> int | None:
+    return {"root": 0, "nobody": 65534}.get(name) if name is not None else None
+
+
+process_attributes = st.fixed_dictionaries(
+    {
+        "uid": st.sampled_from(UIDS),
+        "cgroup": st.sampled_from(CGROUPS),
+        "parent": st.sampled_from(PARENTS),
+        "cmdline": st.sampled_from(COMMANDS),
+        "cwd": st.sampled_from(DIRS),
+    }
+)
+contexts = st.fixed_dictionaries(
+    {
+        "unit": st.sampled_from((UNIT, None)),
+        "unit_active": st.sampled_from((True, False, None)),
+        "unit_user": st.sampled_from((None, "root", "nobody")),
+        "unit_dir": st.sampled_from((None, "/opt/vllm", "/")),
+        "unit_venv": st.sampled_from((None, "/opt/vllm/venv")),
+        "owned": st.sampled_from(((), ((PID, TICKS),), ((PID, TICKS + 1),), ((PARENT, 9),))),
+        "main_pid": st.sampled_from((None, PARENT)),
+    }
+)
+
+
+def proven(attrs: dict, ctx: dict) -> bool:  # type: ignore[type-arg]
+    """The test's own reading of the rules: which proofs of ownership hold."""
+    unit = ctx["unit"]
+    if unit and unit in attrs["cgroup"].split("/") and ctx["unit_active"] is False:
+        return True  # in a stopped unit's cgroup
+    records = {tuple(record) for record in ctx["owned"]}
+    if (PID, TICKS) in records or (attrs["parent"] is not None and (PARENT, 9) in records):
+        return True  # recorded by the service (itself, or its live parent)
+    uid = user_uid(ctx["unit_user"])
+    if uid is None or uid != attrs["uid"]:
+        return False
+    if ctx["unit_dir"] and attrs["cwd"].rstrip("/") == ctx["unit_dir"].rstrip("/"):
+        return True
+    venv = ctx["unit_venv"]
+    return bool(venv) and attrs["cmdline"][0].startswith(venv + "/")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(attrs=process_attributes, ctx=contexts)
+def test_no_leftover_without_a_proof_of_ownership(attrs: dict, ctx: dict) -> None:  # type: ignore[type-arg]
+    with tempfile.TemporaryDirectory() as folder:
+        proc = Path(folder)
+        write_process(proc, 1, 0, ["/sbin/init"], ticks=1)
+        ppid = 1
+        if attrs["parent"] is not None:
+            write_process(proc, PARENT, 1, attrs["parent"], ticks=9)
+            ppid = PARENT
+        write_process(
+            proc,
+            PID,
+            ppid,
+            attrs["cmdline"],
+            uid=attrs["uid"],
+            cgroup=attrs["cgroup"],
+            cwd=attrs["cwd"],
+        )
+        request = {
+            **ctx,
+            "owned": [list(record) for record in ctx["owned"]],
+            "patterns": list(ENGINE_PATTERNS),
+            "hints": [{"pid": PID, "gpu_index": 0, "used_memory_bytes": 1 << 30}],
+            "device_prefix": str(proc / "no-device"),
+        }
+        listed = helper.list_processes(request, str(proc))["processes"]
+        wide = helper.wider_leftovers({**request, "wide": True}, set(), str(proc))
+        for found in [*listed, *wide]:
+            if found["pid"] != PID:
+                continue
+            if found["klass"] == "leftover":
+                assert proven(attrs, ctx), found["reason"]
+            if found["klass"] == "suspect":
+                assert not proven(attrs, ctx), found["reason"]
+                assert "not proven the service's" in found["reason"]
