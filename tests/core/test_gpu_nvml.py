@@ -190,3 +190,29 @@ def test_small_conversions() -> None:
     assert sysfs_bus_id("00000000:1A:00.0") == "0000:1a:00.0"
     assert cuda_version_text(12080) == "12.8" and cuda_version_text(13000) == "13.0"
     assert cuda_version_text(None) is None
+
+
+async def test_used_memory_is_what_nvidia_smi_states_with_the_reserve_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An idle H200 read 615 MiB used where nvidia-smi says 0: NVML v1 counts the driver's
+    reserve as used. v2 states it apart; v1 only where the driver lacks v2."""
+    reserve_bytes = 615 * 1024**2
+    gpus = h200_box(1, loaded=False)
+    gpus[0].memory_reserved_bytes = reserve_bytes
+    FakeNvml(gpus).install(monkeypatch.setattr)
+    source = await NvmlGpuSource.open(slow_interval_s=0.05)
+    try:
+        sample = (await source.sample()).samples[0]
+        assert sample.memory_used_bytes == 0
+        assert sample.memory_reserved_bytes == reserve_bytes
+    finally:
+        await source.aclose()
+    FakeNvml(gpus, missing={"nvmlDeviceGetMemoryInfo_v2"}).install(monkeypatch.setattr)
+    source = await NvmlGpuSource.open(slow_interval_s=0.05)
+    try:
+        sample = (await source.sample()).samples[0]
+        assert sample.memory_used_bytes == reserve_bytes  # all v1 can say
+        assert sample.memory_reserved_bytes is None
+    finally:
+        await source.aclose()

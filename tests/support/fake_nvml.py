@@ -43,6 +43,8 @@ class FakeGpu:
     name: str = "NVIDIA H200"
     memory_total_bytes: int = 143771 * 1024**2
     memory_used_bytes: int = 0
+    # What the driver keeps for itself: v1 counts it as used, v2 states it apart.
+    memory_reserved_bytes: int = 0
     numa_node: int = 0
     processes: list[tuple[int, int | None]] = field(default_factory=list)  # (pid, bytes)
     graphics_processes: list[tuple[int, int | None]] = field(default_factory=list)
@@ -84,7 +86,7 @@ class FakeNvml:
     # -- plumbing -----------------------------------------------------------------
 
     def _wrap(self, name: str, body: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] = self.calls.get(name, 0) + 1
             delay = self.latency_s.get(name)
             if delay:
@@ -97,7 +99,7 @@ class FakeNvml:
                     raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
                 if name in gpu.unsupported:
                     raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
-            return body(*args)
+            return body(*args, **kwargs)
 
         return call
 
@@ -114,11 +116,7 @@ class FakeNvml:
             "nvmlDeviceGetName": lambda g: g.name,
             "nvmlDeviceGetUUID": lambda g: f"GPU-{g.index:08x}-0000-0000-0000-000000000000",
             "nvmlDeviceGetPciInfo": lambda g: SimpleNamespace(busId=g.bus_id.encode()),
-            "nvmlDeviceGetMemoryInfo": lambda g: SimpleNamespace(
-                total=g.memory_total_bytes,
-                used=g.memory_used_bytes,
-                free=g.memory_total_bytes - g.memory_used_bytes,
-            ),
+            "nvmlDeviceGetMemoryInfo": self._memory_info,
             "nvmlDeviceGetCudaComputeCapability": lambda g: (9, 0),
             "nvmlDeviceGetNumaNodeId": lambda g: g.numa_node,
             "nvmlDeviceGetEnforcedPowerLimit": lambda g: 700_000,
@@ -167,6 +165,22 @@ class FakeNvml:
 
     def _shutdown(self) -> None:
         self.initialised = False
+
+    def _memory_info(self, gpu: FakeGpu, version: int | None = None) -> SimpleNamespace:
+        """v1 (used includes the driver's reserve) or, asked with a version, v2 (apart)."""
+        free = gpu.memory_total_bytes - gpu.memory_used_bytes - gpu.memory_reserved_bytes
+        if version is None:
+            used = gpu.memory_used_bytes + gpu.memory_reserved_bytes
+            return SimpleNamespace(total=gpu.memory_total_bytes, used=used, free=free)
+        if "nvmlDeviceGetMemoryInfo_v2" in self.missing:
+            raise _error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+        return SimpleNamespace(
+            version=version,
+            total=gpu.memory_total_bytes,
+            reserved=gpu.memory_reserved_bytes,
+            used=gpu.memory_used_bytes,
+            free=free,
+        )
 
     def _nvlink_state(self, gpu: FakeGpu, link: int) -> int:
         if gpu.nvlinks == 0:

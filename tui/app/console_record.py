@@ -31,6 +31,10 @@ if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the firs
     from tui.serving.service import UnitState
 
 RECORD_PROCS_S = 10.0
+# While nothing a leftover would change has changed (the GPU holders NVML names, the unit's
+# state and main pid), the recorder's listing repeats only this often: the wide scan reads
+# every process of the host (~10-25 ms a listing), the main share of an idle console's CPU.
+RECORD_PROCS_STEADY_S = 30.0
 RECORD_FILES_S = 2.0
 BACKLOG_S = 3.0
 # Actions that change the host: refused while a replay is on screen.
@@ -59,6 +63,9 @@ class RecordMixin(ConsoleParts):
     recording: ConsoleRecording | None = None
     _recorded_pid: int | None = None
     _log_started_s: float | None = None
+    # What the last listing saw (listing_key) and when (monotonic), for the steady skip.
+    _listed_key: object = None
+    _listed_at_s: float | None = None
 
     def _start_recording(self: Any) -> None:
         from tui.record.session import ConsoleRecording
@@ -165,7 +172,15 @@ class RecordMixin(ConsoleParts):
             self.recording.monitor.observe_metrics(metrics)
             self.recording.monitor.observe_ready(True, metrics.at_s)
 
+    def _listing_key(self) -> tuple[object, ...]:
+        """What a new leftover or a gone one would change before a listing saw it."""
+        gpu = self.last_gpu if self.last_gpu and self.last_gpu.available else None
+        holders = None if gpu is None else tuple(sorted({p.pid for p in gpu.processes()}))
+        unit = self.unit_state
+        return (holders, None if unit is None else (unit.active_state, unit.main_pid))
+
     def _record_listing(self, listing: ProcListing) -> None:
+        self._listed_key, self._listed_at_s = self._listing_key(), time.monotonic()
         if self.recording is not None:
             self.recording.feed.observe_listing(listing)
             self.recording.monitor.observe_leftovers(
@@ -181,10 +196,18 @@ class RecordMixin(ConsoleParts):
 
     @console_worker("record-procs", pane="record", what="list processes for the recorder")
     async def _record_procs(self: Any) -> None:
-        """Leftovers appear while nobody looks at Processes: list them now and then, quietly."""
+        """Leftovers appear while nobody looks at Processes: list them now and then, quietly
+        (every RECORD_PROCS_S when the GPU holders or the unit changed, else every
+        RECORD_PROCS_STEADY_S)."""
         from tui.procs import list_gpu_processes
         from tui.procs.gpu_hints import deck_context
 
+        if (
+            self._listed_at_s is not None
+            and self._listing_key() == self._listed_key
+            and time.monotonic() - self._listed_at_s < RECORD_PROCS_STEADY_S - RECORD_PROCS_S / 2
+        ):
+            return
         try:
             snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
             listing = await list_gpu_processes(

@@ -54,6 +54,8 @@ class GpuSample:
     index: int
     memory_used_bytes: int | None = None
     memory_total_bytes: int | None = None
+    # What the driver keeps for itself (NVML v2), not counted in memory_used_bytes.
+    memory_reserved_bytes: int | None = None
     utilization_gpu_pct: float | None = None
     utilization_memory_pct: float | None = None
     temperature_c: float | None = None

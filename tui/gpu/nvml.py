@@ -141,6 +141,8 @@ class NvmlGpuSource:
         self._stop = threading.Event()
         self._slow_thread: threading.Thread | None = None
         self._process_functions: dict[str, list[Callable[..., Any]]] = {}
+        # Whether the driver answers NVML's v2 memory info (None: not asked yet).
+        self._memory_v2: bool | None = None
         self._process_cache = LocalProcessCache()
         self._sample_lock = asyncio.Lock()
 
@@ -288,7 +290,7 @@ class NvmlGpuSource:
         if lost:
             return _lost_sample(index)
         try:
-            memory = _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
+            memory = self._memory_info(handle)
             utilization = _call(pynvml.nvmlDeviceGetUtilizationRates, handle)
             temperature = _call(pynvml.nvmlDeviceGetTemperature, handle,
                                 pynvml.NVML_TEMPERATURE_GPU)  # fmt: skip
@@ -313,6 +315,7 @@ class NvmlGpuSource:
             index=index,
             memory_used_bytes=used,
             memory_total_bytes=total,
+            memory_reserved_bytes=getattr(memory, "reserved", None),
             utilization_gpu_pct=float(utilization.gpu) if utilization is not None else None,
             utilization_memory_pct=float(utilization.memory) if utilization is not None else None,
             temperature_c=float(temperature) if temperature is not None else None,
@@ -328,6 +331,27 @@ class NvmlGpuSource:
             throttle_reasons=slow.throttle_reasons,
             processes=processes,
         )
+
+    def _memory_info(self, handle: Any) -> Any:
+        """Memory as nvidia-smi states it: NVML's v2 info, whose `used` leaves out what the
+        driver reserves for itself (~600 MiB on an idle H200 that v1 counts as used), with
+        that reserve apart; v1 where the driver or the bindings lack v2."""
+        if self._memory_v2 is not False:
+            version = getattr(pynvml, "nvmlMemory_v2", None)
+            try:
+                if version is None:
+                    raise TypeError("bindings without nvmlMemory_v2")
+                info = pynvml.nvmlDeviceGetMemoryInfo(handle, version=version)
+            except pynvml.NVMLError as error:
+                if _error_code(error) == pynvml.NVML_ERROR_GPU_IS_LOST:
+                    raise _GpuLost from None
+                self._memory_v2 = False
+            except (TypeError, AttributeError):
+                self._memory_v2 = False
+            else:
+                self._memory_v2 = True
+                return info
+        return _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
 
     def _process_list(self, kind: str, handle: Any) -> list[Any]:
         """Running processes, trying the v3, v2 and plain calls; remembers what works."""
