@@ -139,3 +139,47 @@ async def test_quit_leaves_no_worker_running_even_mid_command() -> None:
         )
         total_started += len(host.commands)
     assert total_started >= 3 * ROUNDS  # the overview really was polling when each quit came
+
+
+async def test_a_steady_unit_is_read_seldom_and_at_once_when_its_main_pid_ends(
+    monkeypatch: Any, tmp_path: Any
+) -> None:
+    """Each read of a unit is a `systemctl show` process (an SSH channel remotely): a unit
+    steady in its state is read every SERVICE_SETTLED_POLL_S, not every second, and its
+    main process ending (seen in /proc, no command) reads it within a second. The pace is
+    shortened here; the stand-in systemctl answers `active` with a real process's pid."""
+    import subprocess
+
+    import tui.app.console as console_module
+    from tests.support.procs_fixtures import install_systemctl, unit_show_text
+
+    main = subprocess.Popen(["sleep", "600"])
+    try:
+        show = unit_show_text("vllm.service", "active").replace("MainPID=0", f"MainPID={main.pid}")
+        install_systemctl(monkeypatch, tmp_path, show)
+        monkeypatch.setattr(console_module, "SERVICE_SETTLE_S", 1.0)
+        monkeypatch.setattr(console_module, "SERVICE_SETTLED_POLL_S", 4.0)
+        app, host = local_console(30.0)
+        async with app.run_test(size=(80, 24)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.1)
+                if app.unit_state is not None and app.unit_state.main_pid == main.pid:
+                    break
+            assert app.unit_state is not None and app.unit_state.is_active, host.commands
+            await pilot.pause(1.5)  # settled
+            window_start_s = time.monotonic()
+            await pilot.pause(3.0)
+            steady_reads = host.count(SERVICE_STATE, window_start_s)
+            assert steady_reads <= 1, host.commands  # every second, it would read 3 times
+            main.kill()
+            main.wait()
+            killed_s = time.monotonic()
+            for _ in range(40):
+                await pilot.pause(0.1)
+                if host.count(SERVICE_STATE, killed_s):
+                    break
+            assert host.count(SERVICE_STATE, killed_s) >= 1, "the ended main pid was not read"
+            assert time.monotonic() - killed_s < 3.0
+    finally:
+        main.kill()
+        main.wait()

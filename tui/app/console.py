@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,13 @@ if TYPE_CHECKING:  # loaded when first used: the first frame needs neither
     from tui.bench.driver import BenchProcess
 
 SERVICE_POLL_S = 1.0  # a crashed or stopped server shows within 2 s
+# A unit steady in its state (active, inactive or failed for SERVICE_SETTLE_S, no action
+# of ours since) is read only this often: each read is a `systemctl show` process here and
+# an SSH channel on a remote host. Meanwhile a second's look at what is free (the log's
+# load phase, the main pid in /proc here) reads it at once when it may have changed.
+SERVICE_SETTLED_POLL_S = 10.0
+SERVICE_SETTLE_S = 30.0
+_SETTLED_STATES = frozenset(("active", "inactive", "failed"))
 METRICS_POLL_S = 2.0
 LOG_DRAIN_S = 0.1
 LOG_DRAIN_LINES = 2000  # per turn of the event loop: a flood's backlog must not hold it
@@ -150,6 +158,11 @@ class ServedeckApp(
         self.bench_process: BenchProcess | None = None
         self._incoming_lines = LineQueue()  # read, not yet drained: as the batches read
         self._last_probe_s = 0.0
+        # The service poll's pace (_service_read_due): when the unit last changed, when it
+        # was last read and the log's load phase then (monotonic seconds).
+        self._service_changed_s = float("-inf")
+        self._service_read_s = float("-inf")
+        self._service_read_phase: object = None
         self._strip_shown: object = None
         self._strip_at_s = 0.0
         self._drain_timer: Timer | None = None  # the next log drain, while one is due
@@ -417,8 +430,36 @@ class ServedeckApp(
         if previous is None or state is None or previous.is_active != state.is_active:
             self.refresh_bindings()  # Start or Stop: the footer offers what can be done now
         self._update_load()
+        now_s = time.monotonic()
+        if previous is None or state is None or _unit_moved(previous, state):
+            self._service_changed_s = now_s
+        self._service_read_s, self._service_read_phase = now_s, self.tracker.phase
         if message.state is not None or self.deck.service() is not None:
-            self.poll_later(SERVICE_POLL_S, self._poll_service, "service-poll")
+            self.poll_later(SERVICE_POLL_S, self._service_tick, "service-poll")
+
+    def _service_tick(self) -> None:
+        """Read the unit now if it may have changed, else look again in a second."""
+        if self._service_read_due(time.monotonic()):
+            self._poll_service()
+        else:
+            self.poll_later(SERVICE_POLL_S, self._service_tick, "service-poll")
+
+    def _service_read_due(self, now_s: float) -> bool:
+        controller = self.deck.service()
+        state = self.unit_state
+        if (
+            controller is None
+            or state is None
+            # A state read that starts no command (the simulator's unit) costs nothing.
+            or not getattr(controller, "state_costs_a_command", True)
+            or state.active_state not in _SETTLED_STATES
+            or now_s - self._service_changed_s < SERVICE_SETTLE_S
+            or now_s - self._service_read_s >= SERVICE_SETTLED_POLL_S
+            or self.tracker.phase != self._service_read_phase  # a start, stop or crash logged
+        ):
+            return True
+        main_pid = state.main_pid if state.is_active else None
+        return bool(main_pid) and self.deck.host.is_local and not _pid_alive(main_pid or 0)
 
     def _render_service_line(self, error: str | None = None) -> None:
         if self.unit_state is None and self.service_unknown_since_s is not None:
@@ -679,6 +720,7 @@ class ServedeckApp(
         if message.verb in ("start", "restart"):
             self.ready = False
             self.metrics = None
+        self._service_changed_s = time.monotonic()  # read it every second while it settles
         self._poll_service()
 
     def action_refresh(self) -> None:
@@ -829,3 +871,12 @@ class ServedeckApp(
         gc.unfreeze()  # a process that opens consoles again (tests) must free this one
         if self._gc_thresholds is not None:
             gc.set_threshold(*self._gc_thresholds)
+
+
+def _unit_moved(previous: UnitState, state: UnitState) -> bool:
+    return (previous.active_state, previous.main_pid) != (state.active_state, state.main_pid)
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process of this machine lives (a stat of /proc, no command)."""
+    return os.path.exists(f"/proc/{pid}")

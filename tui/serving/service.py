@@ -289,6 +289,10 @@ class ServiceController(Protocol):
 class SystemdService:
     """A systemd unit on a Host."""
 
+    # Each state read runs `systemctl show` (a process here, a channel over SSH): the
+    # console reads a unit steady in its state less often (tui.app.console).
+    state_costs_a_command = True
+
     def __init__(
         self,
         host: Host,

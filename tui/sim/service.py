@@ -25,6 +25,9 @@ SIM_HOST_LABEL = "simulator"
 class SimService:
     """ServiceController over a SimBox's unit; `stop` may leave orphans (the box's fault setting)."""
 
+    # The unit's state is a read of the box's own file: the console may read it every second.
+    state_costs_a_command = False
+
     def __init__(
         self, box: SimBox, *, read_only: bool = False, host_label: str = SIM_HOST_LABEL
     ) -> None:
