@@ -679,6 +679,8 @@ class ServedeckApp(
         self._poll_service()
 
     def action_refresh(self) -> None:
+        # Said at once: the overview and process list may take seconds over SSH.
+        self.notify("refreshing the host overview and processes...", title="Refresh", timeout=3)
         self.query_one(HeaderBar).connection_state = "connecting"
         self._full_overview_due = True  # asked for: the whole overview again, not only its numbers
         self._overview_wake.set()
