@@ -1,6 +1,7 @@
 """The Deck states what it knows, as soon as it knows it, on the simulated box (real processes).
 
-`r` says it is refreshing; the Health pane gives the doctor's real run time (never "n/a");
+After a stop the service line states the leftovers (count and memory) from the first listing
+that has them, with K offered; `r` says it is refreshing; the Health pane gives the doctor's real run time (never "n/a");
 the Filling column empties once memory is flat.
 """
 
@@ -14,10 +15,13 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from tests.support.screen_text import screen_text
 from tui.app import ServedeckApp
 from tui.core.config import demo_profile
 from tui.deck import open_deck
+from tui.screens.confirm_action import ConfirmActionScreen
 from widgets.gpu_table import GpuTable
+from widgets.service_line import ServiceLine
 
 SIZES = [(80, 24), (120, 36)]
 
@@ -74,4 +78,38 @@ async def test_filling_column_empties_once_memory_is_flat() -> None:
         await _until(pilot, lambda: app.ready, 60, "ready")
         await pilot.pause(3.0)  # memory has been flat for a few samples
         assert filling() and all(cell == "" for cell in filling()), filling()
+        await pilot.press("q")
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_after_stop_the_deck_states_the_leftovers_from_the_first_listing(
+    size: tuple[int, int],
+) -> None:
+    deck = open_deck(demo_profile(), demo_autostart=True, demo_load_s=5.0)
+    app = ServedeckApp(deck.profile, deck)
+    async with app.run_test(size=size) as pilot:
+        await _until(pilot, lambda: app.ready, 90, "ready")
+        await pilot.press("X")
+        await _until(pilot, lambda: isinstance(app.screen, ConfirmActionScreen), 10, "ask")
+        await pilot.press("shift+tab", "enter")
+        await _until(
+            pilot,
+            lambda: app.unit_state is not None and not app.unit_state.is_active,
+            30,
+            "the unit to stop",
+        )
+        # The stop lists the processes at once (not the recorder's 10 s round, nor an alert
+        # 30 s later); the Deck line is drawn with the listing that first has the leftovers.
+        await _until(
+            pilot,
+            lambda: app.listing is not None and len(app.listing.of_class("leftover")) == 2,
+            15,
+            "the listing with two leftovers",
+        )
+        line = str(app.query_one(ServiceLine).render())
+        assert re.search(r"2 leftovers hold \d+ GiB: press K", line), line
+        await pilot.pause(0.1)
+        text = screen_text(app)  # on screen whole, at 80 columns too
+        assert re.search(r"2 leftovers hold \d+ GiB: press K", text), text
+        assert app.check_action("kill_leftovers", ()) is True
         await pilot.press("q")
