@@ -35,9 +35,7 @@ def clip(text: str, width: int) -> str:
     return escape(text)
 
 
-def bar(
-    fraction: float | None, width: int, warn_at: float = 0.75, alarm_at: float = 0.92
-) -> str:
+def bar(fraction: float | None, width: int, warn_at: float = 0.75, alarm_at: float = 0.92) -> str:
     """A horizontal bar, green to yellow (from warn_at) to red (from alarm_at) as it fills."""
     if fraction is None:
         return "[dim]" + "·" * width + "[/]"
