@@ -22,13 +22,26 @@ _COLUMNS = (
 )  # fmt: skip
 
 
+def _verdict(level: dict[str, Any]) -> Text:
+    """A finished level meets or misses; one without a verdict is not a miss but unknown."""
+    meets = level.get("meets_slo")
+    if meets is None:
+        return Text("unknown", style="dim")
+    if meets:
+        return Text("meets", style="bold green")
+    return Text(f"miss: {level.get('limited_by') or 'partial'}", style="bold red")
+
+
+def _measuring_row(event: dict[str, Any]) -> list[Text | str]:
+    """The level in progress: its load, no figures yet, and no verdict before it ends."""
+    rate = event.get("request_rate")
+    load = f"{rate:g}/s" if rate is not None else str(event.get("concurrency", "?"))
+    return [load, *(["-"] * (len(_COLUMNS) - 2)), Text("measuring", style="bold yellow")]
+
+
 def _level_row(level: dict[str, Any]) -> list[Text | str]:
     server, gpu = level.get("server") or {}, level.get("gpu") or {}
-    verdict = (
-        Text("meets", style="bold green")
-        if level.get("meets_slo")
-        else Text(f"miss: {level.get('limited_by') or 'partial'}", style="bold red")
-    )
+    verdict = _verdict(level)
     per_joule = gpu.get("tokens_per_joule")
     rate = level.get("request_rate")
     return [
@@ -59,6 +72,7 @@ class CapacityView(Static):
         super().__init__("", **kwargs)
         self._status = Text("Capacity search starting...", style="dim")
         self._levels: list[dict[str, Any]] = []
+        self._measuring: dict[str, Any] | None = None  # the level_start of the level running
         self._answer: Text | None = None
         self._notes: list[str] = []
         self.drawn: Group = Group(self._status)
@@ -71,18 +85,22 @@ class CapacityView(Static):
             clock = f", fast clock x{scale:g}" if scale != 1.0 else ""
             self._status = Text(f"Capacity search against {event.get('model', '?')}{clock}")
             self._levels, self._answer, self._notes = [], None, []
+            self._measuring = None
         elif kind == "level_start":
+            self._measuring = event
             rate = event.get("request_rate")
             load = f"{rate:g} requests/s" if rate else _users(event["concurrency"]) + " at once"
             self._status = Text(f"measuring {load} ...", "bold")
         elif kind == "level":
             self._levels.append(event["level"])
+            self._measuring = None
         elif kind == "result":
             self.show_result(event["result"])
             return
         self._draw()
 
     def show_result(self, result: dict[str, Any]) -> None:
+        self._measuring = None
         self._levels = list(result.get("levels", []))
         self._answer = Text(result["answer"], style="bold")
         state = "cancelled: finished levels kept" if result.get("partial") else "done"
@@ -105,6 +123,7 @@ class CapacityView(Static):
         self._draw()
 
     def show_error(self, message: str) -> None:
+        self._measuring = None
         self._status = Text(f"capacity: {message}", style="bold red")
         self._draw()
 
@@ -112,12 +131,14 @@ class CapacityView(Static):
         parts: list[Any] = [self._status]
         if self._answer is not None:
             parts.append(self._answer)
-        if self._levels:
+        if self._levels or self._measuring is not None:
             table = Table(box=None, padding=(0, 1), header_style="bold")
             for name in _COLUMNS:
                 table.add_column(name, justify="left" if name == "SLO" else "right", no_wrap=True)
             for level in self._levels:
                 table.add_row(*_level_row(level))
+            if self._measuring is not None:
+                table.add_row(*_measuring_row(self._measuring))
             parts.append(table)
         if self._notes:
             parts.append(Text("; ".join(self._notes), style="dim"))

@@ -35,14 +35,20 @@ def clip(text: str, width: int) -> str:
     return escape(text)
 
 
-def bar(fraction: float | None, width: int) -> str:
-    """A horizontal bar, green to yellow to red as it fills."""
+def bar(fraction: float | None, width: int, warn_at: float = 0.75, alarm_at: float = 0.92) -> str:
+    """A horizontal bar, green to yellow (from warn_at) to red (from alarm_at) as it fills."""
     if fraction is None:
         return "[dim]" + "·" * width + "[/]"
     fraction = min(1.0, max(0.0, fraction))
     filled = round(fraction * width)
-    color = "green" if fraction < 0.75 else "yellow" if fraction < 0.92 else "red"
+    color = "green" if fraction < warn_at else "yellow" if fraction < alarm_at else "red"
     return f"[{color}]{'█' * filled}[/][dim]{'░' * (width - filled)}[/]"
+
+
+# A healthy vLLM holds gpu_memory_utilization (0.9 by default) of each GPU: memory is
+# worth a colour only past that, when little headroom is left.
+MEMORY_WARN_FRACTION = 0.95
+MEMORY_ALARM_FRACTION = 0.98
 
 
 def gib(value_bytes: int | float | None, digits: int = 1) -> str:
@@ -51,7 +57,8 @@ def gib(value_bytes: int | float | None, digits: int = 1) -> str:
 
 def memory_cell(used: int | None, total: int | None, bar_width: int, digits: int) -> str:
     fraction = used / total if used is not None and total else None
-    return f"{bar(fraction, bar_width)} {gib(used, digits)}/{gib(total, digits)}G"
+    shown = bar(fraction, bar_width, MEMORY_WARN_FRACTION, MEMORY_ALARM_FRACTION)
+    return f"{shown} {gib(used, digits)}/{gib(total, digits)}G"
 
 
 def percent_cell(pct: float | None, bar_width: int) -> str:

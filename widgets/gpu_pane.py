@@ -37,7 +37,7 @@ _FULL_COLUMNS = (
     TableColumn("temp", "Temp", 4),
     TableColumn("power", "Power", 10),
     TableColumn("pcie", "PCIe", 4),
-    TableColumn("pcie_io", "TX/RX", 11),
+    TableColumn("pcie_io", "TX/RX B/s", 11),
     TableColumn("procs", "Procs", 5),
     TableColumn("mem_hist", "Memory 5m", 12),
     TableColumn("util_hist", "Util 5m", 12),

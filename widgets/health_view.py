@@ -98,9 +98,14 @@ class HealthView(Vertical):
             for event in health.unmatched_events:
                 text.append(f"  XID {event.number_text} on {event.bus_id} (no GPU there now): ")
                 text.append(f"{event.name} -> {event.action}\n")
-        where = f"{interconnect.elapsed_s:.1f} s" if interconnect and interconnect.elapsed_s else ""
+        # The doctor's run time when it ran; a doctor that could not read the host has none.
+        elapsed_s = interconnect.elapsed_s if interconnect else None
+        took = ""
+        if elapsed_s is not None:
+            spent = f"{elapsed_s:.1f} s" if elapsed_s >= 0.1 else f"{elapsed_s * 1000:.0f} ms"
+            took = f" Doctor took {spent}."
         source = health.event_source if health else "?"
         self.query_one("#health-title", Static).update(
-            f"Kernel log: {source}. Doctor took {where or 'n/a'}. Switch tabs to re-read."
+            f"Kernel log: {source}.{took} Switch tabs to re-read."
         )
         self.query_one("#health-body", Static).update(text)

@@ -23,12 +23,21 @@ class ServiceLine(Static):
     DEFAULT_CSS = "ServiceLine { height: 1; padding: 0 1; }"
 
     def show(
-        self, state: UnitState | None, host_label: str, ready: bool, error: str | None = None
+        self,
+        state: UnitState | None,
+        host_label: str,
+        ready: bool,
+        error: str | None = None,
+        leftovers: str | None = None,
     ) -> None:
+        """`leftovers`: what the last process listing found left on the GPUs, said next to
+        the state (after a stop it is what the operator must act on), before the rest."""
         line = Text(no_wrap=True, overflow="ellipsis")
         if state is None:
             line.append("service: ", style="bold")
             line.append(error or "unknown", style="yellow")
+            if leftovers:
+                line.append(f"  {leftovers}", style="bold yellow")
             update_static(self, line)
             return
         line.append(state.unit, style="bold")
@@ -39,8 +48,15 @@ class ServiceLine(Static):
         )
         # Readiness next to the state; the rest only as far as it fits whole (80 columns
         # hold the unit, its state and readiness, not always its pid and start time).
-        line.append("  ")
-        line.append("● ready" if ready else "○ not serving", style="bold green" if ready else "dim")
+        # A stopped unit with leftovers: the leftovers take the place of "not serving",
+        # so the line fits 80 columns whole.
+        if ready or state.is_active or not leftovers:
+            line.append("  ")
+            line.append(
+                "● ready" if ready else "○ not serving", style="bold green" if ready else "dim"
+            )
+        if leftovers:
+            line.append(f"  {leftovers}", style="bold yellow")
         extras: list[tuple[str, str]] = []
         if state.is_failed and state.result:
             extras.append((f"  result {state.result}", "red"))

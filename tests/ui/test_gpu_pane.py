@@ -189,3 +189,21 @@ def test_snapshot_topology(snap_compare) -> None:
 
 def test_snapshot_no_driver(snap_compare) -> None:
     assert snap_compare(GpuPaneApp(no_driver_box()), terminal_size=(80, 24))
+
+
+async def test_memory_colours_only_with_little_headroom_and_traffic_has_units() -> None:
+    """A healthy vLLM at gpu_memory_utilization 0.9 holds ~88 %: green, not a warning.
+    Failed before: yellow from 75 %, and the TX/RX column had no unit."""
+    total = rtx_pro_6000_box().samples[0].memory_total_bytes or 0
+    snapshot = with_memory(rtx_pro_6000_box(), 0, int(total * 0.88))
+    snapshot = with_memory(snapshot, 1, int(total * 0.96))
+    snapshot = with_memory(snapshot, 2, int(total * 0.99))
+    app = GpuPaneApp(snapshot)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        table = app.query_one(GpuTable)
+        assert table.cell("gpu-0", "memory").startswith("[green]")
+        assert table.cell("gpu-1", "memory").startswith("[yellow]")
+        assert table.cell("gpu-2", "memory").startswith("[red]")
+        header = {column.key: column.label for column in table._columns}
+        assert header["pcie_io"] == "TX/RX B/s"

@@ -55,7 +55,7 @@ from tui.hostfacts.hostinfo import HostOverview
 from tui.logs.line import LineQueue, LogLine
 from tui.offered import action_offered, focus_target, help_scopes, refused_read_only
 from tui.procs import ProcListing
-from tui.procs.kill import leftovers
+from tui.procs.kill import leftovers, leftovers_note
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
@@ -181,6 +181,7 @@ class ServedeckApp(
         self._seen_losses = 0
         self.host_outages: list[Outage] = []
         self.service_unknown_since_s: float | None = None
+        self._service_error: str | None = None  # the last service poll's error
         self._last_good_gpu: GpuBoxSnapshot | None = None
         self._last_good_overview: HostOverview | None = None
 
@@ -426,6 +427,7 @@ class ServedeckApp(
             self.tracker.observe_exit(None, time.time())
             self._refresh_procs()
         watch_restart_loop(self, state=state)
+        self._service_error = message.error  # kept: other redraws of the line say it too
         self._render_service_line(message.error)
         if previous is None or state is None or previous.is_active != state.is_active:
             self.refresh_bindings()  # Start or Stop: the footer offers what can be done now
@@ -462,10 +464,12 @@ class ServedeckApp(
         return bool(main_pid) and self.deck.host.is_local and not _pid_alive(main_pid or 0)
 
     def _render_service_line(self, error: str | None = None) -> None:
+        error = error if error is not None else self._service_error
         if self.unit_state is None and self.service_unknown_since_s is not None:
             error = unknown_since_text(self.service_unknown_since_s)
+        note = None if self.listing is None else leftovers_note(self.listing.processes)
         self.query_one(ServiceLine).show(
-            self.unit_state, self.deck.host_label, self.ready, error=error
+            self.unit_state, self.deck.host_label, self.ready, error=error, leftovers=note
         )
 
     @console_worker("log", pane="log", what="follow the service log")
@@ -724,6 +728,8 @@ class ServedeckApp(
         self._poll_service()
 
     def action_refresh(self) -> None:
+        # Said at once: the overview and process list may take seconds over SSH.
+        self.notify("refreshing the host overview and processes...", title="Refresh", timeout=3)
         self.query_one(HeaderBar).connection_state = "connecting"
         self._full_overview_due = True  # asked for: the whole overview again, not only its numbers
         self._overview_wake.set()

@@ -53,6 +53,7 @@ class ProcessesMixin(ConsoleParts):
         self.procs_status_text = status
         self.query_one("#procs-status", Static).update(status)
         self.refresh_bindings()  # K is offered only while there are leftovers
+        self._render_service_line()  # the Deck says what the listing left on the GPUs
         self.source_ok("procs")
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
         if self.query_one(TabbedContent).active == "procs":

@@ -12,7 +12,7 @@ whatever its latencies. Pure logic: `tui.bench.capacity_runner` measures levels.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from tui.core.errors import UsageError
@@ -298,6 +298,21 @@ def answer_sentence(
     return text + f"; limited by {limit_label(above)} at {above.at}"
 
 
+def level_dict(level: CapacityLevel) -> dict[str, Any]:
+    """One finished level as `--json` and the live `level` event give it: with its verdict,
+    so a view never has to guess whether a level met the SLO."""
+    body = asdict(level)
+    body["server"] = asdict(level.server) if level.server else {}
+    body["gpu"] = asdict(level.gpu) if level.gpu else {}
+    body["meets_slo"] = level.meets_slo
+    body["limited_by"] = limit_label(level)
+    body["failures"] = list(level.failures)
+    if level.request_rate is not None:
+        body["search_step"] = level.concurrency
+        body["concurrency"] = level.peak_in_flight
+    return body
+
+
 def capacity_json(
     slo: CapacitySlo,
     levels: list[CapacityLevel],
@@ -308,20 +323,6 @@ def capacity_json(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The CLI contract of `servedeck bench --capacity --json`."""
-    from dataclasses import asdict
-
-    def level_dict(level: CapacityLevel) -> dict[str, Any]:
-        body = asdict(level)
-        body["server"] = asdict(level.server) if level.server else {}
-        body["gpu"] = asdict(level.gpu) if level.gpu else {}
-        body["meets_slo"] = level.meets_slo
-        body["limited_by"] = limit_label(level)
-        body["failures"] = list(level.failures)
-        if level.request_rate is not None:
-            body["search_step"] = level.concurrency
-            body["concurrency"] = level.peak_in_flight
-        return body
-
     body: dict[str, Any] = {
         "answer": answer_sentence(slo, best, above),
         "capacity": {

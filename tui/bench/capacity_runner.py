@@ -35,6 +35,7 @@ from tui.bench.capacity import (
     CapacitySearch,
     CapacitySlo,
     capacity_json,
+    level_dict,
     level_failures,
 )
 from tui.bench.capacity_workloads import (
@@ -466,7 +467,8 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
 
 
 def _level_dict(level: CapacityLevel) -> dict[str, Any]:
-    return json.loads(json.dumps(asdict(level)))
+    """The finished level with its verdict (meets_slo, limited_by), as plain JSON data."""
+    return json.loads(json.dumps(level_dict(level)))
 
 
 async def _main(read_stdin: Any) -> int:

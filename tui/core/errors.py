@@ -37,3 +37,11 @@ class HostKeyError(HostError):
 
 class CommandTimeout(HostError):
     """A command on a host ran past its timeout and was ended."""
+
+
+class CommandNotFound(HostError):
+    """The host answered and has no such command: a fact about the host (e.g. no driver)."""
+
+
+class HostUnreachable(HostError):
+    """The host was not reached: nothing is known of what it has, only why and since when."""

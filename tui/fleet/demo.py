@@ -44,6 +44,8 @@ MODELS: tuple[tuple[str, int, int, float, float], ...] = (
     ("Qwen/Qwen3-235B-A22B", 24, 4, 55.0, 500.0),
     ("meta-llama/Llama-3.3-70B-Instruct", 30, 2, 66.0, 300.0),
 )
+# A serving box opened from the fleet loads this fast before its console shows it serving.
+SERVING_LOAD_S = 2.0
 KINDS = ("serving", "loading", "serving", "failed", "loading", "unreachable", "stopped")
 _FAIL_ERROR = (
     "ValueError: The output_size of gate's and up's weight = 192 is not divisible "
@@ -397,10 +399,12 @@ class DemoFleet:
 
 
 def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45.0) -> SimDeck:
-    """Enter on a light box: a full simulated box (real processes) with its model and state.
+    """Enter on a light box: a full simulated box (real processes) that is that host.
 
-    Started only when the operator opens it; a failed box fails its load again, a stopped
-    one stays stopped, the others start loading (a serving box is up within `load_s`).
+    Started only when the operator opens it, with the row's model and GPU count: a
+    serving box opens serving (its short load done before the console shows it), a
+    loading one loads, a failed box fails its load again, a stopped one stays stopped.
+    Blocks while a serving box loads: call it from a thread.
     """
     from dataclasses import replace
 
@@ -408,23 +412,33 @@ def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45
     from tui.sim.box import SimBox, SimServerOptions
     from tui.sim.deck import SIM_LABEL, SimDeck
 
+    served = box.model.split("/")[-1].lower()
+    unit = f"vllm-{served}.service"
     options = SimServerOptions(
         model=box.model,
-        served_model_name=box.model.split("/")[-1].lower(),
+        served_model_name=served,
         shards=box.shards,
         tp=box.gpus,
         fail_at_shard=box.shards // 3 if box.kind == "failed" else None,
         orphans_on_stop=2,
     )
-    sim = SimBox(load_seconds=load_s, options=options)
+    serving = box.kind == "serving"
+    sim = SimBox(
+        load_seconds=SERVING_LOAD_S if serving else load_s,
+        options=options,
+        gpu_count=box.gpus,
+        unit_name=unit,
+    )
     if box.kind != "stopped":
         sim.start()
+    if serving:
+        sim.wait_until_ready(timeout_s=SERVING_LOAD_S * 20)
     profile = demo_profile(read_only=read_only)
     profile = replace(
         profile,
         name=box.name,
         description=f"{box.name}: simulated {box.model} (fleet demo)",
         model=replace(profile.model, name=box.model, tp=box.gpus),
-        service=replace(profile.service, base_url=sim.base_url),
+        service=replace(profile.service, base_url=sim.base_url, unit=unit),
     )
     return SimDeck(profile, LocalHost(label=SIM_LABEL), sim)

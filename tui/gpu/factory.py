@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from tui.core.config import Profile
-from tui.core.errors import HostError
+from tui.core.errors import CommandNotFound
 from tui.gpu.model import GpuBoxSnapshot, GpuSource
 from tui.gpu.nvml import NvmlGpuSource, NvmlUnavailable
 from tui.gpu.smi import NO_DRIVER, SmiGpuSource
@@ -33,12 +33,15 @@ class NoGpuSource:
 
 
 async def _has_nvidia_smi(host: Host) -> bool:
+    """Whether the host answered that it has nvidia-smi.
+
+    Only the host's own answer says "no": a host not reached raises (HostUnreachable),
+    so the console never states a driver fact about a machine it could not ask.
+    """
     try:
         result = await host.run(["nvidia-smi", "-L"], timeout_s=15.0)
-    except HostError as error:
-        if "not found" in str(error):
-            return False
-        raise
+    except CommandNotFound:
+        return False
     # 127: the shell found no such command; any other failure is reported by the source
     return result.exit_status != 127
 

@@ -15,7 +15,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
-from tui.core.errors import HostError, ServedeckError
+from tui.core.errors import CommandNotFound, HostError, ServedeckError
 from tui.core.tasks import cancel_and_wait
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
 from tui.gpu.smi_parse import (
@@ -127,7 +127,7 @@ class SmiGpuSource:
                         seen_this_tick.clear()
                     seen_this_tick.add(sample.index)
             except HostError as error:
-                self._error = NO_DRIVER if "not found" in str(error) else str(error)
+                self._error = NO_DRIVER if isinstance(error, CommandNotFound) else str(error)
             if not got_lines and self._error is None:
                 self._error = await self._why_no_lines()
             # The stream ended: a waiting sample() reports what there is (or the error) now.
@@ -141,7 +141,7 @@ class SmiGpuSource:
         try:
             result = await self.host.run(["nvidia-smi", "-L"], timeout_s=15.0)
         except HostError as error:
-            return NO_DRIVER if "not found" in str(error) else str(error)
+            return NO_DRIVER if isinstance(error, CommandNotFound) else str(error)
         if result.exit_status == 127:
             return NO_DRIVER
         message = (result.stdout.strip() or result.stderr.strip()).splitlines()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,8 +49,9 @@ async def run_demo_interconnect(box: SimBox) -> InterconnectReport:
     """The simulated box: its GPUs' load and log, faults from SERVEDECK_SIM_INTERCONNECT."""
     from tui.sim.interconnect import faults_from_env, render_sections
 
+    started_s = time.monotonic()
     snapshot = await asyncio.to_thread(box.snapshot)
     utilization = [sample.utilization_gpu_pct or 0.0 for sample in snapshot.samples]
     log = _log_lines(box.log_path)
     text = render_sections(faults_from_env(), utilization, log, gpu_count=len(utilization) or 8)
-    return analyze_interconnect(split_sections(text), 0.0)
+    return analyze_interconnect(split_sections(text), time.monotonic() - started_s)

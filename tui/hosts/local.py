@@ -9,7 +9,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from tui.core.errors import CommandTimeout, HostError
+from tui.core.errors import CommandNotFound, CommandTimeout, HostError
 from tui.hosts.base import OVERLONG_LINE, CommandResult
 
 _STREAM_LIMIT_BYTES = 4 * 1024 * 1024
@@ -142,7 +142,7 @@ class LocalHost:
                 limit=_STREAM_LIMIT_BYTES,
             )
         except FileNotFoundError:
-            raise HostError(self.label, f"command not found: {argv[0]}") from None
+            raise CommandNotFound(self.label, f"command not found: {argv[0]}") from None
         except PermissionError:
             raise HostError(self.label, f"permission denied: {argv[0]}") from None
 

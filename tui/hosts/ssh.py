@@ -27,7 +27,7 @@ from typing import Any
 import asyncssh
 
 from tui.core.config import HostConfig
-from tui.core.errors import CommandTimeout, HostError
+from tui.core.errors import CommandTimeout, HostError, HostKeyError, HostUnreachable
 from tui.hosts.base import CommandResult, sh_command
 from tui.hosts.ssh_connect import Connection, close_all, connect_chain, describe_error
 
@@ -147,6 +147,7 @@ class SSHHost:
         self._next_attempt_at = 0.0
         self.connects = 0  # successful (re)connections: a recorder notes each reconnect
         self._last_failure = ""
+        self._unreachable_since_s: float | None = None  # wall time of the first failed connect
         # Connections found dead (cut, host down): the console shows each loss even when
         # a reconnect follows before it looks.
         self.connection_losses = 0
@@ -176,22 +177,32 @@ class SSHHost:
             await self._forget_chain()
             wait_s = self._next_attempt_at - time.monotonic()
             if wait_s > 0:
-                raise HostError(
-                    self._route,
-                    f"not connected ({self._last_failure}); next attempt in {wait_s:.1f} s",
+                raise HostUnreachable(
+                    self._route, f"{self._unreachable()}; next attempt in {wait_s:.1f} s"
                 )
             try:
                 self._chain = await connect_chain(self.config, self._trust_args)
             except HostError as error:
                 self._last_failure = str(error).removeprefix(f"{self._route}: ")
+                if self._unreachable_since_s is None:
+                    self._unreachable_since_s = time.time()
                 self._failures += 1
                 delay_s = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** (self._failures - 1))
                 self._next_attempt_at = time.monotonic() + delay_s * random.uniform(0.5, 1.0)
-                raise
+                if isinstance(error, HostKeyError):
+                    raise  # refused, with the way to accept the key: its own one line
+                raise HostUnreachable(self._route, self._unreachable()) from None
+            self._unreachable_since_s = None
             self._failures = 0
             self._next_attempt_at = 0.0
             self.connects += 1
             return self._chain[-1]
+
+    def _unreachable(self) -> str:
+        """Why and since when the host is not reached: never a guess at what it has."""
+        since_s = self._unreachable_since_s or time.time()
+        stamp = time.strftime("%H:%M:%S", time.localtime(since_s))
+        return f"host unreachable since {stamp}: {self._last_failure}"
 
     async def _forget_chain(self) -> None:
         chain, self._chain = self._chain, []

@@ -15,6 +15,7 @@ from typing import Any
 
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
+from tui.core.formatting import counted, gib
 from tui.hosts.base import Host
 from tui.procs.listing import ClassifyContext, GpuHints, usages_of
 from tui.procs.model import (
@@ -257,3 +258,22 @@ def leftovers(listing_processes: Sequence[GpuProcess]) -> list[GpuProcess]:
     """The bulk "clean up the leftovers of this service" target set: only processes proven
     the service's (never a suspect, a foreign port holder or anything foreign)."""
     return [proc for proc in listing_processes if proc.klass in OFFERED_CLASSES]
+
+
+def leftovers_note(listing_processes: Sequence[GpuProcess], key: str = "K") -> str | None:
+    """'2 leftovers hold 169 GiB: press K', from one listing; None when there are none.
+
+    Memory a process holds that the listing could not read is not counted as 0: the
+    sum is then "at least", and with none read, no size is said.
+    """
+    found = leftovers(listing_processes)
+    if not found:
+        return None
+    held = [proc.gpu_memory_bytes for proc in found]
+    known = [size for size in held if size is not None]
+    noun = counted(len(found), "leftover")
+    if not known:
+        return f"{noun} on the GPUs: press {key}"
+    verb = "holds" if len(found) == 1 else "hold"
+    least = "" if len(known) == len(held) else "at least "
+    return f"{noun} {verb} {least}{gib(sum(known), digits=0)}: press {key}"

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,6 +81,8 @@ class SimBox:
         options: SimServerOptions | None = None,
         restart: str = "no",
         gpu_churn: bool = False,
+        gpu_count: int = spec.GPU_COUNT,
+        unit_name: str = spec.UNIT_NAME,
     ) -> None:
         self._own_dir = state_dir is None
         if self._own_dir:
@@ -92,8 +95,8 @@ class SimBox:
         self.load_seconds = load_seconds
         self.port = port or free_port()
         self.options = options or SimServerOptions()
-        self.unit = SimUnit(spec.UNIT_NAME, self.state_dir, self.port, self.server_argv, restart)
-        self.gpus = SimGpuModel(self.state_dir, seed, churn=gpu_churn)
+        self.unit = SimUnit(unit_name, self.state_dir, self.port, self.server_argv, restart)
+        self.gpus = SimGpuModel(self.state_dir, seed, gpu_count=gpu_count, churn=gpu_churn)
         self._snapshot_lock = threading.Lock()
 
     @property
@@ -170,6 +173,21 @@ class SimBox:
     def wait_until_active(self, timeout_s: float = 120.0) -> str:
         """Block until the unit is active or failed; returns the state."""
         return self.unit.wait_for_state(("active", "failed"), timeout_s)
+
+    def wait_until_ready(self, timeout_s: float = 120.0) -> bool:
+        """Block until the server answers /health (its load done); False when it never did."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.unit.wait_for_state(("active", "failed"), 0.0) == "failed":
+                return False
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/health", timeout=1.0) as answer:
+                    if answer.status == 200:
+                        return True
+            except OSError:  # not listening yet (URLError is an OSError)
+                pass
+            time.sleep(0.1)
+        return False
 
     def snapshot(self) -> GpuBoxSnapshot:
         """Thread-safe: the GPU model's smoothing state is shared between callers."""
