@@ -18,6 +18,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.support.log_samples import FIXTURES
 from tui.logs.line import LevelClassifier, LineBatch, LogLine
@@ -156,3 +158,53 @@ def test_journal_entries_keep_the_journals_time() -> None:
         ("starting", base_s),
         ("weights", base_s + 7.5),
     ]
+
+
+# Lines for the generated reads: stamped or bare, plain (a batch path skips them) or read
+# by `feed` (a load's start, a phase, a shard bar, a traceback, a bare error).
+_POOL = (
+    "(APIServer pid=1) INFO 11-29 10:{m:02d}:{s:02d} [a.py:1] plain line",
+    'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 200 OK',
+    "(APIServer pid=1) INFO 11-29 10:{m:02d}:{s:02d} [a.py:1] vLLM API server version 0.32.0",
+    "(Worker pid=2) INFO 11-29 10:{m:02d}:{s:02d} [m.py:1] Starting to load model /m...",
+    "Loading safetensors checkpoint shards:  50% Completed | {k}/8 [00:{s:02d}<00:09, 1.1s/it]",
+    "(Worker pid=2) INFO 11-29 10:{m:02d}:{s:02d} [m.py:1] Warming up model for the compilation",
+    "Traceback (most recent call last):",
+    "RuntimeError: boom",
+    "(APIServer pid=1) INFO 11-29 10:{m:02d}:{s:02d} [a.py:1] Starting vLLM server on http://h",
+)
+_LINE = st.builds(
+    lambda template, m, s, k: template.format(m=m, s=s, k=k),
+    st.sampled_from(_POOL),
+    st.integers(0, 3),
+    st.integers(0, 59),
+    st.integers(1, 8),
+)
+# read times around the stamps' (2026-11-29 10:00 local): some before them (never after)
+_READ_S = st.sampled_from([1.79e9, 1.7964e9, 1.8e9]).flatmap(
+    lambda base: st.integers(0, 400).map(lambda extra: base + extra)
+)
+_READ = st.tuples(st.lists(_LINE, min_size=1, max_size=12), _READ_S, st.booleans())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_READ, min_size=1, max_size=8))
+def test_generated_reads_time_phases_as_line_by_line(
+    reads: list[tuple[list[str], float, bool]],
+) -> None:
+    """feed_many times every event as `feed` line by line does: the lines a batch path
+    skips still give a bare line of their read its own time."""
+    one, many = LoadTracker(year=2026), LoadTracker(year=2026)
+    classifier = LevelClassifier()
+    for texts, read_s, as_batch in reads:
+        levels = classifier.classify_many(texts)
+        read: LineBatch | list[LogLine] = (
+            LineBatch(texts, levels, read_s, "file:x")
+            if as_batch
+            else [LogLine(t, read_s, None, level) for t, level in zip(texts, levels, strict=True)]
+        )
+        for line in read:
+            one.feed(line)
+        many.feed_many(read)
+        assert many.snapshot(now_s=2e9) == one.snapshot(now_s=2e9)
+        assert many._own_last == one._own_last
