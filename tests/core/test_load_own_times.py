@@ -25,7 +25,7 @@ from tests.support.log_samples import FIXTURES
 from tui.logs.line import LevelClassifier, LineBatch, LogLine
 from tui.serving.load_eta import phase_durations
 from tui.serving.load_explain import LoadExplainer, record_load
-from tui.serving.loadwatch import LoadTracker, Phase
+from tui.serving.loadwatch import LoadTracker, Phase, prefix_time_near_s
 
 _STAMP = re.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\s")
 # The captured start's phases as its prefixes time them: 16:31:28 version banner,
@@ -208,3 +208,16 @@ def test_generated_reads_time_phases_as_line_by_line(
         many.feed_many(read)
         assert many.snapshot(now_s=2e9) == one.snapshot(now_s=2e9)
         assert many._own_last == one._own_last
+
+
+def test_the_year_is_the_one_nearest_the_read_and_no_stamp_is_after_it() -> None:
+    """A New Year's Eve line read after midnight was logged last year; a stamp later than
+    its read (another time zone) says no more than the read time."""
+    read_s = time.mktime((2027, 1, 1, 0, 0, 5, 0, 0, -1))
+    last_year = "(APIServer pid=1) INFO 12-31 23:59:50 [a.py:1] vLLM API server version 0.32.0"
+    assert prefix_time_near_s(last_year, read_s) == time.mktime(
+        (2026, 12, 31, 23, 59, 50, 0, 0, -1)
+    )
+    later = "(APIServer pid=1) INFO 01-01 01:00:05 [a.py:1] vLLM API server version 0.32.0"
+    assert prefix_time_near_s(later, read_s) == read_s
+    assert prefix_time_near_s("no stamp here", read_s) is None

@@ -278,17 +278,19 @@ _HALF_YEAR_S = 183 * 86400.0
 
 def prefix_time_near_s(text: str, read_s: float | None, year: int | None = None) -> float | None:
     """The vLLM prefix's `MM-DD HH:MM:SS` as epoch seconds (the console's local time zone),
-    in the year nearest `read_s`, and never after it: a line is written before it is read,
-    so a stamp that reads later comes from another zone and says less than the read time.
-    `year` (a fixed year, for replays of old logs) overrides the nearest one."""
+    in the year nearest `read_s` (now for a line read from a file again: no read time),
+    and never after it: a line is written before it is read, so a stamp that reads later
+    comes from another zone and says less than the read time. `year` (a fixed year, for
+    replays of old logs) overrides the nearest one."""
     if year is not None:
         stamp = vllm_line_time_s(text, year)
     else:
         stamp = vllm_line_time_s(text)
-        if stamp is not None and read_s is not None and read_s == read_s:
-            if stamp - read_s > _HALF_YEAR_S:
+        near_s = time.time() if read_s is None else read_s
+        if stamp is not None and near_s == near_s:
+            if stamp - near_s > _HALF_YEAR_S:
                 stamp = vllm_line_time_s(text, _local_year() - 1)
-            elif read_s - stamp > _HALF_YEAR_S:
+            elif near_s - stamp > _HALF_YEAR_S:
                 stamp = vllm_line_time_s(text, _local_year() + 1)
     if stamp is not None and read_s is not None and stamp > read_s:
         return read_s
