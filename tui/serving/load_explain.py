@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from tui.core import paths
+from tui.core.formatting import duration_markdown
 from tui.serving.load_io import IoSample, Residency
+from tui.serving.load_waterfall import GAP_MIN_S, unlogged_s
 from tui.serving.loadwatch import LoadProgress, silence_note
 
 IO_FLOOR_BYTES_PER_S = 8 * 1024**2
 CPU_FLOOR_CORES = 0.5
-GAP_MIN_S = 0.5
 GB = 1e9
 STEP_NAMES = {
     "starting": "process start",
@@ -48,8 +49,9 @@ class PhaseCost:
 class WaterfallStep:
     name: str
     start_s: float  # from the start of the load
-    wall_s: float
+    wall_s: float  # a phase's: its span in the log's own times, as everywhere else
     logged: bool  # False: a gap the log does not explain
+    stated_s: float | None = None  # what vLLM says the step took ("torch.compile took 3.1 s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +159,10 @@ def waterfall(
     process_started_at_s: float | None = None,
 ) -> tuple[WaterfallStep, ...]:
     """process start -> weights -> compile -> KV profile -> CUDA graphs -> API up -> first
-    answer; where the log reports a phase's own duration, the rest of it is a gap, and so
-    is the time from the process's start (systemd's ExecMainStartTimestamp) to its first
-    log line (Python imports)."""
+    answer. A phase's step is its span (the load timeline's duration, one figure per phase
+    everywhere); where vLLM states its own figure for it, that is kept beside it
+    (stated_s) and the rest of the span is unlogged. The time from the process's start
+    (systemd's ExecMainStartTimestamp) to its first log line (Python imports) is a gap."""
     spans = [s for s in progress.timeline if s.phase in STEP_NAMES]
     if not spans:
         return ()
@@ -179,17 +182,8 @@ def waterfall(
                 gap = max(0.0, first_answer_at_s - span.started_at_s)
                 steps.append(WaterfallStep("API up -> first answer", start, gap, False))
             continue
-        name = STEP_NAMES[span.phase]
-        logged = _logged_s(span.phase, progress)
-        if logged is not None and span.duration_s - logged >= GAP_MIN_S:
-            steps.append(WaterfallStep(name, start, logged, True))
-            steps.append(
-                WaterfallStep(
-                    f"unlogged after {name}", start + logged, span.duration_s - logged, False
-                )
-            )
-        else:
-            steps.append(WaterfallStep(name, start, span.duration_s, True))
+        stated = _logged_s(span.phase, progress)
+        steps.append(WaterfallStep(STEP_NAMES[span.phase], start, span.duration_s, True, stated))
     return tuple(steps)
 
 
@@ -263,8 +257,8 @@ def diagnose(explain: LoadExplain) -> str:
         rate = weights.read_bytes / weights.wall_s / GB
         head = f"weights read at {rate:.2f} GB/s from {source}, {cached_text}"
     else:
-        head = f"weights {weights.wall_s:.0f} s ({weights.bound}-bound), {cached_text}"
-    gaps = sum(s.wall_s for s in explain.waterfall if not s.logged)
+        head = f"weights {duration_markdown(weights.wall_s)} ({weights.bound}-bound), {cached_text}"
+    gaps = sum(unlogged_s(s.wall_s, s.logged, s.stated_s) for s in explain.waterfall)
     tail = f"; {gaps:.0f} s unlogged" if gaps >= 1 else ""
     if explain.predicted_next_load_s is not None:
         tail += f"; the next load should take about {explain.predicted_next_load_s:.0f} s"
@@ -385,6 +379,7 @@ def record_load(host: str, model: str, explain: LoadExplain, path: Path | None =
                 "start_s": round(step.start_s, 3),
                 "wall_s": round(step.wall_s, 3),
                 "logged": step.logged,
+                "stated_s": step.stated_s,
             }
             for step in explain.waterfall
         ],

@@ -3,9 +3,11 @@
 process start -> weights -> compile -> KV profile -> CUDA graphs -> API up -> first
 answer, each step a bar starting where it started; the time the log does not explain
 is drawn as a gap (░) beside the logged time (█), and each step says what it took in
-this host's previous load of the model, so "weights 1834 s (last load 118 s)" shows
-where a slow load lost its time. Works on LoadExplain.as_json()'s dicts, so the CLI
-renders what `status --json` prints.
+this host's previous load of the model, so "weights 30 m 34 s (last load 1 m 58 s)"
+shows where a slow load lost its time. A phase's figure is its span, the one the load
+timeline and the deployment attempts show; vLLM's own figure for it, where it states
+one, is named as vLLM's ("compile (vLLM: 3.1 s)"). Works on LoadExplain.as_json()'s
+dicts, so the CLI renders what `status --json` prints.
 """
 
 from __future__ import annotations
@@ -13,16 +15,34 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tui.core.formatting import duration_markdown
+
 BAR_WIDTH = 18
 NAME_WIDTH = 26  # a line stays within 80 columns with the "(last load ...)" note
+GAP_MIN_S = 0.5  # less of a step unexplained is not worth a gap
 _SHORT = {
     "process start -> first log line": "exec -> first log line",
     "process start": "start (engine init)",
 }
 
 
-def _seconds(value: float) -> str:
-    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
+def unlogged_s(wall_s: float, logged: bool, stated_s: float | None) -> float:
+    """The part of a step the log does not explain: all of a gap, the rest of a phase
+    beyond vLLM's own figure for it."""
+    if not logged:
+        return wall_s
+    if stated_s is None or wall_s - stated_s < GAP_MIN_S:
+        return 0.0
+    return wall_s - stated_s
+
+
+def _name(step: Mapping[str, Any]) -> str:
+    name = str(step["name"])
+    shown = _SHORT.get(name, name)
+    stated = step.get("stated_s")
+    if isinstance(stated, int | float):
+        shown = f"{shown} (vLLM: {duration_markdown(float(stated))})"
+    return shown[:NAME_WIDTH]
 
 
 def waterfall_lines(
@@ -37,20 +57,28 @@ def waterfall_lines(
     scale = bar_width / total if total > 0 else 0.0
     before = {str(name): float(wall) for name, wall in earlier}
     lines = []
+    gaps = 0.0
     for step in steps:
         start, wall = float(step["start_s"]), float(step["wall_s"])
+        stated = step.get("stated_s")
+        stated_s = float(stated) if isinstance(stated, int | float) else None
+        unlogged = unlogged_s(wall, bool(step["logged"]), stated_s)
+        gaps += unlogged
         offset = min(bar_width - 1, round(start * scale))
         length = max(1, min(bar_width - offset, round(wall * scale)))
-        mark = "█" if step["logged"] else "░"
-        bar = " " * offset + mark * length + " " * (bar_width - offset - length)
-        name = str(step["name"])
-        shown = _SHORT.get(name, name)
+        dark = 0 if not step["logged"] else length
+        if step["logged"] and unlogged > 0 and length > 1:  # vLLM's part, then the rest
+            dark = max(1, min(length - 1, round((wall - unlogged) * scale)))
+        bar = (
+            " " * offset + "█" * dark + "░" * (length - dark) + " " * (bar_width - offset - length)
+        )
         kind = "" if step["logged"] else " gap"
-        last = before.get(name)
-        versus = f"  (last load {_seconds(last)})" if last is not None else ""
-        lines.append(f"{shown[:NAME_WIDTH]:<{NAME_WIDTH}}|{bar}|{_seconds(wall):>6}{kind}{versus}")
-    gaps = sum(float(s["wall_s"]) for s in steps if not s["logged"])
+        last = before.get(str(step["name"]))
+        versus = f"  (last load {duration_markdown(last)})" if last is not None else ""
+        shown = f"{_name(step):<{NAME_WIDTH}}|{bar}|{duration_markdown(wall):>8}"
+        lines.append(f"{shown}{kind}{versus}")
     last_total = sum(before.values()) if before else None
-    versus = f"  (last load {_seconds(last_total)})" if last_total is not None else ""
-    lines.append(f"total {_seconds(total)}{versus}, {_seconds(gaps)} of it unlogged")
+    versus = f"  (last load {duration_markdown(last_total)})" if last_total is not None else ""
+    unexplained = duration_markdown(gaps)
+    lines.append(f"total {duration_markdown(total)}{versus}, {unexplained} of it unlogged")
     return lines

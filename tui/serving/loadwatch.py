@@ -104,6 +104,7 @@ def silence_note(silent_for_s: float) -> str:
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 _FACT_SHAPES = tuple((word, word.translate(_DIGITS_AS_ZERO)) for word in _FACT_WORDS)
 _FEED_SHAPES = tuple(word.translate(_DIGITS_AS_ZERO) for word in _FEED_WORDS)
+_STAMP_SHAPE = "00-00 00:00:00"  # a vLLM prefix's `MM-DD HH:MM:SS` as its shape
 
 
 def _line_shapes(joined: str) -> str:
@@ -289,6 +290,38 @@ def _stamp_time_s(match: re.Match[str], year: int) -> float | None:
     return None if start is None else start + second
 
 
+_HALF_YEAR_S = 183 * 86400.0
+
+
+def prefix_time_near_s(text: str, read_s: float | None, year: int | None = None) -> float | None:
+    """The vLLM prefix's `MM-DD HH:MM:SS` as epoch seconds (the console's local time zone),
+    in the year nearest `read_s` (now for a line read from a file again: no read time),
+    and never after it: a line is written before it is read, so a stamp that reads later
+    comes from another zone and says less than the read time. `year` (a fixed year, for
+    replays of old logs) overrides the nearest one."""
+    if year is not None:
+        stamp = vllm_line_time_s(text, year)
+    else:
+        stamp = vllm_line_time_s(text)
+        near_s = time.time() if read_s is None else read_s
+        if stamp is not None and near_s == near_s:
+            if stamp - near_s > _HALF_YEAR_S:
+                stamp = vllm_line_time_s(text, _local_year() - 1)
+            elif near_s - stamp > _HALF_YEAR_S:
+                stamp = vllm_line_time_s(text, _local_year() + 1)
+    if stamp is not None and read_s is not None and stamp > read_s:
+        return read_s
+    return stamp
+
+
+def own_time_s(line: LogLine, year: int | None = None) -> float | None:
+    """When the line was logged, not read: the journal's time for an entry (it has a
+    cursor), else its vLLM prefix's; None for a line that states no time of its own."""
+    if line.cursor is not None and line.timestamp_s is not None:
+        return line.timestamp_s
+    return prefix_time_near_s(line.text, line.timestamp_s, year)
+
+
 def _message(text: str) -> str:
     """The message after a vLLM `(Proc pid=N) LEVEL MM-DD HH:MM:SS [file:line] ` prefix."""
     if "] " in text[:120] and p.VLLM_TIMESTAMP.search(text[:80]):
@@ -320,6 +353,9 @@ class LoadTracker:
         self._year = year
         self._last_t: float | None = None
         self._unit_running: bool | None = None
+        # (read time, own time) of the newest line with a time of its own (own_time_s): a
+        # line without one, read with it, was logged then too
+        self._own_last: tuple[float | None, float] | None = None
         self._fact_words = _FACT_WORDS  # those a batch holds, while feed_many reads it
         self._memory: deque[tuple[float, int]] = deque(maxlen=600)
         self._epoch = -1  # 0 after the reset: a probe sent with no progress speaks of epoch 0
@@ -369,11 +405,61 @@ class LoadTracker:
         self._last_t = t
         return t
 
+    def _own_time(self, line: LogLine, t: float) -> float:
+        """When the line was logged (own_time_s); a line that states no time takes the
+        newest own time of its read, else the feed clock `t`.
+
+        Phase and shard events take this time, not the read's: lines held back (an SSH
+        outage, a backlog) and read together still span the minutes they were logged in.
+        """
+        own = own_time_s(line, self._year)
+        if own is not None:
+            self._own_last = (line.timestamp_s, own)
+            return own
+        last = self._own_last
+        if last is not None and line.timestamp_s is not None and last[0] == line.timestamp_s:
+            return last[1]
+        return t
+
+    def _own_catch_up(
+        self, lines: Sequence[LogLine | str], start: int, stop: int, shapes: str = ""
+    ) -> None:
+        """`_own_last` as `feed` of each of lines[start:stop] would leave it, for the lines a
+        batch path read without `feed`: the newest with a time of its own, so they are read
+        newest first up to it. `shapes` (_line_shapes of a LineBatch) without a stamp's
+        shape: no line of it has one."""
+        if stop <= start:
+            return
+        year = self._year
+        if isinstance(lines, LineBatch):
+            if shapes and _STAMP_SHAPE not in shapes:
+                return
+            read_s, texts = lines.timestamp_s, lines.texts
+            for index in range(stop - 1, start - 1, -1):
+                text = texts[index]
+                if text.find("-", 2, 80) < 0:  # every stamp has its `-` there
+                    continue
+                own = prefix_time_near_s(text, read_s, year)
+                if own is not None:
+                    self._own_last = (read_s, own)
+                    return
+            return
+        for index in range(stop - 1, start - 1, -1):
+            line = lines[index]
+            if isinstance(line, str):
+                line = LogLine(text=line)
+            own = own_time_s(line, year)
+            if own is not None:
+                self._own_last = (line.timestamp_s, own)
+                return
+
     def _enter(self, phase: Phase, t: float) -> None:
         if phase == self.phase:
             return
         if self.phase in _RANK and phase in _RANK and _RANK[phase] < _RANK[self.phase]:
             return  # phases only move forward within one load
+        if self._phase_started is not None and t < self._phase_started:
+            t = self._phase_started  # processes' stamps interleave: no span goes back
         self.phase = phase
         self._phase_started = t
         self._spans.append((phase, t))
@@ -386,12 +472,13 @@ class LoadTracker:
         if isinstance(line, str):
             line = LogLine(text=line)
         t = self._time(line, at_s)
+        own = at_s if at_s is not None else self._own_time(line, t)
         text = line.text
         if len(text) > _MAX_LINE_CHARS:  # only the tail of a huge tqdm line says anything new
             text = text[: p.SCAN_CHARS] + "\r" + text[-_MAX_LINE_CHARS:]
         for segment in strip_ansi(text).split("\r")[-_MAX_SEGMENTS:]:
             if segment.strip():
-                self._feed_text(segment[: p.SCAN_CHARS].rstrip(), t, line.level)
+                self._feed_text(segment[: p.SCAN_CHARS].rstrip(), t, own, line.level)
 
     def feed_many(self, lines: Sequence[LogLine | str]) -> None:
         """Lines in order, as `feed` would take them one by one, at a flood's pace.
@@ -412,13 +499,16 @@ class LoadTracker:
         joined = "\n".join(texts)
         careful = "\r" in joined or "\x1b" in joined or any(word in joined for word in _LOAD_WORDS)
         if not careful and self._load_started is None and self._clock_only(lines, texts, joined):
+            self._own_catch_up(lines, 0, len(texts))
             return
         if self._load_started is not None:  # the whole batch as lines after a load's start
             self._rest_started(lines, joined)
             return
+        fed = 0  # the lines before it took `feed` or are caught up (_own_catch_up)
         for index, line in enumerate(lines):
             if self._load_started is not None or isinstance(line, str):
                 self._settle_stats(stats)
+                self._own_catch_up(lines, fed, index)
                 self._rest_started(lines[index:], joined)
                 return
             text, t = line.text, line.timestamp_s
@@ -433,7 +523,9 @@ class LoadTracker:
                 )
             ):
                 self._settle_stats(stats)
+                self._own_catch_up(lines, fed, index)
                 self.feed(line)
+                fed = index + 1
                 continue
             last = self._last_t
             if last is not None and last > t:
@@ -442,6 +534,7 @@ class LoadTracker:
             if "Avg prompt throughput: " in text or "Decode batch." in text:
                 stats.append((text, t))
         self._settle_stats(stats)
+        self._own_catch_up(lines, fed, len(texts))
 
     def _clock_only(self, lines: Sequence[LogLine | str], texts: list[str], joined: str) -> bool:
         """feed_many's loop, done per batch, where no line takes `feed` (outside a load,
@@ -507,8 +600,10 @@ class LoadTracker:
         exactly as there, with the message read only where it decides.
         """
         if self._plain_started_batch(lines, shapes):
+            self._own_catch_up(lines, 0, len(lines), shapes)
             return
         stats: list[tuple[str, float]] = []
+        fed = 0  # the lines before it took `feed` or are caught up (_own_catch_up)
         fact_words = self._fact_words  # those the batch holds (feed_many narrowed them)
         error, warning = Level.ERROR, Level.WARNING
         # The lines read by column: a LineBatch's own (a LogLine is built only for a line
@@ -524,7 +619,9 @@ class LoadTracker:
             level, t = levels[index], stamps[index]
             if level is None:
                 self._settle_stats(stats)
+                self._own_catch_up(lines, fed, index, shapes)
                 self.feed(lines[index])
+                fed = index + 1
                 continue
             if (
                 t is None
@@ -534,7 +631,9 @@ class LoadTracker:
                 or (fact_words and any(word in text for word in fact_words))
             ):
                 self._settle_stats(stats)
+                self._own_catch_up(lines, fed, index, shapes)
                 self.feed(lines[index])
+                fed = index + 1
                 continue
             segment = text[: p.SCAN_CHARS].rstrip()  # what `feed` hands _feed_text
             blank = not text.strip()
@@ -551,7 +650,9 @@ class LoadTracker:
                     )
                 ):
                     self._settle_stats(stats)
+                    self._own_catch_up(lines, fed, index, shapes)
                     self.feed(lines[index])
+                    fed = index + 1
                     continue
             last = self._last_t
             if last is not None and last > t:
@@ -563,6 +664,7 @@ class LoadTracker:
             if "Avg prompt throughput: " in text or "Decode batch." in text:
                 stats.append((text, t))
         self._settle_stats(stats)
+        self._own_catch_up(lines, fed, len(texts), shapes)
 
     def _plain_started_batch(self, lines: Sequence[LogLine | str], shapes: str) -> bool:
         """_feed_started for a LineBatch in which no line can take `feed`, done per batch;
@@ -623,12 +725,14 @@ class LoadTracker:
             or ("ServerArgs(" in message and p.SGLANG_START.search(message))
         )
 
-    def _feed_text(self, text: str, t: float, level: str) -> None:
+    def _feed_text(self, text: str, t: float, own: float, level: str) -> None:
+        """One segment: `own` (the line's own time) times phase and shard events, `t`
+        (the feed clock) the stats."""
         message = _message(text)
         if self._starts_new_load(message) and (
             self.phase not in LOADING_PHASES or self._load_started is None
         ):
-            self._reset(t)
+            self._reset(own)
         elif self._load_started is None and (
             (
                 ("Starting to load model" in message or "Load weight begin" in message)
@@ -636,16 +740,17 @@ class LoadTracker:
             )
             or ("Completed" in message and p.SHARD_BAR.search(message))
         ):
-            self._reset(t)  # joined a load already under way
+            self._reset(own)  # joined a load already under way
         if self._load_started is None:
             self._stats_line(message, t)
             return
         self._recent.append(text)
-        self._facts_and_phase(message, t)
-        self._failure(text, message, t, level)
+        self._facts_and_phase(message, own, t)
+        self._failure(text, message, own, level)
         self._stats_line(message, t)
 
-    def _facts_and_phase(self, message: str, t: float) -> None:
+    def _facts_and_phase(self, message: str, t: float, read_t: float) -> None:
+        """`t` is the line's own time, `read_t` the feed clock (no line is logged later)."""
         if not any(word in message for word in self._fact_words):
             return  # no pattern below can match: each needs one of these words
         if match := p.VLLM_VERSION.search(message):
@@ -661,13 +766,18 @@ class LoadTracker:
             self._set(engine="sglang", model=match.group(1))
         if match := p.SHARD_BAR.search(message):
             self._enter(Phase.WEIGHTS, t)
+            elapsed_s = p.hms_to_s(match.group("elapsed"))
+            if elapsed_s is not None and self._phase_started is not None:
+                # tqdm prints no time: its bar started about when the weights phase did,
+                # and it was printed by the time it was read
+                t = max(t, min(read_t, self._phase_started + elapsed_s))
             done, total = int(match.group(2)), int(match.group(3))
             if not self._shard_events or done < self._shard_events[-1][1]:
                 self._shard_events = []
                 self._shard_clock = []
             if not self._shard_events or self._shard_events[-1][1] != done:
                 self._shard_events.append((t, done))
-            self._bar_clock(done, p.hms_to_s(match.group("elapsed")), t)
+            self._bar_clock(done, elapsed_s, t)
             self._shards = (done, total, float(match.group(1)))
             remaining = p.hms_to_s(match.group("remaining"))
             self._tqdm_remaining = (t, remaining) if remaining is not None else None
@@ -802,6 +912,8 @@ class LoadTracker:
                 self._failure_line = _with_rank(message.strip(), text)
 
     def _enter_failed(self, t: float) -> None:
+        if self._phase_started is not None and t < self._phase_started:
+            t = self._phase_started
         self.phase = Phase.FAILED
         self._phase_started = t
         self._spans.append((Phase.FAILED, t))

@@ -231,14 +231,18 @@ def service(inputs: SummaryInputs) -> list[str]:
             right=(2,),
         )
         f = load.facts
+        # A phase's duration is its timeline span (above); what vLLM states a step took
+        # is its own figure, named as such.
         facts = [
             ("engine version", f.version and f"{f.engine} {f.version}"),
             (
                 "weights",
-                f.weights_gib
-                and f"{f.weights_gib:.2f} GiB per GPU in {duration_markdown(f.weights_load_s)}",
+                _joined(
+                    f.weights_gib is not None and f"{f.weights_gib:.2f} GiB per GPU",
+                    _stated("weights", f.weights_load_s),
+                ),
             ),
-            ("torch.compile", duration_markdown(f.compile_s) if f.compile_s is not None else None),
+            ("torch.compile", _stated("compile", f.compile_s)),
             (
                 "KV cache",
                 f.kv_cache_gib and f"{f.kv_cache_gib:.2f} GiB, {f.kv_cache_tokens or 0:,} tokens",
@@ -250,14 +254,27 @@ def service(inputs: SummaryInputs) -> list[str]:
             ),
             (
                 "CUDA graphs",
-                f.graph_capture_s
-                and f"{duration_markdown(f.graph_capture_s)}, {f.graph_capture_gib or 0:.2f} GiB",
+                _joined(
+                    f.graph_capture_gib is not None and f"{f.graph_capture_gib:.2f} GiB",
+                    _stated("CUDA graphs", f.graph_capture_s),
+                ),
             ),
         ]
         lines += table(["load fact", "value"], [row for row in facts if row[1]])
         error = load.failure_line or load.last_error_line
         lines += [f"Last error: `{error}`" if error else "Last error: none in the log read.", ""]
     return lines
+
+
+def _stated(step: str, seconds: float | None) -> str | None:
+    """vLLM's own figure for a step of the load, labelled as vLLM's: `vLLM: compile 3.1 s`."""
+    return None if seconds is None else f"vLLM: {step} {duration_markdown(seconds)}"
+
+
+def _joined(*parts: str | bool | None) -> str | None:
+    """The parts that are there, with `; ` between; None when none is."""
+    present = [part for part in parts if isinstance(part, str) and part]
+    return "; ".join(present) or None
 
 
 def now(inputs: SummaryInputs) -> list[str]:
