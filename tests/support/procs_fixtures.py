@@ -223,13 +223,13 @@ def _cmdline(pid: int) -> str:
 # A leftover the way vLLM leaves one: double fork, the middle exits, the worker is
 # reparented to PID 1 and keeps its `VLLM::Worker_TP0` title.
 _PID1_ORPHAN = r"""
-import os, time
+import os, sys, time
 import setproctitle
 read_end, write_end = os.pipe()
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        setproctitle.setproctitle("VLLM::Worker_TP0")
+        setproctitle.setproctitle(sys.argv[1])
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
@@ -251,12 +251,15 @@ def unit_user_field() -> str:
     return "" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
 
 
-def spawn_pid1_orphan() -> tuple[int, int]:
+def spawn_pid1_orphan(
+    python: str = sys.executable, cwd: str = SERVICE_DIR, title: str = "VLLM::Worker_TP0"
+) -> tuple[int, int]:
     """A real orphaned `VLLM::Worker_TP0` under PID 1, run from SERVICE_DIR as the test
-    units' service would be: (pid, pidfd to end it by)."""
+    units' service would be (or by another interpreter, from another directory): (pid,
+    pidfd to end it by)."""
     out = subprocess.run(
-        [sys.executable, "-c", _PID1_ORPHAN],
-        cwd=SERVICE_DIR,
+        [python, "-c", _PID1_ORPHAN, title],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=30,
@@ -278,15 +281,27 @@ esac
 
 
 def unit_show_text(
-    unit: str, active_state: str = "inactive", user: str = "", working_directory: str = ""
+    unit: str,
+    active_state: str = "inactive",
+    user: str = "",
+    working_directory: str = "",
+    exec_start: tuple[str, ...] = (),
 ) -> str:
-    """`systemctl show` of a loaded unit: User= empty means root, as systemd runs it."""
+    """`systemctl show` of a loaded unit: User= empty means root, as systemd runs it;
+    exec_start is ExecStart='s argv, printed the way systemd prints it."""
     sub = {"active": "running", "inactive": "dead", "failed": "failed"}[active_state]
-    return (
+    text = (
         f"Id={unit}\nLoadState=loaded\nActiveState={active_state}\nSubState={sub}\n"
         f"Result=success\nMainPID=0\nExecMainStatus=0\nNRestarts=0\n"
         f"ControlGroup=/system.slice/{unit}\nUser={user}\nWorkingDirectory={working_directory}\n"
     )
+    if exec_start:
+        text += (
+            f"ExecStart={{ path={exec_start[0]} ; argv[]={' '.join(exec_start)} ; "
+            "ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; "
+            "status=0/0 }\n"
+        )
+    return text
 
 
 def install_systemctl(monkeypatch: pytest.MonkeyPatch, folder: Path, show_text: str) -> Path:
@@ -310,12 +325,14 @@ def service_profile(
     port: int = 8000,
     active_state: str = "inactive",
     working_directory: str | None = None,
+    exec_start: tuple[str, ...] = (),
 ) -> Path:
     """A profile whose unit (answered by the stand-in) runs as this test's user from this
     test's directory: the proof that the test's own orphaned workers are its leftovers."""
     user = unit_user_field()
     where = os.getcwd() if working_directory is None else working_directory
-    install_systemctl(monkeypatch, folder, unit_show_text(unit, active_state, user, where))
+    show = unit_show_text(unit, active_state, user, where, exec_start)
+    install_systemctl(monkeypatch, folder, show)
     profile = folder / "service.toml"
     profile.write_text(
         f'[service]\nengine = "vllm"\nunit = "{unit}"\nbase_url = "http://127.0.0.1:{port}"\n'
