@@ -24,7 +24,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.systemctl_standin import (
+    SYSTEMCTL_STANDIN,
+    unit_show_text,
+    unit_user_field,
+    write_systemctl,
+)
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
+
+# Re-exported: the tests name the stand-in through this module.
+__all__ = ["SYSTEMCTL_STANDIN", "unit_show_text", "unit_user_field"]
 
 ORPHAN_SCRIPT = r"""
 import ctypes, os, signal, sys, time
@@ -246,11 +255,6 @@ print(os.read(read_end, 64).decode().strip(), flush=True)
 SERVICE_DIR = str(Path(__file__).resolve().parent)
 
 
-def unit_user_field() -> str:
-    """User= of a test unit running as this test's user ("" when root: systemd's default)."""
-    return "" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
-
-
 def spawn_pid1_orphan(
     python: str = sys.executable, cwd: str = SERVICE_DIR, title: str = "VLLM::Worker_TP0"
 ) -> tuple[int, int]:
@@ -269,50 +273,9 @@ def spawn_pid1_orphan(
     return pid, os.pidfd_open(pid)
 
 
-# systemd does not run on this machine, so a profile's unit is answered by a stand-in
-# `systemctl` on PATH (a real executable the real LocalHost runs): `show` prints the unit's
-# properties, what systemd would say of a unit with this User= and WorkingDirectory=.
-SYSTEMCTL_STANDIN = """#!/bin/sh
-case "$1" in
-  show) cat "{show}" ;;
-  *) echo "systemctl stand-in: unsupported: $*" >&2; exit 1 ;;
-esac
-"""
-
-
-def unit_show_text(
-    unit: str,
-    active_state: str = "inactive",
-    user: str = "",
-    working_directory: str = "",
-    exec_start: tuple[str, ...] = (),
-) -> str:
-    """`systemctl show` of a loaded unit: User= empty means root, as systemd runs it;
-    exec_start is ExecStart='s argv, printed the way systemd prints it."""
-    sub = {"active": "running", "inactive": "dead", "failed": "failed"}[active_state]
-    text = (
-        f"Id={unit}\nLoadState=loaded\nActiveState={active_state}\nSubState={sub}\n"
-        f"Result=success\nMainPID=0\nExecMainStatus=0\nNRestarts=0\n"
-        f"ControlGroup=/system.slice/{unit}\nUser={user}\nWorkingDirectory={working_directory}\n"
-    )
-    if exec_start:
-        text += (
-            f"ExecStart={{ path={exec_start[0]} ; argv[]={' '.join(exec_start)} ; "
-            "ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; "
-            "status=0/0 }\n"
-        )
-    return text
-
-
 def install_systemctl(monkeypatch: pytest.MonkeyPatch, folder: Path, show_text: str) -> Path:
     """Put the stand-in systemctl first on PATH; returns its folder."""
-    bin_dir = folder / "systemctl-bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    show = folder / "unit.show"
-    show.write_text(show_text)
-    script = bin_dir / "systemctl"
-    script.write_text(SYSTEMCTL_STANDIN.format(show=show))
-    script.chmod(0o755)
+    bin_dir = write_systemctl(folder, show_text)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     return bin_dir
 
