@@ -7,6 +7,8 @@ the unit's ExecStart. It maps the venv's libraries (vLLM's torch; here setprocti
 extension, copied into a real symlinked venv). The unit, answered by a stand-in systemctl
 (no systemd runs here), has no WorkingDirectory=, as most units, and the orphan runs from
 /. Everything else is real: the venv, the orphan under PID 1, the listing and the kill.
+/proc names paths with their symlinks resolved: a unit naming its venv or its
+WorkingDirectory= through a symlinked folder proves its processes all the same.
 """
 
 from __future__ import annotations
@@ -153,3 +155,25 @@ def test_another_venvs_worker_stays_a_suspect(
     assert main(["--profile", str(profile), "kill", "--leftovers", "--yes"]) == 0
     capsys.readouterr()
     assert proc_state(venv_orphan) not in (None, "Z")
+
+
+def test_a_working_directory_named_through_a_symlink_proves_it_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WorkingDirectory=/srv/current with /srv/current -> a release folder: /proc/PID/cwd
+    # names the release folder.
+    release = tmp_path / "release-1"
+    release.mkdir()
+    link = tmp_path / "current"
+    link.symlink_to(release, target_is_directory=True)
+    pid, pidfd = spawn_pid1_orphan(cwd=str(link))
+    try:
+        assert os.readlink(f"/proc/{pid}/cwd") == str(release.resolve())
+        profile = service_profile(tmp_path, monkeypatch, working_directory=str(link))
+        found = listed(profile, pid, capsys)
+        assert found["klass"] == "leftover", found
+        assert f"from the unit's directory {link}" in found["reason"]
+    finally:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        os.close(pidfd)
