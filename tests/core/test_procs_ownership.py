@@ -181,3 +181,17 @@ def test_no_leftover_without_a_proof_of_ownership(attrs: dict, ctx: dict) -> Non
             if found["klass"] == "suspect":
                 assert not proven(attrs, ctx), found["reason"]
                 assert "not proven the service's" in found["reason"]
+
+
+def test_a_venv_linked_to_a_system_prefix_proves_nothing(tmp_path: Path) -> None:
+    """/opt/vllm/venv -> /usr: every program maps /usr's libc; that proves no process."""
+    proc = tmp_path / "proc"
+    write_process(proc, 1, 0, ["/sbin/init"], ticks=1)
+    write_process(proc, PID, 1, ["VLLM::Worker_TP0"], maps=("/usr/lib/x86_64-linux-gnu/libc.so.6",))
+    link = tmp_path / "venv"
+    link.symlink_to("/usr", target_is_directory=True)
+    request = {"unit": UNIT, "unit_active": False, "unit_user": "root", "unit_venv": str(link)}
+    info = helper.read_process(PID, str(proc))
+    assert info is not None
+    proof, missing = helper.ownership(info, request, str(proc))
+    assert proof is None and f"not run from {link}" in (missing or "")

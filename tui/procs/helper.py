@@ -356,13 +356,17 @@ def _under(path, root):
     return path == root or path.startswith(root if root == "/" else root + "/")
 
 
+# Where everyone's programs and libraries live: never a unit's own place, whatever links there.
+SYSTEM_ROOTS = ("/", "/usr", "/usr/local", "/bin", "/lib", "/lib64", "/opt")
+
+
 def _spellings(path):
     """A unit's path as written and as /proc shows it (symlinks resolved): /proc/PID/cwd,
     exe and maps name the resolved one, so /srv/vllm -> /data/vllm must match either."""
     if not path:
         return ()
     real = os.path.realpath(path)
-    return (path,) if real == path else (path, real)
+    return (path,) if real in (path, *SYSTEM_ROOTS) else (path, real)
 
 
 def _maps_under(base, roots):
