@@ -1,7 +1,8 @@
 """Without a proof of ownership, no process is ever a leftover (generated /proc trees).
 
 Each example writes a small /proc tree (init, a parent, the process under test) with a
-generated user, cgroup, parent, command shape and working directory, and a generated
+generated user, cgroup, parent, command shape, working directory and mapped libraries, and a
+generated
 classification context (the unit, its state, its User= and WorkingDirectory=, the
 service's record of what it started). Both listings, the GPU one and the wider one, run
 over it through the helper; whatever they call a leftover must carry a proof the test
@@ -14,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tui.procs import ENGINE_PATTERNS, helper
@@ -38,6 +39,13 @@ COMMANDS = (
 PARENTS = (None, ["bash"], ["tini", "--"], ["VLLM::EngineCore"])  # None: the parent is PID 1
 UIDS = (0, 65534, 1000)
 DIRS = ("/opt/vllm", "/tmp", "/")
+# A worker of a venv made with symlinks runs /usr/bin/python3.x yet maps the venv's torch.
+MAPS = (
+    (),
+    ("/opt/vllm/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so",),
+    ("/opt/vllm/venv2/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so",),
+    ("/usr/lib/x86_64-linux-gnu/libc.so.6", "[heap]"),
+)
 
 
 def write_process(
@@ -50,6 +58,7 @@ def write_process(
     cgroup: str = "",
     cwd: str = "/",
     ticks: int = TICKS,
+    maps: tuple[str, ...] = (),
 ) -> None:
     folder = proc / str(pid)
     folder.mkdir(parents=True)
@@ -61,6 +70,13 @@ def write_process(
     (folder / "cgroup").write_text(f"0::{cgroup}\n")
     os.symlink(cwd, folder / "cwd")
     os.symlink("/usr/bin/python3.11", folder / "exe")
+    lines = [
+        f"7f00{n:08x}-7f01{n:08x} r-xp 00000000 08:01 {n + 1}   {path}"
+        for n, path in enumerate(maps)
+    ]
+    (folder / "maps").write_text(
+        "".join(line + "\n" for line in lines) + "7f02-7f03 rw-p 0 0:0 0 \n"
+    )
 
 
 def user_uid(name: str | None) -> int | None:
@@ -74,6 +90,7 @@ process_attributes = st.fixed_dictionaries(
         "parent": st.sampled_from(PARENTS),
         "cmdline": st.sampled_from(COMMANDS),
         "cwd": st.sampled_from(DIRS),
+        "maps": st.sampled_from(MAPS),
     }
 )
 contexts = st.fixed_dictionaries(
@@ -103,11 +120,32 @@ def proven(attrs: dict, ctx: dict) -> bool:  # type: ignore[type-arg]
     if ctx["unit_dir"] and attrs["cwd"].rstrip("/") == ctx["unit_dir"].rstrip("/"):
         return True
     venv = ctx["unit_venv"]
-    return bool(venv) and attrs["cmdline"][0].startswith(venv + "/")
+    used = (attrs["cmdline"][0], *attrs["maps"])
+    return bool(venv) and any(path.startswith(venv + "/") for path in used)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(attrs=process_attributes, ctx=contexts)
+# A retitled worker of a venv made with symlinks, for a unit with no WorkingDirectory=.
+@example(
+    attrs={
+        "uid": 0,
+        "cgroup": "",
+        "parent": None,
+        "cmdline": COMMANDS[1],
+        "cwd": "/",
+        "maps": MAPS[1],
+    },
+    ctx={
+        "unit": UNIT,
+        "unit_active": False,
+        "unit_user": "root",
+        "unit_dir": None,
+        "unit_venv": "/opt/vllm/venv",
+        "owned": (),
+        "main_pid": None,
+    },
+)
 def test_no_leftover_without_a_proof_of_ownership(attrs: dict, ctx: dict) -> None:  # type: ignore[type-arg]
     with tempfile.TemporaryDirectory() as folder:
         proc = Path(folder)
@@ -124,6 +162,7 @@ def test_no_leftover_without_a_proof_of_ownership(attrs: dict, ctx: dict) -> Non
             uid=attrs["uid"],
             cgroup=attrs["cgroup"],
             cwd=attrs["cwd"],
+            maps=attrs["maps"],
         )
         request = {
             **ctx,
@@ -142,3 +181,17 @@ def test_no_leftover_without_a_proof_of_ownership(attrs: dict, ctx: dict) -> Non
             if found["klass"] == "suspect":
                 assert not proven(attrs, ctx), found["reason"]
                 assert "not proven the service's" in found["reason"]
+
+
+def test_a_venv_linked_to_a_system_prefix_proves_nothing(tmp_path: Path) -> None:
+    """/opt/vllm/venv -> /usr: every program maps /usr's libc; that proves no process."""
+    proc = tmp_path / "proc"
+    write_process(proc, 1, 0, ["/sbin/init"], ticks=1)
+    write_process(proc, PID, 1, ["VLLM::Worker_TP0"], maps=("/usr/lib/x86_64-linux-gnu/libc.so.6",))
+    link = tmp_path / "venv"
+    link.symlink_to("/usr", target_is_directory=True)
+    request = {"unit": UNIT, "unit_active": False, "unit_user": "root", "unit_venv": str(link)}
+    info = helper.read_process(PID, str(proc))
+    assert info is not None
+    proof, missing = helper.ownership(info, request, str(proc))
+    assert proof is None and f"not run from {link}" in (missing or "")

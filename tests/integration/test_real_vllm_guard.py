@@ -2,14 +2,19 @@
 
 A server is started and its API server SIGKILLed: VLLM::EngineCore, VLLM::Worker
 and the multiprocessing resource_tracker are orphaned, none holding a GPU (there is
-none here). Stand-ins, each because no real part can run here:
+none here), and a stranger takes the freed port. Stand-ins, each because no real part
+can run here:
   - GPU memory: the deck's GPU source reports the orphaned EngineCore and Worker as
     NVML would, with made-up figures (test_real_vllm_procs.OrphanHints);
   - systemd does not run here: the deck's service is a controller whose state is
-    "inactive" and whose restart starts a fresh real vLLM server through the harness.
+    `systemctl show` of the stopped unit the server stands for (run by this user from
+    the server's directory, ExecStart= the vLLM venv's `vllm serve`: what proves the
+    orphans are its own), and whose restart starts a fresh real vLLM server through the
+    harness;
   - `K` is the library call the console's K makes (kill_processes on the leftovers),
     limited to this server's processes (found by the harness's env marker) because
-    other real servers may share this machine.
+    other real servers may share this machine; the stranger, never a leftover, is
+    ended as `servedeck kill PID --confirm-foreign PID` does, with its pid typed.
 The listing, classification, the guard, signalling and the audit log are all real.
 """
 
@@ -25,8 +30,10 @@ import pytest
 
 from tests.integration.test_real_vllm_procs import (
     GIB,
+    UNIT,
     OrphanHints,
     orphan_server,
+    server_unit_show,
     titled,
     tracker_of,
     write_profile,
@@ -38,10 +45,10 @@ from tui.core.audit import read_audit
 from tui.core.profile_store import load_profile
 from tui.deck import open_deck
 from tui.procs import leftovers
-from tui.procs.gpu_hints import rereader
+from tui.procs.gpu_hints import deck_context, rereader
 from tui.procs.kill import kill_processes
 from tui.serving.restart_guard import GuardRefused, check, guard_listing, guarded_action
-from tui.serving.service import ActionOutcome, ServiceAction, UnitState
+from tui.serving.service import ActionOutcome, ServiceAction, UnitState, parse_systemctl_show
 
 pytestmark = pytest.mark.real_vllm
 
@@ -58,21 +65,21 @@ while True:
 
 
 class HarnessService:
-    """Stand-in for systemd (not running here): inactive, and restart starts a real server."""
+    """Stand-in for systemd (not running here): the stopped unit as `systemctl show` says,
+    and restart starts a real server."""
 
-    def __init__(self, factory: VllmServerFactory) -> None:
+    def __init__(self, factory: VllmServerFactory, show_text: str) -> None:
         self.factory = factory
+        self.show_text = show_text
         self.started: list[VllmServer] = []
 
     async def state(self) -> UnitState:
-        return UnitState(
-            "crashed-vllm", "loaded", "inactive", "dead", "signal", None, None, None, None, 3
-        )
+        return parse_systemctl_show(UNIT, self.show_text)
 
     async def _start(self, verb: str) -> ActionOutcome:
         server = await asyncio.to_thread(self.factory)
         self.started.append(server)
-        action = ServiceAction("local", "crashed-vllm", verb, ("vllm", "serve"))
+        action = ServiceAction("local", UNIT, verb, ("vllm", "serve"))
         return ActionOutcome(action, True, 0, f"healthy on {server.base_url}", server.start_s)
 
     async def start(self, *, confirmed: bool) -> ActionOutcome:
@@ -99,7 +106,7 @@ def test_guard_refuses_over_real_orphans_then_k_then_restart_succeeds(
     async def hint_source(deck: object) -> OrphanHints:
         return hints
 
-    controller = HarnessService(vllm_server_factory)
+    controller = HarnessService(vllm_server_factory, server_unit_show(server))
     monkeypatch.setattr("tui.deck.Deck.gpu_source", hint_source)
     monkeypatch.setattr("tui.deck.Deck.service", lambda deck: controller)
     profile = load_profile(str(write_profile(tmp_path, server)))
@@ -122,13 +129,17 @@ def test_guard_refuses_over_real_orphans_then_k_then_restart_succeeds(
                 assert own | {squatter.pid} <= set(by_pid), listing.processes
                 for pid in own:
                     assert by_pid[pid].klass == "leftover", by_pid[pid]
+                    assert "from the unit's directory" in by_pid[pid].reason
                 assert by_pid[tracker.pid].pid_source == "pattern"
                 assert "no GPU memory" in by_pid[tracker.pid].reason
                 assert by_pid[worker.pid].gpu_memory_bytes == 30 * GIB
                 assert "child of orphan" in by_pid[worker.pid].reason
-                assert by_pid[squatter.pid].reason == (
-                    f"holds port {server.port} while the service is not running"
-                )
+                # A port proves nothing: the stranger is in the way, never a leftover.
+                stranger = by_pid[squatter.pid]
+                assert stranger.klass == "foreign", stranger
+                assert stranger.reason.startswith(
+                    f"holds port {server.port} while {UNIT} is not running"
+                ), stranger.reason
 
                 with pytest.raises(GuardRefused) as refused:
                     await guarded_action(deck, "restart", confirmed=True)
@@ -137,14 +148,16 @@ def test_guard_refuses_over_real_orphans_then_k_then_restart_succeeds(
                     assert f"pid {pid} (" in text, text
                 assert f"pid {worker.pid} (30.0 GiB)" in text
                 assert f"port {server.port}" in text and "32.0 GiB GPU memory" in text
+                assert f"not proven {UNIT}'s, so never a leftover: pid {squatter.pid}" in text
                 assert controller.started == []
 
                 # K: end the leftovers through the identity-checked, audited path.
                 targets = [p for p in leftovers(listing.processes) if p.pid in own | {squatter.pid}]
+                assert {p.pid for p in targets} == own
                 report = await kill_processes(
                     deck.host,
                     targets,
-                    listing_context(deck),
+                    await deck_context(deck),
                     read_only=False,
                     timeout_s=60.0,
                     reread=rereader(deck),
@@ -153,19 +166,30 @@ def test_guard_refuses_over_real_orphans_then_k_then_restart_succeeds(
                 # The resource_tracker may end by itself once its clients are gone.
                 outcomes = {o.identity.pid: o.outcome for o in report.outcomes}
                 assert set(outcomes.values()) <= {"terminated", "killed", "gone"}, outcomes
-                assert outcomes[core.pid] != "gone" and outcomes[squatter.pid] != "gone"
+                assert outcomes[core.pid] != "gone"
                 assert report.freed_bytes == 32 * GIB
+
+                # The stranger still holds the port: the guard names it, none of ours.
+                verdict = await check(deck, "restart")
+                assert verdict.blocked and squatter.pid in verdict.pids, verdict
+                assert not own & set(verdict.pids), verdict
+                # Ended as `servedeck kill PID --confirm-foreign PID` does: its pid typed.
+                ended = await kill_processes(
+                    deck.host,
+                    [stranger],
+                    await deck_context(deck),
+                    read_only=False,
+                    timeout_s=60.0,
+                    confirmed_foreign={squatter.pid},
+                    action="kill",
+                )
+                assert [o.outcome for o in ended.outcomes] == ["terminated"], ended.outcomes
 
                 assert not (await check(deck, "restart")).blocked
                 outcome = await guarded_action(deck, "restart", confirmed=True)
                 assert outcome.ok
             finally:
                 await deck.close()
-
-        def listing_context(deck):  # type: ignore[no-untyped-def]
-            from tui.procs.listing import context_for
-
-            return context_for(deck.profile, deck.host)
 
         asyncio.run(scenario())
     finally:
@@ -177,7 +201,10 @@ def test_guard_refuses_over_real_orphans_then_k_then_restart_succeeds(
     (fresh,) = controller.started
     assert httpx.get(f"{fresh.base_url}/health", timeout=10).status_code == 200
     events = [r["event"] for r in read_audit()]
-    assert events == ["service.refused", "kill-request", "kill-outcome"], events
+    assert events == [
+        "service.refused",
+        *["kill-request", "kill-outcome"] * 2,
+    ], events
     refused_record = next(r for r in read_audit() if r["event"] == "service.refused")
     assert set(refused_record["pids"]) >= own | {squatter.pid}
     # The restarted server is healthy and unused: the orphan killer's test orphans it.

@@ -3,9 +3,15 @@
 A second server (not the session one: the restart guard test's restarted server
 when that test ran first on this worker, else a new one) has its API server
 SIGKILLed, which orphans VLLM::EngineCore, VLLM::Worker and a multiprocessing
-resource_tracker: the chore servedeck exists for. This machine has no GPU, so
-neither of servedeck's candidate sources exists: no NVML process list and no
-/dev/nvidia* holders. Two stand-ins, each said where it is used:
+resource_tracker: the chore servedeck exists for. The profile names the unit the
+server stands for; what proves the orphans are its own is what systemd would say
+of it: run by this user (User=), from the server's directory (WorkingDirectory=),
+ExecStart= the vLLM venv's `vllm serve`. This machine has no GPU and runs no
+systemd, so neither of servedeck's candidate sources exists (no NVML process list,
+no /dev/nvidia* holders) and no systemctl answers. Stand-ins, each said where it is
+used:
+  - `systemctl show` is a stand-in on PATH printing that unit's properties
+    (tests/support/procs_fixtures.py), parsed by the product as systemd's;
   - the library listing points `device_prefix` (the path a GPU holder has open)
     at the server's captured log, which every vLLM process holds as stdout, so
     the real holder scan finds the candidates with no hints at all;
@@ -27,20 +33,40 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.procs_fixtures import wait_until
+from tests.support.procs_fixtures import (
+    install_systemctl,
+    unit_show_text,
+    unit_user_field,
+    wait_until,
+)
 from tests.support.vllm_harness import VllmServer, VllmServerFactory
 from tests.support.vllm_procs import ProcInfo, processes_with_marker, still_running
 from tui.cli import main
 from tui.core.audit import read_audit
 from tui.core.config import Profile, ServiceConfig
+from tui.deck import open_deck
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
-from tui.hosts.local import LocalHost
-from tui.procs import context_for, list_gpu_processes
+from tui.procs import leftovers, list_gpu_processes
+from tui.procs.gpu_hints import deck_context
+from tui.procs.model import GpuProcess
 
 pytestmark = pytest.mark.real_vllm
 
 GIB = 1024**3
 RESOURCE_TRACKER = "*-c from multiprocessing.resource_tracker import main*"
+UNIT = "crashed-vllm.service"
+
+
+def server_unit_show(
+    server: VllmServer, *, working_directory: str | None = None, venv: bool = True
+) -> str:
+    """`systemctl show` of the stopped unit this server stands for, as systemd prints it:
+    User= the user running it, WorkingDirectory= its cwd (None: the server's), ExecStart=
+    the vLLM venv's `vllm serve` (the harness starts it so, from that directory)."""
+    where = str(server.workdir) if working_directory is None else working_directory
+    vllm = str(server.python.parent / "vllm")
+    argv = (vllm, "serve", server.model, "--port", str(server.port)) if venv else ()
+    return unit_show_text(UNIT, "inactive", unit_user_field(), where, argv)
 
 
 def orphan_server(factory: VllmServerFactory) -> tuple[VllmServer, list[ProcInfo]]:
@@ -109,6 +135,7 @@ def write_profile(folder: Path, server: VllmServer) -> Path:
     path.write_text(
         "[service]\n"
         'engine = "vllm"\n'
+        f'unit = "{UNIT}"\n'
         f'base_url = "{server.base_url}"\n'
         f'log_file = "{server.log_path}"\n'
         f"process_patterns = {json.dumps(patterns)}\n"
@@ -116,34 +143,65 @@ def write_profile(folder: Path, server: VllmServer) -> Path:
     return path
 
 
-async def library_listing(server: VllmServer, orphans: list[ProcInfo]) -> None:
-    """The real holder scan with no hints: every orphan found, the service's ones leftover."""
+async def own_listing(profile: Profile, server: VllmServer, own: set[int]) -> dict[int, GpuProcess]:
+    """The real holder scan with no hints, in the context the product's Deck builds for the
+    profile (the unit's User=, WorkingDirectory= and ExecStart= from systemctl)."""
+    deck = open_deck(profile)
+    try:
+        # Stand-in for /dev/nvidia*: the log file every vLLM process holds open as stdout.
+        context = replace(await deck_context(deck), device_prefix=str(server.log_path))
+        listing = await list_gpu_processes(deck.host, None, context)
+    finally:
+        await deck.close()
+    # Other servers' orphans may share this machine: look at this server's own.
+    return {proc.pid: proc for proc in listing.processes if proc.pid in own}
+
+
+def library_listing(
+    server: VllmServer, orphans: list[ProcInfo], folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every orphan found; the service's ones leftovers by the unit's proofs, suspects without."""
     core, worker = titled(orphans, "VLLM::EngineCore"), titled(orphans, "VLLM::Worker")
     tracker = tracker_of(orphans)
+    own = {core.pid, worker.pid, tracker.pid}
     profile = Profile(
         name="crashed-vllm",
         service=ServiceConfig(
+            unit=UNIT,
             base_url=server.base_url,
             process_patterns=("VLLM::*", f"{server.python} {RESOURCE_TRACKER}"),
         ),
     )
-    host = LocalHost()
-    # Stand-in for /dev/nvidia*: the log file every vLLM process holds open as stdout.
-    context = replace(context_for(profile, host), device_prefix=str(server.log_path))
-    listing = await list_gpu_processes(host, None, context)
-    own = {core.pid, worker.pid, tracker.pid}
-    # Other servers' orphans may share this machine: look at this server's own.
-    by_pid = {proc.pid: proc for proc in listing.processes if proc.pid in own}
-    assert set(by_pid) == own, listing.processes
+    install_systemctl(monkeypatch, folder / "unit-full", server_unit_show(server))
+    by_pid = asyncio.run(own_listing(profile, server, own))
+    assert set(by_pid) == own, by_pid
     for info in (core, worker, tracker):
         found = by_pid[info.pid]
         assert found.klass == "leftover", found
+        assert f"from the unit's directory {server.workdir}" in found.reason, found
         assert found.pid_source == "device" and found.ppid == info.ppid
         assert found.identity.start_ticks == info.start_ticks
+    # A unit with no WorkingDirectory= (most of them): its ExecStart's venv proves the same.
+    install_systemctl(
+        monkeypatch, folder / "unit-venv", server_unit_show(server, working_directory="")
+    )
+    by_pid = asyncio.run(own_listing(profile, server, own))
+    venv_root = server.python.parent.parent
+    for pid in own:
+        assert by_pid[pid].klass == "leftover", by_pid[pid]
+        assert f"from the unit's environment {venv_root}" in by_pid[pid].reason
+    # A unit naming neither proves nothing: the same orphans are suspects, never offered.
+    bare = server_unit_show(server, working_directory="", venv=False)
+    install_systemctl(monkeypatch, folder / "unit-bare", bare)
+    by_pid = asyncio.run(own_listing(profile, server, own))
+    assert {proc.klass for proc in by_pid.values()} == {"suspect"}, by_pid
+    assert not leftovers(list(by_pid.values()))
     # The default patterns know vLLM's workers but not a generic resource_tracker.
-    plain = replace(context_for(Profile(name="plain"), host), device_prefix=str(server.log_path))
-    plain_listing = await list_gpu_processes(host, None, plain)
-    classes = {p.pid: p.klass for p in plain_listing.processes if p.pid in own}
+    install_systemctl(monkeypatch, folder / "unit-plain", server_unit_show(server))
+    plain = Profile(name="plain", service=ServiceConfig(unit=UNIT))
+    classes = {
+        pid: proc.klass for pid, proc in asyncio.run(own_listing(plain, server, own)).items()
+    }
     assert classes == {core.pid: "leftover", worker.pid: "leftover", tracker.pid: "foreign"}
 
 
@@ -157,7 +215,7 @@ def test_orphans_of_a_killed_api_server_are_listed_killed_and_audited(
     core, worker = titled(orphans, "VLLM::EngineCore"), titled(orphans, "VLLM::Worker")
     tracker = tracker_of(orphans)
     assert all(p.ppid != server.pid for p in (core, worker, tracker)), orphans
-    asyncio.run(library_listing(server, orphans))
+    library_listing(server, orphans, tmp_path, monkeypatch)
 
     hints = OrphanHints([(core, 2 * GIB), (worker, 30 * GIB)])
 
@@ -170,6 +228,7 @@ def test_orphans_of_a_killed_api_server_are_listed_killed_and_audited(
     scope = tuple(p.pid for p in orphans)
     monkeypatch.setattr("tui.deck.Deck.process_scope", lambda deck: scope)
     profile = str(write_profile(tmp_path, server))
+    install_systemctl(monkeypatch, tmp_path / "unit", server_unit_show(server))
 
     assert main(["--profile", profile, "procs", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
@@ -177,7 +236,8 @@ def test_orphans_of_a_killed_api_server_are_listed_killed_and_audited(
     # The resource_tracker holds no GPU but is an orphan matching the service's patterns.
     assert {core.pid, worker.pid, tracker.pid} <= set(by_pid), listing
     by_pid = {pid: by_pid[pid] for pid in (core.pid, worker.pid, tracker.pid)}
-    assert {proc["klass"] for proc in by_pid.values()} == {"leftover"}
+    assert {proc["klass"] for proc in by_pid.values()} == {"leftover"}, by_pid
+    assert all("from the unit's directory" in proc["reason"] for proc in by_pid.values())
     assert by_pid[tracker.pid]["gpu_memory_bytes"] is None
     assert "no GPU memory" in by_pid[tracker.pid]["reason"]
     assert by_pid[worker.pid]["gpu_memory_bytes"] == 30 * GIB

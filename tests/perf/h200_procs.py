@@ -4,7 +4,10 @@
 
 1. reads GPU 0's idle used memory (NVML);
 2. starts a CUDA process holding 6 GiB, named like a vLLM worker, and orphans it
-   (setsid, its parent exits) so it is reparented the way a surviving worker is;
+   (setsid, its parent exits) so it is reparented the way a surviving worker is; it
+   runs from the folder the profile's unit names as WorkingDirectory= (a stand-in
+   `systemctl show` on PATH answers for the made-up unit, as in the tests), the proof
+   that makes it the service's leftover rather than a suspect;
 3. runs `servedeck procs --json` and renders the console's Processes pane to
    OUT_DIR/procs-h200.svg while the leftover is listed;
 4. runs `servedeck kill --leftovers --yes`;
@@ -27,8 +30,15 @@ sys.path.insert(0, str(ROOT))
 
 import pynvml  # noqa: E402
 
+from tests.support.systemctl_standin import (  # noqa: E402
+    unit_show_text,
+    unit_user_field,
+    write_systemctl,
+)
+
 HOLD_GIB = 6
 MIB = 1024**2
+UNIT = "servedeck-procs-probe.service"
 HOLDER = (
     "import sys, time, setproctitle, torch\n"
     "setproctitle.setproctitle('VLLM::Worker_TP0')  # what vLLM's workers call themselves\n"
@@ -73,7 +83,7 @@ def spawn_orphan(folder: Path) -> int:
         f"setsid -f bash -c 'echo $$ > {pid_file}; "
         f"exec {sys.executable} {script} {ready}' </dev/null >{folder}/holder.log 2>&1"
     )
-    subprocess.run(["bash", "-c", launcher], check=True)
+    subprocess.run(["bash", "-c", launcher], check=True, cwd=folder)
     deadline = time.monotonic() + 120
     while not ready.exists():
         if time.monotonic() > deadline:
@@ -110,8 +120,13 @@ def main() -> int:
     profile = folder / "h200-local.toml"
     profile.write_text(
         'description = "H200 verification"\n[host]\nkind = "local"\n'
-        '[service]\nprocess_patterns = ["VLLM::*"]\n'
+        f'[service]\nunit = "{UNIT}"\nprocess_patterns = ["VLLM::*"]\n'
     )
+    # The stopped unit the worker stands for: run by this user from this folder, ExecStart=
+    # this interpreter's `vllm serve` (the CLI and the pane run the stand-in from PATH).
+    vllm = str(Path(sys.executable).parent / "vllm")
+    show = unit_show_text(UNIT, "inactive", unit_user_field(), str(folder), (vllm, "serve"))
+    os.environ["PATH"] = f"{write_systemctl(folder, show)}{os.pathsep}{os.environ['PATH']}"
     idle = gpu0_used_bytes()
     pid = spawn_orphan(folder)
     time.sleep(1.0)
@@ -128,8 +143,9 @@ def main() -> int:
     listing = json.loads(procs.stdout) if procs.returncode == 0 else {"processes": []}
     mine = [p for p in listing["processes"] if p["identity"]["pid"] == pid]
     klass = mine[0]["klass"] if mine else "missing"
+    reason = mine[0]["reason"] if mine else ""
     print(
-        f"servedeck procs --json: exit {procs.returncode}, the orphan is {klass!r}"
+        f"servedeck procs --json: exit {procs.returncode}, the orphan is {klass!r} ({reason})"
         + (
             f", {mine[0]['gpu_memory_bytes'] / MIB:,.0f} MiB"
             if mine and mine[0]["gpu_memory_bytes"]
@@ -160,13 +176,14 @@ def main() -> int:
     report = {
         "idle_used_bytes": idle, "with_orphan_used_bytes": held, "after_kill_used_bytes": after,
         "orphan_pid": pid, "orphan_parent_pid": ppid, "orphan_parent_comm": parent_comm,
-        "classified": klass, "procs_exit": procs.returncode, "kill_exit": kill.returncode,
+        "classified": klass, "reason": reason, "procs_exit": procs.returncode, "kill_exit": kill.returncode,
         "released_to_idle": after <= idle + 64 * MIB, "orphan_alive_after": alive,
         "seconds_to_release": round(elapsed, 2),
     }  # fmt: skip
     (out / "procs_report.json").write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
-    return 0 if report["released_to_idle"] and not alive else 1
+    # A suspect here means the unit's proof no longer reaches a real CUDA worker: a failure.
+    return 0 if klass == "leftover" and report["released_to_idle"] and not alive else 1
 
 
 if __name__ == "__main__":

@@ -8,10 +8,13 @@
    port frees, the child is reparented and keeps its memory;
 3. runs `servedeck service restart --yes` for a profile naming that port and a unit:
    the guard must refuse (exit 4) before systemctl runs, naming the child's PID and
-   its GiB (NVML's figure);
+   its GiB (NVML's figure). A stand-in `systemctl show` on PATH answers for the
+   made-up unit, as in the tests: run by this user from OUT_DIR, where the fake API
+   server ran, which proves the child the service's leftover (not a suspect);
 4. ends the child with `servedeck kill PID --yes` (the K path: pidfd, identity, audit);
 5. runs the restart again: the guard must pass (systemctl then fails on the made-up
-   unit, which is not a refusal) and prints the figures. Exit 0 when all held.
+   unit, which the stand-in refuses, not a refusal of the guard) and prints the figures.
+   Exit 0 when all held.
 """
 
 from __future__ import annotations
@@ -26,6 +29,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.systemctl_standin import (  # noqa: E402
+    unit_show_text,
+    unit_user_field,
+    write_systemctl,
+)
+
 HOLD_GIB = 4
 UNIT = "servedeck-guard-probe.service"
 
@@ -69,7 +80,9 @@ def alive(pid: int) -> bool:
 
 
 def main() -> int:
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="guard-h200-"))
+    out = Path(
+        sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="guard-h200-")
+    ).resolve()
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
     ready = out / "engine-ready"
@@ -78,11 +91,15 @@ def main() -> int:
     profile.write_text(
         f'[service]\nengine = "vllm"\nunit = "{UNIT}"\nbase_url = "http://127.0.0.1:{port}"\n'
     )
+    vllm = str(Path(sys.executable).parent / "vllm")
+    show = unit_show_text(UNIT, "inactive", unit_user_field(), str(out), (vllm, "serve"))
+    os.environ["PATH"] = f"{write_systemctl(out, show)}{os.pathsep}{os.environ['PATH']}"
     api = subprocess.Popen(
         [sys.executable, "-c", API_SERVER, str(port), ENGINE, str(ready)],
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        cwd=out,
     )
     assert api.stdout is not None
     child = int(api.stdout.readline())

@@ -24,7 +24,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.systemctl_standin import (
+    SYSTEMCTL_STANDIN,
+    unit_show_text,
+    unit_user_field,
+    write_systemctl,
+)
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
+
+# Re-exported: the tests name the stand-in through this module.
+__all__ = ["SYSTEMCTL_STANDIN", "unit_show_text", "unit_user_field"]
 
 ORPHAN_SCRIPT = r"""
 import ctypes, os, signal, sys, time
@@ -223,13 +232,13 @@ def _cmdline(pid: int) -> str:
 # A leftover the way vLLM leaves one: double fork, the middle exits, the worker is
 # reparented to PID 1 and keeps its `VLLM::Worker_TP0` title.
 _PID1_ORPHAN = r"""
-import os, time
+import os, sys, time
 import setproctitle
 read_end, write_end = os.pipe()
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        setproctitle.setproctitle("VLLM::Worker_TP0")
+        setproctitle.setproctitle(sys.argv[1])
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
@@ -246,17 +255,15 @@ print(os.read(read_end, 64).decode().strip(), flush=True)
 SERVICE_DIR = str(Path(__file__).resolve().parent)
 
 
-def unit_user_field() -> str:
-    """User= of a test unit running as this test's user ("" when root: systemd's default)."""
-    return "" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
-
-
-def spawn_pid1_orphan() -> tuple[int, int]:
+def spawn_pid1_orphan(
+    python: str = sys.executable, cwd: str = SERVICE_DIR, title: str = "VLLM::Worker_TP0"
+) -> tuple[int, int]:
     """A real orphaned `VLLM::Worker_TP0` under PID 1, run from SERVICE_DIR as the test
-    units' service would be: (pid, pidfd to end it by)."""
+    units' service would be (or by another interpreter, from another directory): (pid,
+    pidfd to end it by)."""
     out = subprocess.run(
-        [sys.executable, "-c", _PID1_ORPHAN],
-        cwd=SERVICE_DIR,
+        [python, "-c", _PID1_ORPHAN, title],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=30,
@@ -266,38 +273,9 @@ def spawn_pid1_orphan() -> tuple[int, int]:
     return pid, os.pidfd_open(pid)
 
 
-# systemd does not run on this machine, so a profile's unit is answered by a stand-in
-# `systemctl` on PATH (a real executable the real LocalHost runs): `show` prints the unit's
-# properties, what systemd would say of a unit with this User= and WorkingDirectory=.
-SYSTEMCTL_STANDIN = """#!/bin/sh
-case "$1" in
-  show) cat "{show}" ;;
-  *) echo "systemctl stand-in: unsupported: $*" >&2; exit 1 ;;
-esac
-"""
-
-
-def unit_show_text(
-    unit: str, active_state: str = "inactive", user: str = "", working_directory: str = ""
-) -> str:
-    """`systemctl show` of a loaded unit: User= empty means root, as systemd runs it."""
-    sub = {"active": "running", "inactive": "dead", "failed": "failed"}[active_state]
-    return (
-        f"Id={unit}\nLoadState=loaded\nActiveState={active_state}\nSubState={sub}\n"
-        f"Result=success\nMainPID=0\nExecMainStatus=0\nNRestarts=0\n"
-        f"ControlGroup=/system.slice/{unit}\nUser={user}\nWorkingDirectory={working_directory}\n"
-    )
-
-
 def install_systemctl(monkeypatch: pytest.MonkeyPatch, folder: Path, show_text: str) -> Path:
     """Put the stand-in systemctl first on PATH; returns its folder."""
-    bin_dir = folder / "systemctl-bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    show = folder / "unit.show"
-    show.write_text(show_text)
-    script = bin_dir / "systemctl"
-    script.write_text(SYSTEMCTL_STANDIN.format(show=show))
-    script.chmod(0o755)
+    bin_dir = write_systemctl(folder, show_text)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     return bin_dir
 
@@ -310,12 +288,14 @@ def service_profile(
     port: int = 8000,
     active_state: str = "inactive",
     working_directory: str | None = None,
+    exec_start: tuple[str, ...] = (),
 ) -> Path:
     """A profile whose unit (answered by the stand-in) runs as this test's user from this
     test's directory: the proof that the test's own orphaned workers are its leftovers."""
     user = unit_user_field()
     where = os.getcwd() if working_directory is None else working_directory
-    install_systemctl(monkeypatch, folder, unit_show_text(unit, active_state, user, where))
+    show = unit_show_text(unit, active_state, user, where, exec_start)
+    install_systemctl(monkeypatch, folder, show)
     profile = folder / "service.toml"
     profile.write_text(
         f'[service]\nengine = "vllm"\nunit = "{unit}"\nbase_url = "http://127.0.0.1:{port}"\n'

@@ -356,6 +356,35 @@ def _under(path, root):
     return path == root or path.startswith(root if root == "/" else root + "/")
 
 
+# Where everyone's programs and libraries live: never a unit's own place, whatever links there.
+SYSTEM_ROOTS = ("/", "/usr", "/usr/local", "/bin", "/lib", "/lib64", "/opt")
+
+
+def _spellings(path):
+    """A unit's path as written and as /proc shows it (symlinks resolved): /proc/PID/cwd,
+    exe and maps name the resolved one, so /srv/vllm -> /data/vllm must match either."""
+    if not path:
+        return ()
+    real = os.path.realpath(path)
+    return (path,) if real in (path, *SYSTEM_ROOTS) else (path, real)
+
+
+def _maps_under(base, roots):
+    """Whether the process maps a file under one of roots: a venv made with symlinks (python
+    -m venv's and uv's default) runs the base interpreter (exe /usr/bin/python3.x) and a
+    vLLM worker retitles itself (VLLM::Worker), yet it maps the venv's libraries (torch)."""
+    try:
+        with open(base + "/maps") as handle:
+            for line in handle:
+                fields = line.split(None, 5)  # address perms offset dev inode [path]
+                path = fields[5].strip() if len(fields) == 6 else ""
+                if path.startswith("/") and any(_under(path, root) for root in roots):
+                    return True
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
+
+
 def recorded_ancestor(info, owned, proc=PROC, limit=64):
     """The process or live ancestor whose (pid, start ticks) the service recorded, or None."""
     current = info
@@ -374,7 +403,8 @@ def ownership(info, request, proc=PROC):
     Beyond the unit's cgroup and main process (classify() checks those), a process is the
     service's when the service recorded starting it or an ancestor (pid and start ticks:
     the simulator's pids.log), or when it runs as the unit's User= (root if none) from its
-    WorkingDirectory= or its ExecStart's virtualenv. A name alone proves nothing."""
+    WorkingDirectory= or its ExecStart's virtualenv (its program, or a library it maps
+    from there). A name alone proves nothing."""
     owned = {(int(pid), int(ticks)) for pid, ticks in request.get("owned") or ()}
     recorded = recorded_ancestor(info, owned, proc) if owned else None
     if recorded is not None:
@@ -395,10 +425,16 @@ def ownership(info, request, proc=PROC):
     venv = request.get("unit_venv") or None
     base = f"{proc}/{info['pid']}"
     cwd = _readlink(base + "/cwd")
-    if unit_dir and cwd is not None and cwd.rstrip("/") == unit_dir.rstrip("/"):
+    dirs = [spelling.rstrip("/") or "/" for spelling in _spellings(unit_dir)]
+    if cwd is not None and (cwd.rstrip("/") or "/") in dirs:
         return f"run by {unit_user} from the unit's directory {unit_dir}", None
     program = info["cmdline"][0] if info["cmdline"] else ""
-    if venv and (_under(_readlink(base + "/exe"), venv) or _under(program, venv)):
+    venvs = _spellings(venv)
+    exe = _readlink(base + "/exe")
+    if venvs and (
+        any(_under(exe, root) or _under(program, root) for root in venvs)
+        or _maps_under(base, venvs)
+    ):
         return f"run by {unit_user} from the unit's environment {venv}", None
     where = " or ".join(part for part in (unit_dir, venv) if part)
     if where:
