@@ -129,6 +129,16 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "T",
     ),
     ConsoleCommand(
+        "alerts",
+        "A",
+        "alerts",
+        "Alerts",
+        "The alerts firing now: rule, severity, since when, value; acked and muted marked",
+        "Panes",
+        False,
+        "A",
+    ),
+    ConsoleCommand(
         "service-start",
         "S",
         "service('start')",
