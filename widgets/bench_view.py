@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Static
 
 from tui.bench.best import COMPLETE, figure_of
 from tui.bench.model import BenchResult, LevelResult
+from tui.bench.report import report_lines
 from tui.core.formatting import NA
 
 if TYPE_CHECKING:  # the driver loads with the first run, not with the console
@@ -26,12 +27,14 @@ FORMULAS = (
     "TTFT = first token chunk - send time;  E2EL = last token chunk - send time;\n"
     "TPOT = (E2EL - TTFT) / (output tokens - 1);  ITL = every chunk-to-chunk gap (pooled);\n"
     "output tok/s = output tokens / (first dispatch .. last completion)  (vLLM bench serve)\n"
-    "1-stream tok/s = output tok/s at c=1 (the c=1 row);  decode tok/s per stream = 1 / TPOT"
+    "1-stream tok/s = output tok/s at c=1 (the c=1 row);  decode tok/s per stream = 1 / TPOT\n"
+    "latencies in ms;  input/total tok/s = prompt/(prompt+output) tokens over the same span"
 )
 _BAR_WIDTH = 28
+# Latencies in ms (said in the formulas): headers without the unit fit 80 columns; the
+# highlighted level's whole report (mean, median, each percentile) is drawn below.
 _LEVEL_COLUMNS = (
-    "load", "ok", "fail", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "ITL p99 ms",
-    "out tok/s", "req/s",
+    "load", "ok", "fail", "TTFT p50", "TTFT p99", "TPOT p50", "ITL p99", "out tok/s", "req/s",
 )  # fmt: skip
 _HISTORY_COLUMNS = (
     "when", "preset", "model", "GPUs", "TP/EP", "config", "1-stream tok/s", "best tok/s", "at",
@@ -62,6 +65,10 @@ class BenchView(VerticalScroll):
     BenchView #bench-formulas { color: $text-muted; }
     """
 
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._levels: dict[str, LevelResult] = {}  # by row key, for the detail view
+
     def compose(self) -> ComposeResult:
         yield Static(Text("No benchmark yet: press b to run the default preset.", style="dim"),
                      id="bench-progress")  # fmt: skip
@@ -70,6 +77,7 @@ class BenchView(VerticalScroll):
         )
         levels.add_columns(*_LEVEL_COLUMNS)
         yield levels
+        yield Static("", id="bench-detail")
         yield Static("", id="bench-chart")
         history: DataTable[str | Text] = DataTable(id="bench-history", cursor_type="row")
         history.add_columns(*_HISTORY_COLUMNS)
@@ -95,6 +103,8 @@ class BenchView(VerticalScroll):
             Text(f"Running against {started.model}{version} ({started.prompt_method})")
         )
         self.query_one("#bench-levels", DataTable).clear()
+        self._levels.clear()
+        self.query_one("#bench-detail", Static).update("")
         self.query_one("#bench-chart", Static).update("")
 
     def show_progress(self, progress: BenchProgress) -> None:
@@ -136,9 +146,24 @@ class BenchView(VerticalScroll):
             _figure(level.request_throughput, measured, ",.2f"),
             key=key,
         )
+        self._levels[key] = level
+        table.move_cursor(row=table.get_row_index(key))  # the newest level, and its report
+        self._show_detail(level)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The highlighted level's whole report (vLLM's figures) below the table."""
+        if event.data_table.id != "bench-levels" or event.row_key.value is None:
+            return
+        level = self._levels.get(event.row_key.value)
+        if level is not None:
+            self._show_detail(level)
+
+    def _show_detail(self, level: LevelResult) -> None:
+        self.query_one("#bench-detail", Static).update(Text("\n".join(report_lines(level))))
 
     def show_result(self, result: BenchResult) -> None:
         self.query_one("#bench-levels", DataTable).clear()
+        self._levels.clear()
         for level in result.levels:
             self.show_level(level)
         self.query_one("#bench-chart", Static).update(self._chart(result.levels))

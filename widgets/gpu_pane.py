@@ -18,7 +18,13 @@ from textual.widgets import Static
 
 from tui.core.formatting import duration_compact
 from tui.gpu.history import GpuTrend
-from tui.gpu.model import GpuBoxSnapshot, GpuSample, GpuStatic, total_memory_bytes
+from tui.gpu.model import (
+    GpuBoxSnapshot,
+    GpuSample,
+    GpuStatic,
+    throttle_labels,
+    total_memory_bytes,
+)
 from tui.health.badge import GpuBadge
 from widgets import gpu_format as fmt
 from widgets.gpu_table import GpuTable, TableColumn, TableRow
@@ -94,6 +100,23 @@ def _gpu_cells(
         cells["util_hist"] = f"[green]{fmt.sparkline(trend.utilization_pct, 12)}[/]"
         cells["fill"] = fmt.fill_cell(trend.memory_fill_bytes_per_s, trend.memory_rising)
     return cells
+
+
+def _slowdown_cells(sample: GpuSample, compact: bool) -> dict[str, str] | None:
+    """The row under a slowed GPU: its SM and memory clocks and why they are held down."""
+    labels = throttle_labels(sample)
+    if not labels:
+        return None
+    sm = "?" if sample.sm_clock_mhz is None else str(sample.sm_clock_mhz)
+    clocks = f"SM {sm} MHz"
+    if not compact:
+        mem = "?" if sample.memory_clock_mhz is None else str(sample.memory_clock_mhz)
+        clocks = f"SM {sm} mem {mem} MHz"
+    return {
+        "name": "[yellow]↳ slowed:[/]",
+        "memory": f"[yellow]{fmt.clip(clocks, 15 if compact else 22)}[/]",
+        "util": f"[yellow]{fmt.clip(', '.join(labels), 9 if compact else 15)}[/]",
+    }
 
 
 def _total_cells(snapshot: GpuBoxSnapshot, compact: bool) -> dict[str, str]:
@@ -208,6 +231,9 @@ class GpuPane(Widget):
             badge = self._badges.get(sample.index)
             cells = _gpu_cells(static, sample, trend, compact, badge)
             rows.append(TableRow(f"gpu-{sample.index}", cells))
+            slowed = _slowdown_cells(sample, compact)
+            if slowed is not None:
+                rows.append(TableRow(f"slow-{sample.index}", slowed, selectable=False))
         rows.append(TableRow("total", _total_cells(snapshot, compact), selectable=False))
         return rows
 

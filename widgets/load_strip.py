@@ -87,8 +87,11 @@ def render_strip(
             text.append(f"  prefill {metrics.prompt_tokens_per_s:,.0f} tok/s")
         if metrics.generation_tokens_per_s is not None:
             text.append(f"  decode {metrics.generation_tokens_per_s:,.0f} tok/s")
+        # README promises TTFT and ITL here: the two an operator reads latency by.
         if metrics.ttft_p50_s is not None:
             text.append(f"  TTFT p50 {metrics.ttft_p50_s * 1000:.0f} ms")
+        if metrics.itl_p50_s is not None:
+            text.append(f"  ITL p50 {metrics.itl_p50_s * 1000:.0f} ms")
         text.append(f"  ({metrics.source})", style="dim")
     return text
 

@@ -100,3 +100,23 @@ def test_bench_quick_on_the_demo_saves_to_history(capsys: pytest.CaptureFixture[
         (saved,) = read_history()
     assert saved.context.profile == "demo" and saved.context.host == "simulator"
     assert saved.context.gpus.startswith("8 x NVIDIA RTX PRO 6000")
+
+
+def test_bench_percentiles_in_json_and_report(
+    sse_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["bench", "--url", sse_server, "--model", "m?itl_ms=2", "--num-requests", "4",
+            "--input-tokens", "16", "--output-tokens", "8", "--percentiles", "50,90,95,99"]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    level = json.loads(capsys.readouterr().out)[0]
+    for metric in ("ttft", "tpot", "itl", "e2el"):
+        assert all(f"p{p}_{metric}_ms" in level for p in (50, 90, 95, 99)), level.keys()
+    assert level["total_token_throughput"] > level["output_throughput"] > 0
+    assert level["servedeck"]["input_tok_s"] > 0
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines() if "saved to" not in line)
+    head = next(line for line in out.splitlines() if line.startswith("c=1 ") and "p95" in line)
+    assert head.split()[1:] == ["mean", "median", "p50", "p90", "p95", "p99"]
+    assert any(line.startswith("  E2EL ms") for line in out.splitlines())
+    assert any("input" in line and "total" in line for line in out.splitlines())

@@ -123,3 +123,22 @@ async def test_a_cancelled_level_and_run_show_n_a_never_zero() -> None:
         assert row[3:] == ["n/a"] * 6, row  # "0.0" where nothing was measured before
         history = [str(cell) for cell in app.query_one("#bench-history", DataTable).get_row_at(0)]
         assert history[1].endswith("cancelled") and history[6:] == ["n/a", "n/a", "n/a"], history
+
+
+async def test_levels_fit_80_columns_and_the_highlighted_level_has_its_whole_report() -> None:
+    app = BenchViewApp()
+    async with app.run_test(size=(80, 60)) as pilot:
+        await pilot.pause()
+        levels = app.query_one("#bench-levels", DataTable)
+        assert levels.virtual_size.width <= levels.scrollable_content_region.width
+        detail = app.query_one("#bench-detail", Static)
+        assert str(detail.render()).splitlines()[0].startswith("c=64")  # the newest level
+        levels.focus()
+        levels.move_cursor(row=1)
+        await pilot.pause()
+        text = str(detail.render())
+        lines = text.splitlines()
+        assert lines[0].split() == ["c=8", "mean", "median", "p90", "p95", "p99"]
+        assert [line.split()[0] for line in lines[1:5]] == ["TTFT", "TPOT", "ITL", "E2EL"]
+        assert "input" in lines[-1] and "total" in lines[-1]
+        assert all(len(line) <= 78 for line in lines)  # inside the pane's padding

@@ -6,6 +6,7 @@ who shows, rings, records or posts them is the caller's business.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,10 +53,29 @@ class AlertChange:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class FiringAlert:
+    """One alert firing now, as the "alerts firing now" view lists it."""
+
+    alert_id: str
+    rule: AlertRule
+    gpu: int | None
+    since_s: float  # when the condition started to hold
+    value: float  # the last value observed
+    acknowledged: bool
+    muted: bool
+
+
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
 @dataclass
 class _Track:
     pending_since_s: float | None = None
     firing: bool = False
+    rule: AlertRule | None = None
+    gpu: int | None = None
+    value: float = math.nan
 
 
 @dataclass
@@ -75,7 +95,8 @@ class AlertEngine:
                 continue
             for gpu, value in values.items():
                 alert_id = rule.name if gpu is None else f"{rule.name}:gpu{gpu}"
-                track = self._tracks.setdefault(alert_id, _Track())
+                track = self._tracks.setdefault(alert_id, _Track(rule=rule, gpu=gpu))
+                track.value = value
                 change = self._step(rule, alert_id, gpu, track, value, now_s)
                 if change is not None:
                     changes.append(change)
@@ -121,6 +142,25 @@ class AlertEngine:
 
     def firing(self) -> list[str]:
         return sorted(alert_id for alert_id, track in self._tracks.items() if track.firing)
+
+    def firing_now(self, now_s: float | None = None) -> tuple[FiringAlert, ...]:
+        """Every alert firing now, the most severe and then the oldest first."""
+        now_s = time.time() if now_s is None else now_s
+        alerts = [
+            FiringAlert(
+                alert_id,
+                track.rule,
+                track.gpu,
+                track.pending_since_s if track.pending_since_s is not None else now_s,
+                track.value,
+                alert_id in self.acked,
+                self.is_muted(alert_id, now_s),
+            )
+            for alert_id, track in self._tracks.items()
+            if track.firing and track.rule is not None
+        ]
+        alerts.sort(key=lambda a: (_SEVERITY_ORDER.get(a.rule.severity, 3), a.since_s, a.alert_id))
+        return tuple(alerts)
 
     def mute(self, alert_id: str, for_s: float, now_s: float | None = None) -> None:
         self.muted_until_s[alert_id] = (time.time() if now_s is None else now_s) + for_s

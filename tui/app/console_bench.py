@@ -201,6 +201,7 @@ class BenchMixin(ConsoleParts):
                 url,
                 api_key_env=self.profile.service.api_key_env,
                 context=replace(context, base_url=url),
+                percentiles=self.profile.benchmark.percentiles,
             )
             self.bench_process = BenchProcess(spec)
             self.refresh_bindings()  # c (cancel) joins the footer while it runs

@@ -252,6 +252,17 @@ class RecordMixin(ConsoleParts):
             )
         )
 
+    def action_alerts(self: Any) -> None:
+        """A: the alerts firing now, from the monitor (not only toasts and the Timeline)."""
+        from tui.screens.alerts_firing import AlertsFiringScreen
+
+        if isinstance(self.screen, AlertsFiringScreen):
+            return
+        recording = self.recording
+        read = None if recording is None else recording.monitor.engine.firing_now
+        why = "The alert monitor has not started yet: no rule has been evaluated."
+        self.push_screen(AlertsFiringScreen(read, why))
+
     def open_replay(self: Any, at_s: float) -> None:
         from tui.screens.replay import ReplayScreen
 

@@ -10,16 +10,19 @@ import json
 import math
 from typing import Any
 
-from tui.bench.model import BenchResult, LatencyStats, LevelResult
+from tui.bench.model import BenchResult, LatencyStats, LevelResult, percentile_word
 
 
 def _latency_fields(prefix: str, stats: LatencyStats) -> dict[str, float]:
-    return {
+    """vLLM's keys: mean, median, std and `p{P}_{metric}_ms` for each asked percentile."""
+    fields = {
         f"mean_{prefix}_ms": stats.mean_ms,
         f"median_{prefix}_ms": stats.median_ms,
         f"std_{prefix}_ms": stats.std_ms,
-        f"p99_{prefix}_ms": stats.p99_ms,
     }
+    for percentile, value in stats.selected_ms():
+        fields[f"p{percentile_word(percentile)}_{prefix}_ms"] = value
+    return fields
 
 
 def level_to_vllm(result: BenchResult, level: LevelResult) -> dict[str, Any]:
@@ -54,6 +57,7 @@ def level_to_vllm(result: BenchResult, level: LevelResult) -> dict[str, Any]:
         "output_tokens_source": level.output_tokens_source,
         "decode_tok_s_per_stream": level.decode_tok_s_per_stream,
         "prefill_tok_s_per_request": level.prefill_tok_s_per_request,
+        "input_tok_s": level.input_tok_s,
         "server": None if level.server is None else _server(level),
         "context": {
             key: getattr(result.context, key) for key in result.context.__dataclass_fields__

@@ -22,6 +22,7 @@ from tui.bench.model import (
     RequestOutcome,
     ServerView,
 )
+from tui.core.config import DEFAULT_PERCENTILES
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -38,8 +39,10 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * fraction
 
 
-def latency_stats(values_s: Sequence[float]) -> LatencyStats:
-    """Mean, median, population std, p90 and p99 of a list of seconds, in ms."""
+def latency_stats(
+    values_s: Sequence[float], percentiles: Sequence[float] = DEFAULT_PERCENTILES
+) -> LatencyStats:
+    """Mean, median, population std, p90, p99 and the asked percentiles of seconds, in ms."""
     if not values_s:
         return LatencyStats()
     mean = sum(values_s) / len(values_s)
@@ -51,6 +54,7 @@ def latency_stats(values_s: Sequence[float]) -> LatencyStats:
         std_ms=math.sqrt(variance) * 1000,
         p90_ms=percentile(values_s, 90) * 1000,
         p99_ms=percentile(values_s, 99) * 1000,
+        percentiles_ms=tuple((float(q), percentile(values_s, q) * 1000) for q in percentiles),
     )
 
 
@@ -100,6 +104,7 @@ def summarize_level(
     cancelled: int = 0,
     slos: Slos | None = None,
     server: ServerView | None = None,
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
 ) -> LevelResult:
     """Aggregate one level's outcomes; failures are counted, never in latency lists."""
     good = [outcome for outcome in outcomes if outcome.success]
@@ -121,7 +126,7 @@ def summarize_level(
     goodput = None
     if slos is not None and slos.any:
         goodput = sum(_meets(outcome, slos) for outcome in good) / duration
-    tpot_stats = latency_stats(tpots)
+    tpot_stats = latency_stats(tpots, percentiles)
     prefill_rates = [o.prompt_tokens / o.ttft_s for o in good if o.ttft_s > 0 and o.prompt_tokens]
     return LevelResult(
         concurrency=concurrency,
@@ -144,12 +149,13 @@ def summarize_level(
         prefill_tok_s_per_request=sum(prefill_rates) / len(prefill_rates)
         if prefill_rates
         else None,
-        ttft=latency_stats(ttfts),
+        ttft=latency_stats(ttfts, percentiles),
         tpot=tpot_stats,
-        itl=latency_stats(itls),
-        e2el=latency_stats(e2els),
+        itl=latency_stats(itls, percentiles),
+        e2el=latency_stats(e2els, percentiles),
         errors=tuple(outcome.error for outcome in failed),
         server=server,
+        input_tok_s=_finite(total_input / duration) if total_input else None,
     )
 
 

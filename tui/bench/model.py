@@ -16,7 +16,11 @@ OUTPUT_TOKENS_MIXED = "mixed (some requests had no usage; chunks counted)"
 
 @dataclass(frozen=True, slots=True)
 class LatencyStats:
-    """Summary of one latency list in milliseconds (vLLM: mean, median, std, p99)."""
+    """Summary of one latency list in milliseconds (vLLM: mean, median, std, percentiles).
+
+    `percentiles_ms` holds (percentile, value) for the percentiles the run asked for
+    (vLLM's `--metric-percentiles`); p90 and p99 are always kept, for comparisons.
+    """
 
     count: int = 0
     mean_ms: float = 0.0
@@ -24,6 +28,16 @@ class LatencyStats:
     std_ms: float = 0.0
     p90_ms: float = 0.0
     p99_ms: float = 0.0
+    percentiles_ms: tuple[tuple[float, float], ...] = ()
+
+    def selected_ms(self) -> tuple[tuple[float, float], ...]:
+        """The asked percentiles; p99 alone for a run stored before they could be chosen."""
+        return self.percentiles_ms or ((99.0, self.p99_ms),)
+
+
+def percentile_word(percentile: float) -> str:
+    """vLLM's spelling of a percentile in keys and labels: 99 -> "99", 99.9 -> "99.9"."""
+    return str(int(percentile)) if int(percentile) == percentile else str(percentile)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +86,8 @@ class LevelResult:
     e2el: LatencyStats
     errors: tuple[str, ...] = ()  # the first error of each failed request
     server: ServerView | None = None
+    # prompt tokens / duration: the prefill side of a run (None in runs stored before it)
+    input_tok_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +170,10 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
 def level_from_dict(data: dict[str, Any]) -> LevelResult:
     values = dict(data)
     for name in ("ttft", "tpot", "itl", "e2el"):
-        values[name] = _build(LatencyStats, values.get(name) or {})
+        stats = dict(values.get(name) or {})
+        pairs = stats.get("percentiles_ms") or ()
+        stats["percentiles_ms"] = tuple((float(p), float(v)) for p, v in pairs)
+        values[name] = _build(LatencyStats, stats)
     server = values.get("server")
     values["server"] = _build(ServerView, server) if server else None
     values["errors"] = tuple(values.get("errors") or ())

@@ -322,6 +322,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                     cancelled=run.cancelled,
                     slos=Slos(spec.slos.ttft_ms, spec.slos.tpot_ms, spec.slos.e2el_ms),
                     server=server_delta(before, after),
+                    percentiles=spec.percentiles,
                 )
                 results.append(level)
                 emit("level", level=level_to_dict(level))

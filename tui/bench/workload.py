@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from tui.bench.model import RunContext
-from tui.core.config import BenchmarkPreset
+from tui.core.config import DEFAULT_PERCENTILES, BenchmarkPreset
 
 _WORDS = [
     "the",
@@ -173,6 +173,7 @@ class BenchSpec:
     trace_speed: float = 1.0  # trace: 2.0 replays twice as fast
     slos: SloSpec = field(default_factory=SloSpec)
     context: RunContext = field(default_factory=RunContext)
+    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES  # vLLM's --metric-percentiles
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -184,6 +185,8 @@ class BenchSpec:
         values["context"] = RunContext(**(values.get("context") or {}))
         values["concurrency"] = tuple(int(c) for c in values.get("concurrency") or (1,))
         values["request_rates"] = tuple(float(r) for r in values.get("request_rates") or ())
+        asked = values.get("percentiles") or DEFAULT_PERCENTILES
+        values["percentiles"] = tuple(float(p) for p in asked)
         return cls(**values)
 
     def levels(self) -> list[tuple[int, float | None]]:

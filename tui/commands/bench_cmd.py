@@ -16,10 +16,11 @@ from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
 from tui.bench.export import result_to_json
 from tui.bench.history import append_result
 from tui.bench.model import BenchResult, LevelResult, RunContext
+from tui.bench.report import report_lines
 from tui.bench.workload import BenchSpec, spec_from_preset
 from tui.commands._target import deck_from_args, profile_from_args
 from tui.commands._width import hanging
-from tui.core.config import BenchmarkPreset, default_presets
+from tui.core.config import BenchmarkPreset, default_presets, percentiles_problem
 from tui.core.errors import ServedeckError, UsageError
 from tui.deck import Deck
 
@@ -58,6 +59,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     )
     parser.add_argument(
         "--run-timeout", type=float, metavar="S", help="stop the run (partial) after S s"
+    )
+    parser.add_argument(
+        "--percentiles",
+        metavar="LIST",
+        help="latency percentiles to report, e.g. 50,90,95,99 (vLLM's --metric-percentiles; "
+        "default: the profile's [benchmark] percentiles, else 90,95,99)",
     )
     parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
     parser.add_argument("--save", action="store_true", help="append the result to the history")
@@ -106,11 +113,26 @@ def check_args(args: argparse.Namespace, presets: Mapping[str, BenchmarkPreset] 
         _positive(name.replace("_", "-"), getattr(args, name, None))
     for level in args.concurrency or ():
         _positive("concurrency", level)
+    parse_percentiles(getattr(args, "percentiles", None))
     known = default_presets() if presets is None else presets
     if args.preset is not None and args.preset not in known:
         raise UsageError(
             f"unknown preset {args.preset!r}; known presets: {', '.join(sorted(known))}"
         )
+
+
+def parse_percentiles(text: str | None) -> tuple[float, ...] | None:
+    """`--percentiles 50,90,95,99` as sorted numbers; a bad list is a one-line UsageError."""
+    if text is None:
+        return None
+    try:
+        values = [float(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise UsageError(f"--percentiles expects numbers like 50,90,99, got {text!r}") from None
+    problem = percentiles_problem(values)
+    if problem:
+        raise UsageError(f"--percentiles: {problem}")
+    return tuple(sorted(set(values)))
 
 
 def _dataset_path(args: argparse.Namespace) -> str | None:
@@ -155,6 +177,7 @@ def build_spec(
 ) -> BenchSpec:
     """Turn the command line (and the deck of the profile it names) into a BenchSpec."""
     check_args(args, None if deck is None else deck.profile.benchmark.presets)
+    percentiles = parse_percentiles(getattr(args, "percentiles", None))
     if args.url:
         presets: dict[str, BenchmarkPreset] = default_presets()
         default_name = "quick"
@@ -169,6 +192,7 @@ def build_spec(
         base_url = base_url or profile.service.base_url
         context = replace(context_for_profile(profile, gpus), host=deck.host_label)
         api_key_env = profile.service.api_key_env
+        percentiles = percentiles or profile.benchmark.percentiles
     name = args.preset or default_name
     if name not in presets:
         known = ", ".join(sorted(presets))
@@ -193,6 +217,7 @@ def build_spec(
         trace_speed=getattr(args, "trace_speed", None),
         api_key_env=api_key_env,
         context=replace(context, base_url=base_url),
+        percentiles=percentiles,
     )
 
 
@@ -237,6 +262,8 @@ def format_result(result: BenchResult) -> str:
         f"{'TPOT p50':>8} {'ITL p99':>8} {'out tok/s':>9} {'req/s':>6}",
     ]
     lines += [format_level(level) for level in result.levels]
+    for level in result.levels:
+        lines += report_lines(level)
     for level in result.levels:
         if level.errors:
             lines.append(f"  c={level.concurrency}: first error: {level.errors[0]}")

@@ -13,7 +13,7 @@ import re
 import stat
 import threading
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -175,11 +175,25 @@ class BenchmarkSlo:
     min_user_tok_s: float = 20.0
 
 
+# The latency percentiles a benchmark reports besides mean and median (vLLM's
+# `--metric-percentiles`; its default is 99 alone, an operator's table wants the tail).
+DEFAULT_PERCENTILES: tuple[float, ...] = (90.0, 95.0, 99.0)
+
+
+def percentiles_problem(values: Sequence[float]) -> str | None:
+    """Why a list of percentiles cannot be used (empty, or one outside 0..100), or None."""
+    if not values:
+        return "expected at least one percentile"
+    bad = [value for value in values if not (math.isfinite(value) and 0 <= value <= 100)]
+    return f"a percentile must be within 0..100, got {bad[0]:g}" if bad else None
+
+
 @dataclass(frozen=True, slots=True)
 class BenchmarkConfig:
     default_preset: str = "quick"
     presets: Mapping[str, BenchmarkPreset] = field(default_factory=default_presets)
     slo: BenchmarkSlo = field(default_factory=BenchmarkSlo)
+    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,8 +597,15 @@ def _benchmark(table: _Table) -> BenchmarkConfig:
         **{f.name: slo_table.number(f.name, getattr(base, f.name), minimum=0) for f in fields(base)}
     )
     slo_table.finish()
+    asked = table.numbers("percentiles", DEFAULT_PERCENTILES, integer=False, minimum=0)
+    problem = percentiles_problem(asked)
+    if problem:
+        table.problem("percentiles", problem)
+    percentiles = DEFAULT_PERCENTILES if problem else tuple(sorted({float(p) for p in asked}))
     table.finish()
-    return BenchmarkConfig(default_preset=default, presets=presets, slo=slo)
+    return BenchmarkConfig(
+        default_preset=default, presets=presets, slo=slo, percentiles=percentiles
+    )
 
 
 def _handoff(table: _Table) -> HandoffNotes:

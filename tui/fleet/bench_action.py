@@ -80,7 +80,11 @@ async def run_bench_on_host(
     preset = deck.profile.benchmark.presets[plan.preset]
     context = replace(context_for_profile(deck.profile), host=deck.host_label, base_url=url)
     spec = spec_from_preset(
-        preset, url, api_key_env=deck.profile.service.api_key_env, context=context
+        preset,
+        url,
+        api_key_env=deck.profile.service.api_key_env,
+        context=context,
+        percentiles=deck.profile.benchmark.percentiles,
     )
     append_audit(
         "fleet.bench.request",

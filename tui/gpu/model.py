@@ -120,3 +120,36 @@ def total_memory_bytes(samples: Sequence[GpuSample]) -> tuple[int, int]:
     used = sum(s.memory_used_bytes or 0 for s in samples if s.memory_total_bytes)
     total = sum(s.memory_total_bytes or 0 for s in samples if s.memory_total_bytes)
     return used, total
+
+
+# What each NVML clock-event reason (tui.gpu.nvml's names) is called on the Deck.
+THROTTLE_LABELS: dict[str, str] = {
+    "sw_power_cap": "power cap",
+    "hw_slowdown": "hw slowdown",
+    "sw_thermal": "thermal",
+    "hw_thermal": "hw thermal",
+    "hw_power_brake": "power brake",
+    "app_clocks": "app clocks",
+    "sync_boost": "sync boost",
+    "display_clocks": "display clocks",
+}
+
+
+def throttle_labels(sample: GpuSample) -> tuple[str, ...]:
+    """The clock-event reasons holding a GPU's clocks down, in the Deck's words.
+
+    NVML's idle reason is never in `throttle_reasons` (an idle GPU is not slowed), so
+    any reason there is one the operator can act on; () when none is active.
+    """
+    if sample.lost:
+        return ()
+    return tuple(THROTTLE_LABELS.get(name, name) for name in sample.throttle_reasons)
+
+
+def slowdown_text(sample: GpuSample) -> str | None:
+    """ "SM 1140 MHz: power cap" while a GPU is slowed; None when it is not."""
+    labels = throttle_labels(sample)
+    if not labels:
+        return None
+    clock = "?" if sample.sm_clock_mhz is None else str(sample.sm_clock_mhz)
+    return f"SM {clock} MHz: {', '.join(labels)}"

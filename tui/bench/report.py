@@ -1,0 +1,66 @@
+"""vLLM's `bench serve` report of one level, as text lines (the CLI and the Bench pane).
+
+Mean, median and the asked percentiles (`--metric-percentiles`) of TTFT, TPOT, ITL
+and E2EL in ms, then input, output and total tok/s, under vLLM's names. A figure no
+sample stands behind is n/a, never 0.
+"""
+
+from __future__ import annotations
+
+from tui.bench.model import LatencyStats, LevelResult, percentile_word
+
+_LABEL = 10  # "  TTFT ms", or the level's load above them
+_REPORT_CELL = 10  # one figure; the label and 7 of them fill 80 columns
+_REPORT_FIGURES = 7
+
+
+def _stat_cells(stats: LatencyStats, width: int) -> list[str]:
+    """mean, median and each asked percentile; n/a where no sample stands behind them."""
+    if not stats.count:
+        return ["n/a"] * width
+    figures = [stats.mean_ms, stats.median_ms, *(value for _, value in stats.selected_ms())]
+    return [_ms(value) for value in figures]
+
+
+def _ms(value: float) -> str:
+    """Two decimals while they fit a cell (with a space before it), fewer for long waits."""
+    for text in (f"{value:,.2f}", f"{value:,.0f}"):
+        if len(text) < _REPORT_CELL:
+            return text
+    return f"{value:.3e}"
+
+
+def _head(percentile: float) -> str:
+    """`p99`, `p99.9`: vLLM's word, shortened only where it would not fit its cell."""
+    word = percentile_word(percentile)
+    return f"p{word}" if len(word) < _REPORT_CELL - 1 else f"p{percentile:.4g}"[: _REPORT_CELL - 1]
+
+
+def report_lines(level: LevelResult) -> list[str]:
+    """vLLM's report of one level: mean, median and percentiles of TTFT, TPOT, ITL and
+    E2EL in ms, then input, output and total tok/s; 80 columns at most."""
+    load = f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
+    metrics = (("TTFT", level.ttft), ("TPOT", level.tpot), ("ITL", level.itl), ("E2EL", level.e2el))
+    measured_stats = [stats for _, stats in metrics if stats.count]
+    asked = (measured_stats[0] if measured_stats else level.ttft).selected_ms()
+    heads = ["mean", "median", *(_head(p) for p, _ in asked)]
+    rows = [(name, _stat_cells(stats, len(heads))) for name, stats in metrics]
+    lines: list[str] = []
+    for start in range(0, len(heads), _REPORT_FIGURES):
+        cut = slice(start, start + _REPORT_FIGURES)
+        title = load if start == 0 else ""
+        lines.append(f"{title:<{_LABEL}}" + "".join(f"{h:>{_REPORT_CELL}}" for h in heads[cut]))
+        lines += [
+            f"{'  ' + name + ' ms':<{_LABEL}}" + "".join(f"{c:>{_REPORT_CELL}}" for c in cells[cut])
+            for name, cells in rows
+        ]
+    measured = level.completed > 0
+
+    def rate(value: float | None) -> str:
+        return f"{value:,.1f}" if measured and value is not None else "n/a"
+
+    lines.append(
+        f"{'  tok/s':<{_LABEL}}input {rate(level.input_tok_s)}"
+        f"  output {rate(level.output_throughput)}  total {rate(level.total_token_throughput)}"
+    )
+    return lines
