@@ -17,7 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
-from tui.core.redact import _SHAPES, _redact_named_values, redact_text
+from tui.core.redact import (
+    _SHAPES,
+    _URL_CREDENTIALS,
+    _redact_named_values,
+    _redact_pem,
+    _url_credentials,
+    redact_text,
+)
 from tui.logs.line import (
     _ERROR_WORDS,
     _EXCEPTION_LINE,
@@ -39,7 +46,9 @@ PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[Heal
 
 
 def full_redaction(text: str) -> str:
-    """redact_text with every scan run (no known secrets)."""
+    """redact_text with every scan run (no known secrets), in its order."""
+    text = _redact_pem(text)
+    text = _URL_CREDENTIALS.sub(_url_credentials, text)
     text = _redact_named_values(text)
     for pattern, replacement in _SHAPES:
         text = pattern.sub(replacement, text)

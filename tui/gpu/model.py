@@ -54,8 +54,6 @@ class GpuSample:
     index: int
     memory_used_bytes: int | None = None
     memory_total_bytes: int | None = None
-    # What the driver keeps for itself (NVML v2), not counted in memory_used_bytes.
-    memory_reserved_bytes: int | None = None
     utilization_gpu_pct: float | None = None
     utilization_memory_pct: float | None = None
     temperature_c: float | None = None
@@ -72,6 +70,8 @@ class GpuSample:
     processes: tuple[GpuProcessUsage, ...] = ()
     lost: bool = False
     error: str | None = None
+    # What the driver keeps for itself (NVML v2), not counted in memory_used_bytes.
+    memory_reserved_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
