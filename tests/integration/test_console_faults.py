@@ -78,6 +78,19 @@ def readable_box() -> Iterator[SimBox]:
         yield box
 
 
+class BoxOverSshDeck(Deck):
+    """The simulated box reached as a plain SSH host. Its orphans are proven its leftovers by
+    the (pid, start ticks) the box recorded starting, as SimDeck states them: a profile with
+    no unit has no other proof, and this day is about faults, not about proof."""
+
+    def __init__(self, box: SimBox, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._box = box
+
+    def owned_processes(self) -> tuple[tuple[int, int], ...]:
+        return tuple((pid, ticks) for pid, ticks, _role in self._box.started_processes())
+
+
 @pytest.mark.sshd
 async def test_faults_at_every_step_over_a_jump_host(
     sshd: SshdPair, readable_box: SimBox, tmp_path: Path
@@ -85,7 +98,7 @@ async def test_faults_at_every_step_over_a_jump_host(
     box = readable_box
     config = sshd.jump_config(connect_timeout_s=5.0)
     profile = box_profile("faults", config, box)
-    deck = Deck(profile, SSHHost(config), _gpu_source=SimGpuSource(box))
+    deck = BoxOverSshDeck(box, profile, SSHHost(config), _gpu_source=SimGpuSource(box))
     app = ServedeckApp(profile, deck)
     matrix = FaultMatrix()
     # 1. Connecting while the box's sshd is down.
