@@ -249,12 +249,18 @@ class SimEngine:
         return request
 
     def abort(self, request: SimRequest) -> None:
-        """The client went away: free its slot at the next step."""
+        """The client went away: free its slot and KV cache at once, as vLLM's abort does.
+
+        A step already under way still computes it (its token is dropped); the next
+        step is planned without it, so it takes no batch slot, budget or step time.
+        """
         if not request.finished:
             request.aborted = True
             if request in self.waiting:
                 self.waiting.remove(request)
-                self._finish(request, "abort", self._loop.time())
+            elif request in self.running:
+                self.running.remove(request)
+            self._finish(request, "abort", self._loop.time())
 
     def stall(self, seconds: float) -> None:
         self.stall_until_s = self._loop.time() + max(seconds, 0.0)
@@ -371,13 +377,7 @@ class SimEngine:
                 self._finish(request, "length", end_s)
         self.generation_tokens_total += decoded + first_tokens
         self.histograms["iteration_tokens_total"].observe(sum(chunks.values()) + decoded)
-        still_running: list[SimRequest] = []
-        for request in self.running:
-            if request.aborted and not request.finished:
-                self._finish(request, "abort", end_s)
-            if not request.finished:
-                still_running.append(request)
-        self.running = still_running
+        self.running = [request for request in self.running if not request.finished]
 
     def _finish(self, request: SimRequest, reason: str, end_s: float) -> None:
         request.finished = True
