@@ -103,8 +103,7 @@ def simulate_level(
         submit(0.0)
     while len(engine.done) < total:
         decoding, chunks, admitted = engine._plan_step()
-        duration = settings.step_s(len(decoding)) if decoding else 0.0
-        duration += sum(chunks.values()) / settings.prefill_tok_s
+        duration = settings.batch_step_s(len(decoding), sum(chunks.values()))
         for request in admitted:
             request.scheduled_s = now
         engine.running.extend(admitted)

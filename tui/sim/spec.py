@@ -122,3 +122,13 @@ class ServerSettings:
     def step_s(self, decoding: int) -> float:
         """Duration of one decode step with `decoding` requests in the batch."""
         return self.decode_step_s * (1.0 + self.decode_alpha * max(decoding - 1, 0))
+
+    def batch_step_s(self, decoding: int, prefill_tokens: int) -> float:
+        """Simulated duration of one engine step: the ground truth of its timing.
+
+        The decode part when any request decodes, plus the step's prompt chunks at
+        `prefill_tok_s`. The server's engine, the capacity replay and the tests that
+        check either all read this one formula.
+        """
+        decode_s = self.step_s(decoding) if decoding else 0.0
+        return decode_s + prefill_tokens / self.prefill_tok_s
