@@ -107,7 +107,8 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
                 await until(pilot, lambda: app.last_gpu is not None, 30, "a GPU sample")
                 assert "SIMULATED" in header.render().plain
                 assert app.unit_state is not None and app.unit_state.active_state == "inactive"
-                assert gpu_used_bytes(app) == 0
+                idle_bytes = gpu_used_bytes(app)  # a sample taken before the start
+                assert idle_bytes == 0
 
             with day.step("start (S, confirm); watch the load, no key"):
                 await keys.press("S")
@@ -168,7 +169,11 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
                     pilot, lambda: gpu_used_bytes(app) > 500 * GIB, 10, "GPU memory at its plateau"
                 )
                 memory.append(gpu_used_bytes(app))
-                assert memory[0] < 10 * GIB and max(memory) > 500 * GIB, (memory[0], max(memory))
+                # From the idle sample before the start to the plateau, with the climb shown
+                # between. The first sample watched is no idle figure: the first refresh after
+                # the start can come late, with weights loaded (43 GB on a loaded machine).
+                assert idle_bytes < 10 * GIB and max(memory) > 500 * GIB, (idle_bytes, max(memory))
+                assert min(memory) < max(memory), memory
 
             with day.step("ready notification; live serving metrics"):
                 assert any("is ready" in note for note in notifications(app)), notifications(app)
