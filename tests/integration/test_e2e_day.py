@@ -157,8 +157,15 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
                 loading = [phase for phase in phases if phase != Phase.STOPPED]
                 ranks = [LOADING_ORDER.index(Phase(phase)) for phase in loading]
                 assert ranks == sorted(ranks), f"phases advance in order: {phases}"
-                assert {Phase.WEIGHTS, Phase.SERVING} <= set(loading), phases
-                assert len(loading) >= 4, phases
+                # Which phases the load went through is the strip's own timeline: the
+                # phases sampled every 0.1 s miss short ones when the machine is loaded
+                # (['weights', 'compile', 'serving'] was seen).
+                assert strip.progress is not None
+                timeline = [s.phase for s in strip.progress.timeline if s.phase != Phase.STOPPED]
+                spans = [LOADING_ORDER.index(Phase(phase)) for phase in timeline]
+                assert spans == sorted(spans), f"phases advance in order: {timeline}"
+                assert {Phase.WEIGHTS, Phase.SERVING} <= set(timeline), timeline
+                assert len(timeline) >= 4, timeline
                 done = sorted(int(k.split("/")[0]) for k in shard_texts)
                 assert len(done) >= 3 and all(k.endswith("/64") for k in shard_texts), shard_texts
                 assert done[-1] > done[0]
