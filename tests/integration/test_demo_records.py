@@ -6,6 +6,7 @@ killed with SIGKILL while its simulated box runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -24,7 +25,7 @@ from tui.core import paths
 from tui.core.audit import append_audit
 from tui.core.config import demo_profile
 from tui.sim.box import SimBox
-from tui.sim.procs import is_alive
+from tui.sim.procs import is_alive, start_time_ticks
 from tui.sim.sweep import OWNER_FILE, sweep_stale
 
 
@@ -110,3 +111,50 @@ def test_the_next_box_sweeps_the_dir_of_a_console_killed_with_sigkill(
         assert is_alive(int(records[0][0]), int(records[0][1]))
     finally:
         box.close()
+
+
+# The server leads a session of its own; its engine and workers record themselves in
+# pids.log only once they run. A leader that recorded itself, and a child it forked that
+# has not yet (it keeps writing into the dir, as a starting worker does).
+LEADER = """
+import contextlib, os, sys, time
+from pathlib import Path
+from tui.sim.procs import register_pid
+state_dir = Path(sys.argv[1])
+register_pid(state_dir, "APIServer")
+child = os.fork()
+if child == 0:
+    while True:
+        with contextlib.suppress(OSError):
+            (state_dir / "gpu.json").write_text(str(os.getpid()))
+        time.sleep(0.01)
+print(child, flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_sweep_ends_the_processes_a_dead_box_had_not_recorded_yet(tmp_path: Path) -> None:
+    stale = tmp_path / "servedeck-sim-starting"
+    stale.mkdir()
+    (stale / OWNER_FILE).write_text("999999999 1\n")  # an owner that is gone
+    leader = subprocess.Popen(
+        [sys.executable, "-c", LEADER, str(stale)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert leader.stdout is not None
+    unrecorded = int(leader.stdout.readline())
+    ticks = start_time_ticks(unrecorded)
+    assert ticks is not None
+    try:
+        assert str(unrecorded) not in (stale / "pids.log").read_text()
+        assert sweep_stale(tmp_path) == [stale]
+        assert not is_alive(unrecorded, ticks)
+        assert not stale.exists()
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait(timeout=30)

@@ -107,7 +107,8 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
                 await until(pilot, lambda: app.last_gpu is not None, 30, "a GPU sample")
                 assert "SIMULATED" in header.render().plain
                 assert app.unit_state is not None and app.unit_state.active_state == "inactive"
-                assert gpu_used_bytes(app) == 0
+                idle_bytes = gpu_used_bytes(app)  # a sample taken before the start
+                assert idle_bytes == 0
 
             with day.step("start (S, confirm); watch the load, no key"):
                 await keys.press("S")
@@ -156,8 +157,15 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
                 loading = [phase for phase in phases if phase != Phase.STOPPED]
                 ranks = [LOADING_ORDER.index(Phase(phase)) for phase in loading]
                 assert ranks == sorted(ranks), f"phases advance in order: {phases}"
-                assert {Phase.WEIGHTS, Phase.SERVING} <= set(loading), phases
-                assert len(loading) >= 4, phases
+                # Which phases the load went through is the strip's own timeline: the
+                # phases sampled every 0.1 s miss short ones when the machine is loaded
+                # (['weights', 'compile', 'serving'] was seen).
+                assert strip.progress is not None
+                timeline = [s.phase for s in strip.progress.timeline if s.phase != Phase.STOPPED]
+                spans = [LOADING_ORDER.index(Phase(phase)) for phase in timeline]
+                assert spans == sorted(spans), f"phases advance in order: {timeline}"
+                assert {Phase.WEIGHTS, Phase.SERVING} <= set(timeline), timeline
+                assert len(timeline) >= 4, timeline
                 done = sorted(int(k.split("/")[0]) for k in shard_texts)
                 assert len(done) >= 3 and all(k.endswith("/64") for k in shard_texts), shard_texts
                 assert done[-1] > done[0]
@@ -168,7 +176,11 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
                     pilot, lambda: gpu_used_bytes(app) > 500 * GIB, 10, "GPU memory at its plateau"
                 )
                 memory.append(gpu_used_bytes(app))
-                assert memory[0] < 10 * GIB and max(memory) > 500 * GIB, (memory[0], max(memory))
+                # From the idle sample before the start to the plateau, with the climb shown
+                # between. The first sample watched is no idle figure: the first refresh after
+                # the start can come late, with weights loaded (43 GB on a loaded machine).
+                assert idle_bytes < 10 * GIB and max(memory) > 500 * GIB, (idle_bytes, max(memory))
+                assert min(memory) < max(memory), memory
 
             with day.step("ready notification; live serving metrics"):
                 assert any("is ready" in note for note in notifications(app)), notifications(app)

@@ -183,6 +183,7 @@ def test_metrics_parse_with_vllm_names_and_move(serving_box: SimBox) -> None:
 def test_ground_truth_matches_what_a_client_sees(serving_box: SimBox) -> None:
     """Sequential requests: the server's recorded TTFT and E2E agree with the client's clock."""
     observed: list[tuple[str, float, float]] = []
+    delivered: dict[str, tuple[float, float]] = {}  # client's wall time of first, last token
     with httpx.Client(base_url=serving_box.base_url, timeout=30) as client:
         since = len(client.get("/_sim/truth").json()["requests"])
         for prompt_tokens in (150, 300, 600):
@@ -198,6 +199,7 @@ def test_ground_truth_matches_what_a_client_sees(serving_box: SimBox) -> None:
                             first = first or last
                             request_id = chunk["id"].removeprefix("cmpl-")
             observed.append((request_id, first - sent, last - sent))
+            delivered[request_id] = (first, last)
         truth = {r["request_id"]: r for r in client.get("/_sim/truth").json()["requests"]}
     assert len(truth) >= since + 3
     for request_id, ttft, e2e in observed:
@@ -208,6 +210,10 @@ def test_ground_truth_matches_what_a_client_sees(serving_box: SimBox) -> None:
         assert abs(ttft - true_ttft) <= 0.02 + 0.2 * true_ttft, (ttft, true_ttft)
         assert abs(e2e - true_e2e) <= 0.03 + 0.2 * true_e2e, (e2e, true_e2e)
         assert record["output_tokens"] == 20
+        # The HTTP layer wrote each token after its step ended, before the client read it.
+        first_read, last_read = delivered[request_id]
+        assert record["first_token_s"] <= record["first_sent_s"] <= first_read
+        assert record["last_token_s"] <= record["last_sent_s"] <= last_read
     # The model: prefill time is prompt_tokens / prefill_tok_s (3000 tok/s by default).
     longest = truth[observed[-1][0]]
     assert longest["first_token_s"] - longest["scheduled_s"] == pytest.approx(0.2, rel=0.25)

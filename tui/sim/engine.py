@@ -28,7 +28,10 @@ wake-up delay multiplied by the scale would otherwise slow the clock. At the
 real-time scale of 1 a step never lasts less than its model duration.
 
 Every token time recorded is the moment the step ended and the token was
-handed to the HTTP layer, so the truth is what a client can observe.
+handed to the HTTP layer. A streaming request's record also holds when the HTTP layer
+wrote its first and last token chunk to the socket (`first_sent_s`, `last_sent_s`):
+a starved server's handlers run after the step's end, so those are what a client can
+observe at best.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class SimRequest:
     finished: bool = False
     aborted: bool = False
     event: asyncio.Event = field(default_factory=asyncio.Event)
+    first_sent_s: float | None = None  # loop time the first token chunk was written
+    last_sent_s: float | None = None  # loop time the latest token chunk was written
+    record: dict[str, object] | None = None  # its ground truth, once finished
 
 
 # How late a step may start and still be pulled back onto the ideal timeline (real s).
@@ -262,6 +268,20 @@ class SimEngine:
                 self.running.remove(request)
             self._finish(request, "abort", self._loop.time())
 
+    def mark_sent(self, request: SimRequest) -> None:
+        """The HTTP layer is writing a chunk of the request's tokens to its socket now.
+
+        Called before the write, so a client that has read the last token finds its
+        `last_sent_s` in the truth already (the record of a finished request is updated).
+        """
+        now = self._loop.time()
+        if request.first_sent_s is None:
+            request.first_sent_s = now
+        request.last_sent_s = now
+        if request.record is not None:
+            request.record["first_sent_s"] = self.wall(request.first_sent_s)
+            request.record["last_sent_s"] = self.wall(now)
+
     def stall(self, seconds: float) -> None:
         self.stall_until_s = self._loop.time() + max(seconds, 0.0)
         self._wake.set()
@@ -413,6 +433,8 @@ class SimEngine:
             "scheduled_s": None if request.scheduled_s is None else wall(request.scheduled_s),
             "first_token_s": None if request.first_token_s is None else wall(request.first_token_s),
             "last_token_s": None if request.last_token_s is None else wall(request.last_token_s),
+            "first_sent_s": None if request.first_sent_s is None else wall(request.first_sent_s),
+            "last_sent_s": None if request.last_sent_s is None else wall(request.last_sent_s),
             "prompt_tokens": request.prompt_tokens,
             "output_tokens": request.emitted,
             "max_tokens": request.max_tokens,
@@ -421,8 +443,11 @@ class SimEngine:
             "ttft_s": ttft_s,
             "decode_s": decode_s,
         }
+        request.record = record
         self.truth.append(record)
         if len(self.truth) > 200_000:
             del self.truth[:100_000]
-        self._truth_file.write(json.dumps(record) + "\n")
+        # The file keeps what is known at the finish: the last chunk is written after it.
+        kept = {k: v for k, v in record.items() if k not in ("first_sent_s", "last_sent_s")}
+        self._truth_file.write(json.dumps(kept) + "\n")
         self._truth_file.flush()

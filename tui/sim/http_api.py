@@ -403,6 +403,8 @@ class SimApi:
                     + dumps(sim_request.pieces[index])
                     + (last_tail if last else plain_tail)
                 )
+            if upto > sent:
+                self.engine.mark_sent(sim_request)
             sent = upto
             await response.write("".join(parts).encode())
             if cut_after is not None and sent >= cut_after:
