@@ -15,14 +15,14 @@ import contextlib
 import os
 import signal
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.support.sshd_fixtures import SshdPair, SshdServer
+from tests.support.standin_sshd import standin_sshd
+from tui.core.config import HostConfig
 from tui.health.xid import XidEvent
 from tui.health.xid_follow import FollowState, follow_xids
 from tui.hosts.ssh import SSHHost
@@ -35,31 +35,23 @@ _BUSES = {"0000:18:00.0": 0}
 
 
 @pytest.fixture
-def standin_sshd(sshd_pair: SshdPair, tmp_path: Path) -> Iterator[tuple[SshdServer, Path]]:
-    """An sshd whose sessions find the stand-in `dmesg` and `journalctl` first on PATH."""
-    bin_dir = tmp_path / f"standin-{uuid.uuid4().hex}"
-    bin_dir.mkdir()
-    dmesg = bin_dir / "dmesg"
-    # Blocks reading (a loop of sleeps), writes nothing: a quiet kernel's `dmesg --follow`.
-    dmesg.write_text("#!/bin/sh\nwhile :; do sleep 1; done\n")
-    journalctl = bin_dir / "journalctl"
-    journalctl.write_text("#!/bin/sh\necho 'No journal files were found.' >&2\nexit 1\n")
-    for tool in (dmesg, journalctl):
-        tool.chmod(0o755)
-    tmp_path.chmod(0o755)
-    server = SshdServer("outlive", tmp_path / "sshd", sshd_pair.first.authorized_keys)
-    server.prepare()
-    config = server.root / "sshd_config"
-    path = f"{bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    config.write_text(config.read_text() + f"SetEnv PATH={path}\n")
-    server.start()
-    try:
-        yield server, dmesg
-    finally:
-        server.stop()
-        for pid in _running(dmesg):  # what a failed test left on the "host"
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+def standin_box(
+    sshd_pair: SshdPair, tmp_path: Path
+) -> Iterator[tuple[SshdServer, HostConfig, Path]]:
+    """The sshd whose sessions find the stand-in `dmesg` and `journalctl` first on PATH."""
+    tools = {
+        # Blocks reading (a loop of sleeps), writes nothing: a quiet kernel's `dmesg --follow`.
+        "dmesg": "#!/bin/sh\nwhile :; do sleep 1; done\n",
+        "journalctl": "#!/bin/sh\necho 'No journal files were found.' >&2\nexit 1\n",
+    }
+    with standin_sshd(sshd_pair, tmp_path, tools) as (server, config):
+        dmesg = tmp_path / "standin-bin" / "dmesg"
+        try:
+            yield server, config, dmesg
+        finally:
+            for pid in _running(dmesg):  # what a failed test left on the "host"
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 def _running(script: Path) -> list[int]:
@@ -89,12 +81,10 @@ async def _until(predicate: object, timeout_s: float) -> bool:
 
 @pytest.mark.parametrize("cut", ["sshd session killed", "client connection dropped"])
 async def test_a_cut_ends_the_xid_follower_on_the_host(
-    sshd_pair: SshdPair, standin_sshd: tuple[SshdServer, Path], cut: str
+    standin_box: tuple[SshdServer, HostConfig, Path], cut: str
 ) -> None:
-    server, dmesg = standin_sshd
-    known_hosts = server.root / "known_hosts"
-    known_hosts.write_text(server.known_hosts_line())
-    host = SSHHost(replace(sshd_pair.host_config(), port=server.port, known_hosts=str(known_hosts)))
+    server, config, dmesg = standin_box
+    host = SSHHost(config)
     events: list[XidEvent] = []
     states: list[FollowState] = []
     task = asyncio.create_task(follow_xids(host, _BUSES, events.append, states.append))
