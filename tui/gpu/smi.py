@@ -201,6 +201,13 @@ class SmiGpuSource:
             )
         newest = max(received for _, received in self._samples.values())
         stale_after_s = max(5 * self.interval_s, 10.0)
+        if self._error is not None or now - newest > stale_after_s:
+            # The stream is down (connection cut, nvidia-smi gone): these lines are no
+            # sample of now. The console keeps the last good one with its age.
+            why = self._error or f"no data from nvidia-smi for {now - newest:.0f} s"
+            return GpuBoxSnapshot(
+                source=self.name, taken_at_s=time.time(), available=False, error=why
+            )
         by_gpu: dict[int, list[GpuProcessUsage]] = {}
         for usage in self._processes:
             by_gpu.setdefault(usage.gpu_index, []).append(usage)
@@ -217,8 +224,6 @@ class SmiGpuSource:
                 sample = dataclasses.replace(sample, processes=tuple(by_gpu.get(index, ())))
             samples.append(sample)
             statics.append(self._static_with_topology(index))
-        if now - newest > stale_after_s and self._error:
-            samples = [dataclasses.replace(s, error=self._error) for s in samples]
         return GpuBoxSnapshot(
             source=self.name,
             taken_at_s=time.time(),
