@@ -120,6 +120,11 @@ def unknown_since_text(since_s: float) -> str:
     )
 
 
+def cut_as_of_text(at_s: float) -> str:
+    """What the load strip adds while its data predates the connection: it counts no more."""
+    return f"as of {time.strftime('%H:%M:%S', time.localtime(at_s))}, before the connection was cut"
+
+
 def rebooted(boot_id_before: str, boot_id_now: str) -> bool:
     """True when both boot ids are known and differ: the host restarted in between."""
     return bool(boot_id_before) and bool(boot_id_now) and boot_id_before != boot_id_now

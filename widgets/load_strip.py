@@ -51,11 +51,13 @@ def render_strip(
     metrics: ServerMetrics | None,
     bar_width: int = 24,
     ready: ReadyEstimate | None = None,
+    as_of: str | None = None,
 ) -> Text:
     """The strip's text; a pure function so it can be tested without an app.
 
     The only ETA is `ready`: the weights' own ETA leaves out compile, KV-cache
     profiling and CUDA graphs, and a second, shorter number would contradict it.
+    `as_of`: the progress predates the connection (cut): said, and no ready time.
     """
     text = Text()
     if progress is None:
@@ -72,7 +74,9 @@ def render_strip(
             text.append(f"  shard {done}/{progress.shards_total} ")
             text.append(_bar(pct / 100, bar_width), style="cyan")
             text.append(f" {pct:3.0f}%")
-        if progress.is_loading or (phase == "serving" and not progress.ready):
+        if as_of is not None:
+            text.append(f"  {as_of}", style="yellow")
+        elif progress.is_loading or (phase == "serving" and not progress.ready):
             text.append_text(render_ready(ready))
         if phase == "failed" and progress.failure_line:
             text.append(f"  {progress.failure_line}", style="red")
@@ -118,8 +122,12 @@ class LoadStrip(Static):
         metrics: ServerMetrics | None = None,
         ready: ReadyEstimate | None = None,
         unknown: str | None = None,
+        as_of: str | None = None,
     ) -> None:
-        """`unknown`: the service state cannot be read; say so instead of a guessed "stopped"."""
+        """`unknown`: the service state cannot be read; say so instead of a guessed "stopped".
+
+        `as_of`: the progress is what the log said before the connection was cut.
+        """
         self.progress = progress
         self.metrics = metrics
         self.ready = ready
@@ -129,4 +137,4 @@ class LoadStrip(Static):
             return
         # 80 columns hold the phase, shard count, a short bar and the ready time on one line.
         bar_width = max(6, min(24, self.size.width - 70)) if self.size.width else 24
-        update_static(self, render_strip(progress, metrics, bar_width, ready))
+        update_static(self, render_strip(progress, metrics, bar_width, ready, as_of))

@@ -65,7 +65,7 @@ from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker, Pha
 from tui.serving.metrics import MetricsPoller, ServerMetrics
 from tui.serving.readiness import ReadinessProbe
 from tui.serving.service import UnitState, audit_refusal
-from tui.source_health import Outage, unknown_since_text
+from tui.source_health import Outage, cut_as_of_text, unknown_since_text
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.gpu_pane import GpuPane
 from widgets.header_bar import HeaderBar
@@ -181,6 +181,9 @@ class ServedeckApp(
         self._seen_losses = 0
         self.host_outages: list[Outage] = []
         self.service_unknown_since_s: float | None = None
+        # The load as the connection's cut found it: drawn marked and still until a log
+        # line or a unit read arrives over the new connection.
+        self._load_as_of: LoadProgress | None = None
         self._service_error: str | None = None  # the last service poll's error
         self._last_good_gpu: GpuBoxSnapshot | None = None
         self._last_good_overview: HostOverview | None = None
@@ -405,12 +408,14 @@ class ServedeckApp(
         unreachable = (
             self.health["host"].failing or getattr(self.deck.host, "connected", True) is False
         )
-        if message.state is None and unreachable:
+        if message.state is None and unreachable and self.deck.service() is not None:
             # Unknown, not stopped: keep no guessed state, offer no action until it is read.
+            # (No unit: nothing is read from the host, so the host's state changes nothing.)
             self._set_health("service", message.error or "unknown", SERVICE_POLL_S)
         elif message.state is not None:
             self.source_ok("service")
             self._host_reached()
+            self._load_as_of = None  # read over the connection now: the strip counts again
         previous = self.unit_state
         self.unit_state = message.state
         self._record_unit(message.state, message.error)
@@ -519,6 +524,7 @@ class ServedeckApp(
             self._drain_timer = set_sure_timer(self, 0.001, self._drain_log_lines, name="log-drain")
         if batches:
             self.source_ok("log")
+            self._load_as_of = None  # new lines: the strip is of now again
         if batches and not self.deck.host.is_local:
             self._host_reached()  # lines arrive: the host answers again
         pane = self.query_one(LogPane)
@@ -528,6 +534,12 @@ class ServedeckApp(
             watch_restart_loop(self, lines=batch)
             pane.add_lines(batch)
         self._update_load()
+
+    def _freeze_load(self) -> None:
+        """The connection was cut: the strip keeps the load as of now, marked, not counting."""
+        if self._load_as_of is None and not self.deck.host.is_local:
+            self._load_as_of = self.tracker.snapshot()
+            self._update_load()
 
     def _tick_load_clock(self) -> None:
         """While a load runs, its clocks (elapsed, ETA) move: redraw once a second."""
@@ -555,7 +567,8 @@ class ServedeckApp(
         ready = self.ready_clock.update(self.progress)  # also records a load that reached serving
         self._watch_load_live_if_loading()
         ready = None if self.ready else ready
-        shown = (self.progress.phase, self.progress.shards_done, self.metrics)
+        frozen = self._load_as_of
+        shown = (self.progress.phase, self.progress.shards_done, self.metrics, frozen)
         # Redraw on a visible change at once, otherwise once a second for the clocks.
         if self._tab_visible("deck") and (
             shown != self._strip_shown or now_s - self._strip_at_s >= 1.0
@@ -563,10 +576,11 @@ class ServedeckApp(
             self._strip_shown, self._strip_at_s = shown, now_s
             unknown = self.service_unknown_since_s
             self.query_one(LoadStrip).show(
-                self.progress,
+                frozen or self.progress,
                 self.metrics,
-                ready,
+                None if frozen else ready,
                 unknown=unknown_since_text(unknown) if unknown is not None else None,
+                as_of=None if frozen is None else cut_as_of_text(frozen.at_s),
             )
         now_s = time.monotonic()
         if (

@@ -100,6 +100,8 @@ class HealthMixin(ConsoleParts):
         if host.failing:
             self.host_outages.append(Outage(now_mono_s, time.time(), host.reason))
             del self.host_outages[:-_OUTAGES_KEPT]
+            if host.last_ok_at_s is not None:  # a connection was cut, not one never made
+                self._freeze_load()
         elif self.host_outages and self.host_outages[-1].ended_mono_s is None:
             self.host_outages[-1] = self.host_outages[-1].ended(now_mono_s)
 

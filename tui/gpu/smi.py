@@ -15,7 +15,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
-from tui.core.errors import CommandNotFound, HostError, ServedeckError
+from tui.core.errors import CommandNotFound, HostError, HostUnreachable, ServedeckError
 from tui.core.tasks import cancel_and_wait
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
 from tui.gpu.smi_parse import (
@@ -106,6 +106,7 @@ class SmiGpuSource:
         failures = 0
         while True:
             got_lines = False
+            unreachable = False
             seen_this_tick: set[int] = set()
             self.stream_starts += 1
             try:
@@ -128,12 +129,15 @@ class SmiGpuSource:
                     seen_this_tick.add(sample.index)
             except HostError as error:
                 self._error = NO_DRIVER if isinstance(error, CommandNotFound) else str(error)
+                unreachable = isinstance(error, HostUnreachable)
             if not got_lines and self._error is None:
                 self._error = await self._why_no_lines()
             # The stream ended: a waiting sample() reports what there is (or the error) now.
             self._first_batch.set()
             delay = self.restart_backoff_s[min(failures, len(self.restart_backoff_s) - 1)]
-            failures += 1
+            # A host not reached says nothing of nvidia-smi (and the SSH host backs off its
+            # own attempts): no longer wait, or the GPUs stay lost long after a reconnect.
+            failures += 0 if unreachable else 1
             await asyncio.sleep(delay)
 
     async def _why_no_lines(self) -> str:
@@ -201,6 +205,13 @@ class SmiGpuSource:
             )
         newest = max(received for _, received in self._samples.values())
         stale_after_s = max(5 * self.interval_s, 10.0)
+        if self._error is not None or now - newest > stale_after_s:
+            # The stream is down (connection cut, nvidia-smi gone): these lines are no
+            # sample of now. The console keeps the last good one with its age.
+            why = self._error or f"no data from nvidia-smi for {now - newest:.0f} s"
+            return GpuBoxSnapshot(
+                source=self.name, taken_at_s=time.time(), available=False, error=why
+            )
         by_gpu: dict[int, list[GpuProcessUsage]] = {}
         for usage in self._processes:
             by_gpu.setdefault(usage.gpu_index, []).append(usage)
@@ -217,8 +228,6 @@ class SmiGpuSource:
                 sample = dataclasses.replace(sample, processes=tuple(by_gpu.get(index, ())))
             samples.append(sample)
             statics.append(self._static_with_topology(index))
-        if now - newest > stale_after_s and self._error:
-            samples = [dataclasses.replace(s, error=self._error) for s in samples]
         return GpuBoxSnapshot(
             source=self.name,
             taken_at_s=time.time(),

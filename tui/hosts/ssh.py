@@ -11,7 +11,9 @@ group, but only for sessions under privilege separation, which sshd skips for
 root logins ("session signalling requires privilege separation"). So each
 command first prints its process group id (a line servedeck removes), and
 ending it sends the channel signal and also `kill -- -PGID` in a second
-session. Nothing is left running on the server either way.
+session. Nothing is left running on the server either way. A stream's command
+also ends when its connection goes without a word (cut, sshd killed, the console's
+terminal closed), written to or not: see remote_command.
 """
 
 from __future__ import annotations
@@ -47,9 +49,27 @@ _PGID_SCRIPT = (
 )
 
 
-def remote_command(argv: Sequence[str]) -> str:
-    """The string sent to sshd: argv under /bin/sh, after the process group line."""
-    return sh_command(["/bin/sh", "-c", _PGID_SCRIPT, "sh", *argv])
+# A long-lived command may never write (`dmesg --follow` on a quiet kernel), so no broken
+# pipe ends it when its connection goes: a watcher in its process group reads the
+# channel's stdin, which servedeck never writes nor closes, and ends the group at
+# end of input (the session closed, sshd killed, the console's terminal gone). The
+# command itself reads /dev/null, as a stream's command did before.
+_WATCHED_SCRIPT = (
+    f'g=; read -r _ _ _ _ g _ </proc/$$/stat 2>/dev/null; echo "{_PGID_PREFIX}$g"; '
+    # fd 3: an asynchronous list's stdin is /dev/null unless it was duplicated before.
+    "exec 3<&0; { while read -r _; do :; done; kill -TERM 0; } <&3 3<&- >/dev/null 2>&1 & "
+    'exec "$@" </dev/null 3<&-'
+)
+
+
+def remote_command(argv: Sequence[str], ends_with_channel: bool = False) -> str:
+    """The string sent to sshd: argv under /bin/sh, after the process group line.
+
+    `ends_with_channel`: the command's process group ends when the session's stdin
+    reaches end of input (a stream that must not outlive its connection).
+    """
+    script = _WATCHED_SCRIPT if ends_with_channel else _PGID_SCRIPT
+    return sh_command(["/bin/sh", "-c", script, "sh", *argv])
 
 
 @dataclass(slots=True, eq=False)
@@ -226,8 +246,12 @@ class SSHHost:
         stderr: Any = asyncssh.PIPE,
         keep_stdin: bool = False,
         start_timeout_s: float | None = None,
+        ends_with_channel: bool = False,
     ) -> _Remote:
         """Open a session running argv; read its process group line.
+
+        `ends_with_channel` keeps stdin open, unwritten, for the watcher that ends the
+        command when the session goes (remote_command).
 
         When the connection turns out to be dead before the command started, it
         reconnects and tries once more: nothing ran, so nothing runs twice.
@@ -237,13 +261,13 @@ class SSHHost:
         stdin: dict[str, Any] = (
             {"input": stdin_text} if stdin_text is not None else {"stdin": asyncssh.DEVNULL}
         )
-        if keep_stdin:  # a dialog: stdin stays open for lines sent later
+        if keep_stdin or ends_with_channel:  # a dialog's lines, or the watcher's end of input
             stdin = {}
         for attempt in range(2):
             connection = await self._connection()
             try:
                 process = await connection.create_process(
-                    remote_command(argv),
+                    remote_command(argv, ends_with_channel),
                     encoding=encoding,
                     errors="replace",
                     stderr=stderr,
@@ -368,9 +392,16 @@ class SSHHost:
         stderr is discarded (unread, it would stall the channel). Streams do not
         take a slot of the short-command semaphore (they live long), so keep
         max_sessions a few below sshd's MaxSessions. A lost connection ends the
-        stream with HostError; call stream() again to resume.
+        stream with HostError; call stream() again to resume. Without stdin_text, a
+        cut connection also ends the command on the box, written to or not.
         """
-        remote = await self._start(argv, stdin_text, "utf-8", stderr=asyncssh.DEVNULL)
+        remote = await self._start(
+            argv,
+            stdin_text,
+            "utf-8",
+            stderr=asyncssh.DEVNULL,
+            ends_with_channel=stdin_text is None,
+        )
         process = remote.process
         self._streams.add(remote)
         try:
