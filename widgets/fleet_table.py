@@ -17,7 +17,7 @@ from textual.widgets.data_table import CellDoesNotExist
 from tui.core.formatting import GIB, duration_compact, printable
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state
-from widgets.gpu_format import bar, clip
+from widgets.gpu_format import clip
 
 NA = "n/a"
 
@@ -45,7 +45,7 @@ FULL_COLUMNS = (
     ("kv", "KV%"),
     ("toks", "tok/s"),
     ("gpus", "GPUs"),
-    ("mem", "GPU mem (all)"),
+    ("mem", "Mem (all)"),
     ("fullest", "Fullest GPU"),
     ("util", "Util max"),
     ("temp", "Temp"),
@@ -68,8 +68,8 @@ COMPACT_COLUMNS = (
 
 # Which columns a narrow pane keeps first: who, how it is, what is wrong, then the figures.
 KEEP_ORDER = (
-    "host", "state", "alerts", "load", "toks", "mem", "fullest", "temp", "power", "left",
-    "ready", "reqs", "age", "src", "kv", "gpus", "util", "unit",
+    "host", "state", "alerts", "src", "load", "toks", "mem", "fullest", "temp", "power",
+    "left", "ready", "reqs", "age", "kv", "gpus", "util", "unit",
 )  # fmt: skip
 SOURCE_WORD = {"prometheus": "prom", "ssh": "ssh", "demo": "demo"}
 # A Prometheus figure older than this is called out (yellow), whatever the scrape interval.
@@ -107,14 +107,12 @@ def load_cell(row: FleetRow) -> str:
 
 
 def memory_cell(row: FleetRow, compact: bool) -> str:
-    """The memory of all the host's GPUs together, with no percentage to mistake for the
-    fullest GPU's (that figure has its column, `fullest_cell`)."""
+    """The memory of all the host's GPUs together, in GiB: no bar or percentage to mistake
+    for the fullest GPU's (that figure has its column, `fullest_cell`)."""
     used, total = row.gpu_mem_used_bytes, row.gpu_mem_total_bytes
-    fraction = used / total if used is not None and total else None
-    if fraction is None:
+    if used is None or not total:
         return NA
-    text = f"{used / GIB:.0f}/{total / GIB:.0f}G"  # type: ignore[operator]
-    return text if compact else f"{bar(fraction, 5)} {text}"
+    return f"{used / GIB:.0f}/{total / GIB:.0f}G"
 
 
 def fullest_cell(row: FleetRow) -> str:
@@ -124,6 +122,7 @@ def fullest_cell(row: FleetRow) -> str:
 
 ALERTS_MIN_CELLS = 20  # Alerts is kept this wide before the figures after it
 HOST_MAX_CELLS = 30
+LABELS_FROM_CELLS = 150
 
 
 def values(row: FleetRow, compact: bool = False) -> dict[str, str]:
@@ -168,8 +167,8 @@ def fitted_columns(drawn: Sequence[dict[str, str]], width: int) -> dict[str, int
     takes what is left. A column that does not fit is left out whole, never cut."""
     widths = {
         column: max(
-            Text(title).cell_len,
-            *(Text.from_markup(cells_of[column]).cell_len for cells_of in drawn),
+            [Text(title).cell_len]
+            + [Text.from_markup(cells_of[column]).cell_len for cells_of in drawn]
         )
         for column, title in FULL_COLUMNS
     }
@@ -204,8 +203,9 @@ class FleetTable(DataTable[Text]):
 
     def show(self, rows: Sequence[FleetRow], width: int) -> None:
         selected = self.selected_host()
-        drawn = [values(row) for row in rows]
         room = width - 2 * self.cell_padding - self.styles.scrollbar_size_vertical
+        # Labels (the model) beside host names only where there is room for them.
+        drawn = [values(row, compact=room < LABELS_FROM_CELLS) for row in rows]
         fitted = fitted_columns(drawn, room)
         self._columns_for(fitted)
         self.clear()

@@ -97,7 +97,7 @@ async def test_full_columns_at_200x60(demo_collector: FleetCollector) -> None:
             "Run/Wait",
             "KV%",
             "GPUs",
-            "GPU mem",
+            "Mem (all)",
             "Fullest",
             "Power",
             "Left",
