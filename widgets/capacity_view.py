@@ -16,10 +16,14 @@ from textual.widgets import Static
 
 from tui.core.formatting import counted
 
+# Short headers (every one fits its figures, so none is cut), in the order drawn.
 _COLUMNS = (
-    "load", "TTFT p99 ms", "ITL p99 ms", "tok/s/user", "out tok/s", "goodput req/s",
-    "run/wait mean", "KV peak", "preempt", "GPU util", "W", "tok/J", "SLO",
+    "users", "TTFT p99 ms", "ITL p99 ms", "tok/s/user", "out tok/s", "goodput/s",
+    "run/wait", "KV peak", "preempt", "GPU", "W", "tok/J", "SLO",
 )  # fmt: skip
+# Which columns a narrow pane keeps first: the level and its verdict, then the SLO's figures.
+_KEEP_ORDER = (0, 12, 1, 2, 3, 4, 5, 7, 9, 6, 10, 11, 8)
+_GAP = 2  # cells between two columns
 
 
 def _verdict(level: dict[str, Any]) -> Text:
@@ -37,6 +41,34 @@ def _measuring_row(event: dict[str, Any]) -> list[Text | str]:
     rate = event.get("request_rate")
     load = f"{rate:g}/s" if rate is not None else str(event.get("concurrency", "?"))
     return [load, *(["-"] * (len(_COLUMNS) - 2)), Text("measuring", style="bold yellow")]
+
+
+def _level_order(level: dict[str, Any]) -> tuple[float, float]:
+    """Levels from the lightest load up: by request rate, else by users at once."""
+    rate, users = level.get("request_rate"), level.get("concurrency")
+    return (
+        float(rate) if isinstance(rate, int | float) else -1.0,
+        float(users) if isinstance(users, int | float) else 0.0,
+    )
+
+
+def _fitting(rows: list[list[Text | str]], headers: list[str], width: int) -> list[int]:
+    """The columns (in drawing order) whose widest cell fits `width` cells, most needed first.
+
+    A column that does not fit is left out whole rather than every header being cut.
+    """
+    widths = [
+        max(Text(header).cell_len, *(Text(str(row[i])).cell_len for row in rows))
+        for i, header in enumerate(headers)
+    ]
+    kept: list[int] = []
+    used = -_GAP
+    for index in _KEEP_ORDER:
+        if width > 0 and kept and used + _GAP + widths[index] > width:
+            continue
+        kept.append(index)
+        used += _GAP + widths[index]
+    return sorted(kept)
 
 
 def _level_row(level: dict[str, Any]) -> list[Text | str]:
@@ -122,6 +154,10 @@ class CapacityView(Static):
             self._notes.insert(1, spread)
         self._draw()
 
+    def on_resize(self) -> None:
+        """The columns kept depend on the width: draw again for the new one."""
+        self._draw()
+
     def show_error(self, message: str) -> None:
         self._measuring = None
         self._status = Text(f"capacity: {message}", style="bold red")
@@ -131,17 +167,28 @@ class CapacityView(Static):
         parts: list[Any] = [self._status]
         if self._answer is not None:
             parts.append(self._answer)
+        notes = list(self._notes)
         if self._levels or self._measuring is not None:
-            table = Table(box=None, padding=(0, 1), header_style="bold")
-            for name in _COLUMNS:
-                table.add_column(name, justify="left" if name == "SLO" else "right", no_wrap=True)
-            for level in self._levels:
-                table.add_row(*_level_row(level))
+            rows = [_level_row(level) for level in sorted(self._levels, key=_level_order)]
             if self._measuring is not None:
-                table.add_row(*_measuring_row(self._measuring))
+                rows.append(_measuring_row(self._measuring))
+            by_rate = any(level.get("request_rate") is not None for level in self._levels) or (
+                self._measuring is not None and self._measuring.get("request_rate") is not None
+            )
+            headers = ["req/s" if by_rate else "users", *_COLUMNS[1:]]
+            kept = _fitting(rows, headers, self.size.width)
+            table = Table(box=None, padding=(0, _GAP // 2), pad_edge=False, header_style="bold")
+            for index in kept:
+                name = headers[index]
+                table.add_column(name, justify="left" if name == "SLO" else "right", no_wrap=True)
+            for row in rows:
+                table.add_row(*(row[index] for index in kept))
             parts.append(table)
-        if self._notes:
-            parts.append(Text("; ".join(self._notes), style="dim"))
+            hidden = [headers[index] for index in range(len(headers)) if index not in kept]
+            if hidden:
+                notes.append(f"wider terminal shows {', '.join(hidden)}")
+        if notes:
+            parts.append(Text("; ".join(notes), style="dim"))
         self.drawn = Group(*parts)
         self.update(self.drawn)
 

@@ -1,4 +1,4 @@
-"""The Fleet pane's table: one row per host, compact columns under 120 cells wide.
+"""The Fleet pane's table: one row per host, the columns that fit the pane's width.
 
 A pure view: given FleetRows it draws them; the state word, sort and filter come
 from tui.fleet.view, the figures from the rows. Rows are keyed by host name so the
@@ -17,9 +17,8 @@ from textual.widgets.data_table import CellDoesNotExist
 from tui.core.formatting import GIB, duration_compact, printable
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state
-from widgets.gpu_format import bar, clip
+from widgets.gpu_format import clip
 
-COMPACT_BELOW_CELLS = 120
 NA = "n/a"
 
 STATE_STYLE = {
@@ -46,7 +45,8 @@ FULL_COLUMNS = (
     ("kv", "KV%"),
     ("toks", "tok/s"),
     ("gpus", "GPUs"),
-    ("mem", "Memory (sum | worst)"),
+    ("mem", "Mem (all)"),
+    ("fullest", "Fullest GPU"),
     ("util", "Util max"),
     ("temp", "Temp"),
     ("power", "Power"),
@@ -60,12 +60,17 @@ COMPACT_COLUMNS = (
     ("age", "Age"),
     ("load", "Load"),
     ("toks", "tok/s"),
-    ("mem", "Mem"),
+    ("mem", "Mem (all)"),
     ("temp", "Temp"),
     ("alerts", "!"),
 )
 
 
+# Which columns a narrow pane keeps first: who, how it is, what is wrong, then the figures.
+KEEP_ORDER = (
+    "host", "state", "alerts", "src", "load", "toks", "mem", "fullest", "temp", "power",
+    "left", "ready", "reqs", "age", "kv", "gpus", "util", "unit",
+)  # fmt: skip
 SOURCE_WORD = {"prometheus": "prom", "ssh": "ssh", "demo": "demo"}
 # A Prometheus figure older than this is called out (yellow), whatever the scrape interval.
 OLD_SAMPLE_S = 30.0
@@ -102,20 +107,30 @@ def load_cell(row: FleetRow) -> str:
 
 
 def memory_cell(row: FleetRow, compact: bool) -> str:
+    """The memory of all the host's GPUs together, in GiB: no bar or percentage to mistake
+    for the fullest GPU's (that figure has its column, `fullest_cell`)."""
     used, total = row.gpu_mem_used_bytes, row.gpu_mem_total_bytes
-    fraction = used / total if used is not None and total else None
-    worst = row.gpu_mem_used_pct_max
-    if compact:
-        return f"{bar(fraction, 4)} {_na(worst, '{:.0f}%')}"
-    text = f"{used / GIB:.0f}/{total / GIB:.0f}G" if fraction is not None else NA  # type: ignore[operator]
-    return f"{bar(fraction, 5)} {text} | {_na(worst, '{:.0f}%')}"
+    if used is None or not total:
+        return NA
+    return f"{used / GIB:.0f}/{total / GIB:.0f}G"
 
 
-def cells(row: FleetRow, compact: bool) -> list[Text]:
+def fullest_cell(row: FleetRow) -> str:
+    """The fullest GPU's memory in use, as a percentage of that GPU's memory."""
+    return _na(row.gpu_mem_used_pct_max, "{:.0f}%")
+
+
+ALERTS_MIN_CELLS = 20  # Alerts is kept this wide before the figures after it
+HOST_MAX_CELLS = 30
+LABELS_FROM_CELLS = 150
+
+
+def values(row: FleetRow, compact: bool = False) -> dict[str, str]:
+    """Every column's markup for one host, uncut but for the source's own text."""
     state = host_state(row)
     name = row.host if not row.label or compact else f"{row.host} {row.label}"
-    values = {
-        "host": free(name, 14 if compact else 30),
+    return {
+        "host": free(name, 14 if compact else HOST_MAX_CELLS),
         "src": SOURCE_WORD.get(row.source, row.source),
         "age": age_cell(row),
         "state": f"[{STATE_STYLE[state]}]{state}[/]",
@@ -127,16 +142,47 @@ def cells(row: FleetRow, compact: bool) -> list[Text]:
         "toks": _na(row.gen_tok_s, "{:.0f}"),
         "gpus": _na(row.gpu_count),
         "mem": memory_cell(row, compact),
+        "fullest": fullest_cell(row),
         "util": _na(row.gpu_util_pct_max, "{:.0f}%"),
         "temp": _na(row.temp_c_max, "{:.0f}C"),
         "power": _na(row.power_w, "{:.0f}W"),
         "left": _na(row.leftovers),
-        "alerts": free(", ".join(row.alerts), 3 if compact else 28)
+        "alerts": free(", ".join(row.alerts), 200)
         if row.alerts
         else ("" if row.reachable else "!"),
     }
+
+
+def cells(row: FleetRow, compact: bool) -> list[Text]:
+    """The cells of one layout (FULL_COLUMNS or COMPACT_COLUMNS), alerts cut short."""
+    drawn = values(row, compact)
+    if row.alerts:
+        drawn["alerts"] = free(", ".join(row.alerts), 3 if compact else 28)
     layout = COMPACT_COLUMNS if compact else FULL_COLUMNS
-    return [Text.from_markup(values[column]) for column, _ in layout]
+    return [Text.from_markup(drawn[column]) for column, _ in layout]
+
+
+def fitted_columns(drawn: Sequence[dict[str, str]], width: int) -> dict[str, int]:
+    """The columns that fit `width` cells, most needed first, each with its width; Alerts
+    takes what is left. A column that does not fit is left out whole, never cut."""
+    widths = {
+        column: max(
+            [Text(title).cell_len]
+            + [Text.from_markup(cells_of[column]).cell_len for cells_of in drawn]
+        )
+        for column, title in FULL_COLUMNS
+    }
+    kept: dict[str, int] = {}
+    used = 0
+    for column in KEEP_ORDER:
+        need = min(widths[column], ALERTS_MIN_CELLS) if column == "alerts" else widths[column]
+        if kept and used + need + 2 > width:
+            continue
+        kept[column] = need
+        used += need + 2
+    if "alerts" in kept:  # what is left widens Alerts up to its longest cell
+        kept["alerts"] = min(widths["alerts"], kept["alerts"] + max(0, width - used))
+    return {column: kept[column] for column, _ in FULL_COLUMNS if column in kept}
 
 
 class FleetTable(DataTable[Text]):
@@ -144,23 +190,29 @@ class FleetTable(DataTable[Text]):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
-        self.compact: bool | None = None
+        self.columns_shown: dict[str, int] = {}
 
-    def _columns_for(self, compact: bool) -> None:
-        if self.compact == compact:
+    def _columns_for(self, fitted: dict[str, int]) -> None:
+        if self.columns_shown == fitted:
             return
         self.clear(columns=True)
-        for column, title in COMPACT_COLUMNS if compact else FULL_COLUMNS:
-            self.add_column(title, key=column)
-        self.compact = compact
+        titles = dict(FULL_COLUMNS)
+        for column, cells_wide in fitted.items():
+            self.add_column(titles[column], key=column, width=cells_wide)
+        self.columns_shown = fitted
 
     def show(self, rows: Sequence[FleetRow], width: int) -> None:
-        compact = width < COMPACT_BELOW_CELLS
         selected = self.selected_host()
-        self._columns_for(compact)
+        room = width - 2 * self.cell_padding - self.styles.scrollbar_size_vertical
+        # Labels (the model) beside host names only where there is room for them.
+        drawn = [values(row, compact=room < LABELS_FROM_CELLS) for row in rows]
+        fitted = fitted_columns(drawn, room)
+        self._columns_for(fitted)
         self.clear()
-        for row in rows:
-            self.add_row(*cells(row, compact), key=row.host)
+        for row, cells_of in zip(rows, drawn, strict=True):
+            if "alerts" in fitted and row.alerts:
+                cells_of["alerts"] = free(", ".join(row.alerts), fitted["alerts"])
+            self.add_row(*(Text.from_markup(cells_of[column]) for column in fitted), key=row.host)
         if selected is not None:
             keys = [row.host for row in rows]
             if selected in keys:

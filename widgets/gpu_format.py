@@ -21,11 +21,15 @@ T = TypeVar("T")
 
 @lru_cache(maxsize=64)
 def short_gpu_name(name: str, width: int) -> str:
-    """ "NVIDIA RTX PRO 6000 Blackwell Server Edition" -> "RTX PRO 6000 Bl…" at width 15."""
+    """ "NVIDIA RTX PRO 6000 Blackwell Server Edition" -> "RTX PRO 6000" at width 15:
+    trailing words go before a cut, down to three words."""
     for prefix in ("NVIDIA ", "Nvidia "):
         if name.startswith(prefix):
             name = name[len(prefix) :]
-    return clip(name, width)
+    words = name.split()
+    while len(" ".join(words)) > width and len(words) > 3:  # "RTX PRO 6000", not "RTX PRO 6000 B…"
+        words.pop()
+    return clip(" ".join(words), width)
 
 
 def clip(text: str, width: int) -> str:

@@ -8,6 +8,7 @@ rows whose text changed: an idle box costs a line or two per tick, not a redraw.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.markup import escape
@@ -31,7 +32,8 @@ from widgets.gpu_table import GpuTable, TableColumn, TableRow
 from widgets.keys import bindings_for
 from widgets.line_static import LineStatic
 
-FULL_LAYOUT_MIN_WIDTH = 150  # narrower terminals get the compact columns
+FULL_LAYOUT_MIN_WIDTH = 150  # the widest columns from here
+MEDIUM_LAYOUT_MIN_WIDTH = 118  # from here (a 120-column terminal) TX/RX and the sparklines
 BADGE_STYLES = {"crit": "bold white on red", "warn": "bold black on yellow"}
 
 
@@ -49,6 +51,19 @@ _FULL_COLUMNS = (
     TableColumn("util_hist", "Util 5m", 12),
     TableColumn("fill", "Filling", 14),
 )
+_MEDIUM_COLUMNS = (
+    TableColumn("gpu", "GPU", 3),
+    TableColumn("name", "Name", 14),
+    TableColumn("memory", "Memory", 15),
+    TableColumn("util", "Util", 10),
+    TableColumn("temp", "Temp", 4),
+    TableColumn("power", "Power", 9),
+    TableColumn("pcie_io", "TX/RX B/s", 11),
+    TableColumn("procs", "Pr", 2),
+    TableColumn("mem_hist", "Mem 5m", 8),
+    TableColumn("util_hist", "Util 5m", 8),
+    TableColumn("fill", "Filling", 10),
+)
 _COMPACT_COLUMNS = (
     TableColumn("gpu", "GPU", 3),
     TableColumn("name", "Name", 10),
@@ -59,6 +74,31 @@ _COMPACT_COLUMNS = (
     TableColumn("procs", "Pr", 2),
     TableColumn("fill", "Filling", 12),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """One width class of the table: its columns and how wide each figure is drawn."""
+
+    columns: tuple[TableColumn, ...]
+    name_cells: int
+    bar_cells: int  # memory bars
+    util_bar_cells: int
+    memory_digits: int
+    spark_cells: int
+    compact: bool
+
+
+_FULL = _Layout(_FULL_COLUMNS, 18, 10, 10, 1, 12, False)
+_MEDIUM = _Layout(_MEDIUM_COLUMNS, 14, 6, 5, 0, 8, False)
+_COMPACT = _Layout(_COMPACT_COLUMNS, 10, 5, 4, 0, 0, True)
+
+
+def layout_for(width: int) -> _Layout:
+    """The widest layout whose columns fit `width` cells."""
+    if width >= FULL_LAYOUT_MIN_WIDTH:
+        return _FULL
+    return _MEDIUM if width >= MEDIUM_LAYOUT_MIN_WIDTH else _COMPACT
 
 
 def badge_cell(index: int, badge: GpuBadge | None) -> str:
@@ -72,21 +112,19 @@ def _gpu_cells(
     static: GpuStatic | None,
     sample: GpuSample,
     trend: GpuTrend | None,
-    compact: bool,
+    layout: _Layout,
     badge: GpuBadge | None = None,
 ) -> dict[str, str]:
-    name_width = 10 if compact else 18
-    name = fmt.short_gpu_name(static.name if static else "GPU", name_width)
+    name = fmt.short_gpu_name(static.name if static else "GPU", layout.name_cells)
     cells = {"gpu": badge_cell(sample.index, badge), "name": name}
     if sample.lost:
         cells["memory"] = "[bold red]LOST[/]"
-        cells["util"] = fmt.clip(sample.error or "", 9 if compact else 15)
+        cells["util"] = fmt.clip(sample.error or "", 9 if layout.compact else 15)
         return cells
-    bar_width = 5 if compact else 10
     cells["memory"] = fmt.memory_cell(
-        sample.memory_used_bytes, sample.memory_total_bytes, bar_width, 0 if compact else 1
+        sample.memory_used_bytes, sample.memory_total_bytes, layout.bar_cells, layout.memory_digits
     )
-    cells["util"] = fmt.percent_cell(sample.utilization_gpu_pct, 4 if compact else 10)
+    cells["util"] = fmt.percent_cell(sample.utilization_gpu_pct, layout.util_bar_cells)
     cells["temp"] = fmt.temperature_cell(sample.temperature_c)
     limit = sample.power_limit_w or (static.power_limit_w if static else None)
     cells["power"] = fmt.power_cell(sample.power_w, limit)
@@ -96,8 +134,9 @@ def _gpu_cells(
     cells["pcie_io"] = fmt.pcie_traffic_cell(sample.pcie_tx_bytes_per_s, sample.pcie_rx_bytes_per_s)
     cells["procs"] = str(len({p.pid for p in sample.processes}))
     if trend is not None:
-        cells["mem_hist"] = f"[magenta]{fmt.sparkline(trend.memory_used_pct, 12)}[/]"
-        cells["util_hist"] = f"[green]{fmt.sparkline(trend.utilization_pct, 12)}[/]"
+        spark = layout.spark_cells
+        cells["mem_hist"] = f"[magenta]{fmt.sparkline(trend.memory_used_pct, spark)}[/]"
+        cells["util_hist"] = f"[green]{fmt.sparkline(trend.utilization_pct, spark)}[/]"
         cells["fill"] = fmt.fill_cell(trend.memory_fill_bytes_per_s, trend.memory_rising)
     return cells
 
@@ -119,7 +158,8 @@ def _slowdown_cells(sample: GpuSample, compact: bool) -> dict[str, str] | None:
     }
 
 
-def _total_cells(snapshot: GpuBoxSnapshot, compact: bool) -> dict[str, str]:
+def _total_cells(snapshot: GpuBoxSnapshot, layout: _Layout) -> dict[str, str]:
+    compact = layout.compact
     alive = [s for s in snapshot.samples if not s.lost]
     used, total = total_memory_bytes(alive)
     power = [s.power_w for s in alive if s.power_w is not None]
@@ -131,11 +171,12 @@ def _total_cells(snapshot: GpuBoxSnapshot, compact: bool) -> dict[str, str]:
         label = f"{len(alive)}/{len(snapshot.samples)} GPUs"
     return {
         "gpu": "[b]Σ[/]",
-        "name": f"[b]{fmt.clip(label, 10 if compact else 18)}[/]",
-        "memory": fmt.memory_cell(used if total else None, total or None, 5 if compact else 10, 0),
-        "util": fmt.percent_cell(sum(utils) / len(utils) if utils else None, 4 if compact else 10),
+        "name": f"[b]{fmt.clip(label, layout.name_cells)}[/]",
+        "memory": fmt.memory_cell(used if total else None, total or None, layout.bar_cells, 0),
+        "util": fmt.percent_cell(sum(utils) / len(utils) if utils else None, layout.util_bar_cells),
         "power": fmt.power_cell(
-            sum(power) if power else None, sum(limits) if limits and not compact else None
+            sum(power) if power else None,
+            sum(limits) if limits and layout is _FULL else None,
         ),
         "procs": str(len({p.pid for p in snapshot.processes()})),
     }
@@ -149,6 +190,7 @@ class GpuPane(Widget):
     GpuPane > #gpu-message { height: 1fr; content-align: center middle; color: $warning; }
     GpuPane > GpuTable { height: auto; max-height: 70%; }
     GpuPane > #gpu-detail { height: 1fr; padding: 0 1; }
+    GpuPane.topology > #gpu-detail { max-height: 100%; }
     """
     BINDINGS: ClassVar[list[BindingType]] = bindings_for("gpu")
 
@@ -164,7 +206,7 @@ class GpuPane(Widget):
         self._snapshot: GpuBoxSnapshot | None = None
         self._trends: Mapping[int, GpuTrend] = {}
         self._badges: Mapping[int, GpuBadge] = {}
-        self._compact: bool | None = None
+        self._layout: _Layout | None = None
         self._selected_gpu: int | None = None
         self._detail_text: str | None = None
         self._message_text: str | None = None
@@ -195,19 +237,29 @@ class GpuPane(Widget):
         self._render_snapshot()
 
     def action_toggle_topology(self) -> None:
+        """The topology takes the table's place (8 GPUs need 12 lines): the table is hidden
+        while it shows, and the focus, if the table had it, waits on the topology for `t`."""
         self.show_topology = not self.show_topology
+        self.set_class(self.show_topology, "topology")
+        table, detail = self._table, self._detail
+        had_focus = table.has_focus or detail.has_focus
+        detail.can_focus = self.show_topology
+        if self._snapshot is not None and self._snapshot.available:
+            table.display = not self.show_topology
+        if had_focus:
+            (detail if self.show_topology else table).focus()
         self._render_detail()
 
     # -- drawing ------------------------------------------------------------------
 
     def on_resize(self) -> None:
-        compact = self.size.width < FULL_LAYOUT_MIN_WIDTH
-        if compact != self._compact:
-            self._compact = compact
+        layout = layout_for(self.size.width)
+        if layout is not self._layout:
+            self._layout = layout
             if self._snapshot is not None:
                 self._render_snapshot()
 
-    def _rows(self, snapshot: GpuBoxSnapshot, compact: bool) -> list[TableRow]:
+    def _rows(self, snapshot: GpuBoxSnapshot, layout: _Layout) -> list[TableRow]:
         statics = {static.index: static for static in snapshot.statics}
         nodes = {statics[i].numa_node for i in statics}
         group_by_numa = len(nodes - {None}) >= 1 and len(snapshot.samples) > 1
@@ -224,17 +276,18 @@ class GpuPane(Widget):
                 current_node = node
                 label = f"NUMA {node}" if node is not None else "NUMA ?"
                 cells = {"name": f"[dim]── {label} ──[/]"}
-                if not compact and static and static.cpu_affinity:
-                    cells["memory"] = f"[dim]cpus {fmt.clip(static.cpu_affinity, 17)}[/]"
+                if not layout.compact and static and static.cpu_affinity:
+                    cpus = fmt.clip(static.cpu_affinity, layout.columns[2].width - 5)
+                    cells["memory"] = f"[dim]cpus {cpus}[/]"
                 rows.append(TableRow(f"numa-{node}", cells, selectable=False))
             trend = self._trends.get(sample.index)
             badge = self._badges.get(sample.index)
-            cells = _gpu_cells(static, sample, trend, compact, badge)
+            cells = _gpu_cells(static, sample, trend, layout, badge)
             rows.append(TableRow(f"gpu-{sample.index}", cells))
-            slowed = _slowdown_cells(sample, compact)
+            slowed = _slowdown_cells(sample, layout.compact)
             if slowed is not None:
                 rows.append(TableRow(f"slow-{sample.index}", slowed, selectable=False))
-        rows.append(TableRow("total", _total_cells(snapshot, compact), selectable=False))
+        rows.append(TableRow("total", _total_cells(snapshot, layout), selectable=False))
         return rows
 
     def _render_snapshot(self) -> None:
@@ -249,11 +302,9 @@ class GpuPane(Widget):
                 message.update(text)
             message.display, table.display, detail.display = True, False, False
             return
-        message.display, table.display, detail.display = False, True, True
-        compact = self._compact if self._compact is not None else True
-        table.set_rows(
-            _COMPACT_COLUMNS if compact else _FULL_COLUMNS, self._rows(snapshot, compact)
-        )
+        message.display, table.display, detail.display = False, not self.show_topology, True
+        layout = self._layout or _COMPACT
+        table.set_rows(layout.columns, self._rows(snapshot, layout))
         if self._selected_gpu is not None and f"gpu-{self._selected_gpu}" in table.row_keys:
             table.move_cursor(f"gpu-{self._selected_gpu}")
         elif table.cursor_key is not None:
@@ -268,7 +319,7 @@ class GpuPane(Widget):
         if self._snapshot is None or not self.is_mounted or not self._snapshot.available:
             return
         if self.show_topology:
-            text = topology_text(self._snapshot)
+            text = topology_text(self._snapshot, self.size.width - 2)
         else:
             text = processes_text(self._snapshot, self._selected_gpu, self.size.width)
             badge = self._badges.get(self._selected_gpu) if self._selected_gpu is not None else None
@@ -321,8 +372,16 @@ def processes_text(snapshot: GpuBoxSnapshot, gpu_index: int | None, width: int) 
     return "\n".join(lines)
 
 
-def topology_text(snapshot: GpuBoxSnapshot) -> str:
-    """The GPU x GPU matrix like `nvidia-smi topo -m`, with CPU and NUMA affinity."""
+_LEGEND = (
+    "X self · NV# NVLinks · PIX one PCIe switch · PXB several switches · "
+    "PHB host bridge · NODE same NUMA node · SYS across NUMA nodes"
+)
+_SHORT_LEGEND = "NV# NVLinks, PIX 1 switch, PXB switches, PHB host, NODE/SYS same/other NUMA"
+
+
+def topology_text(snapshot: GpuBoxSnapshot, width: int = 200) -> str:
+    """The GPU x GPU matrix like `nvidia-smi topo -m`, with CPU and NUMA affinity, and
+    one line of legend (a shorter one where the long one does not fit `width`)."""
     matrix = snapshot.topology
     if not matrix:
         return "[b]Topology[/] [dim]· t: processes[/]\n[dim]not reported by this source[/]"
@@ -339,8 +398,6 @@ def topology_text(snapshot: GpuBoxSnapshot) -> str:
         numa = static.numa_node if static and static.numa_node is not None else "n/a"
         cells = "".join(f"{cell:>6}" for cell in row)
         lines.append(f"{f'GPU{i}':<6}{cells}  {escape(cpus):<16} {numa}")
-    lines.append(
-        "[dim]X self · NV# NVLinks · PIX one PCIe switch · PXB several switches · "
-        "PHB host bridge · NODE same NUMA node · SYS across NUMA nodes[/]"
-    )
+    legend = _LEGEND if len(_LEGEND) <= width else _SHORT_LEGEND
+    lines.append(f"[dim]{fmt.clip(legend, max(width, 20))}[/]")
     return "\n".join(lines)

@@ -56,8 +56,11 @@ class HeaderBar(Static):
         )
         if self.countdown:
             line.append(f" ({self.countdown})", style=_STATE_STYLES.get(self.connection_state, ""))
-        if self.connection_detail and not narrow:
-            line.append(f" {self.connection_detail}", style="dim")
         line.append(" │ " if narrow else " │ host: ", style="dim")
         line.append(self.route)
+        # The machine's own name, said as such (it read "connected vm │ host: local").
+        detail = f" (hostname {self.connection_detail})"
+        fits = line.cell_len + len(detail) <= self.size.width
+        if self.connection_detail and fits and self.connection_detail not in self.route:
+            line.append(detail, style="dim")
         return line

@@ -13,7 +13,15 @@ from tui.core.keymap import COMMANDS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # Textual's key names for the characters the README writes as themselves.
-_CHARACTERS = {"question_mark": "?", "slash": "/", "colon": ":"}
+_CHARACTERS = {
+    "question_mark": "?",
+    "slash": "/",
+    "colon": ":",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "left_curly_bracket": "{",
+    "right_curly_bracket": "}",
+}
 
 
 def _key_table(text: str) -> str:

@@ -91,7 +91,17 @@ async def test_full_columns_at_200x60(demo_collector: FleetCollector) -> None:
     async with app.run_test(size=(200, 60)) as pilot:
         await _first_rows(app, pilot)
         header = screen_lines(app)[1]
-        for title in ("Unit", "Ready", "Run/Wait", "KV%", "GPUs", "Memory", "Power", "Left"):
+        for title in (
+            "Unit",
+            "Ready",
+            "Run/Wait",
+            "KV%",
+            "GPUs",
+            "Mem (all)",
+            "Fullest",
+            "Power",
+            "Left",
+        ):
             assert title in header
         text = screen_text(app)
         assert "load failed" in text and "2 leftover(s)" in text

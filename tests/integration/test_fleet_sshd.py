@@ -70,6 +70,15 @@ async def test_fleet_over_sshd_rows_connections_and_a_dead_host(
         assert "load failed" in failed.alerts
         # One SSH connection per host (the jumped ones are one connection each too).
         assert [h.connections() for h in sshd_fleet.hosts] == [1, 1, 1, 1]
+        # Every host whose unit was read has its processes listed: a count, serving or not
+        # (a serving host's first listing runs beside the polls: n/a until it answers).
+        deadline = time.monotonic() + 30
+        while any(row.leftovers is None for row in rows.values()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+            rows = _by_host(await collector.refresh())
+        assert {name: row.leftovers for name, row in rows.items()} == {
+            host.name: 0 for host in sshd_fleet.hosts
+        }
 
         # host0's sshd goes away: marked within one refresh, the others unaffected.
         dead = sshd_fleet.hosts[0]

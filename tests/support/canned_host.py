@@ -7,12 +7,14 @@ with LocalHost and the sshd fixture elsewhere.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 
 from tui.core.config import Profile
 from tui.deck import Deck
 from tui.gpu.factory import NoGpuSource
-from tui.gpu.model import GpuSource
+from tui.gpu.model import GpuBoxSnapshot, GpuSource
 from tui.hosts.base import CommandResult
 from tui.logs.line import LogLine
 from tui.serving.service import ServiceController
@@ -89,3 +91,29 @@ class CannedDeck(Deck):
 
 def canned_deck(profile: Profile, host: CannedHost | None = None) -> CannedDeck:
     return CannedDeck(profile, host or CannedHost())
+
+
+class _FixedGpuSource:
+    """Every sample is the one snapshot it was given, retaken now."""
+
+    name = "canned"
+
+    def __init__(self, snapshot: GpuBoxSnapshot) -> None:
+        self.snapshot = snapshot
+
+    async def sample(self) -> GpuBoxSnapshot:
+        return replace(self.snapshot, taken_at_s=time.time())
+
+    async def aclose(self) -> None:
+        return None
+
+
+class CannedGpuDeck(CannedDeck):
+    """The canned shell with eight GPUs (tests/support/gpu_boxes.py), for the Deck's layout."""
+
+    def __init__(self, profile: Profile, snapshot: GpuBoxSnapshot) -> None:
+        super().__init__(profile, CannedHost())
+        self._canned_gpus = _FixedGpuSource(snapshot)
+
+    async def gpu_source(self) -> GpuSource:
+        return self._canned_gpus

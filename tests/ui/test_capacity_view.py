@@ -35,7 +35,8 @@ def _verdicts(view: CapacityView) -> list[str]:
     console = Console(width=400, record=True)
     console.print(view.drawn)
     rows = console.export_text().splitlines()[2:]  # the status line, then the header
-    return [row.rstrip().split("  ")[-1].strip() for row in rows if row.strip()]
+    table = [row for row in rows if row.strip() and not row.startswith("wider terminal")]
+    return [row.rstrip().split("  ")[-1].strip() for row in table]
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
@@ -59,3 +60,30 @@ async def test_levels_in_progress_measure_and_finished_ones_meet_or_miss(
         await pilot.pause()
         assert _verdicts(view) == ["meets", "meets", "miss: TTFT"]
         assert "partial" not in screen_text(app)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_the_table_fits_the_terminal_with_levels_in_order(size: tuple[int, int]) -> None:
+    """Every header and figure shown whole (columns that do not fit are named, not cut), the
+    users column always kept, and the levels from the lightest load up whatever order they
+    came in."""
+    app = CapacityApp()
+    async with app.run_test(size=size) as pilot:
+        view = app.query_one(CapacityView)
+        view.show_result(
+            {
+                "answer": "31 users at once meet the SLO",
+                "levels": [_level(16), _level(1), _level(4)],
+            }
+        )
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        header = next(line for line in lines if "TTFT p99 ms" in line)
+        assert header.split()[0] == "users", header
+        assert "TTFT p99 ms" in header
+        assert "…" not in screen_text(app)
+        rows = lines[lines.index(header) + 1 : lines.index(header) + 4]
+        assert [row.split()[0] for row in rows] == ["1", "4", "16"], rows
+        assert all(row.rstrip().endswith("meets") for row in rows), rows
+        if size[0] < 120:
+            assert "wider terminal shows" in screen_text(app)

@@ -199,12 +199,13 @@ def test_churn_mode_moves_every_displayed_field(tmp_path) -> None:
 
 def test_rtx_box_cells_render_the_same_through_the_pane() -> None:
     """Every cell the pane builds for a real box splits like Rich (a wide sample)."""
-    from widgets.gpu_pane import _gpu_cells
+    from widgets.gpu_pane import _gpu_cells, layout_for
 
     snapshot, trends = loading_history()
     statics = {static.index: static for static in snapshot.statics}
-    for compact in (False, True):
+    for width in (200, 120, 80):
         for sample in (*snapshot.samples, *rtx_pro_6000_box().samples):
-            cells = _gpu_cells(statics.get(sample.index), sample, trends.get(sample.index), compact)
+            layout = layout_for(width)
+            cells = _gpu_cells(statics.get(sample.index), sample, trends.get(sample.index), layout)
             for markup in cells.values():
                 assert _our_pieces(markup) == _rich_pieces(markup), markup

@@ -241,6 +241,9 @@ class ServedeckApp(
 
     def on_mount(self) -> None:
         self._tabs = self.query_one(TabbedContent)  # asked every tick: look it up once
+        # Tab goes between the panes' widgets that have keys; the tab bar has none of its
+        # own (the number keys switch panes), so it takes no focus.
+        self._tabs.query_one("ContentTabs").can_focus = False
         self._gpu_pane = self.query_one(GpuPane)
         if self.profile.keys:
             self.set_keymap(dict(self.profile.keys))

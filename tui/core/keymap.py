@@ -32,6 +32,8 @@ SCOPES: dict[str, str] = {
     "gpu-table": "Deck: GPU table",
     "procs": "Processes table",
     "summary": "Summary preview",
+    "timeline": "Timeline",
+    "replay": "Replay",
 }
 
 
@@ -315,7 +317,22 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
         "summary", "preview.export", "e", "export", "Export", "Write the summary to the data dir"
     ),
     _area("summary", "preview.refresh", "r", "recollect", "Refresh", "Collect the summary again"),
-)
+    _area("timeline", "timeline-close", "escape", "close", "Close", "Close the search, then the Timeline"),
+    _area("timeline", "timeline-search", "slash", "search", "Search", "Search the events' text", True, "/"),
+    _area("timeline", "timeline-kind", "f", "cycle_kind", "Kind", "Show one kind of event, then the next"),
+    _area("timeline", "timeline-gpu", "n", "cycle_gpu", "GPU", "Show one GPU's events, then the next"),
+    _area("timeline", "timeline-replay", "g", "replay", "Replay here", "Replay the Deck at the selected event"),
+    _area("timeline", "timeline-mute", "m", "mute", "Mute alert 1 h", "Mute the selected alert for an hour (still recorded)"),
+    _area("timeline", "timeline-ack", "a", "ack", "Ack alert", "Acknowledge the selected alert"),
+    _area("timeline", "timeline-reload", "r", "reload", "Reload", "Read the recording again (newest events)"),
+    _area("timeline", "timeline-newest", "end", "newest", "Newest", "Select the newest event", False),
+    _area("timeline", "timeline-oldest", "home", "oldest", "Oldest", "Select the oldest event", False),
+    _area("replay", "replay-close", "escape,q", "close", "Leave replay", "Back to the Timeline", True, "esc q"),
+    _area("replay", "replay-back", "left_square_bracket", "step(-1)", "-1 s", "One second back", True, "["),
+    _area("replay", "replay-forward", "right_square_bracket", "step(1)", "+1 s", "One second on", True, "]"),
+    _area("replay", "replay-prev", "left_curly_bracket", "jump(False)", "Prev event", "To the previous event", True, "{"),
+    _area("replay", "replay-next", "right_curly_bracket", "jump(True)", "Next event", "To the next event", True, "}"),
+)  # fmt: skip
 
 
 def commands_in(scope: str) -> tuple[ConsoleCommand, ...]:

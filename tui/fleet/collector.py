@@ -88,6 +88,7 @@ class DeckProbe:
         self._last: FleetRow | None = None
         self._loop: StatusLoop | None = None  # unit + log through one remote shell
         self._leftovers_task: asyncio.Task[int | None] | None = None
+        self._leftovers_tried_at: float | None = None  # a serving host's unwaited first listing
         self.step_s: dict[str, float] = {}  # how long each part of the last poll took
 
     def _took(self, step: str, started: float) -> float:
@@ -152,8 +153,8 @@ class DeckProbe:
         readiness, metrics = await self._http(progress, failed)
         mark = self._took("http", mark)
         leftovers = None
-        if unit is not None and not unit.is_active:
-            leftovers = await self._leftovers_every(failed)
+        if unit is not None:  # unknown (n/a) only until the host's processes were listed
+            leftovers = await self._leftovers_every(failed, wait=not unit.is_active)
             self._took("leftovers", mark)
         return build_row(
             replace(self._base, reachable=reachable),
@@ -261,12 +262,13 @@ class DeckProbe:
             failed(error)
             return None
 
-    async def _leftovers_every(self, failed: Fail) -> int | None:
+    async def _leftovers_every(self, failed: Fail, wait: bool = True) -> int | None:
         """The leftover count, listed again at most every LEFTOVERS_EVERY_S (a listing is costly).
 
-        Only the first listing is waited for; later ones run beside the polls (a listing
-        is several sessions, seconds on a busy box) and the count shown is the last one.
-        A listing that failed is waited for again, so its error reaches the row.
+        Only the first listing of a stopped or failed unit is waited for (`wait`); a
+        serving host's first one, and every later one, runs beside the polls (a listing
+        is several sessions, seconds on a busy box): None until it has answered, then the
+        last count. A listing that failed is waited for again, so its error reaches the row.
         """
         now = time.monotonic()
         task = self._leftovers_task
@@ -275,6 +277,14 @@ class DeckProbe:
             count = None if task.cancelled() or task.exception() else task.result()
             listed_at = self._leftovers_at[0] if self._leftovers_at is not None else now
             self._leftovers_at = (listed_at, count) if count is not None else None
+        if self._leftovers_at is None and not wait:
+            tried = self._leftovers_tried_at
+            if self._leftovers_task is None and (tried is None or now - tried >= LEFTOVERS_EVERY_S):
+                self._leftovers_tried_at = now
+                self._leftovers_task = asyncio.create_task(
+                    self._leftovers(lambda _error: None), name=f"fleet leftovers {self.name}"
+                )
+            return None
         if self._leftovers_at is None:
             count = await self._leftovers(failed)
             self._leftovers_at = (now, count) if count is not None else None
@@ -347,7 +357,7 @@ class DeckProbe:
         return self._http_client
 
     async def _leftovers(self, failed: Fail) -> int | None:
-        """Leftover GPU processes, counted only while the unit is down (the bounded case)."""
+        """Leftover GPU processes: the host's GPU processes listed, those the service left."""
         from tui.procs.gpu_hints import deck_context, gpu_snapshot
         from tui.procs.kill import leftovers
         from tui.procs.listing import list_gpu_processes

@@ -347,15 +347,21 @@ class RecordFeed:
         if record.get("host") not in (None, self.host_label):
             return
         event = str(record.get("event", "?"))
-        fields = ("verb", "unit", "action", "outcome", "ok", "message", "reason")
-        detail = ", ".join(f"{name}={record[name]}" for name in fields if name in record)
+        fields = (
+            "verb", "unit", "action", "preset", "outcome", "ok", "message", "reason", "error",
+            "verdict",
+        )  # fmt: skip
+        detail = ", ".join(
+            f"{name}={record[name]}" for name in fields if record.get(name) not in (None, "")
+        )
         targets = record.get("targets")
         if isinstance(targets, list) and targets:
             pids = ",".join(str(t.get("pid")) for t in targets if isinstance(t, Mapping))
-            detail += f", pids {pids}"
+            detail += f"{', ' if detail else ''}pids {pids}"
         ts = float(record.get("ts") or 0.0)
         key = f"audit:{_digest(ts, event, record.get('console_pid'), detail)}"
-        text = f"{event} by {record.get('operator', '?')}: {self._redact(detail)}"
+        said = f": {self._redact(detail)}" if detail else ""  # never an empty reason after ':'
+        text = f"{event} by {record.get('operator', '?')}{said}"
         self.event(Event(ts, "action", "audit", text, key=key, data={"event": event}))
 
     def observe_bench(self, run: Any, ts_s: float) -> None:

@@ -6,6 +6,7 @@ Keys show as the live keymap has them, so remapped keys show truly.
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -20,8 +21,13 @@ def keys_table(
     commands: tuple[ConsoleCommand, ...],
     keys_by_id: dict[str, str],
     scopes: tuple[str, ...],
+    shadowed: frozenset[str] = frozenset(),
 ) -> Table:
-    """One table of the keys of `scopes`, grouped by area in the table's order."""
+    """One table of the keys of `scopes`, grouped by area in the table's order.
+
+    An app key in `shadowed` is left out: the area on screen binds that key to its own
+    action. Every cell is plain text: a help line's `[benchmark.slo]` is not markup.
+    """
     table = Table(title=title, expand=True, show_edge=False, title_justify="left")
     table.add_column("Key", style="bold cyan", no_wrap=True)
     table.add_column("Where", style="dim", no_wrap=True)
@@ -31,8 +37,10 @@ def keys_table(
             if command.scope != scope:
                 continue
             key = keys_by_id.get(command.binding_id, command.key_display or command.key)
+            if scope == "app" and key in shadowed:
+                continue
             where = command.group if scope == "app" else SCOPES[scope]
-            table.add_row(key, where, command.help)
+            table.add_row(Text(key), Text(where), Text(command.help))
     return table
 
 
@@ -59,6 +67,11 @@ class HelpScreen(Dialog[None]):
 
     def compose(self) -> ComposeResult:
         elsewhere = tuple(scope for scope in SCOPES if scope not in self._here)
+        shadowed = frozenset(
+            self._keys_by_id.get(command.binding_id, command.key_display or command.key)
+            for command in self._commands
+            if command.scope in self._here and command.scope != "app"
+        )
         with VerticalScroll(classes="dialog-frame"):
             yield Static(
                 keys_table("Keys that work here", self._commands, self._keys_by_id, self._here),
@@ -66,7 +79,13 @@ class HelpScreen(Dialog[None]):
             )
             if elsewhere:
                 yield Static(
-                    keys_table("Keys of other areas", self._commands, self._keys_by_id, elsewhere),
+                    keys_table(
+                        "Keys of other areas",
+                        self._commands,
+                        self._keys_by_id,
+                        elsewhere,
+                        shadowed,
+                    ),
                     id="help-elsewhere",
                 )
             if self._extra:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -23,6 +24,7 @@ from tui.gpu.history import GpuHistory
 from tui.record.query import RecordedState, RecordingReader
 from tui.serving.service import UnitState
 from widgets.gpu_pane import GpuPane
+from widgets.keys import bindings_for
 from widgets.service_line import ServiceLine
 from widgets.timeline_view import clock
 
@@ -65,17 +67,8 @@ class ReplayScreen(Screen[None]):
     ReplayScreen #replay-metrics { height: 1; padding: 0 1; }
     ReplayScreen #replay-events { height: 8; border-top: solid $accent; padding: 0 1; }
     """
-    BINDINGS = [
-        Binding("escape,q", "close", "Leave replay", id="replay-close"),
-        Binding("left_square_bracket", "step(-1)", "-1 s", key_display="[", id="replay-back"),
-        Binding("right_square_bracket", "step(1)", "+1 s", key_display="]", id="replay-forward"),
-        Binding(
-            "left_curly_bracket", "jump(False)", "Prev event", key_display="{", id="replay-prev"
-        ),
-        Binding(
-            "right_curly_bracket", "jump(True)", "Next event", key_display="}", id="replay-next"
-        ),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings_for("replay")
+    KEY_SCOPE = "replay"  # `?` lists these keys as the ones that work here
 
     def __init__(self, db_path: Path, at_s: float, host_label: str = "") -> None:
         super().__init__()

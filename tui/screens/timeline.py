@@ -6,11 +6,14 @@ selecting an event shows the recorded GPU/metrics/unit state at its instant.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
@@ -20,10 +23,21 @@ from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.record.model import KINDS, Event
 from tui.record.query import RecordedState, RecordingReader
+from widgets.keys import bindings_for
 from widgets.timeline_view import RecordedStateView, TimelineTable
 
 MAX_EVENTS = 5000
 MUTE_S = 3600.0
+_PATH = re.compile(r"(?:/[^/\s]+)+/([^/\s]+)")
+
+
+def fitted_status(status: str, cells: int) -> str:
+    """The recorder's status in `cells`: a path shortened to its file name first, then cut."""
+    if len(status) > cells:
+        status = _PATH.sub(r"\1", status)
+    if len(status) > cells:
+        status = status[: max(0, cells - 1)] + "…"
+    return status
 
 
 class TimelineScreen(Screen[None]):
@@ -34,16 +48,8 @@ class TimelineScreen(Screen[None]):
     TimelineScreen RecordedStateView { height: 14; border-top: solid $accent; padding: 0 1; }
     """
     AUTO_FOCUS = "#timeline-table"
-    BINDINGS = [
-        Binding("escape", "close", "Close", id="timeline-close"),
-        Binding("slash", "search", "Search", key_display="/", id="timeline-search"),
-        Binding("f", "cycle_kind", "Kind", id="timeline-kind"),
-        Binding("n", "cycle_gpu", "GPU", id="timeline-gpu"),
-        Binding("g", "replay", "Replay here", id="timeline-replay"),
-        Binding("m", "mute", "Mute alert 1 h", id="timeline-mute"),
-        Binding("a", "ack", "Ack alert", id="timeline-ack"),
-        Binding("r", "reload", "Reload", id="timeline-reload"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings_for("timeline")
+    KEY_SCOPE = "timeline"  # `?` lists these keys as the ones that work here
 
     def __init__(
         self,
@@ -148,8 +154,14 @@ class TimelineScreen(Screen[None]):
         count = f"{len(self.events)} event(s)" if self.error is None else self.error
         if self.skipped and self.error is None:
             count += f" ({self.skipped})"
-        text = f"Timeline: {count}; {', '.join(filters)}   [{self.recorder_status}]"
-        self.query_one("#timeline-status", Static).update(text)
+        text = f"Timeline: {count}; {', '.join(filters)}"
+        status = self.query_one("#timeline-status", Static)
+        room = status.size.width - 2 - len(text) - 5  # its padding, the gap and the brackets
+        recorder = fitted_status(self.recorder_status, room) if room > 0 else ""
+        status.update(Text(f"{text}   [{recorder}]" if recorder else text))
+
+    def on_resize(self) -> None:
+        self._show_status()
 
     # --- keys ---------------------------------------------------------------------------------
     def action_close(self) -> None:
@@ -159,6 +171,12 @@ class TimelineScreen(Screen[None]):
             self.query_one(TimelineTable).focus()
             return
         self.dismiss(None)
+
+    def action_newest(self) -> None:
+        self.query_one(TimelineTable).action_scroll_end()
+
+    def action_oldest(self) -> None:
+        self.query_one(TimelineTable).action_scroll_home()
 
     def action_search(self) -> None:
         search = self.query_one("#timeline-search", Input)

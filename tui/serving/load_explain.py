@@ -246,18 +246,39 @@ def last_steps(earlier: Sequence[dict[str, Any]]) -> tuple[tuple[str, float], ..
     return ()
 
 
+# Below this a read rate rounds to 0.00 GB/s: too little read to be the weights' reading.
+MEASURABLE_READ_BYTES_PER_S = 5e6
+
+
+def _weights_read(weights: PhaseCost, device: str | None) -> str:
+    """How the weights were read, or what of it is unknown and why."""
+    took = f"weights {duration_markdown(weights.wall_s)}"
+    if weights.read_bytes is None or weights.wall_s <= 0:
+        return f"{took} ({weights.bound}-bound), read rate unknown: no I/O reading of the server's processes"
+    rate = weights.read_bytes / weights.wall_s
+    if rate < MEASURABLE_READ_BYTES_PER_S:
+        return (
+            f"{took}, read rate unknown: the server's processes read only "
+            f"{weights.read_bytes / 1e6:.0f} MB (the weights came from memory, or another process read them)"
+        )
+    return f"weights read at {rate / GB:.2f} GB/s from {device or 'the page cache'}"
+
+
+def _cache_said(explain: LoadExplain) -> str:
+    """The page cache's share of the checkpoint before the load, or why it is unknown."""
+    cached = explain.cache_resident_before_pct
+    if cached is not None:
+        return f"{cached:.0f} % cached"
+    if explain.checkpoint_bytes is None:
+        return "page cache unknown: the checkpoint directory could not be measured"
+    return "page cache before the load unknown: not measured before it began"
+
+
 def diagnose(explain: LoadExplain) -> str:
     weights = next((c for c in explain.phases if c.name == "weights"), None)
     if weights is None or explain.wall_s is None:
         return "no load seen in the log yet"
-    cached = explain.cache_resident_before_pct
-    cached_text = f"{cached:.0f} % cached" if cached is not None else "cache unknown"
-    source = explain.device or "the page cache"
-    if weights.read_bytes and weights.wall_s > 0:
-        rate = weights.read_bytes / weights.wall_s / GB
-        head = f"weights read at {rate:.2f} GB/s from {source}, {cached_text}"
-    else:
-        head = f"weights {duration_markdown(weights.wall_s)} ({weights.bound}-bound), {cached_text}"
+    head = f"{_weights_read(weights, explain.device)}, {_cache_said(explain)}"
     gaps = sum(unlogged_s(s.wall_s, s.logged, s.stated_s) for s in explain.waterfall)
     tail = f"; {gaps:.0f} s unlogged" if gaps >= 1 else ""
     if explain.predicted_next_load_s is not None:

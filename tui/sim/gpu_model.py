@@ -64,6 +64,7 @@ class SimGpuModel:
                 memory_total_bytes=spec.GPU_MEMORY_TOTAL_BYTES,
                 compute_capability=spec.GPU_COMPUTE_CAPABILITY,
                 numa_node=numa[i],
+                cpu_affinity=spec.NUMA_CPU_AFFINITY.get(numa[i]),
                 pcie_max_gen=5,
                 pcie_max_width=16,
                 power_limit_w=spec.GPU_POWER_LIMIT_W,

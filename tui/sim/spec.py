@@ -18,6 +18,9 @@ GPU_MEMORY_TOTAL_BYTES = 97_887 * MIB
 GPU_COMPUTE_CAPABILITY = "12.0"
 GPU_POWER_LIMIT_W = 600.0
 GPU_NUMA_NODES = (0, 0, 0, 0, 1, 1, 1, 1)
+# The CPUs of each NUMA node (the EPYC pair's 128 cores), as `nvidia-smi topo -m` states a
+# GPU's CPU affinity: a real box answers `0-63` for a GPU on node 0.
+NUMA_CPU_AFFINITY = {0: "0-63", 1: "64-127"}
 # PCIe bus numbers spread over the root complexes of a two-socket EPYC board.
 GPU_BUS_IDS = tuple(f"00000000:{bus:02X}:00.0" for bus in (1, 33, 65, 97, 129, 161, 193, 225))
 DRIVER_VERSION = "580.95.05"

@@ -58,6 +58,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def tunnel_host() -> str:
+    """The name another machine reaches this one by, for the `ssh -L` line: the FQDN, else
+    the hostname; `<this-host>` when both name only the loopback (an `ssh root@localhost`
+    typed elsewhere would tunnel to that other machine)."""
+    for name in (socket.getfqdn(), socket.gethostname()):
+        if name and not is_loopback(name) and not name.startswith("localhost."):
+            return name
+    return "<this-host>"
+
+
 def announcement(settings: ServeSettings, profile_label: str) -> list[str]:
     """Printed once at start: `{url}` (with the token) and `{port}` are filled in later."""
     actions = (
@@ -72,7 +82,7 @@ def announcement(settings: ServeSettings, profile_label: str) -> list[str]:
         f"servedeck serve: the console of {profile_label} in a browser, {actions}",
         "  open: {url}",
         f"  from another machine: ssh -N -L {{port}}:{target}:{{port}} "
-        f"{getpass.getuser()}@{socket.getfqdn()}  (then open the URL above there)",
+        f"{getpass.getuser()}@{tunnel_host()}  (then open the URL above there)",
         f"  up to {settings.max_visitors} visitor(s) at once, each its own console process; "
         "Ctrl-C stops the server",
     ]
