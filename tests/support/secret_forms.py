@@ -33,9 +33,14 @@ def _value(draw_text: str) -> str:
 
 
 def _varied(text: str) -> bool:
-    """No run of three and five distinct characters: a part of the value found in an output
-    is the value's (`00000000` would also be a timestamp's)."""
-    return len(set(text)) >= 5 and re.search(r"(.)\1\1", text) is None
+    """No run of three, five distinct characters and no word-like run of five letters: a
+    part of the value found in an output is the value's (`00000000` would also be a
+    timestamp's, `service/0` read as `service_0` a piece of a secret's long name)."""
+    return (
+        len(set(text)) >= 5
+        and re.search(r"(.)\1\1", text) is None
+        and re.search(r"[A-Za-z_/]{5}", text) is None
+    )
 
 
 secret_values = st.text(alphabet=_ALPHABET, min_size=9, max_size=28).filter(_varied).map(_value)
