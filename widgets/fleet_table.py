@@ -66,10 +66,11 @@ COMPACT_COLUMNS = (
 )
 
 
-# Which columns a narrow pane keeps first: who, how it is, what is wrong, then the figures.
+# Which columns a narrow pane keeps first: who, how it is, what is wrong, how fresh a
+# Prometheus row's figures are, then the figures.
 KEEP_ORDER = (
-    "host", "state", "alerts", "src", "load", "toks", "mem", "fullest", "temp", "power",
-    "left", "ready", "reqs", "age", "kv", "gpus", "util", "unit",
+    "host", "state", "alerts", "src", "load", "toks", "age", "mem", "fullest", "temp", "power",
+    "left", "ready", "reqs", "kv", "gpus", "util", "unit",
 )  # fmt: skip
 SOURCE_WORD = {"prometheus": "prom", "ssh": "ssh", "demo": "demo"}
 # A Prometheus figure older than this is called out (yellow), whatever the scrape interval.

@@ -32,7 +32,7 @@ def test_fleet_prometheus_opens_the_pane_on_a_terminal(
 ) -> None:
     model = SimGpuModel(tmp_path / "box", seed=5)
     dcgm = DcgmServer(DcgmCollector(model.snapshot, "node-5"), 0, "127.0.0.5").start()
-    tmux = Tmux(width=80, height=24)
+    tmux = Tmux(width=120, height=30)  # Age and Src both shown (at 80 Age gives way)
     env = {
         "PYTHONPATH": str(REPO),
         **{
