@@ -90,6 +90,10 @@ async def test_deck_gpu_pane_says_unreachable_for_a_stopped_sshd(
                 break
         assert app.last_gpu is not None and not app.last_gpu.available
         assert UNREACHABLE.search(app.last_gpu.error or ""), app.last_gpu.error
-        text = screen_text(app)
+        for _ in range(100):  # the pane draws the sample at its next refresh
+            text = screen_text(app)
+            if "unreachable since" in text:
+                break
+            await pilot.pause(0.1)
         assert "unreachable since" in text, text
         assert "driver" not in text, text
