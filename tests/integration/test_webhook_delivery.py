@@ -18,6 +18,7 @@ from aiohttp import web
 from tests.support.record_support import wait_for
 from tui.alerts.monitor import DELIVERY_FAILED, AlertMonitor
 from tui.alerts.rules import AlertingConfig, AlertRule, WebhookConfig
+from tui.alerts.webhook import WebhookSender
 from tui.record.feed import RecordFeed
 from tui.record.query import RecordingReader
 from tui.record.writer import Recorder
@@ -157,3 +158,20 @@ def test_changes_of_one_alert_stay_in_order(hang_first: HookServer, tmp_path: Pa
     finally:
         monitor.close()
         recorder.close()
+
+
+def test_a_night_of_deliveries_keeps_only_the_latest_outcomes() -> None:
+    """Each POST's outcome stays in memory for a look; a night of alerts keeps the latest."""
+    server = HookServer("200").start()
+    try:
+        sender = WebhookSender(WebhookConfig(server.url, timeout_s=10, retries=0))
+        for number in range(400):
+            sender.send("leftovers", {"state": "firing", "n": number})
+            if number % 100 == 99:  # under MAX_WAITING: every one is posted
+                wait_for(lambda n=number: len(server.posts) == n + 1, timeout_s=30)
+        sender.close(timeout_s=30)
+    finally:
+        server.stop()
+    assert len(server.posts) == 400
+    assert len(sender.deliveries) <= 256
+    assert all(delivery.ok for delivery in sender.deliveries)

@@ -7,6 +7,7 @@ gets; a change is recorded always, and shown, rung and posted unless muted.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
     from tui.health.xid import XidEvent
 
 DELIVERY_FAILED = "alert.delivery_failed"  # the data's `event` of a failed webhook POST
+# The latest changes kept in memory, for a look at what just fired; the recording has them
+# all, and a console open for weeks must not keep every change it ever saw.
+CHANGES_KEPT = 256
 
 
 class AlertMonitor:
@@ -48,7 +52,7 @@ class AlertMonitor:
         self.feed = feed
         self.notify = notify
         self.webhook = WebhookSender(config.webhook, extra_secrets) if config.webhook else None
-        self.changes: list[AlertChange] = []
+        self.changes: deque[AlertChange] = deque(maxlen=CHANGES_KEPT)
         self._ready_ever = False
         self._unit: UnitState | None = None
         self._leftovers: int | None = None

@@ -26,6 +26,7 @@ from tui.core.redact import redact_text
 
 MAX_IN_FLIGHT = 4  # POSTs at once; more alerts wait for a slot (their deadline runs)
 MAX_WAITING = 256  # changes not yet delivered; beyond, a change is dropped and said
+DELIVERIES_KEPT = 256  # the latest outcomes in memory; failures also go to the Timeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,7 @@ class WebhookSender:
         self.config = config
         self.extra_secrets = extra_secrets
         self.deadline_s = deadline_s or delivery_deadline_s(config)
-        self.deliveries: list[Delivery] = []
+        self.deliveries: deque[Delivery] = deque(maxlen=DELIVERIES_KEPT)
         self._failures: queue.SimpleQueue[Delivery] = queue.SimpleQueue()
         self._lock = threading.Condition()
         self._lanes: dict[str, deque[tuple[dict[str, Any], float]]] = {}  # waiting, by alert

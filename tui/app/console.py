@@ -25,7 +25,7 @@ from textual.driver import Driver
 from textual.notifications import Notify
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 from textual.worker import Worker
 
 from tui.app import messages
@@ -67,6 +67,7 @@ from tui.serving.readiness import ReadinessProbe
 from tui.serving.service import UnitState, audit_refusal
 from tui.source_health import Outage, cut_as_of_text, unknown_since_text
 from widgets.bench_view import FORMULAS, BenchView
+from widgets.footer import Footer
 from widgets.gpu_pane import GpuPane
 from widgets.header_bar import HeaderBar
 from widgets.health_view import HealthView

@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from tui.app.console_workers import WorkerFailed, console_worker
 from tui.core.errors import ServedeckError
@@ -35,6 +35,7 @@ from tui.fleet.model import FleetRow
 from tui.fleet.view import SORT_KEYS, matches, sorted_rows, summarize
 from widgets.fleet_history import FleetHistoryView
 from widgets.fleet_table import FleetTable
+from widgets.footer import Footer
 
 if TYPE_CHECKING:  # httpx is imported only when a Prometheus source is made
     from tui.fleet.prom_history import PrometheusHistory

@@ -16,13 +16,14 @@ from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.record.query import RecordedState, RecordingReader
 from tui.serving.service import UnitState
+from widgets.footer import Footer
 from widgets.gpu_pane import GpuPane
 from widgets.keys import bindings_for
 from widgets.service_line import ServiceLine

@@ -16,13 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from tui.alerts.engine import AlertEngine
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.record.model import KINDS, Event
 from tui.record.query import RecordedState, RecordingReader
+from widgets.footer import Footer
 from widgets.keys import bindings_for
 from widgets.timeline_view import RecordedStateView, TimelineTable
 
