@@ -52,7 +52,10 @@ class ProcessesMixin(ConsoleParts):
             status += f" · host rebooted (new boot id, seen {stamp}): this boot's processes only"
         self.procs_status_text = status
         self.query_one("#procs-status", Static).update(status)
-        self.refresh_bindings()  # K is offered only while there are leftovers
+        if previous is None or (count > 0) != bool(leftovers(previous.processes)):
+            # K is offered only while there are leftovers. Only then: each footer redraw
+            # rebuilds every key's widget (main-thread time at every listing).
+            self.refresh_bindings()
         self._render_service_line()  # the Deck says what the listing left on the GPUs
         self.source_ok("procs")
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
