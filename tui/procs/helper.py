@@ -494,11 +494,6 @@ def classify(
 def list_processes(request, proc=PROC):
     """Verify NVML pid hints in /proc, add /dev/nvidia* holders, classify each."""
     hints = request.get("hints", [])
-    unit = request.get("unit")
-    unit_active = request.get("unit_active")
-    main_pid = request.get("main_pid")
-    patterns = request.get("patterns", [])
-    subreapers = set(request.get("subreaper_pids", []))
     holders, complete = nvidia_device_holders(proc, request.get("device_prefix", "/dev/nvidia"))
     # The console (NVML keeps /dev/nvidia* open) and this helper are not GPU workloads.
     holders -= {request.get("console_pid"), os.getpid()}
@@ -551,19 +546,7 @@ def list_processes(request, proc=PROC):
     result = []
     for info in by_pid.values():
         parent = read_process(info["ppid"], proc) if info["ppid"] > 0 else None
-        under_main = descends_from(info, main_pid, proc)
-        above = orphaned_ancestor(parent, patterns, subreapers, proc)
-        klass, reason = classify(
-            info,
-            parent,
-            unit,
-            unit_active,
-            patterns,
-            subreapers,
-            under_main,
-            above,
-            proof=lambda info=info: ownership(info, request, proc),
-        )
+        klass, reason = classify_in(info, parent, request, proc)
         if info["pid_source"] == "unverified" and klass != "defunct":
             klass, reason = "foreign", "the GPU's pid does not hold /dev/nvidia* here"
         info.update(
@@ -578,6 +561,24 @@ def list_processes(request, proc=PROC):
     return {"processes": result, "notes": notes}
 
 
+def classify_in(info, parent, request, proc=PROC):
+    """classify() with what a listing request says of the service (one place for both the
+    GPU holders and the wider scan)."""
+    patterns = request.get("patterns", [])
+    subreapers = set(request.get("subreaper_pids", []))
+    return classify(
+        info,
+        parent,
+        request.get("unit"),
+        request.get("unit_active"),
+        patterns,
+        subreapers,
+        descends_from(info, request.get("main_pid"), proc),
+        orphaned_ancestor(parent, patterns, subreapers, proc),
+        proof=lambda: ownership(info, request, proc),
+    )
+
+
 def wider_leftovers(request, listed, proc=PROC):
     """Processes of the service that hold no GPU (yet), and what stands in its way: orphans
     matching the service's patterns (an engine that has not touched the GPU, its
@@ -587,8 +588,6 @@ def wider_leftovers(request, listed, proc=PROC):
     unit = request.get("unit")
     unit_active = request.get("unit_active")
     patterns = request.get("patterns", [])
-    subreapers = set(request.get("subreaper_pids", []))
-    main_pid = request.get("main_pid")
     port = request.get("port")
     stopped = unit_active is False or bool(request.get("service_stopped"))
     console = request.get("console_pid")
@@ -608,19 +607,7 @@ def wider_leftovers(request, listed, proc=PROC):
         ):
             continue
         parent = read_process(info["ppid"], proc) if info["ppid"] > 0 else None
-        above = orphaned_ancestor(parent, patterns, subreapers, proc)
-        under_main = descends_from(info, main_pid, proc)
-        klass, reason = classify(
-            info,
-            parent,
-            unit,
-            unit_active,
-            patterns,
-            subreapers,
-            under_main,
-            above,
-            proof=lambda info=info: ownership(info, request, proc),
-        )
+        klass, reason = classify_in(info, parent, request, proc)
         if holds_port and stopped and klass in ("foreign", "suspect"):
             service = unit or "the service"
             reason = f"holds port {port} while {service} is not running; {reason}"
