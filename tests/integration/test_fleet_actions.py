@@ -32,6 +32,7 @@ from tests.support.fleet_fixtures import (
 from tests.support.procs_fixtures import proc_state, spawn_pid1_orphan, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
 from tests.support.waiting import pilot_wait
+from tui.app.fleet_app import FleetApp
 from tui.core.audit import read_audit
 from tui.core.errors import ServedeckError
 from tui.fleet.actions import (
@@ -45,7 +46,6 @@ from tui.fleet.actions import (
 from tui.fleet.collector import DeckProbe, FleetCollector
 from tui.hosts.ssh import SSHHost
 from tui.screens.confirm_action import ConfirmActionScreen
-from tui.screens.fleet import FleetApp
 from tui.screens.kill_confirm import KillConfirmScreen
 
 pytestmark = pytest.mark.sshd

@@ -20,12 +20,12 @@ from tests.support.fleet_fixtures import SshdFleet, fleet_collector, running_fle
 from tests.support.sim_fixtures import serving_box  # noqa: F401  (fixture)
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
 from tests.support.waiting import pilot_wait
+from tui.app.fleet_app import FleetApp
 from tui.bench.history import history_path
 from tui.core.audit import read_audit
 from tui.fleet.bench_action import plan_bench, run_bench_on_host
 from tui.fleet.collector import DeckProbe
 from tui.screens.confirm_bench import ConfirmBenchScreen
-from tui.screens.fleet import FleetApp
 from tui.sim.box import SimBox
 
 pytestmark = pytest.mark.sshd

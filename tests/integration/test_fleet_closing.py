@@ -5,10 +5,10 @@ from __future__ import annotations
 from textual.widgets import DataTable
 
 from tests.support.waiting import pilot_wait
+from tui.app.fleet_app import FleetApp
 from tui.fleet.collector import FleetCollector
 from tui.fleet.demo import DemoFleet
 from tui.fleet.feed import FleetFeed
-from tui.screens.fleet import FleetApp
 from widgets.fleet_table import FleetTable
 
 

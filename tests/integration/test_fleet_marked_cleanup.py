@@ -22,9 +22,9 @@ from tests.support.fleet_fixtures import SshdFleet, fleet_collector, running_fle
 from tests.support.procs_fixtures import proc_state, spawn_pid1_orphan, wait_until
 from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixture)
 from tests.support.waiting import pilot_wait
+from tui.app.fleet_app import FleetApp
 from tui.core.audit import read_audit
 from tui.fleet.collector import DeckProbe
-from tui.screens.fleet import FleetApp
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 
 pytestmark = pytest.mark.sshd

@@ -11,9 +11,9 @@ import pytest
 
 from tests.support.screen_text import screen_text
 from tui.app import ServedeckApp
+from tui.app.fleet_app import FleetApp, _deck_for
 from tui.fleet.collector import FleetCollector
 from tui.fleet.demo import DemoFleet
-from tui.screens.fleet import FleetApp, _deck_for
 from widgets.fleet_table import FleetTable
 
 

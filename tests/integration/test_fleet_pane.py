@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.screen_text import screen_lines, screen_text
+from tui.app.fleet_app import FleetApp
 from tui.fleet.collector import FleetCollector
 from tui.fleet.demo import DemoFleet
 from tui.fleet.model import JSON_KEYS
 from tui.fleet.view import host_state
-from tui.screens.fleet import FleetApp
 from widgets.fleet_table import FleetTable
 
 REPO = Path(__file__).resolve().parents[2]

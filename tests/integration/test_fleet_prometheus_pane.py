@@ -30,6 +30,7 @@ from tests.support.prometheus_fixtures import (
     wait_for,
 )
 from tests.support.screen_text import screen_lines, screen_text
+from tui.app.fleet_app import FleetApp
 from tui.fleet.collector import FleetCollector
 from tui.fleet.demo import DemoFleet
 from tui.fleet.feed import FleetFeed
@@ -37,7 +38,6 @@ from tui.fleet.history import HostHistory
 from tui.fleet.prom_history import PrometheusHistory
 from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig
 from tui.gpu.model import GpuBoxSnapshot
-from tui.screens.fleet import FleetApp
 from tui.sim.dcgm import DcgmCollector, DcgmServer
 from tui.sim.gpu_model import SimGpuModel
 from widgets.fleet_history import FleetHistoryView, history_lines

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tui.app.fleet_app import FleetApp
 from tui.core.audit import read_audit
 from tui.fleet.collector import FleetCollector
 from tui.fleet.demo import DemoFleet
 from tui.fleet.model import FleetRow
 from tui.fleet.summary import fleet_markdown
-from tui.screens.fleet import FleetApp
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "hf_abcdefghijklmnopqrstuvwxyz123456"

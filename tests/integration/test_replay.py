@@ -12,8 +12,9 @@ import pytest
 from textual.widgets import Static
 
 from tests.support.record_synth import build_night, cached_week
+from tui.app.replay_app import ReplayApp
 from tui.record.query import RecordingReader
-from tui.screens.replay import ReplayApp, ReplayScreen
+from tui.screens.replay import ReplayScreen
 from widgets.service_line import ServiceLine
 
 T0 = 1_800_000_000.0

@@ -10,7 +10,8 @@ import pytest
 
 from tests.support.record_synth import build_night
 from tests.support.snapshot_apps.timeline_app import TimelineApp
-from tui.screens.replay import ReplayApp, ReplayScreen
+from tui.app.replay_app import ReplayApp
+from tui.screens.replay import ReplayScreen
 from tui.screens.timeline import TimelineScreen
 
 T0 = 1_800_000_000.0

@@ -34,7 +34,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if not span[0] - 60 <= at_s <= span[1] + 60:
         first, last = (_stamp(value) for value in span)
         raise UsageError(f"--at {args.at!r} is outside the recording ({first} to {last})")
-    from tui.screens.replay import ReplayApp
+    from tui.app.replay_app import ReplayApp
 
     return ReplayApp(db, at_s, host).run() or 0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
@@ -153,18 +153,3 @@ class ReplayScreen(Screen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
-
-
-class ReplayApp(App[int]):
-    """`servedeck replay`: only the replay screen, over a recording file; no host is contacted."""
-
-    TITLE = "servedeck replay"
-
-    def __init__(self, db_path: Path, at_s: float, host_label: str = "") -> None:
-        super().__init__()
-        self.db_path, self.at_s, self.host_label = db_path, at_s, host_label
-
-    def on_mount(self) -> None:
-        self.push_screen(
-            ReplayScreen(self.db_path, self.at_s, self.host_label), lambda _: self.exit(0)
-        )
