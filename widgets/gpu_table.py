@@ -16,7 +16,7 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.color import Color
 from textual.filter import LineFilter
 from textual.geometry import Region, Size
@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from widgets.keys import bindings_for
 from widgets.plain_lines import PlainLines
 from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces, merged_pieces
 
@@ -70,12 +71,7 @@ class GpuTable(Widget, can_focus=True):
     }
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {"gpu-table--header", "gpu-table--cursor"}
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("home", "cursor_first", "First", show=False),
-        Binding("end", "cursor_last", "Last", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings_for("gpu-table")
 
     class RowHighlighted(Message):
         """The cursor moved onto a row (posted on moves, not on data updates)."""

@@ -1,7 +1,8 @@
-"""README's key table lists every key of the command table (tui/core/keymap.py).
+"""README's key table is written from the command table (tui/core/keymap.py), and compared both ways.
 
-The command table drives the bindings, the footer, `?` and the palette; the README is
-written by hand, so this test is what keeps it from falling behind a new key.
+The block between README's markers comes from `python -m tui.core.keymap --write README.md`:
+a key in the table with no README row fails, and so does a README row whose id the table
+does not have (a key removed or renamed), each by its id.
 """
 
 from __future__ import annotations
@@ -9,53 +10,46 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tui.core.keymap import COMMANDS
+from tui.core.keymap import BY_ID, README_END, README_START, markdown_block, with_block
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-# Textual's key names for the characters the README writes as themselves.
-_CHARACTERS = {
-    "question_mark": "?",
-    "slash": "/",
-    "colon": ":",
-    "left_square_bracket": "[",
-    "right_square_bracket": "]",
-    "left_curly_bracket": "{",
-    "right_curly_bracket": "}",
-}
+_ROW_ID = re.compile(r"^\|.*\| `([^`]+)` \|$")
 
 
-def _key_table(text: str) -> str:
-    section = re.split(r"^## Keys\n", text, maxsplit=1, flags=re.M)[1].split("\n## ", 1)[0]
-    return "\n".join(line for line in section.splitlines() if line.startswith("|"))
+def readme_ids(text: str) -> list[str]:
+    """The id of every row between the markers (the last column)."""
+    start, end = text.index(README_START), text.index(README_END)
+    return [m.group(1) for line in text[start:end].splitlines() if (m := _ROW_ID.match(line))]
 
 
-def documented_keys(text: str) -> set[str]:
-    """Every `backticked` key of the Keys table, with ranges such as `1`-`5` expanded."""
-    table = _key_table(text)
-    keys = set(re.findall(r"`([^`]+)`", table))
-    for low, high in re.findall(r"`(\d)`-`(\d)`", table):
-        keys |= {str(n) for n in range(int(low), int(high) + 1)}
-    return keys | {key.lower() for key in keys if len(key) > 1}
+def drift(text: str) -> tuple[list[str], list[str]]:
+    """(ids of the table missing from README, README ids the table does not have)."""
+    documented = readme_ids(text)
+    return sorted(set(BY_ID) - set(documented)), sorted(set(documented) - set(BY_ID))
 
 
-def _names(key: str) -> list[str]:
-    names = [_CHARACTERS.get(name, name) for name in key.split(",")]
-    return [name if len(name) == 1 else name.lower() for name in names]
-
-
-def test_readme_lists_every_key_of_the_command_table() -> None:
-    documented = documented_keys(README.read_text())
-    missing = sorted(
-        f"{command.binding_id} ({name})"
-        for command in COMMANDS
-        for name in _names(command.key)
-        if name not in documented
+def test_every_key_of_the_table_has_a_readme_row_and_every_row_a_key() -> None:
+    missing, unknown = drift(README.read_text())
+    assert missing == [], (
+        f"README's key table lacks {missing}: python -m tui.core.keymap --write README.md"
     )
-    assert missing == [], f"README's key table lacks: {missing}"
+    assert unknown == [], f"README lists keys the table does not have: {unknown}"
 
 
-def test_a_missing_key_is_found() -> None:
-    text = "## Keys\n\n| key | where | what |\n|---|---|---|\n| `q` | anywhere | quit |\n"
-    assert documented_keys(text) == {"q"}
-    assert "K" not in documented_keys(text)
-    assert documented_keys(text.replace("`q`", "`1`-`3`")) >= {"1", "2", "3"}
+def test_the_readme_block_is_the_generated_one() -> None:
+    text = README.read_text()
+    assert markdown_block() in text, (
+        "README's key table drifted: python -m tui.core.keymap --write README.md"
+    )
+    assert with_block(text) == text
+
+
+def test_drift_is_found_both_ways() -> None:
+    text = "intro\n" + markdown_block() + "\nafter\n"
+    assert drift(text) == ([], [])
+    row = next(line for line in text.splitlines() if line.endswith("| `fleet.sort` |"))
+    assert drift(text.replace(row + "\n", "")) == (["fleet.sort"], [])
+    extra = row.replace("fleet.sort", "fleet.gone")
+    assert drift(text.replace(row, row + "\n" + extra)) == ([], ["fleet.gone"])
+    stale = text.replace(row, "| `s` | Fleet | Sort | `fleet.sort` |")
+    assert with_block(stale) == text  # --write puts the table's row back

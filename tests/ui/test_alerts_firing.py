@@ -44,7 +44,7 @@ def test_a_resolved_alert_leaves_the_view() -> None:
 def test_the_key_table_has_a_for_alerts() -> None:
     from tui.app.console import ServedeckApp
 
-    command = next(c for c in COMMANDS if c.binding_id == "alerts")
+    command = next(c for c in COMMANDS if c.binding_id == "alerts.open")
     assert command.key == "A" and command.scope == "app"
     assert callable(getattr(ServedeckApp, f"action_{command.action}"))
 

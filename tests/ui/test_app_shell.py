@@ -82,7 +82,7 @@ async def test_unreachable_host_is_one_line_in_header_and_pane() -> None:
 
 
 async def test_keymap_from_profile_remaps_a_binding() -> None:
-    profile = replace(KIMI, keys={"help": "f1"})
+    profile = replace(KIMI, keys={"app.help": "f1"})
     app = ServedeckApp(profile, canned_deck(profile))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.2)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from textual import events
 from textual.actions import parse as parse_action
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.driver import Driver
@@ -44,7 +43,7 @@ from tui.core.audit import append_audit
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
 from tui.core.formatting import counted
-from tui.core.keymap import COMMANDS, commands_in
+from tui.core.keymap import COMMANDS, commands_in, effective_keys
 from tui.core.paths import demo_records_note
 from tui.core.redact import redact_text
 from tui.deck import Deck
@@ -72,6 +71,7 @@ from widgets.gpu_pane import GpuPane
 from widgets.header_bar import HeaderBar
 from widgets.health_view import HealthView
 from widgets.host_overview import HostOverviewView
+from widgets.keys import bindings_for
 from widgets.load_strip import LoadStrip
 from widgets.load_why import LoadWhy
 from widgets.log_pane import LogPane
@@ -109,21 +109,6 @@ _NO_UNIT = "no systemd unit in this profile"
 _WORKERS_EXIT_WAIT_S = 5.0
 
 
-def _bindings() -> list[BindingType]:
-    return [
-        Binding(
-            command.key,
-            command.action,
-            command.label,
-            show=command.show_in_footer,
-            key_display=command.key_display,
-            tooltip=command.help,
-            id=command.binding_id,
-        )
-        for command in commands_in("app")
-    ]
-
-
 class ServedeckApp(
     HealthMixin,
     HardwareHealthMixin,
@@ -138,7 +123,7 @@ class ServedeckApp(
 
     CSS_PATH = "app.tcss"
     TITLE = "servedeck"
-    BINDINGS = _bindings()
+    BINDINGS = bindings_for("app")
 
     def __init__(self, profile: Profile, deck: Deck, overview_interval_s: float = 30.0) -> None:
         super().__init__()
@@ -846,11 +831,7 @@ class ServedeckApp(
                 )
 
     def _effective_keys(self) -> dict[str, str]:
-        keymap = dict(self.profile.keys)
-        return {
-            command.binding_id: keymap.get(command.binding_id, command.key_display or command.key)
-            for command in COMMANDS
-        }
+        return effective_keys(self.profile.keys)
 
     def action_show_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id

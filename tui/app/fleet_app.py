@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
@@ -25,6 +24,7 @@ from textual.widgets import DataTable, Input, Static
 from tui.app.console_workers import WorkerFailed, console_worker
 from tui.core.errors import ServedeckError
 from tui.core.formatting import printable
+from tui.core.keymap import COMMANDS, FLEET_SCOPES, effective_keys
 from tui.deck import Deck
 from tui.fleet.actions import CleanupPlan, ServicePlan, plan_cleanup, plan_service
 from tui.fleet.bench_action import BenchPlan, plan_bench
@@ -33,9 +33,11 @@ from tui.fleet.feed import FleetRowSource
 from tui.fleet.history import HostHistory
 from tui.fleet.model import FleetRow
 from tui.fleet.view import SORT_KEYS, matches, sorted_rows, summarize
+from tui.screens.help import HelpScreen
 from widgets.fleet_history import FleetHistoryView
 from widgets.fleet_table import FleetTable
 from widgets.footer import Footer
+from widgets.keys import bindings_for
 
 if TYPE_CHECKING:  # httpx is imported only when a Prometheus source is made
     from tui.fleet.prom_history import PrometheusHistory
@@ -90,22 +92,7 @@ class FleetApp(App[str | None]):
     #selected { height: 1; padding: 0 1; }
     FleetTable { height: 1fr; }
     """
-    BINDINGS = [
-        Binding("enter", "open_host", "Open", tooltip="Open the selected host's full Deck"),
-        Binding("slash", "filter", "Filter", tooltip="Filter by name, label or state"),
-        Binding("s", "sort_next", "Sort", tooltip="Sort by the next column"),
-        Binding("r", "reverse", "Reverse", tooltip="Reverse the sort order"),
-        Binding("R", "fleet_service('restart')", "Restart", tooltip="Restart the host's unit"),
-        Binding("X", "fleet_service('stop')", "Stop", tooltip="Stop the host's unit (asks first)"),
-        Binding(
-            "K", "fleet_cleanup", "Clean up", tooltip="End leftover GPU processes (marked hosts)"
-        ),
-        Binding("b", "fleet_bench", "Bench", tooltip="Run the quick benchmark on the host"),
-        Binding("space", "toggle_mark", "Mark", show=False, tooltip="Mark the host for K"),
-        Binding("E", "export_summary", "Export", tooltip="Write the fleet's Markdown summary"),
-        Binding("escape", "clear_filter", "Clear", show=False),
-        Binding("q", "quit_fleet", "Quit", tooltip="Leave the fleet"),
-    ]
+    BINDINGS = bindings_for("fleet")
 
     def __init__(
         self,
@@ -116,8 +103,10 @@ class FleetApp(App[str | None]):
         history: PrometheusHistory | None = None,
         history_every_s: float = HISTORY_EVERY_S,
         title: str = "",
+        keys: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__()
+        self.keys = dict(keys or {})  # the group's [keys] remaps, by binding id
         self.collector = collector
         self.history_source = history
         self.history_every_s = history_every_s
@@ -149,6 +138,8 @@ class FleetApp(App[str | None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        if self.keys:
+            self.set_keymap(self.keys)
         self.query_one(FleetTable).focus()
         if self.rows:
             self._draw()
@@ -332,6 +323,12 @@ class FleetApp(App[str | None]):
 
     def action_quit_fleet(self) -> None:
         self.exit(None)
+
+    def action_help(self) -> None:
+        """`?`: the Fleet's keys (as remapped), then the dialogs'; none of the console's."""
+        self.push_screen(
+            HelpScreen(COMMANDS, effective_keys(self.keys), here=("fleet",), scopes=FLEET_SCOPES)
+        )
 
     def action_export_summary(self) -> None:
         """The rows on screen as one Markdown file in the current folder (never overwrites)."""
@@ -535,13 +532,16 @@ async def fleet_console(
     interval_s: float = BASE_INTERVAL_S,
     history: PrometheusHistory | None = None,
     title: str = "",
+    keys: Mapping[str, str] | None = None,
 ) -> int:
     """The fleet, then a host's console, then the fleet again, until the operator quits."""
     from tui.app import ServedeckApp
 
     rows: list[FleetRow] = []
     while True:
-        app = FleetApp(collector, rows=rows, interval_s=interval_s, history=history, title=title)
+        app = FleetApp(
+            collector, rows=rows, interval_s=interval_s, history=history, title=title, keys=keys
+        )
         chosen = await app.run_async()
         rows = app.rows
         if not chosen:
@@ -574,8 +574,12 @@ def run_fleet_console(
     read_only: bool = False,
     prometheus: PromFleetConfig | None = None,
     title: str = "",
+    keys: Mapping[str, str] | None = None,
 ) -> int:
-    """The Fleet pane over SSH probes, a Prometheus server, or both (one row per host)."""
+    """The Fleet pane over SSH probes, a Prometheus server, or both (one row per host).
+
+    `keys` remaps the Fleet's keys by binding id (a group file's [keys] table).
+    """
 
     async def main() -> int:
         from tui.fleet.feed import FleetFeed
@@ -589,7 +593,9 @@ def run_fleet_console(
             feed.prometheus = PrometheusFleet(prometheus)
             feed.history = PrometheusHistory(feed.prometheus)
         try:
-            return await fleet_console(feed, read_only=read_only, history=feed.history, title=title)
+            return await fleet_console(
+                feed, read_only=read_only, history=feed.history, title=title, keys=keys
+            )
         finally:
             await feed.close()
 

@@ -151,6 +151,15 @@ def _group_prometheus(args: argparse.Namespace) -> PromFleetConfig | None:
     return config_from_table(group.prometheus, f"{group.path}: [fleet]")
 
 
+def _group_keys(args: argparse.Namespace) -> dict[str, str]:
+    """The Fleet's key remaps: a `-g` group file's [keys] table (none for other fleets)."""
+    if not getattr(args, "group", None) or args.demo is not None:
+        return {}
+    from tui.fleet.groups import load_group
+
+    return dict(load_group(args.group, read_only=args.read_only).keys)
+
+
 def run_fleet(args: argparse.Namespace) -> int:
     prometheus = None
     group_config = _group_prometheus(args)
@@ -197,6 +206,7 @@ def run_fleet(args: argparse.Namespace) -> int:
             read_only=args.read_only,
             prometheus=prometheus,
             title=_title(args),
+            keys=_group_keys(args),
         )
     finally:
         if demo is not None:

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from tui.commands._target import profile_from_args
 from tui.commands.timeline_cmd import db_from_args
 from tui.core.errors import UsageError
 from tui.record.query import RecordingReader
@@ -36,7 +37,8 @@ def run_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"--at {args.at!r} is outside the recording ({first} to {last})")
     from tui.app.replay_app import ReplayApp
 
-    return ReplayApp(db, at_s, host).run() or 0
+    keys = profile_from_args(args).keys if getattr(args, "profile", None) else {}
+    return ReplayApp(db, at_s, host, keys=keys).run() or 0
 
 
 def _stamp(ts_s: float) -> str:

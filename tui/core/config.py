@@ -33,7 +33,7 @@ from tui.alerts.rules import (
 )
 from tui.alerts.rules import parse_condition as parse_alert_condition
 from tui.core.errors import ProfileError
-from tui.core.keymap import COMMANDS
+from tui.core.keymap import BY_ID, LEGACY_IDS, current_id, own_keys
 from tui.core.keynames import key_problem
 from tui.core.redact import redact_text
 
@@ -619,21 +619,30 @@ def _handoff(table: _Table) -> HandoffNotes:
     return notes
 
 
-def _keys(table: _Table) -> dict[str, str]:
-    """Remaps by binding id; an unknown id or key name is an error, like any unknown key."""
-    known = sorted(command.binding_id for command in COMMANDS)
-    keymap = {}
-    for binding_id in table.key_names():
-        value = table.string(binding_id, expected="a key name such as 'ctrl+k'")
-        if binding_id not in known:
-            close = difflib.get_close_matches(binding_id, known, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            table.problem(binding_id, f"unknown binding id{hint}")
+def keys_from(table: _Table, prefix: str = "") -> dict[str, str]:
+    """Remaps by binding id; an unknown id or key name is an error, like any unknown key.
+
+    TOML reads `service.stop = "ctrl+x"` as a table `service` holding `stop`: a table is
+    read as the ids under its name, so the id is written plain or quoted alike. An id of
+    an earlier release (`service-stop`) is read as today's.
+    """
+    candidates = sorted({*BY_ID, *LEGACY_IDS})
+    keymap: dict[str, str] = {}
+    for name in table.key_names():
+        if isinstance(table.raw(name), dict):
+            keymap |= keys_from(table.table(name), f"{prefix}{name}.")
+            continue
+        value = table.string(name, expected="a key name such as 'ctrl+k'")
+        binding_id = current_id(prefix + name)
+        if binding_id not in BY_ID:
+            close = difflib.get_close_matches(prefix + name, candidates, n=1, cutoff=0.6)
+            hint = f" (did you mean {current_id(close[0])!r}?)" if close else ""
+            table.problem(name, f"unknown binding id{hint}")
             continue
         if value:
-            problem = key_problem(binding_id, value)
+            problem = key_problem(value, own_keys(binding_id))
             if problem:
-                table.problem(binding_id, problem)
+                table.problem(name, problem)
                 continue
             keymap[binding_id] = value
     return keymap
@@ -748,7 +757,7 @@ def profile_from_data(
         gpu=_gpu(section("gpu")),
         benchmark=_benchmark(section("benchmark")),
         handoff=_handoff(section("handoff")),
-        keys=_keys(section("keys")),
+        keys=keys_from(section("keys")),
         alerting=_alerting(section("alerting"), root.tables("alerts")),
         record=_record(section("record")),
     )

@@ -21,8 +21,14 @@ _NAMED = (
 )
 NAMED_KEYS = frozenset(_NAMED.split()) | frozenset(f"f{n}" for n in range(1, 25))
 
-# Keys every screen relies on: quit, help and back/close. Only their own binding may use them.
-RESERVED: dict[str, str] = {"q": "quit", "question_mark": "help", "?": "help", "escape": ""}
+# Keys every screen relies on: quit, help and back/close. Only a binding that has one of them
+# by default (the console's quit, the Fleet's, a dialog's close) may keep it in a remap.
+RESERVED: dict[str, str] = {
+    "q": "q",
+    "question_mark": "question_mark",
+    "?": "question_mark",
+    "escape": "escape",
+}
 
 
 def _one_key_problem(key: str) -> str | None:
@@ -40,8 +46,8 @@ def _one_key_problem(key: str) -> str | None:
     return f"cannot read the key name {name!r}{hint}"
 
 
-def key_problem(binding_id: str, value: str) -> str | None:
-    """Why `value` is not a usable key list for `binding_id`, or None when it is."""
+def key_problem(value: str, own_keys: frozenset[str] = frozenset()) -> str | None:
+    """Why `value` is not a usable key list for a binding with `own_keys` by default, or None."""
     keys = [key.strip() for key in value.split(",")]
     if not all(keys):
         return f"cannot read the key list {value!r}: an empty key between commas"
@@ -49,8 +55,8 @@ def key_problem(binding_id: str, value: str) -> str | None:
         problem = _one_key_problem(key)
         if problem:
             return problem
-        owner = RESERVED.get(key)
-        if owner is not None and owner != binding_id:
-            shown = "?" if owner == "help" else key
+        reserved = RESERVED.get(key)
+        if reserved is not None and reserved not in own_keys:
+            shown = "?" if reserved == "question_mark" else key
             return f"{key!r} is reserved ({shown} must always work); pick another key"
     return None

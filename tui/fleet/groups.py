@@ -16,6 +16,9 @@ A group can read its rows from Prometheus instead (`source = "prometheus"`, `url
 the other keys of tui.fleet.prometheus.config_from_table); its members, if any, are then
 the hosts whose console Enter opens, and the ones Prometheus does not scrape.
 
+A `[keys]` table remaps the Fleet's keys by binding id, as a profile's does the console's
+(`fleet.sort = "o"`; ids in README's key table).
+
 Every problem is one line naming the file and the key (`lab.toml: fleet.host[1].profile:
 profile 'x' not found ...`); a group that names no host (and no Prometheus) is an error too.
 """
@@ -23,11 +26,18 @@ profile 'x' not found ...`); a group that names no host (and no Prometheus) is a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tui.core.config import Profile, TomlTable, load_profile_file, parse_toml, read_profile_bytes
+from tui.core.config import (
+    Profile,
+    TomlTable,
+    keys_from,
+    load_profile_file,
+    parse_toml,
+    read_profile_bytes,
+)
 from tui.core.errors import ProfileError
 from tui.core.profile_store import find_toml, looks_like_path, resolve_profile_path, search_dirs
 
@@ -56,6 +66,7 @@ class FleetGroup:
     members: tuple[FleetMember, ...]
     description: str = ""
     prometheus: Mapping[str, Any] | None = None  # the [fleet] table of a Prometheus source
+    keys: Mapping[str, str] = field(default_factory=dict)  # [keys]: the Fleet's remaps by id
 
 
 def group_dirs() -> list[tuple[str, Path]]:
@@ -108,6 +119,7 @@ def load_group_file(path: Path, read_only: bool = False) -> FleetGroup:
         }
     refs = _members(fleet, path, problems)
     fleet.finish()
+    keys = keys_from(root.table("keys")) if root.has("keys") else {}
     root.finish()
     if problems:
         raise ProfileError(f"{path}: {problems[0]}")
@@ -132,7 +144,7 @@ def load_group_file(path: Path, read_only: bool = False) -> FleetGroup:
 
             profile = replace(profile, read_only=True)
         members.append(FleetMember(profile, label))
-    return FleetGroup(path.stem, path, tuple(members), description, prometheus)
+    return FleetGroup(path.stem, path, tuple(members), description, prometheus, keys)
 
 
 def load_group(name_or_path: str, read_only: bool = False) -> FleetGroup:

@@ -15,13 +15,13 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tui.alerts.engine import FiringAlert
 from tui.core.formatting import duration_compact
 from tui.screens.dialog import Dialog
+from widgets.keys import bindings_for
 
 _SEVERITY_STYLES = {"critical": "bold white on red", "warning": "bold black on yellow"}
 
@@ -62,10 +62,7 @@ class AlertsFiringScreen(Dialog[None]):
     AlertsFiringScreen > .dialog-frame { width: 96%; max-width: 110; padding: 0 1; }
     AlertsFiringScreen #alerts-firing-title { text-style: bold; margin-bottom: 1; }
     """
-    BINDINGS = [
-        Binding("escape,q,A", "dismiss", "Close", id="alerts-firing-close"),
-        Binding("r", "reload", "Re-read", id="alerts-firing-reload"),
-    ]
+    BINDINGS = bindings_for("alerts")
 
     def __init__(self, read: Callable[[], Sequence[FiringAlert]] | None, why_none: str) -> None:
         """`read`: the monitor's firing alerts now; None when no monitor runs (`why_none`)."""

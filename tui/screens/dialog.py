@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import ClassVar, TypeVar
 
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.screen import ModalScreen
 from textual.widgets import Button
+
+from widgets.keys import bindings_for
 
 ResultT = TypeVar("ResultT")
 
@@ -30,6 +32,7 @@ class Dialog(ModalScreen[ResultT]):
     Dialog .dialog-buttons Button { margin-right: 2; }
     """
     TONE: ClassVar[str] = ""
+    BINDINGS: ClassVar[list[BindingType]] = bindings_for("dialog")  # escape: cancel_result()
 
     def __init__(self) -> None:
         super().__init__(classes=self.TONE)
@@ -51,9 +54,6 @@ class YesNoDialog(Dialog[bool]):
 
     TONE = "-warning"
     AUTO_FOCUS = "#confirm-no"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "Cancel", id="confirm-cancel")
-    ]
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()

@@ -1,6 +1,7 @@
-"""The `?` screen: every key from the one command table, those that work here first.
+"""The `?` screen: the keys of the app on show from the one command table, those that work here first.
 
-Keys show as the live keymap has them, so remapped keys show truly.
+Keys show as the live keymap has them, so remapped keys show truly; an app lists only the
+areas it can show (the Fleet none of the console's).
 """
 
 from __future__ import annotations
@@ -8,12 +9,12 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tui.core.keymap import SCOPES, ConsoleCommand
+from tui.core.keymap import CONSOLE_SCOPES, SCOPES, ConsoleCommand, shown_keys
 from tui.screens.dialog import Dialog
+from widgets.keys import bindings_for
 
 
 def keys_table(
@@ -48,9 +49,7 @@ class HelpScreen(Dialog[None]):
     DEFAULT_CSS = """
     HelpScreen > .dialog-frame { width: 90%; max-width: 100; height: 90%; padding: 0 1; }
     """
-    BINDINGS = [
-        Binding("escape,q,question_mark", "dismiss", "Close", id="help-close"),
-    ]
+    BINDINGS = bindings_for("help")
 
     def __init__(
         self,
@@ -58,15 +57,17 @@ class HelpScreen(Dialog[None]):
         keys_by_id: dict[str, str],
         extra: str = "",
         here: tuple[str, ...] = ("app",),
+        scopes: tuple[str, ...] = CONSOLE_SCOPES,
     ) -> None:
         super().__init__()
         self._commands = commands
         self._keys_by_id = keys_by_id
         self._extra = extra
         self._here = here
+        self._scopes = scopes  # every area of this app: the others are listed after `here`
 
     def compose(self) -> ComposeResult:
-        elsewhere = tuple(scope for scope in SCOPES if scope not in self._here)
+        elsewhere = tuple(scope for scope in self._scopes if scope not in self._here)
         shadowed = frozenset(
             self._keys_by_id.get(command.binding_id, command.key_display or command.key)
             for command in self._commands
@@ -90,7 +91,8 @@ class HelpScreen(Dialog[None]):
                 )
             if self._extra:
                 yield Static(self._extra)
-            yield Static("[dim]escape, q or ? closes this screen[/]")
+            closing = self._keys_by_id.get("help.close", "escape,q,question_mark")
+            yield Static(Text(f"{shown_keys(closing, quote='')} closes this screen", style="dim"))
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(None)

@@ -14,7 +14,6 @@ from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Static
 
@@ -153,7 +152,6 @@ class KillConfirmScreen(Dialog[KillConfirmation | None]):
     # The safe button has the focus from the first frame (not after on_mount: keys typed
     # quickly after the dialog opens must not land on the destructive one).
     AUTO_FOCUS = "#kill-cancel"
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="kill-cancel")]
 
     def __init__(self, host_label: str, targets: Sequence[GpuProcess], timeout_s: float) -> None:
         super().__init__()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
@@ -28,7 +27,6 @@ class PresetPickerScreen(Dialog[str | None]):
     PresetPickerScreen > .dialog-frame { max-width: 100; max-height: 80%; }
     PresetPickerScreen OptionList { height: auto; max-height: 20; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="preset-cancel")]
 
     def __init__(self, presets: Mapping[str, BenchmarkPreset], default: str) -> None:
         super().__init__()

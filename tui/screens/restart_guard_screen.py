@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
@@ -19,6 +18,7 @@ from tui.core.errors import ServedeckError
 from tui.logs.line import texts_of
 from tui.screens.dialog import Dialog
 from tui.serving.restart_loop import RestartLoopDetector, record
+from widgets.keys import bindings_for
 
 if TYPE_CHECKING:  # the guard (and the doctor's checks) load with the first start/restart
     from tui.app import ServedeckApp
@@ -35,10 +35,7 @@ class GuardRefusedScreen(Dialog[bool]):
     """
     TONE = "-danger"
     AUTO_FOCUS = "#guard-cancel"
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel", id="guard-cancel"),
-        Binding("K", "kill_first", "End leftovers", id="guard-kill"),
-    ]
+    BINDINGS = bindings_for("guard")  # and the dialog's escape (cancel)
 
     def __init__(self, verdict: GuardVerdict) -> None:
         super().__init__()
