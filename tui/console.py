@@ -6,8 +6,8 @@ import argparse
 
 from tui.core import paths
 from tui.core.config import Profile
-from tui.core.profile_store import load_profile
 from tui.hosts.base import Host
+from tui.hosts.profiles import load_profile
 
 
 def host_for(profile: Profile) -> Host:

@@ -151,7 +151,7 @@ async def test_servedeck_record_follows_xids_and_alerts(
     """The headless recorder (`servedeck record`): the same follow, feed and rules."""
     from tests.core.test_xid_alerts import ListSink
     from tui.alerts.monitor import AlertMonitor
-    from tui.alerts.rules import AlertingConfig
+    from tui.core.alert_rules import AlertingConfig
     from tui.record.feed import RecordFeed
     from tui.record.headless import Cadence, HeadlessRecorder
 

@@ -76,7 +76,7 @@ def size_bytes(folder: Path, pattern: str) -> int:
 
 def soak_profile() -> Any:
     """The demo profile with rules that fire and resolve inside one quarter."""
-    from tui.alerts.rules import AlertRule
+    from tui.core.alert_rules import AlertRule
     from tui.core.config import demo_profile
 
     base = demo_profile()

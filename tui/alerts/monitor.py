@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tui.alerts.engine import AlertChange, AlertEngine, Signals
-from tui.alerts.rules import AlertingConfig
 from tui.alerts.signals import (
     XID_WINDOW_S,
     gpu_signals,
@@ -22,6 +21,7 @@ from tui.alerts.signals import (
     xid_signals,
 )
 from tui.alerts.webhook import Delivery, WebhookSender, url_for_display
+from tui.core.alert_rules import AlertingConfig
 from tui.gpu.model import GpuBoxSnapshot
 from tui.record.feed import RecordFeed
 from tui.record.model import Event

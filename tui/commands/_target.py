@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from tui.core.config import Profile
-from tui.core.profile_store import load_profile
 from tui.deck import Deck, open_deck
+from tui.hosts.profiles import load_profile
 
 
 def profile_from_args(args: argparse.Namespace) -> Profile:
