@@ -25,8 +25,8 @@ from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.summary_helpers import demo_deck
 from tui.alerts.monitor import AlertMonitor
 from tui.core.alert_rules import AlertingConfig, AlertRule, WebhookConfig
+from tui.ops.gpu_hints import deck_context, gpu_snapshot
 from tui.procs import kill_processes, leftovers, list_gpu_processes
-from tui.procs.gpu_hints import deck_context, gpu_snapshot
 from tui.record.feed import RecordFeed
 from tui.record.headless import Cadence, HeadlessRecorder
 from tui.record.query import RecordingReader

@@ -235,7 +235,7 @@ async def test_console_on_an_alias_with_no_profile_is_read_only_over_the_jump(
 ) -> None:
     """`servedeck --ssh box-b`: the console reaches the box through ProxyJump, read-only."""
     from tui.app import ServedeckApp
-    from tui.deck import open_deck
+    from tui.compose import open_deck
     from tui.fleet.groups import ssh_alias_profile
 
     profile = ssh_alias_profile("box-b")

@@ -200,8 +200,8 @@ class Night:
 
     async def run(self) -> int:
         from tui.app import ServedeckApp
+        from tui.compose import open_deck
         from tui.core import paths
-        from tui.deck import open_deck
 
         profile = soak_profile()
         deck = open_deck(profile, demo_load_s=self.args.load_seconds, demo_orphans_on_stop=2)

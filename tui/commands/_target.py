@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from tui.compose import open_deck
 from tui.core.config import Profile
-from tui.deck import Deck, open_deck
+from tui.deck import Deck
 from tui.hosts.profiles import load_profile
 
 

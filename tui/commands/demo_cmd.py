@@ -6,7 +6,7 @@ import argparse
 
 from tui.core.config import demo_profile
 
-# tui.deck.CONSOLE_DEMO_LOAD_S (not imported here: parsing stays fast)
+# tui.compose.CONSOLE_DEMO_LOAD_S (not imported here: parsing stays fast)
 DEFAULT_LOAD_S = 45.0
 
 

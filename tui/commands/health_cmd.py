@@ -8,9 +8,8 @@ import json
 import sys
 
 from tui.commands._width import hanging
-from tui.console import host_for
+from tui.compose import host_for, open_deck
 from tui.core.config import Profile
-from tui.deck import open_deck
 from tui.health.health_run import bus_map
 from tui.health.kernel_log import KernelLogFollower
 from tui.health.report import HealthReport

@@ -135,7 +135,7 @@ async def run_service(
 
 async def plan_cleanup(name: str, deck: Deck, *, audit_path: Path | None = None) -> CleanupPlan:
     """The host's leftover GPU processes to offer; pid 1 and defunct ones refused up front."""
-    from tui.procs.gpu_hints import deck_context, gpu_snapshot
+    from tui.ops.gpu_hints import deck_context, gpu_snapshot
     from tui.procs.kill import leftovers, refuse_before_asking
     from tui.procs.listing import list_gpu_processes
 
@@ -166,7 +166,7 @@ async def run_cleanup(
     audit_path: Path | None = None,
 ) -> KillReport:
     """Re-check the host, then the killer (which re-checks each process's identity)."""
-    from tui.procs.gpu_hints import deck_context, rereader
+    from tui.ops.gpu_hints import deck_context, rereader
     from tui.procs.kill import kill_processes
 
     await recheck_identity(deck, plan.identity, "kill --leftovers", audit_path)

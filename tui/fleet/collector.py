@@ -358,7 +358,7 @@ class DeckProbe:
 
     async def _leftovers(self, failed: Fail) -> int | None:
         """Leftover GPU processes: the host's GPU processes listed, those the service left."""
-        from tui.procs.gpu_hints import deck_context, gpu_snapshot
+        from tui.ops.gpu_hints import deck_context, gpu_snapshot
         from tui.procs.kill import leftovers
         from tui.procs.listing import list_gpu_processes
 
@@ -497,7 +497,7 @@ class FleetCollector:
 
 def probes_for(members: Sequence[FleetMember]) -> list[HostProbe]:
     """One DeckProbe (one Deck, one Host, so one SSH connection) per member."""
-    from tui.deck import open_deck
+    from tui.compose import open_deck
 
     probes: list[HostProbe] = []
     for member in members:

@@ -28,8 +28,8 @@ from tui.core.tasks import cancel_and_wait
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.logs.line import LogLine
+from tui.ops.gpu_hints import deck_context
 from tui.procs import list_gpu_processes
-from tui.procs.gpu_hints import deck_context
 from tui.record.execinfo import read_exec
 from tui.record.feed import RecordFeed
 from tui.record.model import Event

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tui.core.config import Profile
-from tui.deck import CLI_DEMO_LOAD_S, CheckpointFacts, Deck
+from tui.deck import CheckpointFacts, Deck
 from tui.gpu.model import GpuSource
 from tui.hostfacts.hostinfo import HostOverview
 from tui.hosts.base import Host
@@ -195,7 +195,7 @@ def sim_profile(profile: Profile, box: SimBox) -> Profile:
 def open_sim_deck(
     profile: Profile,
     *,
-    load_s: float = CLI_DEMO_LOAD_S,
+    load_s: float,
     autostart: bool = False,
     wait_ready: bool = False,
     orphans_on_stop: int = 2,
