@@ -12,8 +12,8 @@ from tui.compose import open_deck
 from tui.core.audit import append_audit
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
-from tui.health.probe_run import probe_refusal, run_and_record
 from tui.hosts.profiles import load_profile
+from tui.ops.probe_run import probe_refusal, run_and_record
 
 
 class ProbeRefused(ServedeckError):

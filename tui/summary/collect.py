@@ -27,7 +27,7 @@ from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hostfacts.facts import DiskFacts, SoftwareVersions
 from tui.plan import build_plan, inventory_from_snapshot
-from tui.plan.for_deck import profile_layout, with_engine_kv
+from tui.plan.for_profile import profile_layout, with_engine_kv
 from tui.plan.layout import Layout, PlanSettings
 from tui.serving.loadwatch import LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller
@@ -182,7 +182,7 @@ def _files(deck: Deck, service: ServiceSummary | None) -> tuple[tuple[str, str],
 
 
 async def _hardware_health(deck: Deck) -> Any:
-    from tui.health.summary_section import collect_hardware_health
+    from tui.ops.hardware_health import collect_hardware_health
 
     return await collect_hardware_health(deck)
 
