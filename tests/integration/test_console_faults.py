@@ -49,7 +49,6 @@ from tui.core import paths
 from tui.core.audit import read_audit
 from tui.core.config import demo_profile
 from tui.deck import Deck
-from tui.gpu.sim_source import SimGpuSource
 from tui.hosts.ssh import SSHHost
 from tui.ops.gpu_hints import deck_context
 from tui.procs import list_gpu_processes
@@ -57,6 +56,7 @@ from tui.procs.kill import leftovers
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.screens.summary import SummaryScreen
 from tui.sim.box import SimBox
+from tui.sim.gpu_source import SimGpuSource
 from widgets.host_overview import HostOverviewView
 from widgets.summary_view import SummaryView
 
