@@ -102,6 +102,12 @@ class RecordFeed:
         data = redact_data(event.data, self.extra_secrets) if event.data else event.data
         self._emit(replace(event, text=text, data=data))
 
+    def alert_event(
+        self, ts_s: float, source: str, text: str, gpu: int | None, data: dict[str, Any]
+    ) -> None:
+        """An alert change or a failed delivery, as the alert monitor reports it (redacted)."""
+        self.event(Event(ts_s, "alert", source, text, gpu, data=data))
+
     def _emit(self, event: Event) -> None:
         """Record an event whose text and data are redacted already."""
         self.sink.add_event(event)
