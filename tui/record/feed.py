@@ -14,6 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tui.bench.best import COMPLETE, figure_of
+from tui.bench.capacity_answer import bracket, capacity_line, config_key, is_finished
+from tui.bench.capacity_answer import workload_key as capacity_workload
 from tui.core.formatting import gib
 from tui.core.redact import redact_data, redact_lines, redact_text
 from tui.gpu.model import GpuBoxSnapshot
@@ -372,8 +375,6 @@ class RecordFeed:
 
     def observe_bench(self, run: Any, ts_s: float) -> None:
         """A benchmark run with its headline figure (tui.bench.best), marked when it does not count."""
-        from tui.bench.best import COMPLETE, figure_of
-
         figure = figure_of(run)
         single = figure.single_stream_tok_s
         single_text = f", {single:.1f} tok/s single stream" if single else ""
@@ -387,9 +388,6 @@ class RecordFeed:
         self, record: Mapping[str, Any], ts_s: float, history: Sequence[Any]
     ) -> None:
         """A capacity search: its answer with the bracket it proved, its SLO and its levels."""
-        from tui.bench.capacity_answer import bracket, capacity_line, config_key, is_finished
-        from tui.bench.capacity_answer import workload_key as capacity_workload
-
         low, high = bracket(record)
         levels = [
             {

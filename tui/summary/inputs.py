@@ -16,6 +16,7 @@ from tui.hostfacts.facts import DiskFacts, SoftwareVersions
 from tui.hostfacts.hostinfo import HostOverview
 from tui.plan.layout import Layout, Plan
 from tui.plan.modelcfg import ModelArch
+from tui.plan.render import _plain
 from tui.serving.loadwatch import LoadProgress
 from tui.serving.metrics import ServerMetrics
 from tui.serving.service import UnitState
@@ -86,8 +87,6 @@ class SummaryInputs:
 
     def to_plain(self) -> dict[str, Any]:
         """Plain JSON-ready data (dataclasses as dicts) for `servedeck summary --json`."""
-        from tui.plan.render import _plain
-
         data = _plain(self)
         data["profile"] = {
             "name": self.profile.name,
