@@ -25,8 +25,8 @@ from screenshots.render_bench import BenchScreenshotApp  # noqa: E402
 from screenshots.render_bench import prepare as run_bench_sweep  # noqa: E402
 from tests.support.canned_host import canned_deck  # noqa: E402
 from tui.app import ServedeckApp  # noqa: E402
+from tui.compose import open_deck  # noqa: E402
 from tui.core.config import demo_profile, load_profile_file  # noqa: E402
-from tui.deck import open_deck  # noqa: E402
 from tui.serving.loadwatch import Phase  # noqa: E402
 
 OUT = REPO / "screenshots"

@@ -22,8 +22,8 @@ from tui.bench.capacity import CapacitySlo  # noqa: E402
 from tui.bench.capacity_driver import CapacityProcess, GpuRecorder  # noqa: E402
 from tui.bench.capacity_runner import CapacitySpec  # noqa: E402
 from tui.bench.workload import BenchSpec  # noqa: E402
-from tui.gpu.sim_source import SimGpuSource  # noqa: E402
 from tui.sim.box import SimBox, SimServerOptions  # noqa: E402
+from tui.sim.gpu_source import SimGpuSource  # noqa: E402
 from widgets.capacity_view import CapacityView  # noqa: E402
 
 

@@ -167,7 +167,7 @@ def _runs_the_demo(args: argparse.Namespace) -> bool:
     names = named if isinstance(named, list) else [named] if named else []  # fleet: -p ...
     if not names:
         return False
-    from tui.core.profile_store import load_profile
+    from tui.hosts.profiles import load_profile
 
     try:
         return all(load_profile(name).is_demo for name in names)

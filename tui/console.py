@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from tui.compose import CONSOLE_DEMO_LOAD_S, open_deck
 from tui.core import paths
 from tui.core.config import Profile
-from tui.core.profile_store import load_profile
-from tui.hosts.base import Host
-
-
-def host_for(profile: Profile) -> Host:
-    """The Host a profile names: this machine or an SSH route (the demo's box opens with its Deck)."""
-    from tui.hosts.factory import host_for_profile
-
-    return host_for_profile(profile)
+from tui.hosts.profiles import load_profile
 
 
 def run_console(
@@ -22,7 +15,6 @@ def run_console(
 ) -> int:
     """Open the console on a profile; the demo gets its simulated box here."""
     from tui.app import ServedeckApp
-    from tui.deck import CONSOLE_DEMO_LOAD_S, open_deck
 
     load_s = CONSOLE_DEMO_LOAD_S if demo_load_s is None else demo_load_s
     deck = open_deck(profile, demo_load_s=load_s, demo_autostart=demo_autostart)

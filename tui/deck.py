@@ -2,7 +2,8 @@
 
 Callers ask the Deck, never which kind of box is behind it. The simulator's Deck
 (`tui.sim.deck.SimDeck`) overrides the few methods whose answer comes from the
-simulated box instead of the host; everything downstream is the same code.
+simulated box instead of the host; everything downstream is the same code. A Deck is
+opened by the composition root (`tui.compose.open_deck`), the one place that knows both.
 """
 
 from __future__ import annotations
@@ -30,10 +31,6 @@ if TYPE_CHECKING:
     from tui.plan.build import ModelFacts
     from tui.plan.inventory import GpuInventory
     from tui.serving.unit_lint_run import UnitFile
-
-# A demo opened by a one-shot CLI command loads quickly; the console's demo shows a full load.
-CLI_DEMO_LOAD_S = 4.0
-CONSOLE_DEMO_LOAD_S = 45.0
 
 
 async def _without_read_time(lines: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
@@ -303,29 +300,3 @@ class Deck:
         if self._gpu_source is not None:
             await self._gpu_source.aclose()
         await self.host.close()
-
-
-def open_deck(
-    profile: Profile,
-    *,
-    demo_load_s: float = CLI_DEMO_LOAD_S,
-    demo_autostart: bool = False,
-    demo_wait_ready: bool = False,
-    demo_orphans_on_stop: int = 2,
-    demo_time_scale: float | None = None,
-) -> Deck:
-    """Create the profile's host (and, for the demo, a fresh simulated box on this machine)."""
-    if profile.is_demo:
-        from tui.sim.deck import open_sim_deck
-
-        return open_sim_deck(
-            profile,
-            load_s=demo_load_s,
-            autostart=demo_autostart,
-            wait_ready=demo_wait_ready,
-            orphans_on_stop=demo_orphans_on_stop,
-            time_scale=demo_time_scale,
-        )
-    from tui.console import host_for
-
-    return Deck(profile, host_for(profile))

@@ -5,7 +5,7 @@ grow the console without end; the recording keeps every change."""
 from __future__ import annotations
 
 from tui.alerts.monitor import AlertMonitor
-from tui.alerts.rules import AlertingConfig, AlertRule
+from tui.core.alert_rules import AlertingConfig, AlertRule
 from tui.serving.service import UnitState
 
 LEFTOVERS = AlertRule("leftovers", "procs.leftovers_while_inactive", ">=", 1, 0, "warning")

@@ -8,11 +8,12 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from tests.support.summary_helpers import table_shapes
-from tui.health.health_run import collect_demo_health
 from tui.health.interconnect import analyze_interconnect
 from tui.health.interconnect_parse import split_sections
-from tui.health.summary_section import HardwareHealth, hardware_health_markdown, last_probe
+from tui.ops.hardware_health import HardwareHealth, last_probe
+from tui.sim.checks import collect_demo_health
 from tui.sim.interconnect import faults_from_text, render_sections
+from tui.summary.hardware_section import hardware_health_markdown
 
 
 def test_last_probe_is_the_newest_for_the_host(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.support.secret_forms import all_forms, leaked, planted, secret_values, url_safe
 from tui.alerts.monitor import AlertMonitor
-from tui.alerts.rules import AlertingConfig, AlertRule
+from tui.core.alert_rules import AlertingConfig, AlertRule
 from tui.core.audit import append_audit
 from tui.core.redact import LineRedactor, redact_data, redact_lines, redact_text
 from tui.logs.line import LogLine

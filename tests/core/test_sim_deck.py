@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from tui.compose import open_deck
 from tui.core.config import ServiceConfig, demo_profile
-from tui.deck import Deck, open_deck
-from tui.gpu.sim_source import SimGpuSource
+from tui.deck import Deck
 from tui.hosts.local import LocalHost
 from tui.sim import spec
 from tui.sim.deck import SimDeck
+from tui.sim.gpu_source import SimGpuSource
 from tui.sim.service import SimService
 
 

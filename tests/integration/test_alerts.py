@@ -13,8 +13,8 @@ import pytest
 from tests.support.record_support import wait_for
 from tui.alerts.engine import AlertEngine
 from tui.alerts.monitor import AlertMonitor
-from tui.alerts.rules import DEFAULT_RULES, AlertingConfig, AlertRule, WebhookConfig
 from tui.alerts.webhook import WebhookSender
+from tui.core.alert_rules import DEFAULT_RULES, AlertingConfig, AlertRule, WebhookConfig
 from tui.core.config import demo_profile, profile_from_data
 from tui.record.session import ConsoleRecording, restore_mutes
 

@@ -10,8 +10,8 @@ from textual.widgets import Static, TabbedContent
 
 from tui.app import ServedeckApp
 from tui.bench.capacity_history import read_capacity_history
+from tui.compose import open_deck
 from tui.core.config import BenchmarkPreset, BenchmarkSlo, demo_profile
-from tui.deck import open_deck
 from widgets.capacity_view import CapacityView
 
 

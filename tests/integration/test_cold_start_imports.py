@@ -70,7 +70,7 @@ def test_importing_the_console_loads_no_source_or_pane_internals() -> None:
 
 def test_opening_a_local_deck_loads_no_source_internals() -> None:
     modules = _modules_after(
-        "from tui.core.config import Profile\nfrom tui.deck import open_deck\n"
+        "from tui.core.config import Profile\nfrom tui.compose import open_deck\n"
         "open_deck(Profile(name='local'))"
     )
     assert _loaded(modules) == []

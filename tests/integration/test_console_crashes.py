@@ -22,9 +22,10 @@ from tests.support.screen_text import screen_text
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
 from tui.bench.history import read_history
+from tui.compose import open_deck
 from tui.core.audit import read_audit
 from tui.core.config import Profile, ServiceConfig, demo_profile
-from tui.deck import Deck, open_deck
+from tui.deck import Deck
 from tui.hosts.ssh import SSHHost
 from widgets.header_bar import HeaderBar
 from widgets.service_line import ServiceLine

@@ -44,18 +44,19 @@ from tests.support.fault_matrix import (
 )
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp, messages
+from tui.compose import open_deck
 from tui.core import paths
 from tui.core.audit import read_audit
 from tui.core.config import demo_profile
-from tui.deck import Deck, open_deck
-from tui.gpu.sim_source import SimGpuSource
+from tui.deck import Deck
 from tui.hosts.ssh import SSHHost
+from tui.ops.gpu_hints import deck_context
 from tui.procs import list_gpu_processes
-from tui.procs.gpu_hints import deck_context
 from tui.procs.kill import leftovers
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.screens.summary import SummaryScreen
 from tui.sim.box import SimBox
+from tui.sim.gpu_source import SimGpuSource
 from widgets.host_overview import HostOverviewView
 from widgets.summary_view import SummaryView
 

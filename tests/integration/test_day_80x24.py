@@ -14,8 +14,8 @@ from pathlib import Path
 from tests.support.e2e_support import E2E_LOAD_S
 from tests.support.screen_text import screen_text
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core.config import demo_profile
-from tui.deck import open_deck
 from tui.gpu.model import total_memory_bytes
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen

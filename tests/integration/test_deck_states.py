@@ -17,8 +17,8 @@ from textual.widgets import Static
 
 from tests.support.screen_text import screen_text
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core.config import demo_profile
-from tui.deck import open_deck
 from tui.screens.confirm_action import ConfirmActionScreen
 from widgets.gpu_table import GpuTable
 from widgets.service_line import ServiceLine

@@ -22,8 +22,8 @@ from tests.support.e2e_support import (
     wait_for,
 )
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core.config import demo_profile
-from tui.deck import open_deck
 from tui.serving.loadwatch import LOADING_PHASES, Phase
 from widgets.header_bar import HeaderBar
 from widgets.load_strip import LoadStrip

@@ -21,8 +21,8 @@ from tui.core.config import HostConfig, demo_profile
 from tui.core.errors import HostError
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
+from tui.ops.plan import plan_for_deck
 from tui.plan import FITS
-from tui.plan.for_deck import plan_for_deck
 from tui.plan.inventory import GIB
 from tui.serving.loadwatch import LoadTracker
 from tui.sim import spec

@@ -30,10 +30,10 @@ from tests.support.e2e_support import (
 )
 from tui.app import ServedeckApp
 from tui.bench.history import read_history
+from tui.compose import open_deck
 from tui.core import paths
 from tui.core.audit import read_audit
 from tui.core.config import demo_profile
-from tui.deck import open_deck
 from tui.gpu.model import total_memory_bytes
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.kill_confirm import KillConfirmScreen

@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.prometheus_fixtures import ExporterThread, wait_for
 from tests.support.sim_fixtures import SIM_LOAD_SECONDS
 from tests.support.summary_helpers import bench_run
-from tui.alerts.rules import AlertingConfig, AlertRule
 from tui.bench.history import append_result
+from tui.core.alert_rules import AlertingConfig, AlertRule
 from tui.core.config import demo_profile
 from tui.core.paths import demo_records
 from tui.exporter.metrics import METRICS

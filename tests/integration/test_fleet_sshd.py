@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.fleet_fixtures import SshdFleet, sshd_fleet  # noqa: F401  (fixture)
+from tui.compose import open_deck
 from tui.core.config import load_profile_file
-from tui.deck import open_deck
 from tui.fleet.collector import DeckProbe, FleetCollector, borrow_deck, probes_for
 from tui.fleet.groups import load_group
 from tui.fleet.model import FleetRow

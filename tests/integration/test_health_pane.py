@@ -10,8 +10,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core.config import demo_profile
-from tui.deck import open_deck
 from widgets.health_view import HealthView
 
 

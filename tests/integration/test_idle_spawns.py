@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core import paths
 from tui.core.config import GpuConfig, Profile, demo_profile
-from tui.deck import Deck, open_deck
+from tui.deck import Deck
 from tui.hosts.local import LocalHost
 
 WARM_UP_S = 12.0

@@ -32,9 +32,9 @@ from tests.support.procs_fixtures import (
     wait_until,
 )
 from tui.cli import main
+from tui.compose import open_deck
 from tui.core.profile_store import load_profile
-from tui.deck import open_deck
-from tui.procs.gpu_hints import deck_context
+from tui.ops.gpu_hints import deck_context
 from tui.procs.kill import leftovers
 from tui.procs.listing import list_gpu_processes
 from tui.procs.model import ProcListing

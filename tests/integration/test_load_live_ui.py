@@ -48,7 +48,7 @@ async def until(pilot, predicate, timeout_s: float, what: str) -> None:  # type:
 
 
 def demo_deck(box: SimBox, host: Host | None = None) -> Deck:
-    """The demo's Deck over a box built here (slow-disk options), as tui.deck.open_deck does."""
+    """The demo's Deck over a box built here (slow-disk options), as tui.compose.open_deck does."""
     profile = demo_profile()
     profile = replace(profile, service=replace(profile.service, base_url=box.base_url))
     return SimDeck(profile, host or LocalHost(label="simulator"), box)

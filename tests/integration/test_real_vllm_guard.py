@@ -41,13 +41,14 @@ from tests.integration.test_real_vllm_procs import (
 from tests.support.procs_fixtures import wait_until
 from tests.support.vllm_harness import VllmServer, VllmServerFactory
 from tests.support.vllm_procs import processes_with_marker, still_running
+from tui.compose import open_deck
 from tui.core.audit import read_audit
 from tui.core.profile_store import load_profile
-from tui.deck import open_deck
+from tui.ops.gpu_hints import deck_context, rereader
+from tui.ops.restart_guard import check, guard_listing, guarded_action
 from tui.procs import leftovers
-from tui.procs.gpu_hints import deck_context, rereader
 from tui.procs.kill import kill_processes
-from tui.serving.restart_guard import GuardRefused, check, guard_listing, guarded_action
+from tui.serving.restart_guard import GuardRefused
 from tui.serving.service import ActionOutcome, ServiceAction, UnitState, parse_systemctl_show
 
 pytestmark = pytest.mark.real_vllm

@@ -42,12 +42,12 @@ from tests.support.procs_fixtures import (
 from tests.support.vllm_harness import VllmServer, VllmServerFactory
 from tests.support.vllm_procs import ProcInfo, processes_with_marker, still_running
 from tui.cli import main
+from tui.compose import open_deck
 from tui.core.audit import read_audit
 from tui.core.config import Profile, ServiceConfig
-from tui.deck import open_deck
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
+from tui.ops.gpu_hints import deck_context
 from tui.procs import leftovers, list_gpu_processes
-from tui.procs.gpu_hints import deck_context
 from tui.procs.model import GpuProcess
 
 pytestmark = pytest.mark.real_vllm

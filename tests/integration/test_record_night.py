@@ -24,9 +24,9 @@ from tests.support.record_support import count, wait_for
 from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.summary_helpers import demo_deck
 from tui.alerts.monitor import AlertMonitor
-from tui.alerts.rules import AlertingConfig, AlertRule, WebhookConfig
+from tui.core.alert_rules import AlertingConfig, AlertRule, WebhookConfig
+from tui.ops.gpu_hints import deck_context, gpu_snapshot
 from tui.procs import kill_processes, leftovers, list_gpu_processes
-from tui.procs.gpu_hints import deck_context, gpu_snapshot
 from tui.record.feed import RecordFeed
 from tui.record.headless import Cadence, HeadlessRecorder
 from tui.record.query import RecordingReader

@@ -18,7 +18,7 @@ from tests.integration.test_record_night import BackgroundRecording
 from tests.support.console_support import box_profile, readable_sim_box
 from tests.support.record_support import wait_for
 from tests.support.sshd_fixtures import SshdPair
-from tui.deck import open_deck
+from tui.compose import open_deck
 from tui.record.feed import RecordFeed
 from tui.record.headless import Cadence, HeadlessRecorder
 from tui.record.query import RecordingReader

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
+from tui.compose import open_deck
 from tui.core.config import demo_profile
-from tui.deck import open_deck
-from tui.serving.restart_guard import GuardRefused, guarded_action, leftovers_checks, leftovers_note
+from tui.ops.restart_guard import guarded_action, leftovers_checks, leftovers_note
+from tui.serving.restart_guard import GuardRefused
 from tui.sim.procs import is_alive
 
 

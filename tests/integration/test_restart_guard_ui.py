@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core.config import demo_profile
-from tui.deck import open_deck
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.screens.restart_guard_screen import GuardRefusedScreen

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.sim_fixtures import FAST_OPTIONS
-from tui.gpu.sim_source import SimGpuSource
 from tui.sim.box import SimBox, SimServerOptions
+from tui.sim.gpu_source import SimGpuSource
 from tui.sim.procs import is_alive, process_state
 
 Factory = Callable[..., SimBox]

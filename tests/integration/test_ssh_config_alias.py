@@ -15,10 +15,10 @@ import pytest
 
 from tests.support.cli_support import cli_env, run  # noqa: F401  (fixture)
 from tests.support.sshd_fixtures import SshdPair, sshd, sshd_pair  # noqa: F401  (fixtures)
-from tui.core.config import load_profile_file
 from tui.fleet.collector import FleetCollector, probes_for
 from tui.fleet.groups import load_group, ssh_group
 from tui.fleet.ssh_import import import_ssh_hosts
+from tui.hosts.profiles import load_profile_file
 from tui.hosts.ssh import SSHHost
 from tui.hosts.ssh_config import route_report
 
@@ -235,7 +235,7 @@ async def test_console_on_an_alias_with_no_profile_is_read_only_over_the_jump(
 ) -> None:
     """`servedeck --ssh box-b`: the console reaches the box through ProxyJump, read-only."""
     from tui.app import ServedeckApp
-    from tui.deck import open_deck
+    from tui.compose import open_deck
     from tui.fleet.groups import ssh_alias_profile
 
     profile = ssh_alias_profile("box-b")

@@ -26,8 +26,8 @@ from tests.support.console_support import box_profile, readable_sim_box
 from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core import paths
-from tui.deck import open_deck
 from tui.screens.summary import SummaryScreen
 from tui.serving.loadwatch import LOADING_ORDER
 from tui.sim.box import SimBox

@@ -23,10 +23,10 @@ from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.sshd_fixtures import SshdPair
 from tui.core.audit import read_audit
 from tui.core.config import HostConfig, Profile
-from tui.gpu.sim_source import SimGpuSource
 from tui.hosts.ssh import SSHHost
 from tui.procs import ClassifyContext, context_for, kill_processes, leftovers, list_gpu_processes
 from tui.sim.box import SimBox
+from tui.sim.gpu_source import SimGpuSource
 from tui.sim.procs import is_alive
 
 pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]

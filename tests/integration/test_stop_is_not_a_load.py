@@ -14,9 +14,9 @@ import time
 import httpx
 
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core import paths
 from tui.core.config import demo_profile
-from tui.deck import open_deck
 from tui.record.model import Event
 
 LOAD_S = 3.0

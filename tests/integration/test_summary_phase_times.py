@@ -16,9 +16,9 @@ import re
 import time
 
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core import paths
 from tui.core.config import demo_profile
-from tui.deck import open_deck
 from tui.serving.load_explain import STEP_NAMES
 from tui.summary import collect_summary, render_markdown
 

@@ -13,9 +13,9 @@ from textual.widgets import Static
 
 from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.summary_helpers import demo_deck
-from tui.alerts.rules import AlertingConfig, AlertRule
 from tui.app import ServedeckApp
 from tui.app.console_record import RecordMixin
+from tui.core.alert_rules import AlertingConfig, AlertRule
 from tui.core.config import demo_profile
 from tui.logs.line import LogLine
 from tui.record.query import RecordingReader

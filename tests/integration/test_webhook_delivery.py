@@ -17,8 +17,8 @@ from aiohttp import web
 
 from tests.support.record_support import wait_for
 from tui.alerts.monitor import DELIVERY_FAILED, AlertMonitor
-from tui.alerts.rules import AlertingConfig, AlertRule, WebhookConfig
 from tui.alerts.webhook import WebhookSender
+from tui.core.alert_rules import AlertingConfig, AlertRule, WebhookConfig
 from tui.record.feed import RecordFeed
 from tui.record.query import RecordingReader
 from tui.record.writer import Recorder

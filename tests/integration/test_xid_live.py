@@ -15,8 +15,8 @@ from textual.widgets import Static
 from tests.integration.test_health_xid import BUSES, LINES, KernelJournal
 from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core.config import demo_profile
-from tui.deck import open_deck
 from tui.health.xid import XidEvent
 from tui.health.xid_follow import KERNEL_JOURNAL_ENV, FollowState, follow_xids
 from tui.hosts.ssh import SSHHost
@@ -151,7 +151,7 @@ async def test_servedeck_record_follows_xids_and_alerts(
     """The headless recorder (`servedeck record`): the same follow, feed and rules."""
     from tests.core.test_xid_alerts import ListSink
     from tui.alerts.monitor import AlertMonitor
-    from tui.alerts.rules import AlertingConfig
+    from tui.core.alert_rules import AlertingConfig
     from tui.record.feed import RecordFeed
     from tui.record.headless import Cadence, HeadlessRecorder
 

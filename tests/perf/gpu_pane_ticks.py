@@ -60,8 +60,8 @@ def child(args: argparse.Namespace) -> int:
     from textual.screen import Screen
 
     from tui.app import ServedeckApp
+    from tui.compose import open_deck
     from tui.core.config import Profile, demo_profile
-    from tui.deck import open_deck
     from tui.hosts.local import LocalHost
     from tui.sim.box import SimBox
     from tui.sim.deck import SimDeck

@@ -95,8 +95,8 @@ def spawn_orphan(folder: Path) -> int:
 
 async def render_procs_pane(profile: Path, out: Path) -> None:
     from tui.app import ServedeckApp
+    from tui.compose import open_deck
     from tui.core.profile_store import load_profile
-    from tui.deck import open_deck
     from widgets.procs_pane import ProcsPane
 
     loaded = load_profile(str(profile))

@@ -151,8 +151,8 @@ async def through_console(
     os.environ["SERVEDECK_DATA_DIR"] = str(workdir / "data")
     os.environ["SERVEDECK_RECORD"] = "1" if record else "0"
     from tui.app import ServedeckApp
+    from tui.compose import open_deck
     from tui.core.config import Profile, ServiceConfig
-    from tui.deck import open_deck
     from widgets.log_pane import LogPane
 
     lines = texts(total)

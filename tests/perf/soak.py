@@ -76,7 +76,7 @@ def size_bytes(folder: Path, pattern: str) -> int:
 
 def soak_profile() -> Any:
     """The demo profile with rules that fire and resolve inside one quarter."""
-    from tui.alerts.rules import AlertRule
+    from tui.core.alert_rules import AlertRule
     from tui.core.config import demo_profile
 
     base = demo_profile()
@@ -200,8 +200,8 @@ class Night:
 
     async def run(self) -> int:
         from tui.app import ServedeckApp
+        from tui.compose import open_deck
         from tui.core import paths
-        from tui.deck import open_deck
 
         profile = soak_profile()
         deck = open_deck(profile, demo_load_s=self.args.load_seconds, demo_orphans_on_stop=2)

@@ -48,7 +48,7 @@ import asyncio, sys, time
 started = float(sys.argv[1])
 from tui.app import ServedeckApp
 from tui.core.config import Profile
-from tui.deck import open_deck
+from tui.compose import open_deck
 from textual._compositor import CompositorUpdate
 
 async def main():

@@ -98,7 +98,7 @@ def box_profile(
 
 def log_file_console(folder: Path, name: str) -> tuple[ServedeckApp, Path]:
     """A console on this machine following an empty service log file in folder."""
-    from tui.deck import open_deck
+    from tui.compose import open_deck
 
     log = folder / "service.log"
     log.write_text("")

@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from tests.support.screen_text import screen_text
 from tui.alerts.engine import AlertEngine
-from tui.alerts.rules import AlertRule
+from tui.core.alert_rules import AlertRule
 from tui.core.keymap import COMMANDS
 from tui.screens.alerts_firing import AlertsFiringScreen
 

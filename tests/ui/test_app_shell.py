@@ -10,9 +10,9 @@ import pytest
 from tests.support.canned_host import CannedHost, canned_deck
 from tests.support.waiting import pilot_wait
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core.config import load_profile_file
 from tui.core.errors import HostError
-from tui.deck import open_deck
 from tui.screens.help import HelpScreen
 from widgets.header_bar import HeaderBar
 

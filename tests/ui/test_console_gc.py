@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tui.app import ServedeckApp
 from tui.app.console import GC_YOUNG_OBJECTS
+from tui.compose import open_deck
 from tui.core.config import Profile, ServiceConfig
-from tui.deck import open_deck
 from widgets.log_pane import LogPane
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from textual.widgets._footer import FooterKey
 
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core.config import Profile, ServiceConfig
-from tui.deck import open_deck
 
 
 def live_footer_keys() -> int:

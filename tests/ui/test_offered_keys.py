@@ -14,11 +14,12 @@ from textual.command import CommandPalette
 from textual.widgets import Log
 
 from tui.app import ServedeckApp
+from tui.compose import open_deck
 from tui.core import paths
 from tui.core.config import demo_profile
 from tui.core.keymap import COMMANDS, commands_in
 from tui.core.profile_store import load_profile
-from tui.deck import Deck, open_deck
+from tui.deck import Deck
 from tui.hosts.local import LocalHost
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen

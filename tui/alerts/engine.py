@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tui.alerts.rules import AlertRule
+from tui.core.alert_rules import AlertRule
 
 # metric -> {GPU index or None: value}
 Signals = Mapping[str, Mapping[int | None, float]]

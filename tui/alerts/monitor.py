@@ -9,10 +9,9 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.alerts.engine import AlertChange, AlertEngine, Signals
-from tui.alerts.rules import AlertingConfig
 from tui.alerts.signals import (
     XID_WINDOW_S,
     gpu_signals,
@@ -22,9 +21,8 @@ from tui.alerts.signals import (
     xid_signals,
 )
 from tui.alerts.webhook import Delivery, WebhookSender, url_for_display
+from tui.core.alert_rules import AlertingConfig
 from tui.gpu.model import GpuBoxSnapshot
-from tui.record.feed import RecordFeed
-from tui.record.model import Event
 from tui.serving.metrics import ServerMetrics
 from tui.serving.service import UnitState
 
@@ -37,13 +35,22 @@ DELIVERY_FAILED = "alert.delivery_failed"  # the data's `event` of a failed webh
 CHANGES_KEPT = 256
 
 
+class AlertSink(Protocol):
+    """Where a change lands in the recording (`tui.record.feed.RecordFeed` is one): the
+    recorder opens the monitor with its feed, so alerts never import the recorder."""
+
+    def alert_event(
+        self, ts_s: float, source: str, text: str, gpu: int | None, data: dict[str, Any]
+    ) -> None: ...
+
+
 class AlertMonitor:
     def __init__(
         self,
         config: AlertingConfig,
         host_label: str,
         *,
-        feed: RecordFeed | None = None,
+        feed: AlertSink | None = None,
         notify: Callable[[AlertChange], None] | None = None,
         extra_secrets: tuple[str, ...] = (),
     ) -> None:
@@ -73,20 +80,18 @@ class AlertMonitor:
             return failures
         url = url_for_display(self.webhook.config.url)
         for failure in failures:
-            self.feed.event(
-                Event(
-                    time.time(),
-                    "alert",
-                    "webhook",
-                    f"alert delivery failed: {failure.alert_id} to {url}: {failure.detail}",
-                    data={
-                        "event": DELIVERY_FAILED,
-                        "alert": failure.alert_id,
-                        "reason": failure.detail,
-                        "attempts": failure.attempts,
-                        "url": url,
-                    },
-                )
+            self.feed.alert_event(
+                time.time(),
+                "webhook",
+                f"alert delivery failed: {failure.alert_id} to {url}: {failure.detail}",
+                None,
+                {
+                    "event": DELIVERY_FAILED,
+                    "alert": failure.alert_id,
+                    "reason": failure.detail,
+                    "attempts": failure.attempts,
+                    "url": url,
+                },
             )
         return failures
 
@@ -102,9 +107,7 @@ class AlertMonitor:
         self.changes.append(change)
         if self.feed is not None:
             data = change.payload(self.host_label) | {"muted": change.muted}
-            self.feed.event(
-                Event(change.at_s, "alert", "alert", change.text, change.gpu, data=data)
-            )
+            self.feed.alert_event(change.at_s, "alert", change.text, change.gpu, data)
         if change.muted:
             return
         if self.webhook is not None:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tui.alerts.rules import WebhookConfig
+from tui.core.alert_rules import WebhookConfig
 from tui.core.redact import redact_text
 
 MAX_IN_FLIGHT = 4  # POSTs at once; more alerts wait for a slot (their deadline runs)

@@ -24,7 +24,7 @@ class HandoffMixin(ConsoleParts):
 
     @console_worker("plan", pane="plan", what="plan the deployment layouts")
     async def _show_plan(self) -> None:
-        from tui.plan.for_deck import plan_for_deck
+        from tui.ops.plan import plan_for_deck
 
         self.query_one("#plan-status", Static).update("Reading the model and planning layouts ...")
         try:
@@ -41,7 +41,7 @@ class HandoffMixin(ConsoleParts):
         if message.plan is None:
             status.update(f"No plan: {message.error}")
             return
-        from tui.plan.for_deck import profile_layout
+        from tui.plan.for_profile import profile_layout
 
         layout = profile_layout(self.profile)
         chosen = message.plan.find(layout.tp, layout.ep, layout.pp, layout.dp)

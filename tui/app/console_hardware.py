@@ -151,7 +151,7 @@ class HardwareHealthMixin(ConsoleParts):
         "probe", pane="health", what="check that the GPUs are idle for the probe", user_action=True
     )
     async def _check_probe(self) -> None:
-        from tui.health.probe_run import probe_refusal
+        from tui.ops.probe_run import probe_refusal
 
         try:
             why, gpus = await probe_refusal(self.deck)
@@ -187,7 +187,7 @@ class HardwareHealthMixin(ConsoleParts):
 
     @console_worker("probe", pane="health", what="run the interconnect probe", user_action=True)
     async def _run_probe(self) -> None:
-        from tui.health.probe_run import run_and_record
+        from tui.ops.probe_run import run_and_record
 
         try:
             result = await run_and_record(self.deck)

@@ -15,8 +15,8 @@ from tui.app.parts import ConsoleParts
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
+from tui.ops.gpu_hints import deck_context
 from tui.procs import kill_processes, list_gpu_processes
-from tui.procs.gpu_hints import deck_context
 from tui.procs.kill import DEFAULT_TIMEOUT_S, ReadOnlyError, leftovers, refuse_before_asking
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.source_health import rebooted

@@ -199,8 +199,8 @@ class RecordMixin(ConsoleParts):
         """Leftovers appear while nobody looks at Processes: list them now and then, quietly
         (every RECORD_PROCS_S when the GPU holders or the unit changed, else every
         RECORD_PROCS_STEADY_S)."""
+        from tui.ops.gpu_hints import deck_context
         from tui.procs import list_gpu_processes
-        from tui.procs.gpu_hints import deck_context
 
         if (
             self._listed_at_s is not None

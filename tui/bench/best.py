@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tui.bench.model import BenchResult, LevelResult
+from tui.core.redact import redact_text
+from tui.source_health import one_line
 
 # The fields of a run's context that say which deployment it measured.
 CONFIG_FIELDS = ("model", "engine", "engine_version", "tp", "ep", "gpus", "config_hash", "host")
@@ -190,9 +192,6 @@ def result_toast(run: BenchResult) -> tuple[str, str, str]:
     A cancelled or cut-short run says so and is never "done"; a prefill run gives its
     prompt tok/s, a decode run its single-stream speed.
     """
-    from tui.core.redact import redact_text
-    from tui.source_health import one_line
-
     figure = figure_of(run)
     if figure.kind == "prefill":
         headline = figure.describe()

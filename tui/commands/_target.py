@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from tui.compose import open_deck
 from tui.core.config import Profile
-from tui.core.profile_store import load_profile
-from tui.deck import Deck, open_deck
+from tui.deck import Deck
+from tui.hosts.profiles import load_profile
 
 
 def profile_from_args(args: argparse.Namespace) -> Profile:

@@ -23,9 +23,9 @@ from tui.bench.capacity_history import append_capacity
 from tui.bench.capacity_runner import CapacitySpec
 from tui.commands._target import profile_from_args
 from tui.commands._width import hanging
+from tui.compose import open_deck
 from tui.core.config import BenchmarkSlo
 from tui.core.formatting import counted
-from tui.deck import open_deck
 from tui.gpu.model import GpuSource
 
 # Simulated seconds per real second for `bench --demo --capacity`.

@@ -6,7 +6,7 @@ import argparse
 
 from tui.core.config import demo_profile
 
-# tui.deck.CONSOLE_DEMO_LOAD_S (not imported here: parsing stays fast)
+# tui.compose.CONSOLE_DEMO_LOAD_S (not imported here: parsing stays fast)
 DEFAULT_LOAD_S = 45.0
 
 
@@ -44,7 +44,7 @@ def demo_load_seconds(text: str) -> float:
 
 def _demo(args: argparse.Namespace) -> int:
     from tui.console import run_console
-    from tui.core.profile_store import load_profile
+    from tui.hosts.profiles import load_profile
 
     read_only = getattr(args, "read_only", False)
     # A demo-kind profile file (its own handoff notes, api_key_env, keys) or the built-in one.

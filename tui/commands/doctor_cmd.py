@@ -6,10 +6,10 @@ import argparse
 import asyncio
 
 from tui.commands._width import hanging
-from tui.core.profile_store import load_profile
-from tui.deck import open_deck
+from tui.compose import open_deck
 from tui.hostfacts.doctor import DoctorCheck, doctor_verdict
-from tui.serving.restart_guard import leftovers_checks
+from tui.hosts.profiles import load_profile
+from tui.ops.restart_guard import leftovers_checks
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from tui.cli import run_async
 from tui.commands._target import profile_from_args
+from tui.compose import open_deck
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
-from tui.deck import open_deck
 from tui.exporter.runner import ExporterRunner
 from tui.record.where import host_slug
 

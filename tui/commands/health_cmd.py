@@ -8,14 +8,13 @@ import json
 import sys
 
 from tui.commands._width import hanging
-from tui.console import host_for
+from tui.compose import host_for, open_deck
 from tui.core.config import Profile
-from tui.core.profile_store import load_profile
-from tui.deck import open_deck
 from tui.health.health_run import bus_map
 from tui.health.kernel_log import KernelLogFollower
 from tui.health.report import HealthReport
 from tui.health.xid import XidEvent
+from tui.hosts.profiles import load_profile
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "crit": "CRIT"}
 

@@ -16,8 +16,8 @@ import asyncssh
 
 from tui.core.config import JumpHost, Profile
 from tui.core.errors import UsageError
-from tui.core.profile_store import load_profile
 from tui.hosts.factory import trust_args
+from tui.hosts.profiles import load_profile
 from tui.hosts.ssh_connect import trust_route
 
 

@@ -7,8 +7,8 @@ import asyncio
 import json
 
 from tui.commands._width import hanging
+from tui.compose import open_deck
 from tui.core.config import Profile
-from tui.deck import open_deck
 from tui.health.findings import CRIT, WARN, Finding
 from tui.health.interconnect import InterconnectReport
 

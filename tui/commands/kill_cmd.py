@@ -15,7 +15,7 @@ import sys
 from tui.commands._target import deck_from_args
 from tui.commands.procs_cmd import current_listing
 from tui.core.errors import UsageError
-from tui.procs.gpu_hints import deck_context, rereader
+from tui.ops.gpu_hints import deck_context, rereader
 from tui.procs.kill import DEFAULT_TIMEOUT_S, kill_processes, leftovers, refuse_before_asking
 from tui.procs.model import CONFIRM_CLASSES, GpuProcess, KillReport
 from tui.procs.text import report_lines, target_lines

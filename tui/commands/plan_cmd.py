@@ -6,12 +6,13 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from tui.compose import open_deck
 from tui.core.config import Profile
 from tui.core.errors import UsageError
-from tui.core.profile_store import load_profile
-from tui.deck import Deck, open_deck
+from tui.deck import Deck
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
+from tui.hosts.profiles import load_profile
 from tui.plan import (
     GpuInventory,
     Layout,

@@ -8,12 +8,12 @@ import json
 import sys
 
 from tui.commands._width import hanging
+from tui.compose import open_deck
 from tui.core.audit import append_audit
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
-from tui.core.profile_store import load_profile
-from tui.deck import open_deck
-from tui.health.probe_run import probe_refusal, run_and_record
+from tui.hosts.profiles import load_profile
+from tui.ops.probe_run import probe_refusal, run_and_record
 
 
 class ProbeRefused(ServedeckError):

@@ -8,7 +8,7 @@ import json
 
 from tui.commands._target import deck_from_args
 from tui.deck import Deck
-from tui.procs.gpu_hints import deck_context, gpu_snapshot
+from tui.ops.gpu_hints import deck_context, gpu_snapshot
 from tui.procs.listing import list_gpu_processes
 from tui.procs.model import ProcListing
 from tui.procs.text import listing_json, listing_lines

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from tui.commands._width import WIDTH, hanging
 from tui.core.errors import ServedeckError
-from tui.core.profile_store import check_profiles, init_profile, list_profiles, load_profile
+from tui.core.profile_store import check_profiles, init_profile, list_profiles
 from tui.hosts.identity import missing_identity_files, missing_identity_message
+from tui.hosts.profiles import load_profile
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

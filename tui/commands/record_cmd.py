@@ -15,8 +15,8 @@ from tui.alerts.engine import AlertChange
 from tui.alerts.monitor import AlertMonitor
 from tui.cli import run_async
 from tui.commands._target import profile_from_args
+from tui.compose import open_deck
 from tui.core.config import Profile
-from tui.deck import open_deck
 from tui.record.feed import RecordFeed
 from tui.record.headless import HeadlessRecorder
 from tui.record.retention import RetentionPolicy

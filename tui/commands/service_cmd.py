@@ -12,7 +12,8 @@ import sys
 
 from tui.commands._target import deck_from_args
 from tui.core.errors import UsageError
-from tui.serving.restart_guard import DEFAULT_THRESHOLD_BYTES, GIB, guarded_action
+from tui.ops.restart_guard import guarded_action
+from tui.serving.restart_guard import DEFAULT_THRESHOLD_BYTES, GIB
 from tui.serving.service import VERBS, ActionOutcome
 
 

@@ -12,12 +12,12 @@ from tui.commands._target import deck_from_args
 from tui.commands._width import hanging
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import redact_data
+from tui.ops.restart_guard import leftovers_note
 from tui.serving.load_explain_status import load_explain_report
 from tui.serving.load_waterfall import waterfall_lines
 from tui.serving.loadwatch import LoadTracker, silence_note
 from tui.serving.metrics import MetricsPoller, metrics_from_log
 from tui.serving.readiness import ReadinessProbe
-from tui.serving.restart_guard import leftovers_note
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 
+from tui.compose import open_deck
 from tui.core.config import Profile
-from tui.deck import open_deck
+from tui.ops.unit_lint import lint_deck_unit
 from tui.serving.unit_lint import finding_lines
-from tui.serving.unit_lint_run import UnitLintReport, lint_deck_unit
+from tui.serving.unit_lint_run import UnitLintReport
 
 
 def run_unit_lint(profile: Profile, *, as_json: bool) -> int:

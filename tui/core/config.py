@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from tui.alerts.rules import (
+from tui.core.alert_rules import (
     MAX_FOR_S,
     MAX_MESSAGE_CHARS,
     RULE_NAME,
@@ -31,7 +31,7 @@ from tui.alerts.rules import (
     RecordConfig,
     WebhookConfig,
 )
-from tui.alerts.rules import parse_condition as parse_alert_condition
+from tui.core.alert_rules import parse_condition as parse_alert_condition
 from tui.core.errors import ProfileError
 from tui.core.keymap import BY_ID, LEGACY_IDS, current_id, own_keys
 from tui.core.keynames import key_problem
@@ -862,17 +862,17 @@ def profile_problems(path: Path) -> tuple[Profile | None, list[str]]:
 
 
 def load_profile_file(path: Path) -> Profile:
-    """A valid Profile, or ProfileError naming the first problem (and how many more)."""
+    """A valid Profile, or ProfileError naming the first problem (and how many more).
+
+    Its `ssh_alias` is not looked up here (the core reads no ~/.ssh/config):
+    `tui.hosts.profiles.load_profile_file` is this plus the alias's route.
+    """
     profile, problems = profile_problems(path)
     if problems:
         more = f" (and {len(problems) - 1} more problem(s); run `servedeck profiles check {path}`)"
         raise ProfileError(problems[0] + (more if len(problems) > 1 else ""))
     assert profile is not None
-    if profile.host.ssh_alias:  # HostName, User, ProxyJump ... as `ssh ALIAS` would use them
-        from tui.hosts.ssh_config import resolve_alias
-
-        profile = replace(profile, host=resolve_alias(profile.host))
-    return profile
+    return profile  # an `ssh_alias` is resolved above the core: tui.hosts.profiles
 
 
 def demo_profile(read_only: bool = False) -> Profile:

@@ -17,6 +17,9 @@ from pathlib import Path
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.deck import Deck
+from tui.ops.gpu_hints import deck_context, gpu_snapshot, rereader
+from tui.procs.kill import kill_processes, leftovers, refuse_before_asking
+from tui.procs.listing import list_gpu_processes
 from tui.procs.model import GpuProcess, KillReport
 from tui.serving.service import (
     ActionOutcome,
@@ -135,10 +138,6 @@ async def run_service(
 
 async def plan_cleanup(name: str, deck: Deck, *, audit_path: Path | None = None) -> CleanupPlan:
     """The host's leftover GPU processes to offer; pid 1 and defunct ones refused up front."""
-    from tui.procs.gpu_hints import deck_context, gpu_snapshot
-    from tui.procs.kill import leftovers, refuse_before_asking
-    from tui.procs.listing import list_gpu_processes
-
     _refuse_read_only(deck, "kill --leftovers", audit_path)
     identity = await read_identity(deck)
     listing = await list_gpu_processes(
@@ -166,9 +165,6 @@ async def run_cleanup(
     audit_path: Path | None = None,
 ) -> KillReport:
     """Re-check the host, then the killer (which re-checks each process's identity)."""
-    from tui.procs.gpu_hints import deck_context, rereader
-    from tui.procs.kill import kill_processes
-
     await recheck_identity(deck, plan.identity, "kill --leftovers", audit_path)
     return await kill_processes(
         deck.host,

@@ -13,6 +13,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui.bench.context import context_for_profile
+from tui.bench.driver import run_bench
+from tui.bench.history import append_result
+from tui.bench.workload import spec_from_preset
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.deck import Deck
@@ -65,11 +69,6 @@ async def run_bench_on_host(
     history_path: Path | None = None,
 ) -> BenchResult:
     """The planned preset through the host's forward; audited; kept in the bench history."""
-    from tui.bench.context import context_for_profile
-    from tui.bench.driver import run_bench
-    from tui.bench.history import append_result
-    from tui.bench.workload import spec_from_preset
-
     if deck.profile.read_only:
         _refuse(deck, "read-only", audit_path)
         raise ReadOnlyRefused(f"{deck.host_label}: read-only: a benchmark is disabled")

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from tui.compose import open_deck
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import LineRedactor
 from tui.core.tasks import cancel_and_wait
@@ -27,6 +28,9 @@ from tui.fleet.rows import build_row
 from tui.fleet.status_loop import LoopEnded, StatusLoop
 from tui.gpu.model import GpuBoxSnapshot
 from tui.logs.line import LevelClassifier, LogLine
+from tui.ops.gpu_hints import deck_context, gpu_snapshot
+from tui.procs.kill import leftovers
+from tui.procs.listing import list_gpu_processes
 from tui.serving.loadwatch import LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller, ServerMetrics, metrics_from_log
 from tui.serving.readiness import Readiness, ReadinessProbe
@@ -358,10 +362,6 @@ class DeckProbe:
 
     async def _leftovers(self, failed: Fail) -> int | None:
         """Leftover GPU processes: the host's GPU processes listed, those the service left."""
-        from tui.procs.gpu_hints import deck_context, gpu_snapshot
-        from tui.procs.kill import leftovers
-        from tui.procs.listing import list_gpu_processes
-
         try:
             listing = await list_gpu_processes(
                 self.deck.host, await gpu_snapshot(self.deck), await deck_context(self.deck)
@@ -497,8 +497,6 @@ class FleetCollector:
 
 def probes_for(members: Sequence[FleetMember]) -> list[HostProbe]:
     """One DeckProbe (one Deck, one Host, so one SSH connection) per member."""
-    from tui.deck import open_deck
-
     probes: list[HostProbe] = []
     for member in members:
         if member.profile.is_demo:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui.core.config import demo_profile
 from tui.fleet.collector import HostProbe
 from tui.fleet.model import FleetRow
 from tui.fleet.rows import build_row
@@ -409,7 +410,6 @@ def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45
     """
     from dataclasses import replace
 
-    from tui.core.config import demo_profile
     from tui.sim.box import SimBox, SimServerOptions
     from tui.sim.deck import SIM_LABEL, SimDeck
 

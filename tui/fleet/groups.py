@@ -31,15 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from tui.core.config import (
+    HostConfig,
     Profile,
     TomlTable,
     keys_from,
-    load_profile_file,
     parse_toml,
     read_profile_bytes,
 )
 from tui.core.errors import ProfileError
 from tui.core.profile_store import find_toml, looks_like_path, resolve_profile_path, search_dirs
+from tui.hosts.profiles import load_profile_file
+from tui.hosts.ssh_config import resolve_alias
 
 GROUPS_FOLDER = "groups"
 MAX_GROUP_HOSTS = 200
@@ -167,9 +169,6 @@ def adhoc_group(refs: list[str], read_only: bool = False) -> FleetGroup:
 
 def ssh_alias_profile(alias: str) -> Profile:
     """A read-only profile for an ssh config alias with no profile (`--ssh kimi`)."""
-    from tui.core.config import HostConfig
-    from tui.hosts.ssh_config import resolve_alias
-
     host = resolve_alias(HostConfig(kind="ssh", ssh_alias=alias))
     return Profile(name=alias, read_only=True, host=host)
 

@@ -18,6 +18,7 @@ from tui.core.config import load_profile_file
 from tui.core.errors import ServedeckError, UsageError
 from tui.core.profile_store import search_dirs
 from tui.fleet.groups import GROUPS_FOLDER, MAX_GROUP_HOSTS
+from tui.hosts.profiles import with_route
 from tui.hosts.ssh_config import AliasError, host_aliases, user_ssh_config
 
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -111,7 +112,7 @@ def import_ssh_hosts(
         except FileExistsError:
             _keep_existing(path, alias, report)
             continue
-        route = load_profile_file(path).host
+        route = with_route(load_profile_file(path)).host
         problem = f" ({route.alias_error})" if route.alias_error else ""
         report.lines.append(f"wrote {path}: {route.route}{problem}")
         report.written.append(path)

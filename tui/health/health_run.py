@@ -101,17 +101,3 @@ async def counters_report(host: Host, buses: dict[str, int]) -> HealthReport:
         counters, why = [], str(error)
     counters = counters or [HealthCounters(i, b) for b, i in sorted(buses.items())]
     return build_report(counters, [], "journal", [why] if why else [])
-
-
-async def collect_demo_health() -> HealthReport:
-    """The simulated box: events from SERVEDECK_SIM_XID through the real decoder; the
-    entries it could not read are named in a note, not dropped unsaid."""
-    from tui.health.xid import decode_xid
-    from tui.sim.health import bad_xid_entries, query_text, xid_line, xids_from_env
-
-    xids = xids_from_env()
-    ids, q = query_text(xids)
-    buses = bus_map(ids)
-    events = [e for x, g in xids if (e := decode_xid(xid_line(x, g), buses)) is not None]
-    bad = bad_xid_entries()
-    return build_report(parse_counters(q, buses), events, "simulated", [bad] if bad else [])

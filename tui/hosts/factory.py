@@ -9,6 +9,7 @@ from tui.core.config import Profile
 from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
+from tui.hosts.profiles import with_route
 
 
 def profile_ref(profile: Profile) -> str:
@@ -37,5 +38,5 @@ def host_for_profile(profile: Profile) -> Host:
     if kind == "ssh":
         from tui.hosts.ssh import SSHHost  # asyncssh costs ~90 ms: only SSH profiles load it
 
-        return SSHHost(profile.host, trust_args=trust_args(profile))
+        return SSHHost(with_route(profile).host, trust_args=trust_args(profile))
     raise ServedeckError(f"profile {profile.name}: unknown host kind {kind!r}")

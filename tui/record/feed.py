@@ -14,6 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tui.bench.best import COMPLETE, figure_of
+from tui.bench.capacity_answer import bracket, capacity_line, config_key, is_finished
+from tui.bench.capacity_answer import workload_key as capacity_workload
 from tui.core.formatting import gib
 from tui.core.redact import redact_data, redact_lines, redact_text
 from tui.gpu.model import GpuBoxSnapshot
@@ -101,6 +104,12 @@ class RecordFeed:
         text = redact_text(event.text, self.extra_secrets)
         data = redact_data(event.data, self.extra_secrets) if event.data else event.data
         self._emit(replace(event, text=text, data=data))
+
+    def alert_event(
+        self, ts_s: float, source: str, text: str, gpu: int | None, data: dict[str, Any]
+    ) -> None:
+        """An alert change or a failed delivery, as the alert monitor reports it (redacted)."""
+        self.event(Event(ts_s, "alert", source, text, gpu, data=data))
 
     def _emit(self, event: Event) -> None:
         """Record an event whose text and data are redacted already."""
@@ -366,8 +375,6 @@ class RecordFeed:
 
     def observe_bench(self, run: Any, ts_s: float) -> None:
         """A benchmark run with its headline figure (tui.bench.best), marked when it does not count."""
-        from tui.bench.best import COMPLETE, figure_of
-
         figure = figure_of(run)
         single = figure.single_stream_tok_s
         single_text = f", {single:.1f} tok/s single stream" if single else ""
@@ -381,9 +388,6 @@ class RecordFeed:
         self, record: Mapping[str, Any], ts_s: float, history: Sequence[Any]
     ) -> None:
         """A capacity search: its answer with the bracket it proved, its SLO and its levels."""
-        from tui.bench.capacity_answer import bracket, capacity_line, config_key, is_finished
-        from tui.bench.capacity_answer import workload_key as capacity_workload
-
         low, high = bracket(record)
         levels = [
             {

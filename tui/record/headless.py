@@ -27,9 +27,10 @@ from tui.core.paths import audit_log_path
 from tui.core.tasks import cancel_and_wait
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
+from tui.health.xid_follow import FollowState, follow_xids, gpu_buses, kernel_journal_file
 from tui.logs.line import LogLine
+from tui.ops.gpu_hints import deck_context
 from tui.procs import list_gpu_processes
-from tui.procs.gpu_hints import deck_context
 from tui.record.execinfo import read_exec
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
@@ -186,8 +187,6 @@ class HeadlessRecorder:
 
     async def _xids(self) -> None:
         """The kernel log's XIDs onto the Timeline and through the alert rules, once GPUs are seen."""
-        from tui.health.xid_follow import FollowState, follow_xids, gpu_buses, kernel_journal_file
-
         journal = kernel_journal_file()
         if not self.deck.has_kernel_log and journal is None:
             return  # the simulated box has no kernel log

@@ -68,7 +68,8 @@ class GuardRefusedScreen(Dialog[bool]):
 
 async def guard_then_confirm(app: ServedeckApp, verb: str, confirm: Callable[[], None]) -> None:
     """Open the confirm dialog only when the guard passes; else the refusal offering K."""
-    from tui.serving.restart_guard import GUARDED_VERBS, check
+    from tui.ops.restart_guard import check
+    from tui.serving.restart_guard import GUARDED_VERBS
 
     if verb not in GUARDED_VERBS:
         confirm()

@@ -6,24 +6,20 @@ no hint why. Before `start`/`restart` the guard lists the service's leftovers
 (GPU holders, pattern orphans, port holders) and refuses while they hold more GPU
 memory than a threshold or hold the service's port, naming each PID and its GiB.
 `stop` is never guarded: stopping cannot make things worse.
+
+The verdict is pure (`assess`); reading a Deck for it is `tui.ops.restart_guard`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from tui.core.audit import append_audit
-from tui.core.config import Profile
 from tui.core.errors import ServedeckError
 from tui.core.formatting import GIB, gib
-from tui.deck import Deck, open_deck
-from tui.hostfacts.doctor import OK, SKIP, WARN, DoctorCheck
-from tui.procs.gpu_hints import deck_context, gpu_snapshot
 from tui.procs.kill import leftovers
-from tui.procs.listing import list_gpu_processes
 from tui.procs.model import GpuProcess, ProcListing
-from tui.serving.service import ActionOutcome
 
 # Less than this held by leftovers cannot fail a new engine's KV-cache check on its own.
 DEFAULT_THRESHOLD_BYTES = 1 * GIB
@@ -134,30 +130,6 @@ def assess(
     )
 
 
-async def guard_listing(deck: Deck) -> ProcListing:
-    """A fresh listing with the service taken as down: a port holder outside it is in the way."""
-    snapshot = await gpu_snapshot(deck)
-    context = replace(await deck_context(deck), wide=True, service_stopped=True)
-    return await list_gpu_processes(deck.host, snapshot, context)
-
-
-def service_name(deck: Deck) -> str:
-    return deck.profile.service.unit or deck.profile.name
-
-
-async def check(
-    deck: Deck, verb: str, threshold_bytes: int = DEFAULT_THRESHOLD_BYTES
-) -> GuardVerdict:
-    listing = await guard_listing(deck)
-    return assess(
-        listing,
-        verb,
-        service=service_name(deck),
-        port=deck.profile.service.port,
-        threshold_bytes=threshold_bytes,
-    )
-
-
 def refuse(verdict: GuardVerdict, audit_path: Path | None = None) -> GuardRefused:
     """Audit the refusal and return the error to raise."""
     append_audit(
@@ -176,25 +148,6 @@ def refuse(verdict: GuardVerdict, audit_path: Path | None = None) -> GuardRefuse
     return GuardRefused(verdict.message())
 
 
-async def guarded_action(
-    deck: Deck,
-    verb: str,
-    *,
-    confirmed: bool,
-    threshold_bytes: int = DEFAULT_THRESHOLD_BYTES,
-    audit_path: Path | None = None,
-) -> ActionOutcome:
-    """start/restart only once the guard passes; stop always. Raises GuardRefused."""
-    controller = deck.service()
-    if controller is None:
-        raise ServedeckError(f"profile {deck.profile.name} names no systemd unit")
-    if verb in GUARDED_VERBS:
-        verdict = await check(deck, verb, threshold_bytes)
-        if verdict.blocked:
-            raise refuse(verdict, audit_path)
-    return await getattr(controller, verb)(confirmed=confirmed)
-
-
 def inactive_note(listing: ProcListing) -> str | None:
     """ "service inactive but N GiB held by leftovers", for status and doctor; None if not so."""
     if listing.unit_active is not False:
@@ -205,33 +158,3 @@ def inactive_note(listing: ProcListing) -> str | None:
     held = sum(proc.gpu_memory_bytes or 0 for proc in found)
     pids = ", ".join(str(proc.pid) for proc in found)
     return f"service inactive but {gib(held)} held by leftovers (pids {pids})"
-
-
-async def leftovers_note(deck: Deck) -> str | None:
-    """The "service inactive but N GiB held by leftovers" line for this deck, or None."""
-    listing = await list_gpu_processes(
-        deck.host, await gpu_snapshot(deck), await deck_context(deck)
-    )
-    return inactive_note(listing)
-
-
-async def leftovers_checks(profile: Profile, deck: Deck | None = None) -> list[DoctorCheck]:
-    """doctor's "leftovers" line when the service is inactive but leftovers hold memory."""
-    own = deck is None
-    deck = deck or open_deck(profile)
-    try:
-        service = deck.service()
-        if service is None:
-            return []
-        state = await service.state()
-        if state.is_active:
-            return []
-        note = await leftovers_note(deck)
-    except ServedeckError as error:
-        return [DoctorCheck("leftovers", SKIP, f"could not list leftovers: {error}")]
-    finally:
-        if own:
-            await deck.close()
-    if note is None:
-        return [DoctorCheck("leftovers", OK, "service inactive and nothing left behind")]
-    return [DoctorCheck("leftovers", WARN, f"{note}: end them with `servedeck kill --leftovers`")]

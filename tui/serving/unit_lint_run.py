@@ -8,15 +8,11 @@ exceed. On the simulator the seed-shaped unit text is linted instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
 from tui.serving.unit_lint import UnitFinding, lint_unit, observed_stop_s, parse_unit
-
-if TYPE_CHECKING:
-    from tui.deck import Deck
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +86,3 @@ async def read_unit_file(host: Host, profile: Profile) -> UnitFile:
         raise ServedeckError(f"profile {profile.name}: [service] unit is not set: nothing to lint")
     text = await read_unit_text(host, unit)
     return UnitFile(unit, text, await read_stop_s(host, unit))
-
-
-async def lint_deck_unit(deck: Deck) -> UnitLintReport:
-    unit = await deck.unit_file()
-    return lint_text(deck.profile, unit.name, unit.text, unit.stop_s)

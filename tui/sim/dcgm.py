@@ -23,6 +23,8 @@ from prometheus_client.exposition import MetricsHandler
 from prometheus_client.registry import Collector
 
 from tui.gpu.model import GpuBoxSnapshot
+from tui.sim.gpu_model import SimGpuModel
+from tui.sim.health import xids_from_env
 
 MIB = 1024**2
 DCGM_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
@@ -121,16 +123,12 @@ class DcgmServer:
 
 def sim_xids() -> Callable[[int], int]:
     """The last XID per GPU the simulator's health model injects (SERVEDECK_SIM_XID)."""
-    from tui.sim.health import xids_from_env
-
     last = {gpu: xid for xid, gpu in xids_from_env()}
     return lambda gpu: last.get(gpu, 0)
 
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m tui.sim.dcgm --state-dir D --port P`: a light box's dcgm-exporter alone."""
-    from tui.sim.gpu_model import SimGpuModel
-
     parser = argparse.ArgumentParser(prog="python -m tui.sim.dcgm", description=__doc__)
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--port", type=int, required=True)

@@ -11,27 +11,34 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from tui.core.config import Profile
-from tui.deck import CLI_DEMO_LOAD_S, CheckpointFacts, Deck
+from tui.deck import CheckpointFacts, Deck
 from tui.gpu.model import GpuSource
+from tui.health.interconnect import InterconnectReport
+from tui.health.report import HealthReport
+from tui.hostfacts.doctor import DoctorCheck
+from tui.hostfacts.facts import DiskFacts, SoftwareVersions
 from tui.hostfacts.hostinfo import HostOverview
 from tui.hosts.base import Host
 from tui.hosts.local import LocalHost
 from tui.logs.line import LogLine
+from tui.logs.tail import follow_file_batches
+from tui.plan.build import ModelFacts
+from tui.plan.inventory import GpuInventory, inventory_from_snapshot
 from tui.serving.service import ServiceController
+from tui.serving.unit_lint_run import UnitFile
+from tui.sim import spec
 from tui.sim.box import SimBox, SimServerOptions
+from tui.sim.checks import collect_demo_health, run_demo_interconnect
+from tui.sim.doctor import run_demo_doctor
+from tui.sim.facts import simulated_disk, simulated_model_facts, simulated_software
+from tui.sim.gpu_source import SimGpuSource
+from tui.sim.overview import simulated_overview
 from tui.sim.service import SIM_HOST_LABEL as SIM_LABEL
-
-if TYPE_CHECKING:
-    from tui.health.interconnect import InterconnectReport
-    from tui.health.report import HealthReport
-    from tui.hostfacts.doctor import DoctorCheck
-    from tui.hostfacts.facts import DiskFacts, SoftwareVersions
-    from tui.plan.build import ModelFacts
-    from tui.plan.inventory import GpuInventory
-    from tui.serving.unit_lint_run import UnitFile
+from tui.sim.service import SimService
+from tui.sim.spec import UNIT_NAME
+from tui.sim.unit_file import UNIT_TEXT
 
 
 class SimDeck(Deck):
@@ -92,20 +99,14 @@ class SimDeck(Deck):
         return self.box.load_seconds
 
     async def _open_gpu_source(self) -> GpuSource:
-        from tui.gpu.sim_source import SimGpuSource
-
         return SimGpuSource(self.box)
 
     def service(self) -> ServiceController | None:
-        from tui.sim.service import SimService
-
         return SimService(self.box, read_only=self.profile.read_only)
 
     def read_log_batches(
         self, initial_lines: int = 200, follow: bool = True
     ) -> AsyncIterator[Sequence[LogLine]] | None:
-        from tui.logs.tail import follow_file_batches
-
         log_path = str(self.box.log_path)
         return follow_file_batches(self.host, log_path, initial_lines=initial_lines, follow=follow)
 
@@ -117,38 +118,25 @@ class SimDeck(Deck):
         return "(simulator) server.log"
 
     async def overview(self) -> HostOverview:
-        from tui.sim.overview import simulated_overview
-
         return simulated_overview(await asyncio.to_thread(self.box.snapshot))
 
     async def refresh_overview(self, overview: HostOverview) -> HostOverview:
         return await self.overview()  # simulated: in-process and cheap
 
     async def software_versions(self) -> SoftwareVersions:
-        from tui.sim.facts import simulated_software
-
         return simulated_software()
 
     async def disk_facts(self) -> DiskFacts | None:
-        from tui.sim.facts import simulated_disk
-
         return simulated_disk(self.profile.model.path)
 
     async def model_facts(self) -> ModelFacts:
-        from tui.sim.facts import simulated_model_facts
-
         return simulated_model_facts()
 
     async def gpu_inventory(self) -> GpuInventory:
         """The simulated GPUs as the box reports them (idle before it starts)."""
-        from tui.plan.inventory import inventory_from_snapshot
-
         return inventory_from_snapshot(await asyncio.to_thread(self.box.snapshot))
 
     async def checkpoint(self) -> CheckpointFacts:
-        from tui.sim import spec
-        from tui.sim.facts import simulated_model_facts
-
         return CheckpointFacts(
             simulated_model_facts(),
             spec.MODEL_WEIGHTS_BYTES,
@@ -157,26 +145,16 @@ class SimDeck(Deck):
         )
 
     async def unit_file(self) -> UnitFile:
-        from tui.serving.unit_lint_run import UnitFile
-        from tui.sim.spec import UNIT_NAME
-        from tui.sim.unit_file import UNIT_TEXT
-
         return UnitFile(UNIT_NAME, UNIT_TEXT, None)
 
     async def doctor_checks(self) -> list[DoctorCheck]:
         """About the simulator, never this machine's driver, systemd or port 8000."""
-        from tui.hostfacts.doctor_demo import run_demo_doctor
-
         return await run_demo_doctor(self)
 
     async def interconnect(self) -> InterconnectReport:
-        from tui.health.doctor_run import run_demo_interconnect
-
         return await run_demo_interconnect(self.box)
 
     async def hardware_health(self) -> HealthReport:
-        from tui.health.health_run import collect_demo_health
-
         return await collect_demo_health()
 
     async def health_counters(self, buses: dict[str, int]) -> HealthReport:
@@ -195,7 +173,7 @@ def sim_profile(profile: Profile, box: SimBox) -> Profile:
 def open_sim_deck(
     profile: Profile,
     *,
-    load_s: float = CLI_DEMO_LOAD_S,
+    load_s: float,
     autostart: bool = False,
     wait_ready: bool = False,
     orphans_on_stop: int = 2,

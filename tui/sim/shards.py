@@ -12,6 +12,8 @@ import os
 import time
 from pathlib import Path
 
+from tui.serving.loadio_helper import resident_bytes
+
 CHUNK_BYTES = 4 * 1024**2
 
 
@@ -37,8 +39,6 @@ def shard_files(folder: str | Path) -> list[Path]:
 
 def read_shard(path: Path, disk_bytes_per_s: float | None) -> int:
     """Read the whole file; the uncached part paced to the disk rate. Returns bytes read."""
-    from tui.serving.loadio_helper import resident_bytes
-
     try:
         size, resident = resident_bytes(str(path))
     except OSError:

@@ -26,9 +26,12 @@ from tui.core.redact import redact_text
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hostfacts.facts import DiskFacts, SoftwareVersions
+from tui.ops.hardware_health import collect_hardware_health
 from tui.plan import build_plan, inventory_from_snapshot
-from tui.plan.for_deck import profile_layout, with_engine_kv
+from tui.plan.for_profile import profile_layout, with_engine_kv
 from tui.plan.layout import Layout, PlanSettings
+from tui.serving.load_explain import earlier_loads
+from tui.serving.load_explain_status import history_key
 from tui.serving.loadwatch import LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller
 from tui.summary.incidents import incidents_from_audit
@@ -138,9 +141,6 @@ async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
 
 def last_explained_load(deck: Deck) -> dict[str, Any] | None:
     """The console's explanation of the last load of this model on this host, if any."""
-    from tui.serving.load_explain import earlier_loads
-    from tui.serving.load_explain_status import history_key
-
     loads = earlier_loads(deck.host_label, history_key(deck))
     return loads[-1] if loads else None
 
@@ -182,8 +182,6 @@ def _files(deck: Deck, service: ServiceSummary | None) -> tuple[tuple[str, str],
 
 
 async def _hardware_health(deck: Deck) -> Any:
-    from tui.health.summary_section import collect_hardware_health
-
     return await collect_hardware_health(deck)
 
 

@@ -7,7 +7,7 @@ Every part may be None: a collector that failed or timed out leaves a line in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.bench.model import BenchResult
 from tui.core.config import Profile
@@ -16,9 +16,13 @@ from tui.hostfacts.facts import DiskFacts, SoftwareVersions
 from tui.hostfacts.hostinfo import HostOverview
 from tui.plan.layout import Layout, Plan
 from tui.plan.modelcfg import ModelArch
+from tui.plan.render import _plain
 from tui.serving.loadwatch import LoadProgress
 from tui.serving.metrics import ServerMetrics
 from tui.serving.service import UnitState
+
+if TYPE_CHECKING:
+    from tui.ops.hardware_health import HardwareHealth
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,15 +80,13 @@ class SummaryInputs:
     plan: Plan | None = None
     chosen_layout: Layout | None = None
     files: tuple[tuple[str, str], ...] = ()
-    hardware_health: Any = None  # tui.health.summary_section.HardwareHealth
+    hardware_health: HardwareHealth | None = None
     problems: tuple[str, ...] = ()
     last_load: dict[str, Any] | None = None  # the host's last explained load (loads.jsonl)
     timings_s: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
 
     def to_plain(self) -> dict[str, Any]:
         """Plain JSON-ready data (dataclasses as dicts) for `servedeck summary --json`."""
-        from tui.plan.render import _plain
-
         data = _plain(self)
         data["profile"] = {
             "name": self.profile.name,

@@ -14,9 +14,9 @@ from tui.bench.capacity_answer import capacity_line, latest_finished
 from tui.bench.model import BenchResult, LevelResult
 from tui.core.formatting import NA, duration_markdown, gib
 from tui.core.redact import redact_data, redact_text
-from tui.health.summary_section import hardware_health_markdown
 from tui.plan.render import plan_markdown
 from tui.summary import sections
+from tui.summary.hardware_section import hardware_health_markdown
 from tui.summary.inputs import SummaryInputs
 from tui.summary.last_load import last_load_lines
 from tui.summary.mdtable import clock, ms, num, table

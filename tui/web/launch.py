@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from tui.core.errors import UsageError
-from tui.core.profile_store import load_profile, resolve_profile_path
+from tui.core.profile_store import resolve_profile_path
+from tui.hosts.profiles import load_profile
 from tui.web.server import ConsoleServer, ServeSettings, serve_until_stopped
 
 

@@ -7,11 +7,14 @@ those would answer a question nobody asked (and fail on every laptop).
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from tui.core.errors import ServedeckError
 from tui.hostfacts.doctor import FAIL, OK, WARN, DoctorCheck
 from tui.serving.readiness import ReadinessProbe
-from tui.sim.deck import SimDeck
+
+if TYPE_CHECKING:
+    from tui.sim.deck import SimDeck  # the Deck that calls this
 
 GIB = 1024**3
 

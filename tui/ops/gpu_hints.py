@@ -1,4 +1,4 @@
-"""Where the process killer gets its GPU pid hints: the deck's GPU source.
+"""Where the process killer gets its GPU pid hints and classification context: the Deck.
 
 Without a usable source (no driver), the listing falls back to the processes
 holding /dev/nvidia* open, with GPU memory unknown.

@@ -1,26 +1,17 @@
-"""The preflight plan for a profile's own model and GPUs, as the console and summary need it.
+"""The preflight plan for a profile's own layout, as the console and summary need it.
 
-One source of truth for the checkpoint size: the files themselves when they can
-be read (shard headers over the Host, `Deck.model_facts`); for the demo, the
-simulated checkpoint's own size (tui.sim.spec), never a number typed into a profile. Once the engine's
-log states its KV cache, the profile's layout shows the engine's figures.
+Once the engine's log states its KV cache, the profile's layout shows the engine's
+figures. Reading the model and GPUs of a Deck for it is `tui.ops.plan`.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from tui.core.config import Profile
-from tui.core.errors import ServedeckError
-from tui.gpu.model import GpuBoxSnapshot
-from tui.plan.build import build_plan
-from tui.plan.inventory import GIB, inventory_from_snapshot
-from tui.plan.layout import FITS, TOO_BIG, Layout, Plan, PlanSettings, gib
+from tui.plan.inventory import GIB
+from tui.plan.layout import FITS, TOO_BIG, Layout, Plan, gib
 from tui.serving.loadwatch import LoadFacts
-
-if TYPE_CHECKING:
-    from tui.deck import Deck
 
 
 def profile_layout(profile: Profile) -> Layout:
@@ -62,16 +53,3 @@ def with_engine_kv(plan: Plan, layout: Layout, engine: LoadFacts | None) -> Plan
             )
         )
     return replace(plan, layouts=tuple(results))
-
-
-async def plan_for_deck(
-    deck: Deck, snapshot: GpuBoxSnapshot | None, engine: LoadFacts | None = None
-) -> Plan:
-    """Read the model (Deck.model_facts: headers over the Host, or the demo's config) and plan it."""
-    if snapshot is None:
-        raise ServedeckError("no GPU inventory yet (the GPU source has not answered)")
-    gpus = inventory_from_snapshot(snapshot)
-    model = await deck.model_facts()
-    profile = deck.profile
-    settings = PlanSettings(max_model_len=profile.model.max_model_len)
-    return with_engine_kv(build_plan(model, gpus, settings), profile_layout(profile), engine)

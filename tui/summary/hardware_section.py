@@ -1,53 +1,15 @@
 """The state summary's "Hardware health" section: doctor findings, GPU health, last probe.
 
-Collected with the rest of the summary (read-only: the probe is never run from
-here, only its last recorded result for this host is quoted).
+Collected with the rest of the summary by `tui.ops.hardware_health` (read-only: the
+probe is never run from there, only its last recorded result for this host is quoted).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from tui.core import paths
-from tui.deck import Deck
-from tui.health.interconnect import InterconnectReport
-from tui.health.probe_run import PROBE_HISTORY
-from tui.health.report import HealthReport
+from tui.ops.hardware_health import HardwareHealth
 from tui.summary.mdtable import table
-
-
-@dataclass(frozen=True, slots=True)
-class HardwareHealth:
-    interconnect: InterconnectReport | None
-    health: HealthReport | None
-    probe: dict[str, Any] | None = None  # the last `servedeck probe` record for this host
-
-
-def last_probe(host_label: str, path: Path | None = None) -> dict[str, Any] | None:
-    """The newest probe record for the host; a torn or foreign line is skipped."""
-    target = path or paths.data_dir() / PROBE_HISTORY
-    found = None
-    try:
-        lines = target.read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("host") == host_label:
-            found = record
-    return found
-
-
-async def collect_hardware_health(deck: Deck) -> HardwareHealth:
-    interconnect = await deck.interconnect()
-    health = await deck.hardware_health()
-    return HardwareHealth(interconnect, health, last_probe(deck.host_label))
 
 
 def _probe_lines(probe: dict[str, Any] | None) -> list[str]:
