@@ -237,7 +237,7 @@ async def test_an_export_that_cannot_write_says_so_and_is_audited(
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             # The sources start after the first frame: only the export is to see the bad dir.
-            await _until(pilot, lambda: app.recording is not None, "the sources started")
+            await _until(pilot, lambda: app.record.recording is not None, "the sources started")
             monkeypatch.setenv("SERVEDECK_DATA_DIR", str(blocker))
             await pilot.press("E")
             await _until(pilot, lambda: any("failed" in n for n in _notes(app)), "the failure")

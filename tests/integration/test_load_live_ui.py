@@ -102,7 +102,7 @@ async def test_live_line_follows_a_cold_load_then_shows_the_diagnosis(tmp_path: 
                 return live is not None and live.final
 
             await until(pilot, final, 120, "the diagnosis on the Deck")
-            db_path = app.recording.db_path if app.recording is not None else None
+            db_path = app.record.recording.db_path if app.record.recording is not None else None
     finally:
         await deck.close()
     # The flight recorder kept what the line said (each change, not each sample).

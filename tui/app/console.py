@@ -36,7 +36,8 @@ from tui.app.console_hardware import HardwareHealthMixin
 from tui.app.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
 from tui.app.console_load_live import LoadLiveMixin
 from tui.app.console_processes import ProcessesMixin
-from tui.app.console_record import RecordMixin
+from tui.app.console_record import RecordPart
+from tui.app.console_restart_watch import RestartWatch
 from tui.app.console_workers import console_worker, failure_text
 from tui.app.load_explain_watch import explain_after_ready
 from tui.bench.history import runs_for_host
@@ -59,7 +60,6 @@ from tui.procs.kill import leftovers, leftovers_note
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
-from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
 from tui.serving.load_eta import ready_clock_for
 from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker, Phase
 from tui.serving.metrics import MetricsPoller, ServerMetrics
@@ -84,6 +84,8 @@ if TYPE_CHECKING:  # loaded when first used: the first frame needs neither
     import httpx
 
     from tui.bench.driver import BenchProcess
+    from tui.record.session import ConsoleRecording
+    from tui.serving.load_live import LiveLoad
 
 SERVICE_POLL_S = 1.0  # a crashed or stopped server shows within 2 s
 # A unit steady in its state (active, inactive or failed for SERVICE_SETTLE_S, no action
@@ -127,7 +129,6 @@ def _bindings() -> list[BindingType]:
 class ServedeckApp(
     HealthMixin,
     HardwareHealthMixin,
-    RecordMixin,
     ProcessesMixin,
     BenchMixin,
     HandoffMixin,
@@ -188,6 +189,8 @@ class ServedeckApp(
         self._service_error: str | None = None  # the last service poll's error
         self._last_good_gpu: GpuBoxSnapshot | None = None
         self._last_good_overview: HostOverview | None = None
+        self.record = RecordPart(deck, self)
+        self.restart_watch = RestartWatch(deck, self, self.action_kill_leftovers)
 
     def get_default_screen(self) -> Screen:
         """The main screen, whose partial updates draw only the changed lines (perf)."""
@@ -272,7 +275,7 @@ class ServedeckApp(
         if self._gc_thresholds is None:
             self._gc_thresholds = gc.get_threshold()
         gc.set_threshold(GC_YOUNG_OBJECTS, *self._gc_thresholds[1:])
-        self._start_recording()
+        self.record.start()
         self._poll_overview()
         self._poll_gpus()
         self._poll_service()
@@ -280,7 +283,7 @@ class ServedeckApp(
         self.query_one(BenchView).show_history(runs_for_host(self.deck.host_label))
         self.set_interval(HEALTH_TICK_S, self._tick_health, name="health-clock")
 
-    def _tab_visible(self, tab_id: str) -> bool:
+    def tab_visible(self, tab_id: str) -> bool:
         return self._tabs.active == tab_id and not isinstance(
             self.screen, (HelpScreen, KillConfirmScreen)
         )
@@ -344,6 +347,16 @@ class ServedeckApp(
         if not was_failing:  # one toast per outage; each retry shows only in the header
             self.notify(reason, title="Host unreachable", severity="error", timeout=8)
 
+    @property
+    def recording(self) -> ConsoleRecording | None:  # until the parts take the recorder
+        return self.record.recording
+
+    def _record_listing(self, listing: ProcListing) -> None:
+        self.record.listing(listing)
+
+    def _record_load_live(self, live: LiveLoad | None) -> None:
+        self.record.load_live(live)
+
     def poll_later(self, delay_s: float, poll: Callable[[], object], name: str) -> None:
         """Arm the next run of a poll, replacing a pending one of the same name.
 
@@ -373,10 +386,10 @@ class ServedeckApp(
                 elif self._last_good_gpu is not None:
                     reason = snapshot.error or "no GPUs"
                     self._set_health("gpu", reason, self.profile.gpu.refresh_s)
-            self._show_gpus(snapshot)
+            self.show_gpus(snapshot)
             await asyncio.sleep(self.profile.gpu.refresh_s)
 
-    def _show_gpus(self, snapshot: GpuBoxSnapshot) -> None:
+    def show_gpus(self, snapshot: GpuBoxSnapshot) -> None:
         if console_closing(self):
             return
         if snapshot.available:
@@ -385,13 +398,13 @@ class ServedeckApp(
             # The source failed: keep the last good sample on screen; the note gives its age.
             return
         self.last_gpu = snapshot
-        self._record_gpu(snapshot)
+        self.record.gpu(snapshot)
         self._watch_hardware(snapshot)
         self.gpu_history.add(snapshot)
         if snapshot.available:
             used_bytes, _ = total_memory_bytes(snapshot.samples)
             self.tracker.observe_memory(used_bytes, snapshot.taken_at_s)
-        if self._tab_visible("deck"):
+        if self.tab_visible("deck"):
             self._gpu_pane.update_view(snapshot, self.gpu_history.trends())
 
     # --- service, log, load, readiness, metrics ---------------------------------------
@@ -422,7 +435,7 @@ class ServedeckApp(
             self._load_as_of = None  # read over the connection now: the strip counts again
         previous = self.unit_state
         self.unit_state = message.state
-        self._record_unit(message.state, message.error)
+        self.record.unit(message.state, message.error)
         state = message.state
         self.tracker.observe_unit(None if state is None else state.is_active)
         if (
@@ -435,9 +448,9 @@ class ServedeckApp(
             self.metrics = None
             self.tracker.observe_exit(None, time.time())
             self._refresh_procs()
-        watch_restart_loop(self, state=state)
+        self.restart_watch.observe(state=state)
         self._service_error = message.error  # kept: other redraws of the line say it too
-        self._render_service_line(message.error)
+        self.render_service_line(message.error)
         if previous is None or state is None or previous.is_active != state.is_active:
             self.refresh_bindings()  # Start or Stop: the footer offers what can be done now
         self._update_load()
@@ -472,7 +485,7 @@ class ServedeckApp(
         main_pid = state.main_pid if state.is_active else None
         return bool(main_pid) and self.deck.host.is_local and not _pid_alive(main_pid or 0)
 
-    def _render_service_line(self, error: str | None = None) -> None:
+    def render_service_line(self, error: str | None = None) -> None:
         error = error if error is not None else self._service_error
         if self.unit_state is None and self.service_unknown_since_s is not None:
             error = unknown_since_text(self.service_unknown_since_s)
@@ -534,8 +547,8 @@ class ServedeckApp(
         pane = self.query_one(LogPane)
         for batch in batches:  # as they were read (a LineBatch keeps its columns)
             self.tracker.feed_many(batch)
-            self._record_lines(batch)
-            watch_restart_loop(self, lines=batch)
+            self.record.lines(batch)
+            self.restart_watch.observe(lines=batch)
             pane.add_lines(batch)
         self._update_load()
 
@@ -556,11 +569,11 @@ class ServedeckApp(
 
     def _update_load(self) -> None:
         self.progress = self.tracker.snapshot()
-        self._record_progress(self.progress)
+        self.record.progress(self.progress)
         if self.ready and self.progress.phase in (Phase.STOPPED, Phase.FAILED):
             self.ready = False  # the log says it stopped: readiness ends now, not at a poll
             self.metrics = None
-            self._render_service_line()
+            self.render_service_line()
         unit_active = self._unit_active()
         waiting_for_http = not self.ready and ReadinessProbe.should_poll(self.progress, unit_active)
         loading = self.progress.phase in LOADING_PHASES
@@ -574,7 +587,7 @@ class ServedeckApp(
         frozen = self._load_as_of
         shown = (self.progress.phase, self.progress.shards_done, self.metrics, frozen)
         # Redraw on a visible change at once, otherwise once a second for the clocks.
-        if self._tab_visible("deck") and (
+        if self.tab_visible("deck") and (
             shown != self._strip_shown or now_s - self._strip_at_s >= 1.0
         ):
             self._strip_shown, self._strip_at_s = shown, now_s
@@ -607,7 +620,7 @@ class ServedeckApp(
         self.source_ok("readiness")
         if message.readiness.epoch != self.tracker.epoch or self._unit_active() is False:
             return  # asked before a stop (or a new start): it speaks of a server now gone
-        self._record_readiness(message.readiness)
+        self.record.readiness(message.readiness)
         if message.readiness.ready and not self.ready:
             self.ready = True
             models = ", ".join(message.readiness.models)
@@ -615,7 +628,7 @@ class ServedeckApp(
                 f"{self.profile.service.unit or 'service'} is ready: {models}", title="Ready"
             )
             self.bell()
-            self._render_service_line()
+            self.render_service_line()
             self._poll_metrics()
             self._explain_load()
 
@@ -644,7 +657,7 @@ class ServedeckApp(
     def on_servedeck_app_metrics_update(self, message: messages.MetricsUpdate) -> None:
         if not self.ready:
             return  # asked while ready, answered after a stop: the server it read is gone
-        self._record_metrics(message.metrics)
+        self.record.metrics(message.metrics)
         if message.metrics is not None:
             self.metrics = message.metrics
             self.source_ok("metrics")
@@ -698,16 +711,7 @@ class ServedeckApp(
             self.push_screen(ConfirmActionScreen(action, note), confirmed)
 
         # start/restart: the guard first (leftovers holding GPU memory or the port).
-        self._guard_then_confirm(verb, ask)
-
-    @console_worker(
-        "service-guard",
-        pane="service",
-        what=lambda app, verb, ask: f"check for leftovers before {verb}",
-        user_action=True,
-    )
-    async def _guard_then_confirm(self, verb: str, ask: Callable[[], None]) -> None:
-        await guard_then_confirm(self, verb, ask)
+        self.restart_watch.guard_then_confirm(verb, ask)
 
     @console_worker(
         "service-action",
@@ -784,10 +788,10 @@ class ServedeckApp(
                 continue
             _namespace, name, _parameters = parse_action(command.action)
             if refused_read_only(name):
-                self._refuse_read_only(event.key, command.label, command.action)
+                self.refuse_read_only(event.key, command.label, command.action)
             return
 
-    def _refuse_read_only(self, key: str, label: str, action: str) -> None:
+    def refuse_read_only(self, key: str, label: str, action: str) -> None:
         self.notify(
             f"Read-only console: {label} ({key}) is refused.",
             title="Read-only",
@@ -801,7 +805,7 @@ class ServedeckApp(
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer only what can be done now: the footer and the keys follow the service state."""
-        if super().check_action(action, parameters) is False:  # e.g. a replay is on screen
+        if self.record.replay_refuses(action) or super().check_action(action, parameters) is False:
             return False
         state = self.unit_state
         return action_offered(
@@ -852,8 +856,18 @@ class ServedeckApp(
             for command in COMMANDS
         }
 
+    def action_timeline(self) -> None:
+        self.record.show_timeline()
+
+    def action_alerts(self) -> None:
+        self.record.show_alerts()
+
     def action_show_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id
+
+    def active_tab(self) -> str | None:
+        """The pane whose tab is active (None before the first frame)."""
+        return self._tabs.active if hasattr(self, "_tabs") else None
 
     def _focus_pane(self, tab_id: str) -> None:
         """Focus follows the pane on screen: its keys work without Tab and show in the footer."""
@@ -891,7 +905,7 @@ class ServedeckApp(
         if self.bench_process is not None:
             await self.bench_process.kill()
         await self.deck.close()
-        self._stop_recording()
+        self.record.stop()
         gc.unfreeze()  # a process that opens consoles again (tests) must free this one
         if self._gc_thresholds is not None:
             gc.set_threshold(*self._gc_thresholds)

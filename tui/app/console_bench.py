@@ -28,7 +28,7 @@ class BenchMixin(ConsoleParts):
         """Reached read-only without a key (the palette): refused and audited all the same."""
         if not self.profile.read_only:
             return False
-        self._refuse_read_only("palette", label, action)
+        self.refuse_read_only("palette", label, action)
         return True
 
     def action_bench(self, preset_name: str | None = None) -> None:

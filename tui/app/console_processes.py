@@ -56,7 +56,7 @@ class ProcessesMixin(ConsoleParts):
             # K is offered only while there are leftovers. Only then: each footer redraw
             # rebuilds every key's widget (main-thread time at every listing).
             self.refresh_bindings()
-        self._render_service_line()  # the Deck says what the listing left on the GPUs
+        self.render_service_line()  # the Deck says what the listing left on the GPUs
         self.source_ok("procs")
         self.query_one(ProcsPane).show_listing(message.listing, time.time())
         if self.query_one(TabbedContent).active == "procs":
@@ -124,7 +124,7 @@ class ProcessesMixin(ConsoleParts):
         self.call_later(self._confirm_kill, leftovers(listing.processes))
 
     def action_kill_selected(self) -> None:
-        selected = self.query_one(ProcsPane).selected() if self._tab_visible("procs") else None
+        selected = self.query_one(ProcsPane).selected() if self.tab_visible("procs") else None
         if selected is None:
             self.notify("Select a process in Processes (3) first.", severity="warning")
             return
@@ -177,7 +177,7 @@ class ProcessesMixin(ConsoleParts):
     def on_servedeck_app_kill_done(self, message: messages.KillDone) -> None:
         gpu = message.gpu
         if gpu is not None and (self.last_gpu is None or gpu.taken_at_s > self.last_gpu.taken_at_s):
-            self._show_gpus(gpu)  # a fresher sample: later polls must not list from an older one
+            self.show_gpus(gpu)  # a fresher sample: later polls must not list from an older one
         if message.listing is not None:
             self.on_servedeck_app_procs_update(messages.ProcsUpdate(message.listing))
         report = message.report
