@@ -111,7 +111,7 @@ async def test_console_shows_a_lost_kernel_log(
         text = str(kernel.render())
         assert text.startswith("kernel log (XIDs) lost: journal stream ended")
         assert kernel.has_class("-failing")
-        assert app.health["kernel"].failing
+        assert app.sources.health["kernel"].failing
         await pilot.press("7")  # the pane still draws the rest of the health
         body = app.query_one("#health-body", Static)
         await _until(pilot, lambda: "GPU7" in str(body.render()), 60, "the health report")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tui.serving.service import UnitState
 
 
-class RestartWatch(Part):
+class RestartWatchPart(Part):
     """The guard before a start or restart, and the restart loops seen in the unit and log."""
 
     def __init__(self, deck: Deck, console: Console, kill_leftovers: Callable[[], None]) -> None:
