@@ -103,7 +103,7 @@ async def _serving_under_bench(app: App) -> None:
 async def _bench_done(app: App) -> None:
     await _serving_under_bench(app)
     app.action_show_tab("bench")  # type: ignore[attr-defined]
-    await _until(app, lambda: app.bench_process is None, "the benchmark")  # type: ignore[attr-defined]
+    await _until(app, lambda: app.bench.process is None, "the benchmark")  # type: ignore[attr-defined]
     await asyncio.sleep(0.5)
 
 

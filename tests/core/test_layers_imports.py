@@ -33,7 +33,7 @@ KEPT: dict[str, tuple[int, str]] = {
     "tui/commands/demo_cmd.py": (2, _CLI),
     "tui/commands/doctor_cmd.py": (3, _CLI),
     "tui/commands/exporter_cmd.py": (2, _CLI + "; the simulator only for the demo"),
-    "tui/commands/fleet_cmd.py": (11, _CLI + "; opens the Fleet pane (a UI entry point)"),
+    "tui/commands/fleet_cmd.py": (12, _CLI + "; opens the Fleet pane (a UI entry point)"),
     "tui/commands/fleet_prom_cmd.py": (1, _CLI),
     "tui/commands/hosts_cmd.py": (1, _CLI),
     "tui/commands/profiles_cmd.py": (1, _CLI),
@@ -52,11 +52,10 @@ KEPT: dict[str, tuple[int, str]] = {
     "tui/app/console_bench.py": (13, _UI),
     "tui/app/console_handoff.py": (6, _UI),
     "tui/app/console_hardware.py": (10, _UI),
-    "tui/app/console_load_live.py": (3, _UI),
+    "tui/app/console_load_live.py": (5, _UI),
     "tui/app/console_record.py": (7, _UI),
-    "tui/app/load_explain_watch.py": (2, _UI),
-    "tui/screens/fleet.py": (14, _UI),
-    "tui/screens/restart_guard_screen.py": (2, _UI),
+    "tui/app/fleet_app.py": (14, _UI),
+    "tui/app/console_restart_watch.py": (2, _UI),
 }
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import types
 from collections.abc import Sequence
 
 import pytest
@@ -134,20 +133,10 @@ def test_the_tracker_after_a_load_takes_plain_batches_as_their_lines(size: int) 
 
 def _recorded(lines: Sequence[LogLine], started_s: float, now_s: float) -> list[object]:
     """What the console hands the recorder for one drained batch."""
-    from tui.app.console_record import BACKLOG_S, RecordMixin
+    from tui.app.console_record import BACKLOG_S, recorded_lines
 
-    seen: list[object] = []
-    feed = types.SimpleNamespace(observe_logs=lambda kept, _now: seen.extend(kept))
-    console = types.SimpleNamespace(recording=types.SimpleNamespace(feed=feed))
-    console._log_started_s = started_s
-    real_time = time.time
-    try:
-        time.time = lambda: now_s  # the drain's clock (settled or not) fixed for the check
-        RecordMixin._record_lines(console, lines)  # type: ignore[arg-type]
-    finally:
-        time.time = real_time
     assert 1 < BACKLOG_S < 3600  # one second in: not settled; an hour in: settled
-    return seen
+    return list(recorded_lines(lines, started_s, now_s))
 
 
 @pytest.mark.parametrize("settled", [False, True])

@@ -42,9 +42,9 @@ async def test_capacity_key_answers_on_the_bench_pane() -> None:
         async with app.run_test(size=(160, 50)) as pilot:
             await until(pilot, lambda: app.ready, 60, "the demo to serve")
             await pilot.press("C")
-            await until(pilot, lambda: app.bench_process is not None, 30, "the search to start")
+            await until(pilot, lambda: app.bench.process is not None, 30, "the search to start")
             assert app.query_one("#panes", TabbedContent).active == "bench"
-            await until(pilot, lambda: app.bench_process is None, 240, "the search to end")
+            await until(pilot, lambda: app.bench.process is None, 240, "the search to end")
             await pilot.pause(0.2)
             console = Console(width=160, record=True, file=io.StringIO())
             console.print(app.query_one(CapacityView).drawn)
@@ -75,8 +75,8 @@ async def test_second_run_is_compared_with_the_first_on_the_bench_pane() -> None
             await until(pilot, lambda: app.ready, 60, "the demo to serve")
             for n in range(2):
                 await pilot.press("b")
-                await until(pilot, lambda: app.bench_process is not None, 30, "bench start")
-                await until(pilot, lambda: app.bench_process is None, 120, "bench end")
+                await until(pilot, lambda: app.bench.process is not None, 30, "bench start")
+                await until(pilot, lambda: app.bench.process is None, 120, "bench end")
                 await pilot.pause(0.2)
                 if n == 0:  # nothing alike before it: said, never compared with another run
                     first = str(app.query_one("#bench-compare", Static).render())

@@ -69,7 +69,9 @@ async def test_clean_up_while_the_host_is_unreachable_keeps_the_console(sshd: Ss
         assert "leftover GPU processes" in note and "Nothing else was done" in note
         assert "refused" in note.lower() or "connect" in note.lower(), note
         # The service state is unknown, not "stopped"; no service action is offered.
-        await _until(pilot, lambda: app.service_unknown_since_s is not None, "unknown state")
+        await _until(
+            pilot, lambda: app.sources.service_unknown_since_s is not None, "unknown state"
+        )
         line = str(app.query_one(ServiceLine).render())
         assert "unknown (host unreachable since" in line, line
         strip = str(app.query_one("#load-strip").render())
@@ -80,7 +82,7 @@ async def test_clean_up_while_the_host_is_unreachable_keeps_the_console(sshd: Ss
         await pilot.pause(0.2)
         assert type(app.screen).__name__ != "ConfirmActionScreen"
         # Retries live in the header: one "Host unreachable" toast however long it lasts.
-        await _until(pilot, lambda: app.health["host"].failures >= 3, "three retries")
+        await _until(pilot, lambda: app.sources.health["host"].failures >= 3, "three retries")
         assert sum("Host unreachable" in n for n in _notes(app)) == 1
         assert "retry in" in header.render().plain or header.connection_state == "reconnecting"
     failed = [r for r in read_audit() if r["event"] == "console.action_failed"]
@@ -100,9 +102,9 @@ async def test_ssh_drop_while_waiting_for_readiness_keeps_the_console(sshd: Sshd
 
         def probe_failed() -> bool:
             # What the load clock does each second while the log shows a load.
-            if not app.health["readiness"].failing:
+            if not app.sources.health["readiness"].failing:
                 app._probe_readiness()
-            return app.health["readiness"].failing
+            return app.sources.health["readiness"].failing
 
         await _until(pilot, probe_failed, "the readiness state")
         assert app.is_running and not app._exit
@@ -117,10 +119,10 @@ async def test_c_cancels_a_running_benchmark() -> None:
     app = ServedeckApp(deck.profile, deck)
     async with app.run_test(size=(120, 36)) as pilot:
         app.action_bench("sweep")  # minutes long unless cancelled
-        await _until(pilot, lambda: app.bench_process is not None, "the benchmark start")
+        await _until(pilot, lambda: app.bench.process is not None, "the benchmark start")
         await pilot.pause(1.0)
         await pilot.press("c")
-        await _until(pilot, lambda: app.bench_process is None, "the benchmark end")
+        await _until(pilot, lambda: app.bench.process is None, "the benchmark end")
     runs = [run for run in read_history() if run.preset == "sweep"]
     assert runs and runs[-1].partial
 
@@ -186,12 +188,12 @@ async def test_a_benchmark_against_a_stopped_service_is_not_offered_and_says_why
             assert " b Bench" not in screen_text(app)
             await pilot.press("b")  # not offered: nothing happens
             await pilot.pause(0.3)
-            assert app.bench_process is None and not any("Benchmark" in n for n in _notes(app))
+            assert app.bench.process is None and not any("Benchmark" in n for n in _notes(app))
             app.action_bench()  # as the palette would
             await _until(
                 pilot, lambda: any("nothing to benchmark" in n for n in _notes(app)), "why"
             )
-            assert app.bench_process is None
+            assert app.bench.process is None
     finally:
         await deck.close()
 
@@ -216,7 +218,7 @@ async def test_a_benchmark_against_a_dead_server_says_so_and_is_audited() -> Non
                 pilot, lambda: any("Benchmark failed" in n for n in _notes(app)), "the failure"
             )
             assert app.is_running and not app._exit
-            await _until(pilot, lambda: app.bench_process is None, "the benchmark process gone")
+            await _until(pilot, lambda: app.bench.process is None, "the benchmark process gone")
         note = next(n for n in _notes(app) if "Benchmark failed" in n)
         assert "Tried to run a benchmark against simulator" in note, note
         assert "ConnectError" in note and "Nothing else was done" in note, note
@@ -238,7 +240,7 @@ async def test_an_export_that_cannot_write_says_so_and_is_audited(
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             # The sources start after the first frame: only the export is to see the bad dir.
-            await _until(pilot, lambda: app.recording is not None, "the sources started")
+            await _until(pilot, lambda: app.record.recording is not None, "the sources started")
             monkeypatch.setenv("SERVEDECK_DATA_DIR", str(blocker))
             await pilot.press("E")
             await _until(pilot, lambda: any("failed" in n for n in _notes(app)), "the failure")

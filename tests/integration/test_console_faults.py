@@ -155,21 +155,23 @@ async def test_faults_at_every_step_over_a_jump_host(
             assert app.metrics is not None  # the last metrics stay on screen
             assert "retry in" in day.header.render().plain
 
-        await day.cut("serving", back=lambda: day.back() and not app.health["metrics"].failing)
+        await day.cut(
+            "serving", back=lambda: day.back() and not app.sources.health["metrics"].failing
+        )
         await day.outage(
             "serving",
-            back=lambda: day.back() and not app.health["metrics"].failing,
+            back=lambda: day.back() and not app.sources.health["metrics"].failing,
             during=stale_panes,
         )
 
         # 5. Benchmark running: cut; the benchmark ends (its forward died), the console stays.
         app.action_bench("sweep")
-        await day.until(lambda: app.bench_process is not None, "the benchmark start")
+        await day.until(lambda: app.bench.process is not None, "the benchmark start")
         await day.pause(1.0)
         await day.cut("benchmark running")
-        if app.bench_process is not None:
+        if app.bench.process is not None:
             await pilot.press("c")
-        await day.until(lambda: app.bench_process is None, "the benchmark end")
+        await day.until(lambda: app.bench.process is None, "the benchmark end")
         # It ends as a failure or an incomplete run, never as "done".
         await day.until(
             lambda: any(
@@ -190,13 +192,16 @@ async def test_faults_at_every_step_over_a_jump_host(
         app.action_show_tab("procs")
 
         def listed() -> bool:
-            return app.listing is not None and len(leftovers(app.listing.processes)) == ORPHANS
+            return (
+                app.procs.listing is not None
+                and len(leftovers(app.procs.listing.processes)) == ORPHANS
+            )
 
         await day.until(listed, "the leftovers listed")
         await day.cut(
             "leftovers listed",
-            shown=lambda: day.lost() or app.health["procs"].failing,
-            back=lambda: day.back() and not app.health["procs"].failing and listed(),
+            shown=lambda: day.lost() or app.sources.health["procs"].failing,
+            back=lambda: day.back() and not app.sources.health["procs"].failing and listed(),
         )
 
         # 8. Kill dialog open: cut under the dialog, then cancel: nothing is killed.
@@ -329,13 +334,13 @@ async def test_server_killed_at_each_step_on_the_simulator(tmp_path: Path) -> No
             await kill_server(day, "serving")
             await day.until(lambda: app.ready and app.metrics is not None, "ready again")
             app.action_bench("sweep")
-            await day.until(lambda: app.bench_process is not None, "the benchmark start")
+            await day.until(lambda: app.bench.process is not None, "the benchmark start")
             await day.pause(1.0)
-            bench = app.bench_process
+            bench = app.bench.process
             await kill_server(day, "benchmark running")
-            if app.bench_process is bench and bench is not None:
+            if app.bench.process is bench and bench is not None:
                 await pilot.press("c")
-            await day.until(lambda: app.bench_process is None, "the benchmark end")
+            await day.until(lambda: app.bench.process is None, "the benchmark end")
             assert day.alive()
     finally:
         box.close()
@@ -381,23 +386,23 @@ async def test_a_new_boot_id_voids_the_listing_and_the_kill_dialog(tmp_path: Pat
             )
             app.on_servedeck_app_procs_update(messages.ProcsUpdate(before))
             old_targets = list(leftovers(before.processes))
-            app._confirm_kill(old_targets)
+            app.procs.confirm_kill(old_targets)
             await day.until(lambda: isinstance(app.screen, KillConfirmScreen), "the kill dialog")
 
             started = time.monotonic()
             app.action_show_tab("procs")  # the next listing reads the new boot id
-            noticed_s = await day.timed(lambda: app.rebooted_at_s is not None, started, 10)
+            noticed_s = await day.timed(lambda: app.procs.rebooted_at_s is not None, started, 10)
             assert not isinstance(app.screen, KillConfirmScreen), "the old boot's dialog stayed"
             await day.until(
                 lambda: any(n.title == "Host rebooted" for n in app._notifications), "the notice"
             )
-            assert app.listing is not None and app.listing.boot_id == real.boot_id
+            assert app.procs.listing is not None and app.procs.listing.boot_id == real.boot_id
             assert "host rebooted" in str(app.query_one("#procs-status").render())
             day.record("leftovers listed", "host rebooted (new boot id)", noticed_s, noticed_s)
 
             # A kill confirmed for the old boot's processes signals nothing on the new boot.
             outcomes_before = kill_outcomes()
-            app._kill(KillConfirmation(tuple(old_targets), frozenset()))
+            app.procs.kill(KillConfirmation(tuple(old_targets), frozenset()))
             await day.until(lambda: kill_outcomes() > outcomes_before, "the kill's outcome")
             last = [r for r in read_audit() if r["event"] == "kill-outcome"][-1]
             assert {o["outcome"] for o in last["outcomes"]} == {"gone"}, last

@@ -113,10 +113,10 @@ async def test_panes_through_an_ssh_outage(
         )
         await pilot.pause(1.0)  # a few polls while connected
         assert "unknown (host unreachable" not in _text(app, ServiceLine)
-        assert app.service_unknown_since_s is None
+        assert app.sources.service_unknown_since_s is None
 
         server.stop()  # sshd down: the sessions die, no reconnect until it is back
-        await _until(pilot, lambda: app.health["host"].failing, "the cut shown", 10.0)
+        await _until(pilot, lambda: app.sources.health["host"].failing, "the cut shown", 10.0)
         await _until(pilot, lambda: _CUT_MARK in strip(), "the strip marked", _SHOWN_WITHIN_S)
         await _until(
             pilot, lambda: "GPU source lost" in note(), "the GPU source's note", _SHOWN_WITHIN_S
@@ -132,7 +132,9 @@ async def test_panes_through_an_ssh_outage(
         server.start()
         await _until(
             pilot,
-            lambda: not app.health["host"].failing and header.connection_state == "connected",
+            lambda: (
+                not app.sources.health["host"].failing and header.connection_state == "connected"
+            ),
             "the reconnect",
             _DEADLINE_S,
         )

@@ -61,7 +61,7 @@ class Day:
         return text
 
     def pids_not_whole(self, text: str) -> list[int]:
-        listing = self.app.listing
+        listing = self.app.procs.listing
         if listing is None:
             return []
         rows = listing.processes[:8]  # the rows that fit above the footer
@@ -152,8 +152,8 @@ async def test_every_screen_of_the_day_at_80x24(tmp_path: Path) -> None:
         await day.dialog("serving", "X", ConfirmActionScreen)
 
         await pilot.press("b")
-        await until(pilot, lambda: app.bench_process is not None, 30, "bench start")
-        await until(pilot, lambda: app.bench_process is None, 180, "bench end")
+        await until(pilot, lambda: app.bench.process is not None, 30, "bench start")
+        await until(pilot, lambda: app.bench.process is None, 180, "bench end")
         await day.panes("benched")
 
         await pilot.press("X")
@@ -168,7 +168,9 @@ async def test_every_screen_of_the_day_at_80x24(tmp_path: Path) -> None:
         await pilot.press("3")
         await until(
             pilot,
-            lambda: app.listing is not None and len(app.listing.of_class("leftover")) == 2,
+            lambda: (
+                app.procs.listing is not None and len(app.procs.listing.of_class("leftover")) == 2
+            ),
             30,
             "two leftovers",
         )
@@ -187,7 +189,7 @@ async def test_every_screen_of_the_day_at_80x24(tmp_path: Path) -> None:
         await pilot.press("shift+tab", "enter")
         await until(
             pilot,
-            lambda: app.listing is not None and not app.listing.of_class("leftover"),
+            lambda: app.procs.listing is not None and not app.procs.listing.of_class("leftover"),
             60,
             "the leftovers gone",
         )

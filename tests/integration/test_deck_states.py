@@ -102,7 +102,9 @@ async def test_after_stop_the_deck_states_the_leftovers_from_the_first_listing(
         # 30 s later); the Deck line is drawn with the listing that first has the leftovers.
         await _until(
             pilot,
-            lambda: app.listing is not None and len(app.listing.of_class("leftover")) == 2,
+            lambda: (
+                app.procs.listing is not None and len(app.procs.listing.of_class("leftover")) == 2
+            ),
             15,
             "the listing with two leftovers",
         )

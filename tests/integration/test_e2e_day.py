@@ -198,8 +198,8 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
 
             with day.step("quick benchmark (b); results and history"):
                 await keys.press("b")
-                await until(pilot, lambda: app.bench_process is not None, 30, "bench start")
-                await until(pilot, lambda: app.bench_process is None, 120, "bench end")
+                await until(pilot, lambda: app.bench.process is not None, 30, "bench start")
+                await until(pilot, lambda: app.bench.process is None, 120, "bench end")
                 history = read_history()
                 assert len(history) == 1 and history[0].preset == "quick"
                 assert history[0].single_stream_tok_s and history[0].single_stream_tok_s > 10
@@ -226,7 +226,7 @@ async def test_operators_day_on_the_simulator(secret_profile, tmp_path: Path) ->
                 await keys.press("3")
 
                 def leftovers_listed() -> bool:
-                    listing = app.listing
+                    listing = app.procs.listing
                     return listing is not None and {
                         proc.pid for proc in listing.processes if proc.klass == "leftover"
                     } == set(orphans)

@@ -91,7 +91,7 @@ async def test_live_line_follows_a_cold_load_then_shows_the_diagnosis(tmp_path: 
     box = SimBox(load_seconds=12.0, options=options)
     deck = demo_deck(box)
     app = ServedeckApp(deck.profile, deck)
-    app.load_live_poll_s = 0.5
+    app.load_live.poll_s = 0.5
     seen = Seen(app)
     try:
         async with app.run_test(size=(140, 40)) as pilot:
@@ -102,7 +102,7 @@ async def test_live_line_follows_a_cold_load_then_shows_the_diagnosis(tmp_path: 
                 return live is not None and live.final
 
             await until(pilot, final, 120, "the diagnosis on the Deck")
-            db_path = app.recording.db_path if app.recording is not None else None
+            db_path = app.record.recording.db_path if app.record.recording is not None else None
     finally:
         await deck.close()
     # The flight recorder kept what the line said (each change, not each sample).
@@ -141,7 +141,7 @@ async def test_serving_process_killed_mid_load_is_a_state_on_the_line() -> None:
     box = SimBox(load_seconds=40.0, options=SimServerOptions(orphans_on_stop=0))
     deck = demo_deck(box)
     app = ServedeckApp(deck.profile, deck)
-    app.load_live_poll_s = 0.5
+    app.load_live.poll_s = 0.5
     seen = Seen(app)
     failures: list[WorkerFailed] = []
     try:
@@ -201,7 +201,7 @@ async def test_proc_io_unreadable_over_ssh_is_said_on_the_line(sshd: SshdPair) -
     box.state_dir.chmod(0o755)  # the log is read over SSH by that user
     deck = demo_deck(box, SSHHost(sshd.host_config(user=sshd.zsh_user)))
     app = ServedeckApp(deck.profile, deck)
-    app.load_live_poll_s = 0.5
+    app.load_live.poll_s = 0.5
     seen = Seen(app)
     try:
         async with app.run_test(size=(140, 40)) as pilot:
@@ -236,7 +236,7 @@ async def test_a_rank_whose_weights_lag_is_named_on_the_line() -> None:
     box = SimBox(load_seconds=30.0, options=SimServerOptions(orphans_on_stop=0, lagging_rank=3))
     deck = demo_deck(box)
     app = ServedeckApp(deck.profile, deck)
-    app.load_live_poll_s = 0.5
+    app.load_live.poll_s = 0.5
     seen = Seen(app)
     try:
         async with app.run_test(size=(140, 40)) as pilot:
@@ -268,7 +268,7 @@ async def test_ssh_host_lost_mid_load_is_a_state_then_readings_resume(sshd: Sshd
 
     deck = demo_deck(box, SSHHost(sshd.host_config()))
     app = ServedeckApp(deck.profile, deck)
-    app.load_live_poll_s = 0.5
+    app.load_live.poll_s = 0.5
     seen = Seen(app)
     try:
         async with app.run_test(size=(140, 40)) as pilot:

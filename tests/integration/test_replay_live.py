@@ -53,14 +53,14 @@ async def test_replay_matches_the_live_gpu_table_at_five_instants(
             assert app.last_gpu is not None
             live.append((app.last_gpu.taken_at_s, _cells(app.query_one("#gpu-pane", GpuPane))))
         assert live[0][1] != live[-1][1]  # the instants differ (memory filled)
-        recording = app.recording
+        recording = app.record.recording
         assert recording is not None and recording.recorder is not None
         committed = recording.recorder.stats().rows_written
         await _until(
             pilot, lambda: recording.recorder.stats().rows_written > committed + 1, "commit"
         )
         for at_s, cells in live:
-            app.open_replay(at_s)
+            app.record.open_replay(at_s)
             await _until(
                 pilot, lambda: isinstance(app.screen, ReplayScreen) and app.screen.state, "replay"
             )

@@ -43,8 +43,8 @@ async def test_a_stop_after_serving_is_not_a_load_and_the_next_start_loses_nothi
     events: list[Event] = []
     async with app.run_test(size=(120, 36)) as pilot:
         await _until(pilot, lambda: app.unit_state is not None, 60, "the unit's state")
-        assert app.recording is not None
-        app.recording.feed.listeners.append(events.append)
+        assert app.record.recording is not None
+        app.record.recording.feed.listeners.append(events.append)
         stops: list[float] = []
         for round_ in range(2):
             app._run_service_action("start")
@@ -77,5 +77,5 @@ async def test_a_stop_after_serving_is_not_a_load_and_the_next_start_loses_nothi
     assert len(not_ready) == 2, texts  # stamped at each stop, not at the next start
     for event, stop_s in zip(not_ready, stops, strict=True):
         assert stop_s - 1 <= event.ts_s <= stop_s + 30, (event, stop_s)
-    changes = [change.text for change in app.recording.monitor.changes]  # type: ignore[union-attr]
+    changes = [change.text for change in app.record.recording.monitor.changes]  # type: ignore[union-attr]
     assert not [c for c in changes if "readiness" in c.lower() and "lost" in c.lower()], changes

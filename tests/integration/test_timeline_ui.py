@@ -14,7 +14,7 @@ from textual.widgets import Static
 from tests.support.sim_fixtures import FAST_OPTIONS
 from tests.support.summary_helpers import demo_deck
 from tui.app import ServedeckApp
-from tui.app.console_record import RecordMixin
+from tui.app.console_record import recorded_lines
 from tui.core.alert_rules import AlertingConfig, AlertRule
 from tui.core.config import demo_profile
 from tui.logs.line import LogLine
@@ -43,7 +43,7 @@ async def _until(
 
 
 def _recorded(app: ServedeckApp, prefix: str) -> bool:
-    recording = app.recording
+    recording = app.record.recording
     if recording is None or not recording.db_path.exists():
         return False
     with RecordingReader(recording.db_path) as reader:
@@ -59,8 +59,10 @@ async def test_timeline_filters_shows_state_and_replays_without_actions(
     app = ServedeckApp(deck.profile, deck)
     async with app.run_test(size=(140, 44)) as pilot:
         # The recorder starts just after the first frame is painted.
-        await _until(pilot, lambda: app.recording is not None, "the recorder started")
-        assert app.recording is not None and app.recording.recording, app.recording.status
+        await _until(pilot, lambda: app.record.recording is not None, "the recorder started")
+        assert app.record.recording is not None and app.record.recording.recording, (
+            app.record.recording.status
+        )
         box.start()
         await _until(pilot, lambda: _recorded(app, "ready: "), "the load recorded")
         await _until(
@@ -134,44 +136,27 @@ async def test_console_reads_when_another_recorder_holds_the_file(
     try:
         app = ServedeckApp(deck.profile, deck)
         async with app.run_test(size=(120, 36)) as pilot:
-            await _until(pilot, lambda: app.recording is not None, "the recorder started")
-            assert app.recording is not None and not app.recording.recording
-            assert "already being recorded by pid" in app.recording.status
-            assert "servedeck record -p demo" in app.recording.status
+            await _until(pilot, lambda: app.record.recording is not None, "the recorder started")
+            assert app.record.recording is not None and not app.record.recording.recording
+            assert "already being recorded by pid" in app.record.recording.status
+            assert "servedeck record -p demo" in app.record.recording.status
             await pilot.press("6")
             await _until(pilot, lambda: isinstance(app.screen, TimelineScreen), "the Timeline")
     finally:
         holder.close()
 
 
-class _Feed:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def observe_log(self, line: LogLine, now_s: float) -> None:
-        self.lines.append(line.text)
-
-    def observe_logs(self, entries: list[tuple[LogLine, float | None]], now_s: float) -> None:
-        for line, _ in entries:
-            self.observe_log(line, now_s)
-
-
-class _Recording:
-    def __init__(self) -> None:
-        self.feed = _Feed()
-
-
 def test_the_log_backlog_shown_at_start_is_not_recorded_again() -> None:
-    mixin = RecordMixin()
-    mixin.recording = _Recording()  # type: ignore[assignment]
+    now_s = time.time()
     old = "WARNING 01-01 00:00:00 [x.py:1] from last year"
     backlog = [
-        LogLine(old, time.time(), level="WARNING"),
-        LogLine("WARNING no clock", time.time(), level="WARNING"),
+        LogLine(old, now_s, level="WARNING"),
+        LogLine("WARNING no clock", now_s, level="WARNING"),
     ]
-    journal = LogLine("WARNING journal line", time.time(), cursor="s=1", level="WARNING")
-    mixin._record_lines([*backlog, journal])
-    assert mixin.recording.feed.lines == ["WARNING journal line"]  # type: ignore[union-attr]
-    mixin._log_started_s = time.time() - 10  # later: lines are new
-    mixin._record_lines([LogLine("WARNING no clock", time.time(), level="WARNING")])
-    assert mixin.recording.feed.lines[-1] == "WARNING no clock"  # type: ignore[union-attr]
+    journal = LogLine("WARNING journal line", now_s, cursor="s=1", level="WARNING")
+    kept = recorded_lines([*backlog, journal], now_s, now_s)
+    assert [line.text for line, _ in kept] == ["WARNING journal line"]
+    later = [LogLine("WARNING no clock", now_s, level="WARNING")]  # later: lines are new
+    assert [line.text for line, _ in recorded_lines(later, now_s - 10, now_s)] == [
+        "WARNING no clock"
+    ]

@@ -44,8 +44,8 @@ def kernel_journal(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def _recorded_xids(app: ServedeckApp) -> list[str]:
-    assert app.recording is not None
-    with RecordingReader(app.recording.db_path) as reader:
+    assert app.record.recording is not None
+    with RecordingReader(app.record.recording.db_path) as reader:
         return [e.text for e in reader.iter_events() if e.source == "xid"]
 
 
@@ -70,7 +70,7 @@ async def test_console_follows_xids_to_pane_badge_timeline_and_alert(
         assert delay_s < 5.0
         body = app.query_one("#health-body", Static)
         assert "XID 79 GPU has fallen off the bus" in str(body.render())
-        monitor = app.recording.monitor  # type: ignore[union-attr]
+        monitor = app.record.recording.monitor  # type: ignore[union-attr]
         fired = {(c.rule.name, c.gpu, c.state) for c in monitor.changes}
         assert {("gpu-xid", 5, "firing"), ("gpu-xid-critical", 5, "firing")} <= fired
         # A contained XID (warning) on GPU 1: the warning rule only.
@@ -111,7 +111,7 @@ async def test_console_shows_a_lost_kernel_log(
         text = str(kernel.render())
         assert text.startswith("kernel log (XIDs) lost: journal stream ended")
         assert kernel.has_class("-failing")
-        assert app.health["kernel"].failing
+        assert app.sources.health["kernel"].failing
         await pilot.press("7")  # the pane still draws the rest of the health
         body = app.query_one("#health-body", Static)
         await _until(pilot, lambda: "GPU7" in str(body.render()), 60, "the health report")

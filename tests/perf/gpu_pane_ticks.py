@@ -116,10 +116,10 @@ def child(args: argparse.Namespace) -> int:
         )  # relative paths resolve against this module
         ticks = 0
 
-        def _show_gpus(self, snapshot):  # type: ignore[no-untyped-def]
+        def show_gpus(self, snapshot):  # type: ignore[no-untyped-def]
             result["gpus"] = snapshot.gpu_count
             started = time.thread_time()
-            super()._show_gpus(snapshot)
+            super().show_gpus(snapshot)
             if spent["measuring"]:
                 spent["show_s"] += time.thread_time() - started
             self.ticks += 1

@@ -212,7 +212,7 @@ async def through_console(
         pane = app.query_one(LogPane)
         counted = Counted(pane)
         deadline = time.monotonic() + 60
-        while app.recording is None and time.monotonic() < deadline:  # sources started
+        while app.record.recording is None and time.monotonic() < deadline:  # sources started
             await pilot.pause(0.05)
         await pilot.pause(0.5)
         counted.drawn = 0 if source == "file" else counted.drawn

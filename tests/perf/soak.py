@@ -131,8 +131,8 @@ class Night:
         await self.until(pilot, lambda: app.ready, 120, "ready")
         await pilot.pause(self.args.idle_seconds)  # serving, idle: every poll runs
         await pilot.press("b")
-        await self.until(pilot, lambda: app.bench_process is not None, 30, "bench start")
-        await self.until(pilot, lambda: app.bench_process is None, 180, "bench end")
+        await self.until(pilot, lambda: app.bench.process is not None, 30, "bench start")
+        await self.until(pilot, lambda: app.bench.process is None, 180, "bench end")
         await pilot.press("4")
         await pilot.pause(0.5)
         await pilot.press("1")
@@ -143,7 +143,7 @@ class Night:
         await pilot.press("3")
 
         def leftovers() -> bool:
-            listing = app.listing
+            listing = app.procs.listing
             return listing is not None and any(p.klass == "leftover" for p in listing.processes)
 
         await self.until(pilot, leftovers, 60, "the leftovers listed")

@@ -136,19 +136,21 @@ class Day:
         return self.app.is_running and not self.app._exit
 
     def lost(self) -> bool:
-        return self.app.health["host"].failing
+        return self.app.sources.health["host"].failing
 
     async def outage_shown_s(self, since_s: float, limit_s: float) -> float | None:
         """Seconds from since_s to the console's own stamp of the outage it showed.
 
-        The console stamps each outage when it shows it (app.host_outages), so a cut that
+        The console stamps each outage when it shows it (app.sources.host_outages), so a cut that
         a fast reconnect ends within half a second is measured as shown even when this
         test's polling, slowed by a busy screen, never looks during it.
         """
 
         def first() -> float | None:
             starts = [
-                o.started_mono_s for o in self.app.host_outages if o.started_mono_s >= since_s
+                o.started_mono_s
+                for o in self.app.sources.host_outages
+                if o.started_mono_s >= since_s
             ]
             return starts[0] - since_s if starts else None
 
@@ -159,7 +161,10 @@ class Day:
         return shown_s
 
     def back(self) -> bool:
-        return not self.app.health["host"].failing and self.header.connection_state == "connected"
+        return (
+            not self.app.sources.health["host"].failing
+            and self.header.connection_state == "connected"
+        )
 
     async def settled(self) -> None:
         await self.until(self.back, "the connection before the next fault")

@@ -134,12 +134,15 @@ async def test_a_cut_ended_before_the_console_looked_is_still_shown_and_stamped(
     app = ServedeckApp(KIMI, canned_deck(KIMI, host))
     async with app.run_test(size=(120, 30)) as pilot:
         header = await header_reads(pilot, app, "connected")
-        assert app.host_outages == []
+        assert app.sources.host_outages == []
         host.connection_losses = 1  # cut and reconnected: `connected` never read False
         await pilot_wait(
             pilot,
-            lambda: bool(app.host_outages) and app.host_outages[-1].ended_mono_s is not None,
-            lambda: f"an ended outage, have {app.host_outages!r}",
+            lambda: (
+                bool(app.sources.host_outages)
+                and app.sources.host_outages[-1].ended_mono_s is not None
+            ),
+            lambda: f"an ended outage, have {app.sources.host_outages!r}",
             timeout_s=10.0,
         )
         await pilot_wait(
@@ -149,7 +152,7 @@ async def test_a_cut_ended_before_the_console_looked_is_still_shown_and_stamped(
             timeout_s=5.0,
         )
         assert header.connection_state == "connected"
-        assert len(app.host_outages) == 1
+        assert len(app.sources.host_outages) == 1
 
 
 async def test_plain_console_states_no_service_it_does_not_have() -> None:

@@ -57,11 +57,11 @@ def test_read_only_refuses_everything_and_audits_it() -> None:
 async def test_console_never_offers_a_dialog_for_pid_1() -> None:
     app, _ = local_console(overview_interval_s=3600)
     async with app.run_test(size=(120, 40)) as pilot:
-        app._confirm_kill([_proc(1)])
+        app.procs.confirm_kill([_proc(1)])
         await pilot.pause()
         assert not any(isinstance(screen, KillConfirmScreen) for screen in app.screen_stack)
         assert list(read_audit())[-1]["targets"][0]["pid"] == 1
-        app._confirm_kill([_proc(1), _proc(4242)])
+        app.procs.confirm_kill([_proc(1), _proc(4242)])
         await pilot.pause()
         dialogs = [s for s in app.screen_stack if isinstance(s, KillConfirmScreen)]
         assert len(dialogs) == 1
@@ -72,7 +72,7 @@ async def test_read_only_console_refusals_are_audited() -> None:
     profile = replace(load_profile_file(REPO / "profiles" / "local-vllm.toml"), read_only=True)
     app = ServedeckApp(profile, Deck(profile, LocalHost()), overview_interval_s=3600)
     async with app.run_test(size=(120, 40)) as pilot:
-        app._confirm_kill([_proc(4242)])
+        app.procs.confirm_kill([_proc(4242)])
         await pilot.pause()
         assert not any(isinstance(screen, KillConfirmScreen) for screen in app.screen_stack)
         events = [record["event"] for record in read_audit()]

@@ -144,14 +144,14 @@ async def test_read_only_refuses_benchmark_and_capacity_against_a_serving_box() 
                 await pilot.press(key)
                 await pilot.pause(0.2)
                 assert app.screen is app.screen_stack[0], f"{key} opened a dialog in read-only"
-            assert app.bench_process is None, "a benchmark started in read-only"
+            assert app.bench.process is None, "a benchmark started in read-only"
             said = [note.message for note in app._notifications]
             for refusal in ("Bench (b) is refused", "Capacity (C) is refused"):
                 assert any(refusal in text for text in said), said
             titles = [command.title for command in app.get_system_commands(app.screen)]
             assert not [title for title in titles if title.startswith(("Bench", "Capacity"))]
             app.action_bench("sweep")  # reached without a key (the palette): refused too
-            assert app.bench_process is None
+            assert app.bench.process is None
             records = [json.loads(line) for line in paths.audit_log_path().read_text().splitlines()]
             refused = [r for r in records if r["event"] == "console.refused"]
             assert [r["pressed"] for r in refused] == ["b", "C", "B", "palette"], refused

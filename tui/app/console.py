@@ -28,17 +28,16 @@ from textual.widgets import Static, TabbedContent, TabPane
 from textual.worker import Worker
 
 from tui.app import messages
-from tui.app.console_bench import BenchMixin
+from tui.app.console_bench import BenchPart
 from tui.app.console_guard import console_closing, while_open
-from tui.app.console_handoff import HandoffMixin
-from tui.app.console_hardware import HardwareHealthMixin
-from tui.app.console_health import HEALTH_TICK_S, HOST_RETRY_S, HealthMixin, initial_health
-from tui.app.console_load_live import LoadLiveMixin
-from tui.app.console_processes import ProcessesMixin
-from tui.app.console_record import RecordMixin
-from tui.app.console_workers import console_worker, failure_text
-from tui.app.load_explain_watch import explain_after_ready
-from tui.bench.history import runs_for_host
+from tui.app.console_handoff import HandoffPart
+from tui.app.console_hardware import HardwarePart
+from tui.app.console_health import HOST_RETRY_S, POLL_RESTART_S, SourceHealthPart
+from tui.app.console_load_live import LoadLivePart
+from tui.app.console_processes import ProcessesPart
+from tui.app.console_record import RecordPart
+from tui.app.console_restart_watch import RestartWatchPart
+from tui.app.console_workers import WorkerFailed, console_worker, failure_text
 from tui.core.audit import append_audit
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
@@ -53,18 +52,16 @@ from tui.hints import setup_hint, short_setup_hint
 from tui.hostfacts.hostinfo import HostOverview
 from tui.logs.line import LineQueue, LogLine
 from tui.offered import action_offered, focus_target, help_scopes, refused_read_only
-from tui.procs import ProcListing
 from tui.procs.kill import leftovers, leftovers_note
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
-from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
 from tui.serving.load_eta import ready_clock_for
 from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker, Phase
 from tui.serving.metrics import MetricsPoller, ServerMetrics
 from tui.serving.readiness import ReadinessProbe
 from tui.serving.service import UnitState, audit_refusal
-from tui.source_health import Outage, cut_as_of_text, unknown_since_text
+from tui.source_health import cut_as_of_text, unknown_since_text
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.footer import Footer
 from widgets.gpu_pane import GpuPane
@@ -83,7 +80,6 @@ from widgets.sure_timer import set_sure_timer
 if TYPE_CHECKING:  # loaded when first used: the first frame needs neither
     import httpx
 
-    from tui.bench.driver import BenchProcess
 
 SERVICE_POLL_S = 1.0  # a crashed or stopped server shows within 2 s
 # A unit steady in its state (active, inactive or failed for SERVICE_SETTLE_S, no action
@@ -109,17 +105,9 @@ _NO_UNIT = "no systemd unit in this profile"
 _WORKERS_EXIT_WAIT_S = 5.0
 
 
-class ServedeckApp(
-    HealthMixin,
-    HardwareHealthMixin,
-    RecordMixin,
-    ProcessesMixin,
-    BenchMixin,
-    HandoffMixin,
-    LoadLiveMixin,
-    App[int],
-):
-    """One console for one profile's Deck."""
+class ServedeckApp(App[int]):
+    """One console for one profile's Deck: the core panes' polls, and the parts that own
+    the rest (tui/app/console_*.py), each built with the Deck and this app as its Console."""
 
     CSS_PATH = "app.tcss"
     TITLE = "servedeck"
@@ -137,11 +125,8 @@ class ServedeckApp(
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
         self.ready = False
-        self.explained_load_s: float | None = None  # the start of the load last explained
         self.unit_state: UnitState | None = None
-        self.listing: ProcListing | None = None
         self.last_gpu: GpuBoxSnapshot | None = None
-        self.bench_process: BenchProcess | None = None
         self._incoming_lines = LineQueue()  # read, not yet drained: as the batches read
         self._last_probe_s = 0.0
         # The service poll's pace (_service_read_due): when the unit last changed, when it
@@ -162,17 +147,29 @@ class ServedeckApp(
         self._full_overview_due = False
         self._overview_wake = asyncio.Event()
         self._poll_timers: dict[str, Timer] = {}
-        self.health = initial_health()
-        self.procs_status_text = ""
-        self._seen_losses = 0
-        self.host_outages: list[Outage] = []
-        self.service_unknown_since_s: float | None = None
         # The load as the connection's cut found it: drawn marked and still until a log
         # line or a unit read arrives over the new connection.
         self._load_as_of: LoadProgress | None = None
         self._service_error: str | None = None  # the last service poll's error
         self._last_good_gpu: GpuBoxSnapshot | None = None
         self._last_good_overview: HostOverview | None = None
+        # The parts: each owns its state and workers (tui/app/console_*.py).
+        self.sources = SourceHealthPart(
+            deck,
+            self,
+            on_cut=self._freeze_load,
+            wake_overview=self._overview_wake.set,
+            gpu_seen=lambda: self._last_good_gpu is not None,
+        )
+        self.record = RecordPart(deck, self)
+        self.procs = ProcessesPart(
+            deck, self, self.sources, self.record, host_rebooted=self._read_whole_host
+        )
+        self.hardware = HardwarePart(deck, self, self.sources, self.record)
+        self.bench = BenchPart(deck, self)
+        self.handoff = HandoffPart(deck, self)
+        self.load_live = LoadLivePart(deck, self, self.record)
+        self.restart_watch = RestartWatchPart(deck, self, self.action_kill_leftovers)
 
     def get_default_screen(self) -> Screen:
         """The main screen, whose partial updates draw only the changed lines (perf)."""
@@ -257,15 +254,15 @@ class ServedeckApp(
         if self._gc_thresholds is None:
             self._gc_thresholds = gc.get_threshold()
         gc.set_threshold(GC_YOUNG_OBJECTS, *self._gc_thresholds[1:])
-        self._start_recording()
+        self.record.start()
         self._poll_overview()
         self._poll_gpus()
         self._poll_service()
         self._follow_log()
-        self.query_one(BenchView).show_history(runs_for_host(self.deck.host_label))
-        self.set_interval(HEALTH_TICK_S, self._tick_health, name="health-clock")
+        self.bench.show_history()
+        self.sources.start()
 
-    def _tab_visible(self, tab_id: str) -> bool:
+    def tab_visible(self, tab_id: str) -> bool:
         return self._tabs.active == tab_id and not isinstance(
             self.screen, (HelpScreen, KillConfirmScreen)
         )
@@ -277,11 +274,11 @@ class ServedeckApp(
         if pane_id == "deck" and self.last_gpu is not None:
             self.query_one(GpuPane).update_view(self.last_gpu, self.gpu_history.trends())
         elif pane_id == "procs":
-            self._refresh_procs()
+            self.procs.refresh()
         elif pane_id == "plan":
-            self._show_plan()
+            self.handoff.show_plan()
         elif pane_id == "health":
-            self._show_health()
+            self.hardware.show()
 
     # --- overview -----------------------------------------------------------------
     @console_worker("overview", pane="overview", what="read the host overview")
@@ -311,19 +308,20 @@ class ServedeckApp(
 
     @while_open
     def on_servedeck_app_overview_ready(self, message: messages.OverviewReady) -> None:
-        self._host_reached()
+        self.sources.host_reached()
         self.query_one(HeaderBar).connection_detail = message.overview.hostname
         self._last_good_overview = message.overview
         self.query_one(HostOverviewView).show_overview(message.overview)
 
     @while_open
     def on_servedeck_app_host_failed(self, message: messages.HostFailed) -> None:
-        was_failing = self.health["host"].failing
-        self._set_health("host", message.message, self._host_retry_in_s())
-        reason = self.health["host"].reason
+        host = self.sources.health
+        was_failing = host["host"].failing
+        self.sources.set("host", message.message, self.sources.host_retry_in_s())
+        reason = host["host"].reason
         view = self.query_one(HostOverviewView)
         if self._last_good_overview is not None:  # keep what is known; say how old it is
-            view.show_overview(self._last_good_overview, self.health["host"].describe())
+            view.show_overview(self._last_good_overview, host["host"].describe())
         else:
             view.show_error(reason)
         if not was_failing:  # one toast per outage; each retry shows only in the header
@@ -351,17 +349,17 @@ class ServedeckApp(
                 snapshot = await source.sample()
             except ServedeckError as error:
                 snapshot = GpuBoxSnapshot("none", time.time(), available=False, error=str(error))
-                self._set_health("gpu", str(error), self.profile.gpu.refresh_s)
+                self.sources.set("gpu", str(error), self.profile.gpu.refresh_s)
             else:
                 if snapshot.available:
-                    self.source_ok("gpu")
+                    self.sources.ok("gpu")
                 elif self._last_good_gpu is not None:
                     reason = snapshot.error or "no GPUs"
-                    self._set_health("gpu", reason, self.profile.gpu.refresh_s)
-            self._show_gpus(snapshot)
+                    self.sources.set("gpu", reason, self.profile.gpu.refresh_s)
+            self.show_gpus(snapshot)
             await asyncio.sleep(self.profile.gpu.refresh_s)
 
-    def _show_gpus(self, snapshot: GpuBoxSnapshot) -> None:
+    def show_gpus(self, snapshot: GpuBoxSnapshot) -> None:
         if console_closing(self):
             return
         if snapshot.available:
@@ -370,13 +368,13 @@ class ServedeckApp(
             # The source failed: keep the last good sample on screen; the note gives its age.
             return
         self.last_gpu = snapshot
-        self._record_gpu(snapshot)
-        self._watch_hardware(snapshot)
+        self.record.gpu(snapshot)
+        self.hardware.watch(snapshot)
         self.gpu_history.add(snapshot)
         if snapshot.available:
             used_bytes, _ = total_memory_bytes(snapshot.samples)
             self.tracker.observe_memory(used_bytes, snapshot.taken_at_s)
-        if self._tab_visible("deck"):
+        if self.tab_visible("deck"):
             self._gpu_pane.update_view(snapshot, self.gpu_history.trends())
 
     # --- service, log, load, readiness, metrics ---------------------------------------
@@ -395,19 +393,20 @@ class ServedeckApp(
     @while_open
     def on_servedeck_app_service_update(self, message: messages.ServiceUpdate) -> None:
         unreachable = (
-            self.health["host"].failing or getattr(self.deck.host, "connected", True) is False
+            self.sources.health["host"].failing
+            or getattr(self.deck.host, "connected", True) is False
         )
         if message.state is None and unreachable and self.deck.service() is not None:
             # Unknown, not stopped: keep no guessed state, offer no action until it is read.
             # (No unit: nothing is read from the host, so the host's state changes nothing.)
-            self._set_health("service", message.error or "unknown", SERVICE_POLL_S)
+            self.sources.set("service", message.error or "unknown", SERVICE_POLL_S)
         elif message.state is not None:
-            self.source_ok("service")
-            self._host_reached()
+            self.sources.ok("service")
+            self.sources.host_reached()
             self._load_as_of = None  # read over the connection now: the strip counts again
         previous = self.unit_state
         self.unit_state = message.state
-        self._record_unit(message.state, message.error)
+        self.record.unit(message.state, message.error)
         state = message.state
         self.tracker.observe_unit(None if state is None else state.is_active)
         if (
@@ -419,10 +418,10 @@ class ServedeckApp(
             self.ready = False
             self.metrics = None
             self.tracker.observe_exit(None, time.time())
-            self._refresh_procs()
-        watch_restart_loop(self, state=state)
+            self.procs.refresh()
+        self.restart_watch.observe(state=state)
         self._service_error = message.error  # kept: other redraws of the line say it too
-        self._render_service_line(message.error)
+        self.render_service_line(message.error)
         if previous is None or state is None or previous.is_active != state.is_active:
             self.refresh_bindings()  # Start or Stop: the footer offers what can be done now
         self._update_load()
@@ -457,11 +456,12 @@ class ServedeckApp(
         main_pid = state.main_pid if state.is_active else None
         return bool(main_pid) and self.deck.host.is_local and not _pid_alive(main_pid or 0)
 
-    def _render_service_line(self, error: str | None = None) -> None:
+    def render_service_line(self, error: str | None = None) -> None:
         error = error if error is not None else self._service_error
-        if self.unit_state is None and self.service_unknown_since_s is not None:
-            error = unknown_since_text(self.service_unknown_since_s)
-        note = None if self.listing is None else leftovers_note(self.listing.processes)
+        if self.unit_state is None and self.sources.service_unknown_since_s is not None:
+            error = unknown_since_text(self.sources.service_unknown_since_s)
+        listing = self.procs.listing
+        note = None if listing is None else leftovers_note(listing.processes)
         self.query_one(ServiceLine).show(
             self.unit_state, self.deck.host_label, self.ready, error=error, leftovers=note
         )
@@ -485,10 +485,10 @@ class ServedeckApp(
                 self._incoming_lines.add(batch)
                 self._schedule_drain()
         except ServedeckError as error:
-            if not self.health["log"].failing:  # once per outage; the note counts down
+            if not self.sources.health["log"].failing:  # once per outage; the note counts down
                 failed = redact_text(f"servedeck: log source failed: {error}")
                 self._incoming_lines.append(LogLine(failed))
-            self._set_health("log", str(error), RETRY_S)
+            self.sources.set("log", str(error), RETRY_S)
             self.poll_later(RETRY_S, self._follow_log, "log-retry")
 
     def _schedule_drain(self) -> None:
@@ -512,15 +512,15 @@ class ServedeckApp(
             self._drain_soon = True
             self._drain_timer = set_sure_timer(self, 0.001, self._drain_log_lines, name="log-drain")
         if batches:
-            self.source_ok("log")
+            self.sources.ok("log")
             self._load_as_of = None  # new lines: the strip is of now again
         if batches and not self.deck.host.is_local:
-            self._host_reached()  # lines arrive: the host answers again
+            self.sources.host_reached()  # lines arrive: the host answers again
         pane = self.query_one(LogPane)
         for batch in batches:  # as they were read (a LineBatch keeps its columns)
             self.tracker.feed_many(batch)
-            self._record_lines(batch)
-            watch_restart_loop(self, lines=batch)
+            self.record.lines(batch)
+            self.restart_watch.observe(lines=batch)
             pane.add_lines(batch)
         self._update_load()
 
@@ -541,11 +541,11 @@ class ServedeckApp(
 
     def _update_load(self) -> None:
         self.progress = self.tracker.snapshot()
-        self._record_progress(self.progress)
+        self.record.progress(self.progress)
         if self.ready and self.progress.phase in (Phase.STOPPED, Phase.FAILED):
             self.ready = False  # the log says it stopped: readiness ends now, not at a poll
             self.metrics = None
-            self._render_service_line()
+            self.render_service_line()
         unit_active = self._unit_active()
         waiting_for_http = not self.ready and ReadinessProbe.should_poll(self.progress, unit_active)
         loading = self.progress.phase in LOADING_PHASES
@@ -554,16 +554,16 @@ class ServedeckApp(
             set_sure_timer(self, 1.0, self._tick_load_clock, name="load-clock")
         now_s = time.monotonic()
         ready = self.ready_clock.update(self.progress)  # also records a load that reached serving
-        self._watch_load_live_if_loading()
+        self.load_live.watch_if_loading()
         ready = None if self.ready else ready
         frozen = self._load_as_of
         shown = (self.progress.phase, self.progress.shards_done, self.metrics, frozen)
         # Redraw on a visible change at once, otherwise once a second for the clocks.
-        if self._tab_visible("deck") and (
+        if self.tab_visible("deck") and (
             shown != self._strip_shown or now_s - self._strip_at_s >= 1.0
         ):
             self._strip_shown, self._strip_at_s = shown, now_s
-            unknown = self.service_unknown_since_s
+            unknown = self.sources.service_unknown_since_s
             self.query_one(LoadStrip).show(
                 frozen or self.progress,
                 self.metrics,
@@ -589,10 +589,10 @@ class ServedeckApp(
 
     @while_open
     def on_servedeck_app_readiness_update(self, message: messages.ReadinessUpdate) -> None:
-        self.source_ok("readiness")
+        self.sources.ok("readiness")
         if message.readiness.epoch != self.tracker.epoch or self._unit_active() is False:
             return  # asked before a stop (or a new start): it speaks of a server now gone
-        self._record_readiness(message.readiness)
+        self.record.readiness(message.readiness)
         if message.readiness.ready and not self.ready:
             self.ready = True
             models = ", ".join(message.readiness.models)
@@ -600,13 +600,9 @@ class ServedeckApp(
                 f"{self.profile.service.unit or 'service'} is ready: {models}", title="Ready"
             )
             self.bell()
-            self._render_service_line()
+            self.render_service_line()
             self._poll_metrics()
-            self._explain_load()
-
-    @console_worker("load-explain", pane="deck", what="explain the load")
-    async def _explain_load(self) -> None:
-        await explain_after_ready(self)
+            self.load_live.explain_after_ready()
 
     @console_worker("metrics", pane="metrics", what="read the server's metrics")
     async def _poll_metrics(self) -> None:
@@ -629,13 +625,13 @@ class ServedeckApp(
     def on_servedeck_app_metrics_update(self, message: messages.MetricsUpdate) -> None:
         if not self.ready:
             return  # asked while ready, answered after a stop: the server it read is gone
-        self._record_metrics(message.metrics)
+        self.record.metrics(message.metrics)
         if message.metrics is not None:
             self.metrics = message.metrics
-            self.source_ok("metrics")
+            self.sources.ok("metrics")
             self._update_load()
         elif self.ready:  # the last metrics stay on screen; the note gives their age
-            self._set_health("metrics", message.error or "no answer", METRICS_POLL_S)
+            self.sources.set("metrics", message.error or "no answer", METRICS_POLL_S)
         if self.ready:
             self.poll_later(METRICS_POLL_S, self._poll_metrics, "metrics-poll")
 
@@ -653,8 +649,8 @@ class ServedeckApp(
         if controller is None:
             self.notify("This profile names no systemd unit.", severity="warning")
             return
-        if self.unit_state is None and self.service_unknown_since_s is not None:
-            since = unknown_since_text(self.service_unknown_since_s)
+        if self.unit_state is None and self.sources.service_unknown_since_s is not None:
+            since = unknown_since_text(self.sources.service_unknown_since_s)
             self.notify(
                 f"The service state is {since}: {verb} was not attempted.",
                 title="Service",
@@ -683,16 +679,7 @@ class ServedeckApp(
             self.push_screen(ConfirmActionScreen(action, note), confirmed)
 
         # start/restart: the guard first (leftovers holding GPU memory or the port).
-        self._guard_then_confirm(verb, ask)
-
-    @console_worker(
-        "service-guard",
-        pane="service",
-        what=lambda app, verb, ask: f"check for leftovers before {verb}",
-        user_action=True,
-    )
-    async def _guard_then_confirm(self, verb: str, ask: Callable[[], None]) -> None:
-        await guard_then_confirm(self, verb, ask)
+        self.restart_watch.guard_then_confirm(verb, ask)
 
     @console_worker(
         "service-action",
@@ -734,9 +721,118 @@ class ServedeckApp(
         # Said at once: the overview and process list may take seconds over SSH.
         self.notify("refreshing the host overview and processes...", title="Refresh", timeout=3)
         self.query_one(HeaderBar).connection_state = "connecting"
-        self._full_overview_due = True  # asked for: the whole overview again, not only its numbers
+        self._read_whole_host()  # asked for: the whole overview again, not only its numbers
+        self.procs.refresh()
+
+    def _read_whole_host(self) -> None:
+        """The overview reads the whole host again now (asked for, or a new boot)."""
+        self._full_overview_due = True
         self._overview_wake.set()
-        self._refresh_procs()
+
+    # --- the parts' messages and keys: each handled by its part --------------------------
+    @while_open
+    def on_servedeck_app_procs_update(self, message: messages.ProcsUpdate) -> None:
+        self.procs.show_listing(message)
+
+    @while_open
+    def on_servedeck_app_kill_done(self, message: messages.KillDone) -> None:
+        self.procs.kill_done(message)
+
+    def action_kill_leftovers(self) -> None:
+        self.procs.kill_leftovers()
+
+    def action_kill_selected(self) -> None:
+        self.procs.kill_selected()
+
+    @while_open
+    def on_servedeck_app_bench_event(self, message: messages.BenchEvent) -> None:
+        self.bench.show_event(message)
+
+    def action_bench(self, preset_name: str | None = None) -> None:
+        self.bench.run(preset_name)
+
+    def action_bench_pick(self) -> None:
+        self.bench.pick()
+
+    def action_bench_cancel(self) -> None:
+        self.bench.cancel()
+
+    def action_bench_capacity(self) -> None:
+        self.bench.capacity()
+
+    @while_open
+    def on_servedeck_app_hardware_counters(self, message: messages.HardwareCounters) -> None:
+        self.hardware.counters_read(message)
+
+    @while_open
+    def on_servedeck_app_xid_seen(self, message: messages.XidSeen) -> None:
+        self.hardware.xid_seen(message)
+
+    @while_open
+    def on_servedeck_app_kernel_log_state(self, message: messages.KernelLogState) -> None:
+        self.hardware.kernel_log_state(message)
+
+    @while_open
+    def on_servedeck_app_health_ready(self, message: messages.HealthReady) -> None:
+        self.hardware.health_read(message)
+
+    @while_open
+    def on_servedeck_app_probe_checked(self, message: messages.ProbeChecked) -> None:
+        self.hardware.probe_checked(message)
+
+    @while_open
+    def on_servedeck_app_probe_done(self, message: messages.ProbeDone) -> None:
+        self.hardware.probe_done(message)
+
+    def action_probe(self) -> None:
+        self.hardware.probe()
+
+    @while_open
+    def on_servedeck_app_plan_ready(self, message: messages.PlanReady) -> None:
+        self.handoff.plan_ready(message)
+
+    def action_summary(self) -> None:
+        self.handoff.preview_summary()
+
+    def action_export_summary(self) -> None:
+        self.handoff.export_summary()
+
+    @while_open
+    def on_servedeck_app_load_live_update(self, message: messages.LoadLiveUpdate) -> None:
+        self.load_live.show(message)
+
+    def action_timeline(self) -> None:
+        self.record.show_timeline()
+
+    def action_alerts(self) -> None:
+        self.record.show_alerts()
+
+    @while_open
+    def on_worker_failed(self, message: WorkerFailed) -> None:
+        """A worker raised: a state on its pane (and a toast when asked for), polls restart."""
+        self.sources.worker_failed(message)
+        restart = self._restarts().get(message.pane)
+        if restart is not None:
+            self.poll_later(POLL_RESTART_S, restart, f"{message.pane}-restart")
+        if message.pane == "readiness":
+            self._last_probe_s = time.monotonic()  # the next tick of the load clock retries
+        elif message.pane == "plan":
+            self.handoff.plan_failed(message.reason)
+        elif message.pane == "bench":
+            self.bench.failed(message.reason)
+        elif message.pane == "service-action":
+            self._poll_service()  # show what the service is now, whatever the action did
+
+    def _restarts(self) -> dict[str, Callable[[], object]]:
+        """Polls that restart by themselves after an unexpected failure."""
+        return {
+            "overview": self._poll_overview,
+            "gpu": self._poll_gpus,
+            "service": self._poll_service,
+            "log": self._follow_log,
+            "metrics": self._poll_metrics,
+            "procs": self.procs.refresh_if_shown,
+        }
 
     # --- general --------------------------------------------------------------------
     def on_notify(self, event: Notify) -> None:
@@ -769,10 +865,10 @@ class ServedeckApp(
                 continue
             _namespace, name, _parameters = parse_action(command.action)
             if refused_read_only(name):
-                self._refuse_read_only(event.key, command.label, command.action)
+                self.refuse_read_only(event.key, command.label, command.action)
             return
 
-    def _refuse_read_only(self, key: str, label: str, action: str) -> None:
+    def refuse_read_only(self, key: str, label: str, action: str) -> None:
         self.notify(
             f"Read-only console: {label} ({key}) is refused.",
             title="Read-only",
@@ -786,18 +882,18 @@ class ServedeckApp(
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer only what can be done now: the footer and the keys follow the service state."""
-        if super().check_action(action, parameters) is False:  # e.g. a replay is on screen
+        if self.record.replay_refuses(action) or super().check_action(action, parameters) is False:
             return False
-        state = self.unit_state
+        state, listing = self.unit_state, self.procs.listing
         return action_offered(
             action,
             parameters,
             read_only=self.profile.read_only,
             has_unit=bool(self.profile.service.unit),
             active=None if state is None else state.is_active,
-            leftovers=None if self.listing is None else len(leftovers(self.listing.processes)),
-            tab=self._tabs.active if hasattr(self, "_tabs") else None,
-            bench_running=getattr(self, "bench_process", None) is not None,
+            leftovers=None if listing is None else len(leftovers(listing.processes)),
+            tab=self.active_tab(),
+            bench_running=self.bench.process is not None,
         )
 
     @property
@@ -836,6 +932,10 @@ class ServedeckApp(
     def action_show_tab(self, tab_id: str) -> None:
         self.query_one(TabbedContent).active = tab_id
 
+    def active_tab(self) -> str | None:
+        """The pane whose tab is active (None before the first frame)."""
+        return self._tabs.active if hasattr(self, "_tabs") else None
+
     def _focus_pane(self, tab_id: str) -> None:
         """Focus follows the pane on screen: its keys work without Tab and show in the footer."""
         target = focus_target(tab_id)
@@ -869,10 +969,10 @@ class ServedeckApp(
         await self._let_workers_finish()
         if self._http is not None:
             await self._http.aclose()
-        if self.bench_process is not None:
-            await self.bench_process.kill()
+        if self.bench.process is not None:
+            await self.bench.process.kill()
         await self.deck.close()
-        self._stop_recording()
+        self.record.stop()
         gc.unfreeze()  # a process that opens consoles again (tests) must free this one
         if self._gc_thresholds is not None:
             gc.set_threshold(*self._gc_thresholds)

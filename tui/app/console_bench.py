@@ -1,4 +1,8 @@
-"""The console's Bench pane: run a preset in its own process, draw its events, keep the history."""
+"""The console's Bench pane: run a preset in its own process, draw its events, keep the history.
+
+A part of ServedeckApp: it owns the running benchmark's process (c cancels it, quitting
+kills it).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tui.app import messages
-from tui.app.console_guard import while_open
+from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker, failure_text
-from tui.app.parts import ConsoleParts
 from tui.bench.best import result_toast
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
@@ -18,54 +21,74 @@ from tui.screens.preset_picker import PresetPickerScreen
 from widgets.bench_view import BenchView
 
 if TYPE_CHECKING:
-    pass
+    from tui.bench.capacity_driver import CapacityProcess
+    from tui.bench.driver import BenchProcess
+    from tui.deck import Deck
 
 
-class BenchMixin(ConsoleParts):
-    """Mixed into ServedeckApp (whose messages and state it uses)."""
+class BenchPart(Part):
+    """The Bench pane: one benchmark or capacity search at a time, its events, the history."""
+
+    def __init__(self, deck: Deck, console: Console) -> None:
+        super().__init__(deck, console)
+        self.process: BenchProcess | CapacityProcess | None = None  # the run now, if any
 
     def _read_only_refuses(self, action: str, label: str) -> bool:
         """Reached read-only without a key (the palette): refused and audited all the same."""
         if not self.profile.read_only:
             return False
-        self._refuse_read_only("palette", label, action)
+        self.console.refuse_read_only("palette", label, action)
         return True
 
-    def action_bench(self, preset_name: str | None = None) -> None:
+    def _view(self) -> BenchView:
+        return self.console.query_one(BenchView)
+
+    def show_history(self) -> None:
+        self._view().show_history(runs_for_host(self.deck.host_label))
+
+    def failed(self, reason: str) -> None:
+        """Its worker raised: the pane says why."""
+        self._view().show_error(reason)
+
+    def run(self, preset_name: str | None = None) -> None:
         if self._read_only_refuses("bench", "Bench"):
             return
-        if self.bench_process is not None:
-            self.notify("A benchmark is already running (c cancels it).", severity="warning")
+        if self.process is not None:
+            self.console.notify(
+                "A benchmark is already running (c cancels it).", severity="warning"
+            )
             return
         if self._service_stopped():
             return
         name = preset_name or self.profile.benchmark.default_preset
-        self.action_show_tab("bench")
+        self.console.action_show_tab("bench")
         self._run_bench(name)
 
-    def action_bench_pick(self) -> None:
+    def pick(self) -> None:
         if self._read_only_refuses("bench_pick", "Presets"):
             return
         presets = self.profile.benchmark.presets
 
         def picked(name: str | None) -> None:
             if name:
-                self.action_bench(name)
+                self.run(name)
 
-        self.push_screen(PresetPickerScreen(presets, self.profile.benchmark.default_preset), picked)
+        self.console.push_screen(
+            PresetPickerScreen(presets, self.profile.benchmark.default_preset), picked
+        )
 
-    def action_bench_cancel(self) -> None:
-        if self.bench_process is not None:
-            self.bench_process.cancel()
-            self.notify("Cancelling the benchmark; partial results are kept.")
+    def cancel(self) -> None:
+        if self.process is not None:
+            self.process.cancel()
+            self.console.notify("Cancelling the benchmark; partial results are kept.")
         else:
-            self.notify("No benchmark is running.", title="Bench", timeout=3)
+            self.console.notify("No benchmark is running.", title="Bench", timeout=3)
 
     def _service_stopped(self) -> bool:
         """A stopped unit has nobody to answer: say so instead of a connection error."""
-        state = self.unit_state
+        state = self.console.unit_state
         if self.profile.service.unit and state is not None and not state.is_active:
-            self.notify(
+            self.console.notify(
                 f"The service {self.profile.service.unit} is {state.active_state}: nothing to "
                 "benchmark (S starts it).",
                 title="Bench",
@@ -74,15 +97,17 @@ class BenchMixin(ConsoleParts):
             return True
         return False
 
-    def action_bench_capacity(self) -> None:
+    def capacity(self) -> None:
         if self._read_only_refuses("bench_capacity", "Capacity"):
             return
-        if self.bench_process is not None:
-            self.notify("A benchmark is already running (c cancels it).", severity="warning")
+        if self.process is not None:
+            self.console.notify(
+                "A benchmark is already running (c cancels it).", severity="warning"
+            )
             return
         if self._service_stopped():
             return
-        self.action_show_tab("bench")
+        self.console.action_show_tab("bench")
         self._run_capacity()
 
     @console_worker("bench", pane="bench", what="run the capacity search", user_action=True)
@@ -105,8 +130,8 @@ class BenchMixin(ConsoleParts):
                 context=replace(context, base_url=url),
             )  # fmt: skip
             process = CapacityProcess(CapacitySpec(bench, slo=slo_from_profile(benchmark.slo)))
-            self.bench_process = process  # type: ignore[assignment]  # cancel/kill alike
-            self.refresh_bindings()
+            self.process = process  # cancel/kill alike
+            self.console.refresh_bindings()
             recorder = GpuRecorder(await self.deck.gpu_source())
             async for event in process.events():
                 recorder.on_event(event)
@@ -118,8 +143,8 @@ class BenchMixin(ConsoleParts):
         finally:
             if recorder is not None:
                 recorder.close()
-            self.bench_process = None
-            self.refresh_bindings()
+            self.process = None
+            self.console.refresh_bindings()
 
     def _show_comparison(self, view: BenchView, newest: BenchResult) -> None:
         """The newest run against the last complete run of its workload on its configuration."""
@@ -140,7 +165,7 @@ class BenchMixin(ConsoleParts):
                 "(a change inside the noise is no change):\n"
             )
             text += format_comparison(previous, newest, compare_runs(previous, newest, runs))
-        found = self.query("#bench-compare")
+        found = view.query("#bench-compare")
         if found:
             found.first(Static).update(text)
         else:
@@ -151,16 +176,16 @@ class BenchMixin(ConsoleParts):
         from tui.bench.capacity_history import append_capacity, read_capacity_history
         from widgets.capacity_view import CapacityView
 
-        found = self.query(CapacityView)
+        bench_view = self._view()
+        found = bench_view.query(CapacityView)
         if found:
             view = found.first()
         else:
             view = CapacityView(id="bench-capacity")
-            bench_view = self.query_one(BenchView)
             bench_view.mount(view, before=bench_view.query_one("#bench-levels"))
         if event.get("event") == "error":
             view.show_error(str(event.get("message", "failed")))
-            self.notify(f"capacity: {event.get('message')}", severity="error", timeout=10)
+            self.console.notify(f"capacity: {event.get('message')}", severity="error", timeout=10)
             return
         view.show_event(event)
         if event.get("event") == "result":
@@ -168,7 +193,7 @@ class BenchMixin(ConsoleParts):
             append_capacity(result)
             history = read_capacity_history()
             if not is_finished(result):
-                self.notify(
+                self.console.notify(
                     f"{result['answer']} (cancelled: the finished levels are kept; not an answer)",
                     title="Capacity search cancelled",
                     severity="warning",
@@ -176,7 +201,7 @@ class BenchMixin(ConsoleParts):
                 )
                 return
             view.show_uncertainty(bracket_text(result), spread_text(result, history))
-            self.notify(capacity_line(result, history), title="Capacity", timeout=15)
+            self.console.notify(capacity_line(result, history), title="Capacity", timeout=15)
 
     @console_worker(
         "bench",
@@ -192,9 +217,9 @@ class BenchMixin(ConsoleParts):
         preset = self.profile.benchmark.presets[preset_name]
         try:
             url = await self.deck.reachable_base_url()
-            gpus = ""
-            if self.last_gpu is not None and self.last_gpu.statics:
-                gpus = f"{len(self.last_gpu.statics)} x {self.last_gpu.statics[0].name}"
+            gpus, last = "", self.console.last_gpu
+            if last is not None and last.statics:
+                gpus = f"{len(last.statics)} x {last.statics[0].name}"
             context = replace(context_for_profile(self.profile, gpus), host=self.deck.host_label)
             spec = spec_from_preset(
                 preset,
@@ -203,19 +228,18 @@ class BenchMixin(ConsoleParts):
                 context=replace(context, base_url=url),
                 percentiles=self.profile.benchmark.percentiles,
             )
-            self.bench_process = BenchProcess(spec)
-            self.refresh_bindings()  # c (cancel) joins the footer while it runs
-            async for event in self.bench_process.events():
+            process = self.process = BenchProcess(spec)
+            self.console.refresh_bindings()  # c (cancel) joins the footer while it runs
+            async for event in process.events():
                 self.post_message(messages.BenchEvent(event))
         except ServedeckError as error:
             self.post_message(messages.BenchEvent(error))
         finally:
-            self.bench_process = None
-            self.refresh_bindings()
+            self.process = None
+            self.console.refresh_bindings()
 
-    @while_open
-    def on_servedeck_app_bench_event(self, message: messages.BenchEvent) -> None:
-        view = self.query_one(BenchView)
+    def show_event(self, message: messages.BenchEvent) -> None:
+        view = self._view()
         event = message.event
         if isinstance(event, dict):  # the capacity search's events
             self._show_capacity(event)
@@ -224,7 +248,7 @@ class BenchMixin(ConsoleParts):
             reason = failure_text(str(event))
             view.show_error(reason)
             append_audit("bench.failed", self.deck.host_label, {"error": reason})
-            self.notify(
+            self.console.notify(
                 f"Tried to run a benchmark against {self.deck.host_label}; it failed: {reason}. "
                 "Nothing else was done.",
                 title="Benchmark failed",
@@ -241,7 +265,7 @@ class BenchMixin(ConsoleParts):
             view.show_history(runs_for_host(self.deck.host_label))
             self._show_comparison(view, event)
             title, text, severity = result_toast(event)
-            self.notify(text, title=title, severity=severity)  # type: ignore[arg-type]
+            self.console.notify(text, title=title, severity=severity)  # type: ignore[arg-type]
 
     def _bench_measured_nothing(self, result: BenchResult) -> None:
         """A run in which no request completed measured nothing: a failure, never "done"."""
@@ -251,11 +275,11 @@ class BenchMixin(ConsoleParts):
         reason = f"no request completed ({failed} failed: {why})" if failed else why
         if result.partial:
             reason += "; the run was cut short"
-        self.query_one(BenchView).show_error(reason)
+        self._view().show_error(reason)
         append_audit(
             "bench.failed", self.deck.host_label, {"preset": result.preset, "error": reason}
         )
-        self.notify(
+        self.console.notify(
             f"Tried to run the {result.preset} benchmark against {self.deck.host_label}; it "
             f"failed: {reason}. Nothing else was done.",
             title="Benchmark failed",

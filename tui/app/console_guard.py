@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+
+AppT = TypeVar("AppT")
+MessageT = TypeVar("MessageT")
 
 
 def console_closing(app: Any) -> bool:
@@ -12,11 +15,11 @@ def console_closing(app: Any) -> bool:
     return bool(app._exit) or not app.is_running
 
 
-def while_open(handler: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+def while_open(handler: Callable[[AppT, MessageT], None]) -> Callable[[AppT, MessageT], None]:
     """Drop a worker's late message once the app is closing: its widgets may be gone."""
 
     @functools.wraps(handler)
-    def guarded(self: Any, message: Any) -> None:
+    def guarded(self: AppT, message: MessageT) -> None:
         if console_closing(self):
             return
         handler(self, message)

@@ -1,61 +1,64 @@
-"""The console's Plan pane and state summary (preview, one-key export)."""
+"""The console's Plan pane and state summary (preview, one-key export): a part of ServedeckApp."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.widgets import Static
 
 from tui.app import messages
-from tui.app.console_guard import while_open
+from tui.app.console_protocol import Part
 from tui.app.console_workers import console_worker, failure_text
-from tui.app.parts import ConsoleParts
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from widgets.plan_view import PlanView
 
 if TYPE_CHECKING:
-    pass
+    from pathlib import Path
 
 
-class HandoffMixin(ConsoleParts):
-    """Mixed into ServedeckApp (whose messages and state it uses)."""
+class HandoffPart(Part):
+    """The Plan pane (planned when shown) and the state summary's preview and export."""
+
+    def _status(self) -> Static:
+        return self.console.query_one("#plan-status", Static)
 
     @console_worker("plan", pane="plan", what="plan the deployment layouts")
-    async def _show_plan(self) -> None:
+    async def show_plan(self) -> None:
         from tui.ops.plan import plan_for_deck
 
-        self.query_one("#plan-status", Static).update("Reading the model and planning layouts ...")
+        self._status().update("Reading the model and planning layouts ...")
         try:
-            engine = self.progress.facts if self.progress is not None else None
-            plan = await plan_for_deck(self.deck, self.last_gpu, engine)
+            progress = self.console.progress
+            engine = progress.facts if progress is not None else None
+            plan = await plan_for_deck(self.deck, self.console.last_gpu, engine)
         except ServedeckError as error:
             self.post_message(messages.PlanReady(None, str(error)))
         else:
             self.post_message(messages.PlanReady(plan))
 
-    @while_open
-    def on_servedeck_app_plan_ready(self, message: messages.PlanReady) -> None:
-        status = self.query_one("#plan-status", Static)
+    def plan_failed(self, reason: str) -> None:
+        self._status().update(f"No plan: {reason}")
+
+    def plan_ready(self, message: messages.PlanReady) -> None:
         if message.plan is None:
-            status.update(f"No plan: {message.error}")
+            self.plan_failed(str(message.error))
             return
         from tui.plan.for_profile import profile_layout
 
         layout = profile_layout(self.profile)
         chosen = message.plan.find(layout.tp, layout.ep, layout.pp, layout.dp)
         verdict = chosen.verdict if chosen is not None else "not a candidate"
-        status.update(f"Profile layout {layout.label}: {verdict}")
-        self.query_one(PlanView).show_plan(message.plan, layout)
+        self._status().update(f"Profile layout {layout.label}: {verdict}")
+        self.console.query_one(PlanView).show_plan(message.plan, layout)
 
-    def action_summary(self) -> None:
+    def preview_summary(self) -> None:
         from tui.screens.summary import SummaryScreen  # markdown-it loads on first use
 
-        self.push_screen(SummaryScreen(self._summary_markdown, self._export_summary))
+        self.console.push_screen(SummaryScreen(self._summary_markdown, self._export_summary))
 
-    def action_export_summary(self) -> None:
-        self.notify("Collecting the state summary ...", title="Summary")
+    def export_summary(self) -> None:
+        self.console.notify("Collecting the state summary ...", title="Summary")
         self._export_summary_now()
 
     @console_worker(
@@ -69,7 +72,7 @@ class HandoffMixin(ConsoleParts):
             append_audit(
                 "summary.export_failed", self.deck.host_label, {"error": failure_text(str(error))}
             )
-            self.notify(
+            self.console.notify(
                 f"Tried to collect and export the summary; it failed: {failure_text(str(error))}. "
                 "Nothing was written.",
                 title="Export failed",
@@ -77,13 +80,14 @@ class HandoffMixin(ConsoleParts):
                 timeout=8,
             )
         else:
-            self.notify(f"Wrote {path}", title="Summary exported", timeout=10)
+            self.console.notify(f"Wrote {path}", title="Summary exported", timeout=10)
 
     async def _summary_markdown(self) -> str:
         from tui.summary import collect_summary, render_markdown, summary_secrets
 
         # The live tracker's load (when it saw one); otherwise the summary replays the log.
-        live = self.progress if self.progress is not None and self.progress.timeline else None
+        progress = self.console.progress
+        live = progress if progress is not None and progress.timeline else None
         inputs = await collect_summary(self.deck, load=live)
         return render_markdown(inputs, summary_secrets(self.deck))
 

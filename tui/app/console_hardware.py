@@ -13,13 +13,17 @@ import time
 from typing import TYPE_CHECKING
 
 from tui.app import messages
-from tui.app.console_guard import console_closing, while_open
+from tui.app.console_guard import console_closing
+from tui.app.console_health import SourceHealthPart
+from tui.app.console_protocol import Console, Part
+from tui.app.console_record import RecordPart
 from tui.app.console_workers import console_worker
-from tui.app.parts import ConsoleParts
 from tui.core.errors import ServedeckError
+from widgets.gpu_pane import GpuPane
 from widgets.health_view import HealthView
 
 if TYPE_CHECKING:  # loaded by the checks themselves, after the first frame
+    from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
     from tui.health.interconnect import InterconnectReport
     from tui.health.report import HealthReport
@@ -32,16 +36,22 @@ HW_COUNTERS_S = 120.0
 XIDS_KEPT = 500  # followed events kept for the pane (a storm of XIDs must not grow forever)
 
 
-class HardwareHealthMixin(ConsoleParts):
-    """Mixed into ServedeckApp (whose deck and profile it uses)."""
+class HardwarePart(Part):
+    """The Health pane, the GPU table's badges, the XID follow and the probe."""
 
-    _health_read_at_s: float = 0.0
-    _hw_report: HealthReport | None = None
-    _hw_interconnect: InterconnectReport | None = None
-    _xids: tuple[XidEvent, ...] = ()
-    _xid_follow_started: bool = False
+    def __init__(
+        self, deck: Deck, console: Console, sources: SourceHealthPart, record: RecordPart
+    ) -> None:
+        super().__init__(deck, console)
+        self._sources = sources
+        self._record = record
+        self._health_read_at_s = 0.0
+        self._hw_report: HealthReport | None = None
+        self._hw_interconnect: InterconnectReport | None = None
+        self._xids: tuple[XidEvent, ...] = ()
+        self._xid_follow_started = False
 
-    def _watch_hardware(self, snapshot: GpuBoxSnapshot) -> None:
+    def watch(self, snapshot: GpuBoxSnapshot) -> None:
         """Called with each GPU sample: the first one with GPUs starts the XID follow."""
         if self._xid_follow_started or not snapshot.available or not snapshot.statics:
             return
@@ -55,7 +65,7 @@ class HardwareHealthMixin(ConsoleParts):
     @console_worker("hw-counters", pane="kernel", what="read the GPU health counters")
     async def _poll_hw_counters(self, buses: dict[str, int]) -> None:
         """The counters (remaps, ECC, NVLink errors, throttling) now and every few minutes."""
-        while not console_closing(self):
+        while not console_closing(self.console):
             report = await self.deck.health_counters(buses)
             self.post_message(messages.HardwareCounters(report))
             await asyncio.sleep(HW_COUNTERS_S)
@@ -82,49 +92,39 @@ class HardwareHealthMixin(ConsoleParts):
 
         if self._hw_report is None:
             return
-        self.query_one(HealthView).show(self._hw_interconnect, self._hw_report)
-        self._gpu_pane.set_health(badges(self._hw_report))
+        self.console.query_one(HealthView).show(self._hw_interconnect, self._hw_report)
+        self.console.query_one("#gpu-pane", GpuPane).set_health(badges(self._hw_report))
 
-    @while_open
-    def on_servedeck_app_hardware_counters(self, message: messages.HardwareCounters) -> None:
+    def counters_read(self, message: messages.HardwareCounters) -> None:
         from tui.health.report import with_events
 
         self._hw_report = with_events(message.health, list(self._xids))
         self._show_hardware()
 
-    @while_open
-    def on_servedeck_app_xid_seen(self, message: messages.XidSeen) -> None:
+    def xid_seen(self, message: messages.XidSeen) -> None:
         from tui.health.report import with_events
 
         event = message.event
         self._xids = (*self._xids, event)[-XIDS_KEPT:]
-        self._record_xid(event)
+        self._record.xid(event)
         if self._hw_report is not None:
             self._hw_report = with_events(self._hw_report, [event])
         self._show_hardware()
 
-    def _record_xid(self, event: XidEvent) -> None:
-        """On the Timeline (once per journal entry) and through the alert rules."""
-        recording = self.recording
-        if recording is None:
-            return
-        recording.feed.observe_xid(event)
-        recording.monitor.observe_xid(event)
-
-    @while_open
-    def on_servedeck_app_kernel_log_state(self, message: messages.KernelLogState) -> None:
+    def kernel_log_state(self, message: messages.KernelLogState) -> None:
         state = message.state
         if state.following:
-            self.source_ok("kernel")
+            self._sources.ok("kernel")
         else:
-            self._set_health("kernel", state.reason, None)
-        view = self.query_one(HealthView)
+            self._sources.set("kernel", state.reason, None)
+        view = self.console.query_one(HealthView)
         if state.following:
             view.show_kernel(f"Kernel log: following XIDs ({state.source})", failing=False)
         else:
-            view.show_kernel(self.health["kernel"].describe(), failing=True)
+            view.show_kernel(self._sources.health["kernel"].describe(), failing=True)
 
-    def _show_health(self) -> None:
+    def show(self) -> None:
+        """The Health pane came on screen: read it again unless read in the last half minute."""
         if time.monotonic() - self._health_read_at_s >= HEALTH_REFRESH_S:
             self._health_read_at_s = time.monotonic()
             self._read_health()
@@ -140,10 +140,10 @@ class HardwareHealthMixin(ConsoleParts):
         else:
             self.post_message(messages.HealthReady(interconnect, health))
 
-    def action_probe(self) -> None:
+    def probe(self) -> None:
         """`p`: check that the GPUs are idle, then ask, then run the probe."""
         if self.profile.read_only:
-            self.notify("Read-only: the probe loads every GPU.", severity="warning")
+            self.console.notify("Read-only: the probe loads every GPU.", severity="warning")
             return
         self._check_probe()
 
@@ -159,15 +159,14 @@ class HardwareHealthMixin(ConsoleParts):
             why, gpus = str(error), 0
         self.post_message(messages.ProbeChecked(why, gpus))
 
-    @while_open
-    def on_servedeck_app_probe_checked(self, message: messages.ProbeChecked) -> None:
+    def probe_checked(self, message: messages.ProbeChecked) -> None:
         from tui.screens.confirm_action import ConfirmActionScreen
         from tui.serving.service import ServiceAction
 
-        view = self.query_one(HealthView)
+        view = self.console.query_one(HealthView)
         if message.refusal:
             view.show_probe(f"Probe refused: {message.refusal}")
-            self.notify(message.refusal, title="Probe refused", severity="warning")
+            self.console.notify(message.refusal, title="Probe refused", severity="warning")
             return
         python = self.profile.service.python or "(service.python not set)"
         action = ServiceAction(
@@ -183,7 +182,7 @@ class HardwareHealthMixin(ConsoleParts):
                 view.show_probe("Probe running (up to 90 s) ...")
                 self._run_probe()
 
-        self.push_screen(ConfirmActionScreen(action, note), confirmed)
+        self.console.push_screen(ConfirmActionScreen(action, note), confirmed)
 
     @console_worker("probe", pane="health", what="run the interconnect probe", user_action=True)
     async def _run_probe(self) -> None:
@@ -196,17 +195,15 @@ class HardwareHealthMixin(ConsoleParts):
         else:
             self.post_message(messages.ProbeDone(result))
 
-    @while_open
-    def on_servedeck_app_probe_done(self, message: messages.ProbeDone) -> None:
-        view = self.query_one(HealthView)
+    def probe_done(self, message: messages.ProbeDone) -> None:
+        view = self.console.query_one(HealthView)
         if message.result is None:
             view.show_probe(f"Probe failed: {message.error}")
             return
         view.show_probe(f"Probe: {message.result['verdict']}")
 
-    @while_open
-    def on_servedeck_app_health_ready(self, message: messages.HealthReady) -> None:
-        view = self.query_one(HealthView)
+    def health_read(self, message: messages.HealthReady) -> None:
+        view = self.console.query_one(HealthView)
         if message.error:
             view.show_error(f"Health unreadable: {message.error}")
             self._health_read_at_s = 0.0

@@ -1,28 +1,30 @@
 """The console's source health: stale panes with their age, the header's reconnect countdown.
 
-Mixed into ServedeckApp. Each source (the connection, GPUs, service state, log,
+A part of ServedeckApp. Each source (the connection, GPUs, service state, log,
 readiness, metrics, process list) has a SourceHealth (tui.health, no Textual); polls
 report success or failure here, and this draws it: the header's connection state and
 countdown, a note on the Deck, the Processes pane's status. A worker that raised
 (console_workers.WorkerFailed) becomes a state here, a toast and an audit record when
-the operator asked for the work, and a restart for polls.
+the operator asked for the work (the console restarts its polls).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.widgets import Static
 
-from tui.app.console_guard import console_closing, while_open
+from tui.app.console_guard import console_closing
+from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import WorkerFailed
-from tui.app.parts import ConsoleParts
 from tui.core.audit import append_audit
 from tui.source_health import Outage, SourceHealth, reconnected_text
-from widgets.bench_view import BenchView
 from widgets.header_bar import HeaderBar
+
+if TYPE_CHECKING:
+    from tui.deck import Deck
 
 # While the host is unreachable the overview asks again this often (a failed attempt is
 # cheap: the SSH host fails fast during its backoff), so the console resumes soon after.
@@ -36,7 +38,7 @@ RECONNECTED_NOTE_S = 15.0
 # The outages kept in memory: the header reads the last one, the fault tests the rest.
 _OUTAGES_KEPT = 50
 # Polls whose worker died unexpectedly are started again after this long.
-_POLL_RESTART_S = 2.0
+POLL_RESTART_S = 2.0
 
 
 def initial_health() -> dict[str, SourceHealth]:
@@ -53,34 +55,48 @@ def initial_health() -> dict[str, SourceHealth]:
     }
 
 
-class HealthMixin(ConsoleParts):
-    """Mixed into ServedeckApp (whose widgets, deck and polls it uses)."""
+class SourceHealthPart(Part):
+    """Each source's health, the host's outages, and the header, Deck note and Processes
+    status that show them."""
 
-    health: dict[str, SourceHealth]
-    service_unknown_since_s: float | None
-    procs_status_text: str
-    _seen_losses: int
-    host_outages: list[Outage]
-    _last_good_gpu: Any
-    _overview_wake: Any
+    def __init__(
+        self,
+        deck: Deck,
+        console: Console,
+        *,
+        on_cut: Callable[[], None],
+        wake_overview: Callable[[], None],
+        gpu_seen: Callable[[], bool],
+    ) -> None:
+        super().__init__(deck, console)
+        self._on_cut = on_cut  # a connection was cut: the load strip keeps its last reading
+        self._wake_overview = wake_overview  # reconnect now rather than at the next overview
+        self._gpu_seen = gpu_seen  # a good GPU sample was shown: a GPU failure is stale data
+        self.health = initial_health()
+        self.service_unknown_since_s: float | None = None
+        self.host_outages: list[Outage] = []
+        self._seen_losses = 0
+        self._procs_status = ""
 
-    def _host_reached(self) -> None:
+    def start(self) -> None:
+        self.console.set_interval(HEALTH_TICK_S, self._tick, name="health-clock")
+
+    def host_reached(self) -> None:
         """Any answer from the host ends an outage: the header says connected again."""
-        if self.health["host"].failing or self.query_one(HeaderBar).connection_state != "connected":
-            self._set_health("host", None)
+        header = self.console.query_one(HeaderBar)
+        if self.health["host"].failing or header.connection_state != "connected":
+            self.set("host", None)
         else:
-            self.source_ok("host")
+            self.ok("host")
 
-    def source_ok(self, source: str) -> None:
+    def ok(self, source: str) -> None:
         """A good delivery: ends an outage (redraw), else only notes the time (no redraw)."""
         if self.health[source].failing:
-            self._set_health(source, None)
+            self.set(source, None)
         else:
             self.health[source] = self.health[source].succeeded()
 
-    def _set_health(
-        self, source: str, failure: str | None, retry_in_s: float | None = None
-    ) -> None:
+    def set(self, source: str, failure: str | None, retry_in_s: float | None = None) -> None:
         """Record a source's success (failure None) or failure and redraw what shows it."""
         before = self.health[source]
         after = before.succeeded() if failure is None else before.failed(failure, retry_in_s)
@@ -92,7 +108,12 @@ class HealthMixin(ConsoleParts):
                 self.service_unknown_since_s = None
             elif self.service_unknown_since_s is None:
                 self.service_unknown_since_s = after.failed_since_s
-        self._render_health()
+        self.render()
+
+    def show_procs_status(self, status: str) -> None:
+        """The Processes pane's status line (a failing listing adds its age to it)."""
+        self._procs_status = status
+        self.console.query_one("#procs-status", Static).update(status)
 
     def _note_outage(self, host: SourceHealth) -> None:
         """An outage starts (the host just failed) or ends (it just answered)."""
@@ -101,7 +122,7 @@ class HealthMixin(ConsoleParts):
             self.host_outages.append(Outage(now_mono_s, time.time(), host.reason))
             del self.host_outages[:-_OUTAGES_KEPT]
             if host.last_ok_at_s is not None:  # a connection was cut, not one never made
-                self._freeze_load()
+                self._on_cut()
         elif self.host_outages and self.host_outages[-1].ended_mono_s is None:
             self.host_outages[-1] = self.host_outages[-1].ended(now_mono_s)
 
@@ -114,33 +135,34 @@ class HealthMixin(ConsoleParts):
             return ""
         return reconnected_text(last)
 
-    def _tick_health(self) -> None:
+    def _tick(self) -> None:
         """Countdowns and ages move while something is failing: redraw them each tick.
 
         It also watches the SSH connection itself: a cut connection shows at once, not
         only when the next poll that needs it fails; and the first poll after it is back
         ends the outage without waiting for a full overview.
         """
-        if console_closing(self):
+        if console_closing(self.console):
             return
         connected = getattr(self.deck.host, "connected", None)
         losses = getattr(self.deck.host, "connection_losses", 0)
         lost, self._seen_losses = losses > self._seen_losses, losses
         host = self.health["host"]
         if (lost or connected is False) and host.last_ok_at_s is not None and not host.failing:
-            self._set_health("host", "connection lost", self._host_retry_in_s())
-            self._overview_wake.set()  # reconnect now rather than at the next overview
+            self.set("host", "connection lost", self.host_retry_in_s())
+            self._wake_overview()  # reconnect now rather than at the next overview
         elif connected is True and host.failing and not lost:
-            self._host_reached()
-            self._overview_wake.set()  # and read the host again (it may have rebooted)
+            self.host_reached()
+            self._wake_overview()  # and read the host again (it may have rebooted)
         # A countdown or a reconnected note on the header is redrawn until it clears.
-        if any(h.failing for h in self.health.values()) or self.query_one(HeaderBar).countdown:
-            self._render_health()
+        header = self.console.query_one(HeaderBar)
+        if any(h.failing for h in self.health.values()) or header.countdown:
+            self.render()
 
-    def _render_health(self) -> None:
-        if console_closing(self):
+    def render(self) -> None:
+        if console_closing(self.console):
             return
-        header = self.query_one(HeaderBar)
+        header = self.console.query_one(HeaderBar)
         host = self.health["host"]
         if host.failing:
             header.connection_state = "unreachable" if host.failures <= 1 else "reconnecting"
@@ -152,17 +174,17 @@ class HealthMixin(ConsoleParts):
         notes = [
             self.health[name].describe()
             for name in ("host", "gpu", "log", "readiness", "metrics")  # service: its own line
-            if self.health[name].failing and (name != "gpu" or self._last_good_gpu is not None)
+            if self.health[name].failing and (name != "gpu" or self._gpu_seen())
         ]
-        note = self.query_one("#deck-note", Static)
+        note = self.console.query_one("#deck-note", Static)
         note.update("\n".join(notes))
         note.display = bool(notes)
         procs = self.health["procs"]
         if procs.failing:
-            shown = f"{self.procs_status_text} · " if self.procs_status_text else ""
-            self.query_one("#procs-status", Static).update(shown + procs.describe())
+            shown = f"{self._procs_status} · " if self._procs_status else ""
+            self.console.query_one("#procs-status", Static).update(shown + procs.describe())
 
-    def _host_retry_in_s(self) -> float:
+    def host_retry_in_s(self) -> float:
         """When the next connection attempt will be made: the SSH backoff, else the poll's."""
         host_wait = getattr(self.deck.host, "reconnect_in_s", None)
         wait_s = host_wait() if callable(host_wait) else None
@@ -178,13 +200,12 @@ class HealthMixin(ConsoleParts):
             return wait_s if poll_wait_s is None else poll_wait_s
         return max(wait_s, poll_wait_s)  # the first poll once the backoff allows it
 
-    @while_open
-    def on_worker_failed(self, message: WorkerFailed) -> None:
-        """A worker raised: a state on its pane, a toast when the operator asked, a restart."""
+    def worker_failed(self, message: WorkerFailed) -> None:
+        """A worker raised: a state on its pane, and a toast and audit record when asked for."""
         if message.pane in self.health:
-            self._set_health(message.pane, message.reason, _POLL_RESTART_S)
+            self.set(message.pane, message.reason, POLL_RESTART_S)
         if message.user_action:
-            self.notify(
+            self.console.notify(
                 f"Tried to {message.what}; it failed: {message.reason}. Nothing else was done.",
                 title="Action failed",
                 severity="error",
@@ -195,33 +216,3 @@ class HealthMixin(ConsoleParts):
                 self.deck.host_label,
                 {"action": message.what, "error": message.reason},
             )
-        restart = self._restarts().get(message.pane)
-        if restart is not None:
-            self.poll_later(_POLL_RESTART_S, restart, f"{message.pane}-restart")
-        self._after_failure(message)
-
-    def _restarts(self) -> dict[str, Callable[[], object]]:
-        """Polls that restart by themselves after an unexpected failure."""
-        return {
-            "overview": self._poll_overview,
-            "gpu": self._poll_gpus,
-            "service": self._poll_service,
-            "log": self._follow_log,
-            "metrics": self._poll_metrics,
-            "procs": self._refresh_procs_if_shown,
-        }
-
-    def _refresh_procs_if_shown(self) -> None:
-        if self._tabs.active == "procs":
-            self._refresh_procs()
-
-    def _after_failure(self, message: WorkerFailed) -> None:
-        """Per-pane follow-up of a failed worker: its state where the operator looks."""
-        if message.pane == "readiness":
-            self._last_probe_s = time.monotonic()  # the next tick of the load clock retries
-        elif message.pane == "plan":
-            self.query_one("#plan-status", Static).update(f"No plan: {message.reason}")
-        elif message.pane == "bench":
-            self.query_one(BenchView).show_error(message.reason)
-        elif message.pane == "service-action":
-            self._poll_service()  # show what the service is now, whatever the action did

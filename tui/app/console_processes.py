@@ -1,46 +1,75 @@
-"""The console's Processes pane: listing, the kill dialog, and the kill run off the UI thread."""
+"""The console's Processes pane: listing, the kill dialog, and the kill run off the UI thread.
+
+A part of ServedeckApp: it owns the last listing (the service line and the K key read it)
+and the host's reboot as a listing saw it.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from textual.widgets import Static, TabbedContent
-
 from tui.app import messages
-from tui.app.console_guard import while_open
+from tui.app.console_health import SourceHealthPart
+from tui.app.console_protocol import Console, Part
+from tui.app.console_record import RecordPart
 from tui.app.console_workers import console_worker, failure_text
-from tui.app.parts import ConsoleParts
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.ops.gpu_hints import deck_context
-from tui.procs import kill_processes, list_gpu_processes
+from tui.procs import ProcListing, kill_processes, list_gpu_processes
 from tui.procs.kill import DEFAULT_TIMEOUT_S, ReadOnlyError, leftovers, refuse_before_asking
+from tui.procs.model import GpuProcess
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from tui.source_health import rebooted
 from widgets.procs_pane import ProcsPane
 
 if TYPE_CHECKING:
-    pass
+    from tui.deck import Deck
 
 PROCS_POLL_S = 3.0
 
 
-class ProcessesMixin(ConsoleParts):
-    """Mixed into ServedeckApp (whose messages and state it uses)."""
+class ProcessesPart(Part):
+    """The Processes pane: its listing, the kill dialog and the kill."""
+
+    def __init__(
+        self,
+        deck: Deck,
+        console: Console,
+        sources: SourceHealthPart,
+        record: RecordPart,
+        *,
+        host_rebooted: Callable[[], None],
+    ) -> None:
+        super().__init__(deck, console)
+        self._sources = sources
+        self._record = record
+        self._host_rebooted_hook = host_rebooted  # a new boot: the console reads the host again
+        self.listing: ProcListing | None = None
+        self.rebooted_at_s: float | None = None
+
+    def _gpu_sample(self) -> GpuBoxSnapshot | None:
+        last = self.console.last_gpu
+        return last if last and last.available else None
 
     @console_worker("procs", pane="procs", what="list the GPU processes")
-    async def _refresh_procs(self) -> None:
-        snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
-        listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
+    async def refresh(self) -> None:
+        listing = await list_gpu_processes(
+            self.deck.host, self._gpu_sample(), await deck_context(self.deck)
+        )
         self.post_message(messages.ProcsUpdate(listing))
 
-    @while_open
-    def on_servedeck_app_procs_update(self, message: messages.ProcsUpdate) -> None:
+    def refresh_if_shown(self) -> None:
+        if self.console.active_tab() == "procs":
+            self.refresh()
+
+    def show_listing(self, message: messages.ProcsUpdate) -> None:
         previous, self.listing = self.listing, message.listing
-        self._record_listing(message.listing)
+        self._record.listing(message.listing)
         count = len(leftovers(message.listing.processes))
         status = f"{len(message.listing.processes)} GPU process(es) on {message.listing.host_label}"
         if count:
@@ -50,39 +79,35 @@ class ProcessesMixin(ConsoleParts):
         if self.rebooted_at_s is not None:
             stamp = time.strftime("%H:%M:%S", time.localtime(self.rebooted_at_s))
             status += f" · host rebooted (new boot id, seen {stamp}): this boot's processes only"
-        self.procs_status_text = status
-        self.query_one("#procs-status", Static).update(status)
+        self._sources.show_procs_status(status)
         if previous is None or (count > 0) != bool(leftovers(previous.processes)):
             # K is offered only while there are leftovers. Only then: each footer redraw
             # rebuilds every key's widget (main-thread time at every listing).
-            self.refresh_bindings()
-        self._render_service_line()  # the Deck says what the listing left on the GPUs
-        self.source_ok("procs")
-        self.query_one(ProcsPane).show_listing(message.listing, time.time())
-        if self.query_one(TabbedContent).active == "procs":
-            self.poll_later(PROCS_POLL_S, self._refresh_procs, "procs-poll")
-
-    rebooted_at_s: float | None = None
+            self.console.refresh_bindings()
+        self.console.render_service_line()  # the Deck says what the listing left on the GPUs
+        self._sources.ok("procs")
+        self.console.query_one(ProcsPane).show_listing(message.listing, time.time())
+        if self.console.active_tab() == "procs":
+            self.console.poll_later(PROCS_POLL_S, self.refresh, "procs-poll")
 
     def _host_rebooted(self, seen_at_s: float) -> None:
         """A new boot id: nothing listed before it may be shown or offered for a kill again."""
         self.rebooted_at_s = seen_at_s
-        screen = self.screen
+        screen = self.console.screen
         if isinstance(screen, KillConfirmScreen):
             screen.dismiss(None)  # its targets belong to the previous boot
-        self.notify(
+        self.console.notify(
             f"{self.deck.host_label} rebooted (its boot id changed): processes listed before "
             "are void; the list shows this boot's only.",
             title="Host rebooted",
             severity="warning",
             timeout=10,
         )
-        self._full_overview_due = True  # a new boot: read the whole host again
-        self._overview_wake.set()
+        self._host_rebooted_hook()
 
-    def _confirm_kill(self, targets: list) -> None:
+    def confirm_kill(self, targets: list[GpuProcess]) -> None:
         if not targets:
-            self.notify("No leftover GPU processes.", title="Processes")
+            self.console.notify("No leftover GPU processes.", title="Processes")
             return
         try:  # the same refusals as `servedeck kill`, audited, before any dialog
             targets, refused = refuse_before_asking(
@@ -92,23 +117,20 @@ class ProcessesMixin(ConsoleParts):
                 action="console kill",
             )
         except ReadOnlyError:
-            self.notify("Read-only: killing is disabled.", severity="warning")
+            self.console.notify("Read-only: killing is disabled.", severity="warning")
             return
         for pid, reason in refused.items():
-            self.notify(f"pid {pid}: {reason}", title="Processes", severity="warning")
+            self.console.notify(f"pid {pid}: {reason}", title="Processes", severity="warning")
         if not targets:
             return
 
         def confirmed(confirmation: KillConfirmation | None) -> None:
             if confirmation is not None:
-                self._kill(confirmation)
+                self.kill(confirmation)
 
-        self.push_screen(
+        self.console.push_screen(
             KillConfirmScreen(self.deck.host_label, targets, timeout_s=DEFAULT_TIMEOUT_S), confirmed
         )
-
-    def action_kill_leftovers(self) -> None:
-        self._kill_leftovers_after_refresh()
 
     @console_worker(
         "procs-kill",  # its own group: a procs poll starting meanwhile must not cancel K
@@ -116,19 +138,21 @@ class ProcessesMixin(ConsoleParts):
         what=lambda app: f"list the leftover GPU processes on {app.deck.host_label}",
         user_action=True,
     )
-    async def _kill_leftovers_after_refresh(self) -> None:
-        """Re-list first: the modal must show what is there now, not a stale listing."""
-        snapshot = self.last_gpu if self.last_gpu and self.last_gpu.available else None
-        listing = await list_gpu_processes(self.deck.host, snapshot, await deck_context(self.deck))
+    async def kill_leftovers(self) -> None:
+        """K: re-list first, so the modal shows what is there now, not a stale listing."""
+        listing = await list_gpu_processes(
+            self.deck.host, self._gpu_sample(), await deck_context(self.deck)
+        )
         self.post_message(messages.ProcsUpdate(listing))
-        self.call_later(self._confirm_kill, leftovers(listing.processes))
+        self.console.call_later(self.confirm_kill, leftovers(listing.processes))
 
-    def action_kill_selected(self) -> None:
-        selected = self.query_one(ProcsPane).selected() if self._tab_visible("procs") else None
+    def kill_selected(self) -> None:
+        shown = self.console.tab_visible("procs")
+        selected = self.console.query_one(ProcsPane).selected() if shown else None
         if selected is None:
-            self.notify("Select a process in Processes (3) first.", severity="warning")
+            self.console.notify("Select a process in Processes (3) first.", severity="warning")
             return
-        self._confirm_kill([selected])
+        self.confirm_kill([selected])
 
     @console_worker(
         "kill",
@@ -138,7 +162,7 @@ class ProcessesMixin(ConsoleParts):
         ),
         user_action=True,
     )
-    async def _kill(self, confirmation: KillConfirmation) -> None:
+    async def kill(self, confirmation: KillConfirmation) -> None:
         final: list[GpuBoxSnapshot] = []  # the kill's last GPU re-check
 
         async def reread() -> GpuBoxSnapshot | None:
@@ -173,13 +197,12 @@ class ProcessesMixin(ConsoleParts):
             messages.KillDone(report, listing=listing, gpu=final[0] if listing else None)
         )
 
-    @while_open
-    def on_servedeck_app_kill_done(self, message: messages.KillDone) -> None:
-        gpu = message.gpu
-        if gpu is not None and (self.last_gpu is None or gpu.taken_at_s > self.last_gpu.taken_at_s):
-            self._show_gpus(gpu)  # a fresher sample: later polls must not list from an older one
+    def kill_done(self, message: messages.KillDone) -> None:
+        gpu, last = message.gpu, self.console.last_gpu
+        if gpu is not None and (last is None or gpu.taken_at_s > last.taken_at_s):
+            self.console.show_gpus(gpu)  # fresher: later polls must not list from an older one
         if message.listing is not None:
-            self.on_servedeck_app_procs_update(messages.ProcsUpdate(message.listing))
+            self.show_listing(messages.ProcsUpdate(message.listing))
         report = message.report
         if report is None:
             errors = [message.error or "unknown error"]
@@ -189,7 +212,7 @@ class ProcessesMixin(ConsoleParts):
             # The helper never ran (host unreachable) or failed: say so; nothing was signalled.
             count = len(report.outcomes) if report is not None else "the"
             reason = failure_text(errors[0])
-            self.notify(
+            self.console.notify(
                 f"Tried to end {count} process(es) on {self.deck.host_label}; it failed: "
                 f"{reason}. Nothing else was done.",
                 title="Kill failed",
@@ -199,11 +222,11 @@ class ProcessesMixin(ConsoleParts):
             if report is None:  # kill_processes audits its own outcomes
                 append_audit("kill-failed", self.deck.host_label, {"error": reason})
         else:
-            self.notify(
+            self.console.notify(
                 report.summary_line(),
                 title="Processes",
                 severity="information" if report.all_ended else "warning",
                 timeout=10,
             )
         if message.listing is None:
-            self._refresh_procs()
+            self.refresh()

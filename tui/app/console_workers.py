@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from textual.message import Message
 from textual.worker import Worker
@@ -26,6 +26,13 @@ from tui.core.redact import redact_text
 from tui.source_health import one_line
 
 logger = logging.getLogger("servedeck.console")
+
+
+class WorkerOwner(Protocol):
+    """What a decorated method's object lends its worker: the app, a screen, or a console part."""
+
+    def run_worker(self, *args: Any, **kwargs: Any) -> Worker[Any]: ...
+    def post_message(self, message: Message) -> bool: ...
 
 
 @dataclass
@@ -79,14 +86,14 @@ def console_worker(
     """
 
     def decorator(method: Callable[..., Any]) -> Callable[..., Worker[Any]]:
-        def failed(self: Any, error: Exception, args: tuple[Any, ...], kwargs: Any) -> None:
+        def failed(self: WorkerOwner, error: Exception, args: tuple[Any, ...], kwargs: Any) -> None:
             reason = failure_reason(error)
             attempted = what(self, *args, **kwargs) if callable(what) else what
             record_failure(pane, attempted, reason)
             self.post_message(WorkerFailed(pane, attempted, reason, user_action))
 
         @functools.wraps(method)
-        def start(self: Any, *args: Any, **kwargs: Any) -> Worker[Any]:
+        def start(self: WorkerOwner, *args: Any, **kwargs: Any) -> Worker[Any]:
             if thread:
 
                 def guarded_sync() -> Any:
