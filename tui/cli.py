@@ -43,13 +43,14 @@ COMMAND_MODULES: dict[str, str] = {
     "service": "tui.commands.service_cmd",
     "exporter": "tui.commands.exporter_cmd",
     "fleet": "tui.commands.fleet_cmd",
+    "mcp": "tui.commands.mcp_cmd",
 }
 
 
 # Commands for which `--demo` means nothing: they are the simulator, or never open a box.
 WITHOUT_DEMO = frozenset({"demo", "sim", "profiles", "hosts", "replay"})
 # Commands that can change the host or load its server: the only ones `--read-only` limits.
-WITH_READ_ONLY = frozenset({"demo", "service", "kill", "bench", "probe", "health", "doctor"})
+WITH_READ_ONLY = frozenset({"demo", "service", "kill", "bench", "probe", "health", "doctor", "mcp"})
 
 
 def common_options(

@@ -31,6 +31,11 @@ KEPT: dict[str, tuple[int, str]] = {
     ),
     "tui/commands/capacity_cmd.py": (1, "bench_cmd imports capacity_cmd: the loop above"),
     "tui/commands/demo_cmd.py": (2, _CLI),
+    "tui/commands/mcp_cmd.py": (
+        3,
+        _CLI + "; the MCP SDK (pydantic, starlette) loads only for `servedeck mcp`",
+    ),
+    "tui/mcp/run.py": (1, "uvicorn and starlette load only with --http"),
     "tui/commands/doctor_cmd.py": (3, _CLI),
     "tui/commands/exporter_cmd.py": (2, _CLI + "; the simulator only for the demo"),
     "tui/commands/fleet_cmd.py": (12, _CLI + "; opens the Fleet pane (a UI entry point)"),

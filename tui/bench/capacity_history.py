@@ -42,3 +42,12 @@ def read_capacity_history(path: Path | None = None) -> list[dict[str, Any]]:
         if isinstance(record, dict) and "answer" in record and "levels" in record:
             records.append(record)
     return records
+
+
+def searches_for_host(host_label: str, path: Path | None = None) -> list[dict[str, Any]]:
+    """The searches run against one host (as its deck labels it), oldest first."""
+    return [
+        record
+        for record in read_capacity_history(path)
+        if (record.get("context") or {}).get("host") == host_label
+    ]

@@ -62,11 +62,18 @@ def print_report(report: HealthReport) -> None:
             print(format_event(event))
     for event in report.unmatched_events:
         print(format_event(event))
-    worst = {gpu.badge for gpu in report.gpus}
-    verdict = "crit" if "crit" in worst else "warn" if "warn" in worst else "ok"
-    if not report.gpus:
+    verdict = health_verdict(report)
+    if verdict == "unknown":
         verdict = "unknown: no GPU answered"
     print(hanging("verdict: ", f"{verdict} ({report.event_source or 'no'} kernel log)"))
+
+
+def health_verdict(report: HealthReport) -> str:
+    """The worst badge of the box: crit, warn or ok; unknown when no GPU answered."""
+    if not report.gpus:
+        return "unknown"
+    worst = {gpu.badge for gpu in report.gpus}
+    return "crit" if "crit" in worst else "warn" if "warn" in worst else "ok"
 
 
 async def _follow(profile: Profile, as_json: bool) -> None:

@@ -18,6 +18,7 @@ from tui.plan import (
     Layout,
     ModelConfigError,
     ModelFacts,
+    Plan,
     PlanSettings,
     build_plan,
     inventory_from_nvidia_smi,
@@ -136,17 +137,41 @@ async def _plan_text(args: argparse.Namespace) -> str:
     return _render(args, profile, model, gpus)
 
 
+def plan_settings(
+    profile: Profile | None,
+    *,
+    gpu_memory_utilization: float = 0.9,
+    max_model_len: int | None = None,
+    kv_cache_dtype: str = "auto",
+    reserve_gib: float = 2.0,
+) -> PlanSettings:
+    """The engine settings to plan with; the context length defaults to the profile's."""
+    max_len = max_model_len or (profile.model.max_model_len if profile else None)
+    if max_len is not None and max_len < 1:
+        raise UsageError(f"--max-model-len must be at least 1, got {max_len}")
+    return PlanSettings(
+        gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_len,
+        kv_cache_dtype=kv_cache_dtype,
+        reserve_bytes=int(reserve_gib * 1024**3),
+    )
+
+
+async def deck_plan(deck: Deck, settings: PlanSettings, model_dir: str | None = None) -> Plan:
+    """The plan on the deck's own box: its GPUs, and its model (or `model_dir` on that host)."""
+    model = await (read_model_dir(deck.host, model_dir) if model_dir else deck.model_facts())
+    return build_plan(model, await deck.gpu_inventory(), settings)
+
+
 def _render(
     args: argparse.Namespace, profile: Profile | None, model: ModelFacts, gpus: GpuInventory
 ) -> str:
-    max_len = args.max_model_len or (profile.model.max_model_len if profile else None)
-    if max_len is not None and max_len < 1:
-        raise UsageError(f"--max-model-len must be at least 1, got {max_len}")
-    settings = PlanSettings(
+    settings = plan_settings(
+        profile,
         gpu_memory_utilization=args.gpu_memory_utilization,
-        max_model_len=max_len,
+        max_model_len=args.max_model_len,
         kv_cache_dtype=args.kv_cache_dtype,
-        reserve_bytes=int(args.reserve_gib * 1024**3),
+        reserve_gib=args.reserve_gib,
     )
     plan = build_plan(model, gpus, settings)
     if args.json:

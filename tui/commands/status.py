@@ -12,6 +12,7 @@ from tui.commands._target import deck_from_args
 from tui.commands._width import hanging
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import redact_data
+from tui.deck import Deck
 from tui.ops.restart_guard import leftovers_note
 from tui.serving.load_explain_status import load_explain_report
 from tui.serving.load_waterfall import waterfall_lines
@@ -34,7 +35,16 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
 
 
 async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
+    """`servedeck status --json` of the profile the arguments name (its deck opened and closed)."""
     deck = deck_from_args(args)
+    try:
+        return await status_report(deck, args.lines)
+    finally:
+        await deck.close()
+
+
+async def status_report(deck: Deck, log_lines: int = 2000) -> dict[str, Any]:
+    """The status of an open deck as plain data, redacted (the CLI's JSON, the MCP tool)."""
     profile = deck.profile
     service = profile.service
     report: dict[str, Any] = {
@@ -50,51 +60,48 @@ async def collect_status(args: argparse.Namespace) -> dict[str, Any]:
             report["host_reachable"] = False
 
     unit_running: bool | None = None  # no unit, or its state unread
+    controller = deck.service()
+    if controller is not None:
+        try:
+            unit = await controller.state()
+            unit_running = unit.is_active
+            report["unit"] = dataclasses.asdict(unit)
+            if not unit.is_active:
+                report["leftovers"] = await leftovers_note(deck)
+        except ServedeckError as error:
+            failed(error)
+    tracker = LoadTracker()
+    tracker.observe_unit(unit_running)
+    lines = []
     try:
-        controller = deck.service()
-        if controller is not None:
-            try:
-                unit = await controller.state()
-                unit_running = unit.is_active
-                report["unit"] = dataclasses.asdict(unit)
-                if not unit.is_active:
-                    report["leftovers"] = await leftovers_note(deck)
-            except ServedeckError as error:
-                failed(error)
-        tracker = LoadTracker()
-        tracker.observe_unit(unit_running)
-        lines = []
+        source = deck.replay_log_lines(initial_lines=log_lines)
+        if source is not None:
+            lines = [line async for line in source]
+        tracker.feed_many(lines)
+    except ServedeckError as error:
+        failed(error)
+    progress = tracker.snapshot()
+    report["load"] = dataclasses.asdict(progress) if lines else None
+    main_pid = (report.get("unit") or {}).get("main_pid")
+    started = (report.get("unit") or {}).get("started_at_s")
+    report["load_explain"] = await load_explain_report(deck, progress, main_pid, started)
+    base_url = service.base_url
+    try:
+        base_url = await deck.reachable_base_url()
+    except ServedeckError as error:
+        failed(error)
+    readiness = await ReadinessProbe(base_url).check(progress if lines else None)
+    report["readiness"] = dataclasses.asdict(readiness)
+    metrics = None
+    if readiness.health_ok:
         try:
-            source = deck.replay_log_lines(initial_lines=args.lines)
-            if source is not None:
-                lines = [line async for line in source]
-            tracker.feed_many(lines)
+            metrics = await MetricsPoller(base_url).poll()
         except ServedeckError as error:
-            failed(error)
-        progress = tracker.snapshot()
-        report["load"] = dataclasses.asdict(progress) if lines else None
-        main_pid = (report.get("unit") or {}).get("main_pid")
-        started = (report.get("unit") or {}).get("started_at_s")
-        report["load_explain"] = await load_explain_report(deck, progress, main_pid, started)
-        base_url = service.base_url
-        try:
-            base_url = await deck.reachable_base_url()
-        except ServedeckError as error:
-            failed(error)
-        readiness = await ReadinessProbe(base_url).check(progress if lines else None)
-        report["readiness"] = dataclasses.asdict(readiness)
-        metrics = None
-        if readiness.health_ok:
-            try:
-                metrics = await MetricsPoller(base_url).poll()
-            except ServedeckError as error:
-                report["errors"].append(str(error))
-        if metrics is None and progress.engine_stats is not None:
-            metrics = metrics_from_log(progress.engine_stats)
-        report["metrics"] = dataclasses.asdict(metrics) if metrics else None
-        secrets = (deck.api_key,) if deck.api_key else ()
-    finally:
-        await deck.close()
+            report["errors"].append(str(error))
+    if metrics is None and progress.engine_stats is not None:
+        metrics = metrics_from_log(progress.engine_stats)
+    report["metrics"] = dataclasses.asdict(metrics) if metrics else None
+    secrets = (deck.api_key,) if deck.api_key else ()
     report["serving"] = bool(readiness.health_ok)
     # redacted as data, before any rendering (it quotes the same log lines `logs` prints)
     return redact_data(json.loads(json.dumps(report, default=str)), secrets)

@@ -10,6 +10,7 @@ from typing import cast
 from tui.cli import run_async
 from tui.commands._target import deck_from_args
 from tui.core.redact import redact_text
+from tui.deck import Deck
 from tui.summary import (
     collect_summary,
     default_summary_name,
@@ -44,13 +45,18 @@ async def summary_text(args: argparse.Namespace) -> tuple[str, str, tuple[str, .
     """(profile name, rendered text, what could not be collected) for the parsed arguments."""
     deck = deck_from_args(args)
     try:
-        inputs = await collect_summary(deck)
-        secrets = summary_secrets(deck)
+        text, missing = await deck_summary(deck, as_json=args.json)
     finally:
         await deck.close()
-    text = render_json(inputs, secrets) if args.json else render_markdown(inputs, secrets)
-    missing = tuple(redact_text(problem, secrets) for problem in inputs.problems)
     return deck.profile.name, text, missing
+
+
+async def deck_summary(deck: Deck, *, as_json: bool = False) -> tuple[str, tuple[str, ...]]:
+    """(rendered text, what could not be collected) of an open deck, secrets redacted."""
+    inputs = await collect_summary(deck)
+    secrets = summary_secrets(deck)
+    text = render_json(inputs, secrets) if as_json else render_markdown(inputs, secrets)
+    return text, tuple(redact_text(problem, secrets) for problem in inputs.problems)
 
 
 def _report_missing(missing: tuple[str, ...]) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tui.commands._target import profile_from_args
 from tui.core.errors import UsageError
-from tui.record.model import KINDS
+from tui.record.model import KINDS, Event
 from tui.record.query import RecordingReader
 from tui.record.timeparse import parse_instant
 from tui.record.where import recording_path
@@ -40,12 +40,26 @@ def db_from_args(args: argparse.Namespace) -> Path:
     return recording_path(profile_from_args(args))
 
 
+def read_timeline(
+    db: Path,
+    since: str | None = None,
+    until: str | None = None,
+    kinds: tuple[str, ...] = (),
+    gpu: int | None = None,
+    search: str = "",
+) -> tuple[list[Event], str]:
+    """(the recorded events, oldest first; the note on rows skipped, or "")."""
+    since_s = parse_instant(since, "--since") if since else None
+    until_s = parse_instant(until, "--until") if until else None
+    with RecordingReader(db) as reader:
+        events = reader.events(since_s, until_s, kinds, gpu, search)
+        return events, reader.bad_rows_note
+
+
 def run_timeline(args: argparse.Namespace) -> int:
-    since = parse_instant(args.since, "--since") if args.since else None
-    until = parse_instant(args.until, "--until") if args.until else None
-    with RecordingReader(db_from_args(args)) as reader:
-        events = reader.events(since, until, tuple(args.kind or ()), args.gpu, args.search)
-        skipped = reader.bad_rows_note
+    events, skipped = read_timeline(
+        db_from_args(args), args.since, args.until, tuple(args.kind or ()), args.gpu, args.search
+    )
     for event in events:
         if args.json:
             print(json.dumps(event.as_json()))

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tui.bench.capacity_history import read_capacity_history
+from tui.bench.capacity_history import searches_for_host
 from tui.bench.context import config_hash
 from tui.bench.history import history_path, runs_for_host
 from tui.core import paths
@@ -149,11 +149,7 @@ def _local_history(deck: Deck) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[
     # The console and `servedeck bench` record runs under the deck's host label.
     runs = tuple(runs_for_host(deck.host_label, limit=12))
     incidents = incidents_from_audit(read_audit(), deck.host.label)
-    searches = tuple(
-        record
-        for record in read_capacity_history()
-        if (record.get("context") or {}).get("host") == deck.host_label
-    )
+    searches = tuple(searches_for_host(deck.host_label))
     return runs, incidents, searches
 
 

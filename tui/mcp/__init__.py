@@ -1,0 +1,1 @@
+"""`servedeck mcp`: servedeck's knowledge as MCP tools for agents (the official MCP SDK)."""
