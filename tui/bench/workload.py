@@ -1,11 +1,11 @@
 """What a run sends: the spec, synthetic prompts of a token length, arrival times.
 
-Prompt length: when the server has vLLM's /tokenize, the number of words is
-calibrated so the prompt tokenizes to the target length; otherwise one token
-per word is assumed (common English words with a leading space are single
-tokens in the usual BPE vocabularies). Every prompt is a different random
-word sequence, so prefix caching cannot shortcut the prefill. The server's
-usage.prompt_tokens is what the results count.
+Prompt length: the random workload's prompts are made to the exact token count
+(tui.bench.prompt_fit); the other workloads use the word ratio calibrated here
+against /tokenize, or one token per word (common English words with a leading
+space are single tokens in the usual BPE vocabularies). Every prompt is a
+different random word sequence, so prefix caching cannot shortcut the prefill.
+The server's usage.prompt_tokens is what the results count.
 """
 
 from __future__ import annotations
@@ -120,13 +120,18 @@ _WORDS = [
     "story",
 ]
 
-PROMPT_BY_TOKENIZE = "/tokenize calibration"
-PROMPT_BY_APPROXIMATION = "approximation: one token per common word (server has no /tokenize)"
+PROMPT_BY_TOKENIZE = "approximate (/tokenize word ratio)"
+PROMPT_BY_APPROXIMATION = "approximate: one token per common word (server has no /tokenize)"
 
 
 def approximation(why: str) -> str:
     """The prompt method when /tokenize gave no count, saying why (one line)."""
     return PROMPT_BY_APPROXIMATION.replace("server has no /tokenize", why)
+
+
+def vocabulary() -> tuple[str, ...]:
+    """The common words prompts are made of, each with its leading space."""
+    return tuple(" " + word for word in _WORDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +176,7 @@ class BenchSpec:
     dataset_path: str = ""  # dataset: a local ShareGPT-format JSON file
     trace_path: str = ""  # trace: a JSONL request trace (tui.bench.trace)
     trace_speed: float = 1.0  # trace: 2.0 replays twice as fast
+    tokenizer_path: str = ""  # a local tokenizer.json or its folder (exact prompt lengths)
     slos: SloSpec = field(default_factory=SloSpec)
     context: RunContext = field(default_factory=RunContext)
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES  # vLLM's --metric-percentiles
@@ -236,13 +242,16 @@ def random_words(count: int, rng: random.Random) -> str:
     return "".join(" " + rng.choice(_WORDS) for _ in range(max(count, 1)))
 
 
-async def count_tokens(client: httpx.AsyncClient, spec: BenchSpec, text: str) -> int | str:
-    """Tokens in `text` by the server's /tokenize, or why it gave none (no /tokenize, an
-    answer that is not a JSON object with a count)."""
+async def count_tokens(
+    client: httpx.AsyncClient, spec: BenchSpec, text: str | list[dict[str, str]]
+) -> int | str:
+    """Tokens in `text` (a prompt, or chat messages: template included) by the server's
+    /tokenize, or why it gave none (no /tokenize, an answer that is not a JSON object
+    with a count)."""
+    body: dict[str, Any] = {"model": spec.model}
+    body["messages" if isinstance(text, list) else "prompt"] = text
     try:
-        response = await client.post(
-            api_url(spec.base_url, "/tokenize"), json={"model": spec.model, "prompt": text}
-        )
+        response = await client.post(api_url(spec.base_url, "/tokenize"), json=body)
     except httpx.HTTPError as error:
         return f"/tokenize failed: {type(error).__name__}"
     if response.status_code != 200:

@@ -10,6 +10,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 
 from tui.bench.context import context_for_profile
 from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
@@ -79,6 +80,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--chat-turns", type=int, metavar="T", help="chat: turns per conversation")
     parser.add_argument("--prefix-groups", type=int, metavar="G", help="shared-prefix groups")
     parser.add_argument("--prefix-tokens", type=int, metavar="S", help="shared-prefix tokens")
+    parser.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="the model's tokenizer.json (or its folder) for exact prompt lengths "
+        "(needs the tokenizers package; default: the served model's path, else /tokenize)",
+    )
     parser.add_argument(
         "--capacity",
         action="store_true",
@@ -172,6 +179,17 @@ def _trace_path(args: argparse.Namespace) -> str | None:
     return os.path.abspath(path)
 
 
+def _tokenizer_path(args: argparse.Namespace) -> str | None:
+    """--tokenizer, checked now: a tokenizer.json, or a folder holding one."""
+    path = getattr(args, "tokenizer", None)
+    if not path:
+        return None
+    found = Path(path)
+    if not (found.is_file() or (found / "tokenizer.json").is_file()):
+        raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
+    return os.path.abspath(path)
+
+
 def build_spec(
     args: argparse.Namespace, deck: Deck | None = None, base_url: str = "", gpus: str = ""
 ) -> BenchSpec:
@@ -215,6 +233,7 @@ def build_spec(
         dataset_path=_dataset_path(args),
         trace_path=_trace_path(args),
         trace_speed=getattr(args, "trace_speed", None),
+        tokenizer_path=_tokenizer_path(args),
         api_key_env=api_key_env,
         context=replace(context, base_url=base_url),
         percentiles=percentiles,
@@ -288,6 +307,9 @@ def format_result(result: BenchResult) -> str:
     prefill = [lv.prefill_tok_s_per_request for lv in result.levels if lv.concurrency == 1]
     if prefill and prefill[0]:
         lines.append(f"prefill {prefill[0]:,.0f} prompt tok/s per request (prompt / TTFT)")
+    method = result.client.get("prompt_method")
+    if method:
+        lines.append(f"prompt tokens: {method}")
     if result.levels and result.levels[0].output_tokens_source != "usage":
         lines.append(f"output tokens: {result.levels[0].output_tokens_source}")
     intended = result.client.get("intended_prefix_hit_rate")
