@@ -60,3 +60,24 @@ async def test_without_tokenize_the_usage_of_probes_calibrates(plain_sse_server:
     result = await _run(spec)
     assert result.client["prompt_method"] == CALIBRATED_USAGE
     assert result.levels[0].total_input_tokens == 3 * 50
+
+
+async def test_drawn_lengths_and_a_mix_are_what_the_server_is_charged(
+    serving_box: SimBox,
+) -> None:
+    spec = _spec(
+        serving_box.base_url, input_dist="normal", input_stddev=24.0,
+        mix="short:0.75:96/3,long:0.25:400/6", num_requests=16, warmup_requests=0, seed=5,
+    )  # fmt: skip
+    since = _last_number(serving_box)
+    result = await _run(spec)
+    assert result.client["prompt_method"] == CALIBRATED_TOKENIZE
+    assert result.client["lengths"].startswith("mix short 75% 96/3, long 25% 400/6; input normal")
+    records = httpx.get(f"{serving_box.base_url}/_sim/truth", params={"since": since}).json()[
+        "requests"
+    ]
+    charged = sorted((int(r["prompt_tokens"]), int(r["output_tokens"])) for r in records)
+    level_seed = spec.seed + 1000  # the runner's seed of its first level
+    asked = sorted((size, out) for size, out, _ in spec.drawn_lengths(16, level_seed) or [])
+    assert charged == asked
+    assert sum(out == 6 for _, out in charged) == 4  # a quarter of the requests are long

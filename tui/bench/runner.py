@@ -359,6 +359,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
             "prompt_method": prompt_method,
             "warmup_requests": spec.warmup_requests,
             "read_timeout_s": spec.read_timeout_s,
+            **({"lengths": spec.lengths().describe()} if spec.lengths().varies else {}),
             **_workload_notes(spec, results, reset, intent),
         },
     )

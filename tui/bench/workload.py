@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from tui.bench.lengths import Lengths, parse_dist, parse_mix
 from tui.bench.model import RunContext
 from tui.core.config import DEFAULT_PERCENTILES, BenchmarkPreset
 
@@ -177,6 +178,14 @@ class BenchSpec:
     trace_path: str = ""  # trace: a JSONL request trace (tui.bench.trace)
     trace_speed: float = 1.0  # trace: 2.0 replays twice as fast
     tokenizer_path: str = ""  # a local tokenizer.json or its folder (exact prompt lengths)
+    # Lengths per request (tui.bench.lengths; the random workload): checked by the CLI.
+    input_dist: str = "fixed"
+    input_stddev: float | None = None
+    input_range: str | None = None
+    output_dist: str = "fixed"
+    output_stddev: float | None = None
+    output_range: str | None = None
+    mix: str = ""  # NAME:SHARE:IN/OUT,...
     slos: SloSpec = field(default_factory=SloSpec)
     context: RunContext = field(default_factory=RunContext)
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES  # vLLM's --metric-percentiles
@@ -201,6 +210,23 @@ class BenchSpec:
             cap = max(self.concurrency) if self.concurrency else 256
             return [(cap, rate) for rate in self.request_rates]
         return [(concurrency, None) for concurrency in self.concurrency]
+
+    def lengths(self) -> Lengths:
+        """The per-request lengths this spec asks for (LengthSpecError when malformed)."""
+        return Lengths(
+            self.input_tokens,
+            self.output_tokens,
+            parse_dist("input", self.input_dist, self.input_stddev, self.input_range),
+            parse_dist("output", self.output_dist, self.output_stddev, self.output_range),
+            parse_mix(self.mix),
+        )
+
+    def drawn_lengths(self, count: int, seed: int) -> list[tuple[int, int, str]] | None:
+        """Each request's (input, output, class) for the random workload, or None when fixed."""
+        lengths = self.lengths()
+        if self.workload != "random" or not lengths.varies:
+            return None
+        return lengths.draw(count, seed)
 
     def requests_for(self, concurrency: int) -> int:
         return self.num_requests if self.num_requests > 0 else max(8, 4 * concurrency)
@@ -289,8 +315,12 @@ def make_prompts(words: int, count: int, seed: int) -> list[str]:
     return [random_words(words, rng) for _ in range(count)]
 
 
-def request_payload(spec: BenchSpec, prompt: str) -> dict[str, Any]:
-    """The OpenAI request body, with temperature and ignore_eos always explicit."""
+def request_payload(
+    spec: BenchSpec, prompt: str, output_tokens: int | None = None
+) -> dict[str, Any]:
+    """The OpenAI request body, with temperature and ignore_eos always explicit;
+    `output_tokens` overrides the spec's (lengths drawn per request)."""
+    output = spec.output_tokens if output_tokens is None else output_tokens
     payload: dict[str, Any] = {
         "model": spec.model,
         "stream": True,
@@ -300,10 +330,10 @@ def request_payload(spec: BenchSpec, prompt: str) -> dict[str, Any]:
     }
     if spec.endpoint == "chat":
         payload["messages"] = [{"role": "user", "content": prompt}]
-        payload["max_completion_tokens"] = spec.output_tokens
+        payload["max_completion_tokens"] = output
     else:
         payload["prompt"] = prompt
-        payload["max_tokens"] = spec.output_tokens
+        payload["max_tokens"] = output
     return payload
 
 

@@ -45,7 +45,9 @@ def workload_prompts(
     `plan` (the random workload) exactly."""
     if plan is not None and spec.workload == "random":
         rng = random.Random(seed)
-        return [plan.prompt(spec.input_tokens, rng) for _ in range(count)]
+        drawn = spec.drawn_lengths(count, seed)
+        sizes = [size for size, _, _ in drawn] if drawn else [spec.input_tokens] * count
+        return [plan.prompt(size, rng) for size in sizes]
     if spec.workload == "shared-prefix":
         return shared_prefix_prompts(spec, words, count, seed)
     if spec.workload == "dataset":
