@@ -90,5 +90,8 @@ def test_bad_length_specs_are_one_line_errors_naming_the_flag(
     assert message in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_a_fixed_spec_draws_nothing() -> None:
+def test_a_fixed_spec_draws_nothing_and_one_spread_side_draws() -> None:
     assert BenchSpec(base_url="").drawn_lengths(10, 1) is None
+    spec = BenchSpec(base_url="", output_dist="uniform", output_range="2:40")
+    drawn = spec.drawn_lengths(50, 1)
+    assert drawn is not None and len({out for _, out, _ in drawn}) > 10

@@ -139,7 +139,7 @@ class Lengths:
 
     @property
     def varies(self) -> bool:
-        return bool(self.mix) or "fixed" not in (self.input_dist.kind, self.output_dist.kind)
+        return bool(self.mix) or (self.input_dist.kind, self.output_dist.kind) != ("fixed", "fixed")
 
     def describe(self) -> str:
         sides = (

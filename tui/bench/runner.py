@@ -333,10 +333,14 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                     duration_s=_duration_s(run.outcomes),
                     partial=run.partial,
                     cancelled=run.cancelled,
-                    slos=Slos(spec.slos.ttft_ms, spec.slos.tpot_ms, spec.slos.e2el_ms),
+                    slos=Slos(
+                        spec.slos.ttft_ms, spec.slos.tpot_ms, spec.slos.e2el_ms,
+                        spec.slos.attainment,
+                    ),
                     server=server_delta(before, after),
                     percentiles=spec.percentiles,
-                )
+                    seed=seed,
+                )  # fmt: skip
                 results.append(level)
                 emit("level", level=level_to_dict(level))
     partial = cancel.is_set() or any(level.partial for level in results)

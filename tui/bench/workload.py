@@ -140,6 +140,7 @@ class SloSpec:
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     e2el_ms: float | None = None
+    attainment: float = 0.99  # share of requests that must meet them
 
 
 @dataclass(frozen=True, slots=True)
