@@ -18,7 +18,8 @@ import pytest
 from tui.bench.driver import BenchError, BenchProcess, BenchProgress, run_bench
 from tui.bench.history import append_result, history_path
 from tui.bench.model import OUTPUT_TOKENS_FROM_CHUNKS, OUTPUT_TOKENS_FROM_USAGE, BenchResult
-from tui.bench.workload import PROMPT_BY_APPROXIMATION, PROMPT_BY_TOKENIZE, BenchSpec
+from tui.bench.prompt_fit import APPROXIMATE, CALIBRATED_TOKENIZE
+from tui.bench.workload import BenchSpec
 
 SLACK = 1.8  # latencies may exceed the server's sleeps by this factor on a loaded machine
 
@@ -114,14 +115,16 @@ async def test_api_key_is_sent_as_bearer_and_never_recorded(
 
 async def test_prompt_length_is_calibrated_with_tokenize(sse_server: str) -> None:
     result = await _run(_spec(sse_server, "m?itl_ms=1", input_tokens=100, num_requests=3))
-    assert result.client["prompt_method"] == PROMPT_BY_TOKENIZE
+    assert result.client["prompt_method"] == CALIBRATED_TOKENIZE
     assert result.levels[0].total_input_tokens == 3 * 100
 
 
 async def test_without_tokenize_the_approximation_is_labelled(plain_sse_server: str) -> None:
     spec = _spec(plain_sse_server, "m?itl_ms=1&no_usage=1", input_tokens=50, num_requests=3)
     result = await _run(spec)
-    assert result.client["prompt_method"] == PROMPT_BY_APPROXIMATION
+    assert result.client["prompt_method"] == (
+        f"{APPROXIMATE} (server has no /tokenize; usage: the server reports no usage)"
+    )
     level = result.levels[0]
     assert level.output_tokens_source == OUTPUT_TOKENS_FROM_CHUNKS
     assert level.total_output_tokens == 3 * 12

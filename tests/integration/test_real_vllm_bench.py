@@ -16,8 +16,9 @@ import pytest
 from tests.support.vllm_harness import VllmServer
 from tui.bench.driver import run_bench
 from tui.bench.model import OUTPUT_TOKENS_FROM_USAGE, BenchResult, LevelResult
+from tui.bench.prompt_fit import CALIBRATED_TOKENIZE
 from tui.bench.server_view import parse_counters
-from tui.bench.workload import PROMPT_BY_TOKENIZE, BenchSpec, spec_from_preset
+from tui.bench.workload import BenchSpec, spec_from_preset
 from tui.core.config import default_presets
 
 # One token per chunk at concurrency 1 needs the API server to keep up with the engine on
@@ -86,12 +87,11 @@ async def test_quick_preset_counts_what_the_server_counted(real_vllm_server: Vll
         runs.append(result)
         assert result.context.model == server.model
         assert result.context.engine_version == "0.32.0"
-        assert result.client["prompt_method"] == PROMPT_BY_TOKENIZE
+        assert result.client["prompt_method"] == CALIBRATED_TOKENIZE
         (level,) = result.levels
         unmerged = check_level(level, quick.num_requests, quick.output_tokens)
-        # /tokenize calibrates words per token on one sample; other random prompts vary.
-        per_prompt = level.total_input_tokens / quick.num_requests
-        assert per_prompt == pytest.approx(quick.input_tokens, rel=0.15)
+        # Every prompt is fitted to the asked count: the server charged exactly that.
+        assert level.total_input_tokens == quick.num_requests * quick.input_tokens
         # The whole run (warm-up included) as /metrics saw it from outside the engine.
         warm = quick.warmup_requests
         generated = after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"]
@@ -124,7 +124,7 @@ async def test_small_sweep_at_concurrency_1_and_4(real_vllm_server: VllmServer) 
         assert not result.partial
         unmerged = [check_level(level, 8, 24) for level in result.levels]
         for level in result.levels:
-            assert level.total_input_tokens / 8 == pytest.approx(48, rel=0.25)
+            assert level.total_input_tokens == 8 * 48  # each prompt fitted to the count
         if all(unmerged):
             break
     else:

@@ -102,7 +102,9 @@ def main() -> None:
     parser.add_argument("--waves", type=int, default=2)
     args = parser.parse_args()
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "sse_server.py")], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(ROOT / "tests" / "support" / "sse_server.py")],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert server.stdout is not None

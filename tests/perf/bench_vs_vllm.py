@@ -312,7 +312,9 @@ def ceiling_vllm(
 
 def ceiling(args: argparse.Namespace, vllm: tuple[Path, Path] | None) -> list[str]:
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "sse_server.py")], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(ROOT / "tests" / "support" / "sse_server.py")],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     lines = []
     try:

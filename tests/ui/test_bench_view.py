@@ -140,5 +140,7 @@ async def test_levels_fit_80_columns_and_the_highlighted_level_has_its_whole_rep
         lines = text.splitlines()
         assert lines[0].split() == ["c=8", "mean", "median", "p90", "p95", "p99"]
         assert [line.split()[0] for line in lines[1:5]] == ["TTFT", "TPOT", "ITL", "E2EL"]
-        assert "input" in lines[-1] and "total" in lines[-1]
+        rates = next(line for line in lines if line.startswith("  tok/s "))
+        assert "input" in rates and "total" in rates
+        assert lines[-1].startswith("  tok/s/u mean ")  # the intervals follow
         assert all(len(line) <= 78 for line in lines)  # inside the pane's padding

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 from typing import Any
 
 from tui.bench.model import BenchResult, LatencyStats, LevelResult, percentile_word
@@ -58,6 +59,7 @@ def level_to_vllm(result: BenchResult, level: LevelResult) -> dict[str, Any]:
         "decode_tok_s_per_stream": level.decode_tok_s_per_stream,
         "prefill_tok_s_per_request": level.prefill_tok_s_per_request,
         "input_tok_s": level.input_tok_s,
+        "intervals": None if level.uncertainty is None else asdict(level.uncertainty),
         "server": None if level.server is None else _server(level),
         "context": {
             key: getattr(result.context, key) for key in result.context.__dataclass_fields__

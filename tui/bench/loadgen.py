@@ -135,7 +135,12 @@ async def run_level(
         if index and rate:
             await asyncio.sleep(next(gaps))
 
+    drawn = spec.drawn_lengths(len(prompts), seed)  # the lengths the prompts were made to
+
     def request(index: int) -> tuple[dict[str, Any], int]:
+        if drawn is not None:
+            size, output, _ = drawn[index]
+            return request_payload(spec, prompts[index], output), size
         return request_payload(spec, prompts[index]), spec.input_tokens
 
     return await drive_requests(

@@ -10,6 +10,7 @@ std is the population std (numpy's default ddof=0), as vLLM computes them.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,14 @@ from tui.bench.model import (
     LevelResult,
     RequestOutcome,
     ServerView,
+)
+from tui.bench.uncertainty import (
+    CONFIDENCE,
+    RESAMPLES,
+    LevelUncertainty,
+    RankBootstrap,
+    metric_intervals,
+    slo_attainment,
 )
 from tui.core.config import DEFAULT_PERCENTILES
 
@@ -65,6 +74,7 @@ class Slos:
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     e2el_ms: float | None = None
+    attainment: float = 0.99  # the share of requests that must meet them
 
     @property
     def any(self) -> bool:
@@ -105,8 +115,10 @@ def summarize_level(
     slos: Slos | None = None,
     server: ServerView | None = None,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    seed: int = 0,
 ) -> LevelResult:
-    """Aggregate one level's outcomes; failures are counted, never in latency lists."""
+    """Aggregate one level's outcomes; failures are counted, never in latency lists.
+    `seed` seeds the bootstrap of the intervals."""
     good = [outcome for outcome in outcomes if outcome.success]
     failed = [outcome for outcome in outcomes if not outcome.success]
     ttfts = [outcome.ttft_s for outcome in good]
@@ -156,6 +168,37 @@ def summarize_level(
         errors=tuple(outcome.error for outcome in failed),
         server=server,
         input_tok_s=_finite(total_input / duration) if total_input else None,
+        uncertainty=_uncertainty(good, failed, ttfts, tpots, e2els, slos, percentiles, seed),
+    )
+
+
+def _uncertainty(
+    good: Sequence[RequestOutcome],
+    failed: Sequence[RequestOutcome],
+    ttfts: Sequence[float],
+    tpots: Sequence[float],
+    e2els: Sequence[float],
+    slos: Slos | None,
+    percentiles: Sequence[float],
+    seed: int,
+) -> LevelUncertainty | None:
+    """Intervals of TTFT, TPOT, E2EL (ms) and per-user output tok/s; SLO attainment."""
+    if not good:
+        return None
+    boot = RankBootstrap(random.Random(seed ^ 0xB007))
+    user_tok_s = [output_tokens_of(o) / o.latency_s for o in good if o.latency_s > 0]
+    found = [
+        metric_intervals("ttft_ms", ttfts, percentiles, boot, 1000.0),
+        metric_intervals("tpot_ms", tpots, percentiles, boot, 1000.0),
+        metric_intervals("e2el_ms", e2els, percentiles, boot, 1000.0),
+        metric_intervals("user_tok_s", user_tok_s, percentiles, boot),
+    ]
+    attainment = None
+    if slos is not None and slos.any:
+        met = sum(_meets(outcome, slos) for outcome in good)
+        attainment = slo_attainment(met, len(good) + len(failed), slos.attainment)
+    return LevelUncertainty(
+        CONFIDENCE, RESAMPLES, seed, tuple(m for m in found if m is not None), attainment
     )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from tui.bench.uncertainty import LevelUncertainty, uncertainty_from_dict
+
 OUTPUT_TOKENS_FROM_USAGE = "usage"
 OUTPUT_TOKENS_FROM_CHUNKS = "chunks (server sent no usage; one token per chunk assumed)"
 OUTPUT_TOKENS_MIXED = "mixed (some requests had no usage; chunks counted)"
@@ -88,6 +90,8 @@ class LevelResult:
     server: ServerView | None = None
     # prompt tokens / duration: the prefill side of a run (None in runs stored before it)
     input_tok_s: float | None = None
+    # 95 % intervals over the requests (tui.bench.uncertainty; None in older runs)
+    uncertainty: LevelUncertainty | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +181,7 @@ def level_from_dict(data: dict[str, Any]) -> LevelResult:
     server = values.get("server")
     values["server"] = _build(ServerView, server) if server else None
     values["errors"] = tuple(values.get("errors") or ())
+    values["uncertainty"] = uncertainty_from_dict(values.get("uncertainty"))
     return _build(LevelResult, values)
 
 

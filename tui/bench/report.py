@@ -8,6 +8,7 @@ sample stands behind is n/a, never 0.
 from __future__ import annotations
 
 from tui.bench.model import LatencyStats, LevelResult, percentile_word
+from tui.bench.uncertainty import LevelUncertainty
 
 _LABEL = 10  # "  TTFT ms", or the level's load above them
 _REPORT_CELL = 10  # one figure; the label and 7 of them fill 80 columns
@@ -63,4 +64,38 @@ def report_lines(level: LevelResult) -> list[str]:
         f"{'  tok/s':<{_LABEL}}input {rate(level.input_tok_s)}"
         f"  output {rate(level.output_throughput)}  total {rate(level.total_token_throughput)}"
     )
+    if level.uncertainty is not None:
+        lines += interval_lines(level.uncertainty)
+    return lines
+
+
+_INTERVAL_NAMES = (
+    ("ttft_ms", "TTFT ms"), ("tpot_ms", "TPOT ms"), ("e2el_ms", "E2EL ms"),
+    ("user_tok_s", "tok/s/u"),
+)  # fmt: skip
+
+
+def _figure(value: float) -> str:
+    return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def interval_lines(found: LevelUncertainty) -> list[str]:
+    """The 95 % intervals of mean, median and the highest asked percentile; SLO attainment."""
+    lines = [
+        f"  {100 * found.confidence:g}% intervals over requests (bootstrap, seed {found.seed})"
+    ]
+    for name, label in _INTERVAL_NAMES:
+        metric = found.metric(name)
+        if metric is None:
+            continue
+        shown = [metric.intervals[0], metric.intervals[1], metric.intervals[-1]]
+        shown = list(dict.fromkeys(shown))
+        cells = "  ".join(f"{i.figure} {_figure(i.low)}-{_figure(i.high)}" for i in shown)
+        lines.append(f"{'  ' + label:<{_LABEL}}{cells}")
+    slo = found.slo
+    if slo is not None:
+        lines.append(
+            f"  SLO met by {slo.met}/{slo.total} ({100 * slo.low:.1f}-{100 * slo.high:.1f}%),"
+            f" target {100 * slo.target:g}%: {slo.verdict}"
+        )
     return lines

@@ -37,13 +37,13 @@ from tui.bench.client import make_client
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import Slos, summarize_level
 from tui.bench.model import BenchResult, LevelResult, RequestOutcome
+from tui.bench.prompt_fit import PromptPlan, plan_prompts
 from tui.bench.server_view import scrape, server_delta
 from tui.bench.trace import load_trace, replay, trace_prompts
 from tui.bench.workload import (
     BenchSpec,
     api_url,
     endpoint_path,
-    make_prompts,
     words_for_tokens,
 )
 from tui.bench.workloads import intended_prefix_hit_rate, reset_prefix_cache, workload_prompts
@@ -101,6 +101,7 @@ async def _discover(control: httpx.AsyncClient, spec: BenchSpec) -> tuple[str, s
 async def _sharded_level(
     spec: BenchSpec,
     words: int,
+    plan: PromptPlan | None,
     *,
     processes: int,
     concurrency: int,
@@ -122,6 +123,7 @@ async def _sharded_level(
             "num_requests": counts[index],
             "rate": rate / processes if rate else None,
             "words": words,
+            "plan": plan.to_dict() if plan is not None else None,
             "seed": seed * 1000 + index,
         }
         worker = await asyncio.create_subprocess_exec(
@@ -213,7 +215,12 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
         context = replace(spec.context, model=model, base_url=spec.base_url)
         if version:
             context = replace(context, engine_version=version)
-        words, prompt_method = await words_for_tokens(control, spec)
+        plan: PromptPlan | None = None
+        if spec.workload == "random":
+            plan = await plan_prompts(control, spec)
+            words, prompt_method = plan.words_for(spec.input_tokens), plan.label
+        else:
+            words, prompt_method = await words_for_tokens(control, spec)
         reset = (
             await reset_prefix_cache(control, spec.base_url) if spec.workload != "random" else ""
         )
@@ -239,7 +246,13 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
             transport=spec.transport,
             api_key=api_key,
         ) as client:
-            warm = make_prompts(words, spec.warmup_requests, spec.seed + 7919)
+            warm = workload_prompts(
+                replace(spec, workload="random"),
+                words,
+                spec.warmup_requests,
+                spec.seed + 7919,
+                plan,
+            )
             for prompt in warm:
                 if cancel.is_set():
                     break
@@ -297,14 +310,14 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                             concurrency=concurrency, cancel=cancel, run=run, intent=intent,
                         )  # fmt: skip
                     elif processes == 1:
-                        prompts = workload_prompts(spec, words, total, seed)
+                        prompts = workload_prompts(spec, words, total, seed, plan)
                         await run_level(
                             client, url, spec, prompts, concurrency=concurrency, rate=rate,
                             seed=seed, cancel=cancel, run=run,
                         )  # fmt: skip
                     else:
                         await _sharded_level(
-                            spec, words, processes=processes, concurrency=concurrency,
+                            spec, words, plan, processes=processes, concurrency=concurrency,
                             rate=rate, num_requests=total, seed=seed, cancel=cancel,
                             run=run, worker_tokens=worker_tokens,
                         )  # fmt: skip
@@ -320,10 +333,14 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                     duration_s=_duration_s(run.outcomes),
                     partial=run.partial,
                     cancelled=run.cancelled,
-                    slos=Slos(spec.slos.ttft_ms, spec.slos.tpot_ms, spec.slos.e2el_ms),
+                    slos=Slos(
+                        spec.slos.ttft_ms, spec.slos.tpot_ms, spec.slos.e2el_ms,
+                        spec.slos.attainment,
+                    ),
                     server=server_delta(before, after),
                     percentiles=spec.percentiles,
-                )
+                    seed=seed,
+                )  # fmt: skip
                 results.append(level)
                 emit("level", level=level_to_dict(level))
     partial = cancel.is_set() or any(level.partial for level in results)
@@ -346,6 +363,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
             "prompt_method": prompt_method,
             "warmup_requests": spec.warmup_requests,
             "read_timeout_s": spec.read_timeout_s,
+            **({"lengths": spec.lengths().describe()} if spec.lengths().varies else {}),
             **_workload_notes(spec, results, reset, intent),
         },
     )
@@ -404,7 +422,8 @@ def _duration_s(outcomes: list[RequestOutcome]) -> float:
 async def _worker(job: dict[str, Any], cancel: asyncio.Event) -> None:
     spec = BenchSpec.from_dict(job["spec"])
     url = api_url(spec.base_url, endpoint_path(spec.endpoint))
-    prompts = workload_prompts(spec, job["words"], job["num_requests"], job["seed"])
+    plan = PromptPlan.from_dict(job["plan"]) if job.get("plan") else None
+    prompts = workload_prompts(spec, job["words"], job["num_requests"], job["seed"], plan)
     run = LevelRun()
 
     async def live() -> None:

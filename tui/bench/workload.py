@@ -1,11 +1,11 @@
 """What a run sends: the spec, synthetic prompts of a token length, arrival times.
 
-Prompt length: when the server has vLLM's /tokenize, the number of words is
-calibrated so the prompt tokenizes to the target length; otherwise one token
-per word is assumed (common English words with a leading space are single
-tokens in the usual BPE vocabularies). Every prompt is a different random
-word sequence, so prefix caching cannot shortcut the prefill. The server's
-usage.prompt_tokens is what the results count.
+Prompt length: the random workload's prompts are made to the exact token count
+(tui.bench.prompt_fit); the other workloads use the word ratio calibrated here
+against /tokenize, or one token per word (common English words with a leading
+space are single tokens in the usual BPE vocabularies). Every prompt is a
+different random word sequence, so prefix caching cannot shortcut the prefill.
+The server's usage.prompt_tokens is what the results count.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from tui.bench.lengths import Lengths, parse_dist, parse_mix
 from tui.bench.model import RunContext
 from tui.core.config import DEFAULT_PERCENTILES, BenchmarkPreset
 
@@ -120,8 +121,8 @@ _WORDS = [
     "story",
 ]
 
-PROMPT_BY_TOKENIZE = "/tokenize calibration"
-PROMPT_BY_APPROXIMATION = "approximation: one token per common word (server has no /tokenize)"
+PROMPT_BY_TOKENIZE = "approximate (/tokenize word ratio)"
+PROMPT_BY_APPROXIMATION = "approximate: one token per common word (server has no /tokenize)"
 
 
 def approximation(why: str) -> str:
@@ -129,11 +130,17 @@ def approximation(why: str) -> str:
     return PROMPT_BY_APPROXIMATION.replace("server has no /tokenize", why)
 
 
+def vocabulary() -> tuple[str, ...]:
+    """The common words prompts are made of, each with its leading space."""
+    return tuple(" " + word for word in _WORDS)
+
+
 @dataclass(frozen=True, slots=True)
 class SloSpec:
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     e2el_ms: float | None = None
+    attainment: float = 0.99  # share of requests that must meet them
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +178,15 @@ class BenchSpec:
     dataset_path: str = ""  # dataset: a local ShareGPT-format JSON file
     trace_path: str = ""  # trace: a JSONL request trace (tui.bench.trace)
     trace_speed: float = 1.0  # trace: 2.0 replays twice as fast
+    tokenizer_path: str = ""  # a local tokenizer.json or its folder (exact prompt lengths)
+    # Lengths per request (tui.bench.lengths; the random workload): checked by the CLI.
+    input_dist: str = "fixed"
+    input_stddev: float | None = None
+    input_range: str | None = None
+    output_dist: str = "fixed"
+    output_stddev: float | None = None
+    output_range: str | None = None
+    mix: str = ""  # NAME:SHARE:IN/OUT,...
     slos: SloSpec = field(default_factory=SloSpec)
     context: RunContext = field(default_factory=RunContext)
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES  # vLLM's --metric-percentiles
@@ -195,6 +211,23 @@ class BenchSpec:
             cap = max(self.concurrency) if self.concurrency else 256
             return [(cap, rate) for rate in self.request_rates]
         return [(concurrency, None) for concurrency in self.concurrency]
+
+    def lengths(self) -> Lengths:
+        """The per-request lengths this spec asks for (LengthSpecError when malformed)."""
+        return Lengths(
+            self.input_tokens,
+            self.output_tokens,
+            parse_dist("input", self.input_dist, self.input_stddev, self.input_range),
+            parse_dist("output", self.output_dist, self.output_stddev, self.output_range),
+            parse_mix(self.mix),
+        )
+
+    def drawn_lengths(self, count: int, seed: int) -> list[tuple[int, int, str]] | None:
+        """Each request's (input, output, class) for the random workload, or None when fixed."""
+        lengths = self.lengths()
+        if self.workload != "random" or not lengths.varies:
+            return None
+        return lengths.draw(count, seed)
 
     def requests_for(self, concurrency: int) -> int:
         return self.num_requests if self.num_requests > 0 else max(8, 4 * concurrency)
@@ -236,13 +269,16 @@ def random_words(count: int, rng: random.Random) -> str:
     return "".join(" " + rng.choice(_WORDS) for _ in range(max(count, 1)))
 
 
-async def count_tokens(client: httpx.AsyncClient, spec: BenchSpec, text: str) -> int | str:
-    """Tokens in `text` by the server's /tokenize, or why it gave none (no /tokenize, an
-    answer that is not a JSON object with a count)."""
+async def count_tokens(
+    client: httpx.AsyncClient, spec: BenchSpec, text: str | list[dict[str, str]]
+) -> int | str:
+    """Tokens in `text` (a prompt, or chat messages: template included) by the server's
+    /tokenize, or why it gave none (no /tokenize, an answer that is not a JSON object
+    with a count)."""
+    body: dict[str, Any] = {"model": spec.model}
+    body["messages" if isinstance(text, list) else "prompt"] = text
     try:
-        response = await client.post(
-            api_url(spec.base_url, "/tokenize"), json={"model": spec.model, "prompt": text}
-        )
+        response = await client.post(api_url(spec.base_url, "/tokenize"), json=body)
     except httpx.HTTPError as error:
         return f"/tokenize failed: {type(error).__name__}"
     if response.status_code != 200:
@@ -280,8 +316,12 @@ def make_prompts(words: int, count: int, seed: int) -> list[str]:
     return [random_words(words, rng) for _ in range(count)]
 
 
-def request_payload(spec: BenchSpec, prompt: str) -> dict[str, Any]:
-    """The OpenAI request body, with temperature and ignore_eos always explicit."""
+def request_payload(
+    spec: BenchSpec, prompt: str, output_tokens: int | None = None
+) -> dict[str, Any]:
+    """The OpenAI request body, with temperature and ignore_eos always explicit;
+    `output_tokens` overrides the spec's (lengths drawn per request)."""
+    output = spec.output_tokens if output_tokens is None else output_tokens
     payload: dict[str, Any] = {
         "model": spec.model,
         "stream": True,
@@ -291,10 +331,10 @@ def request_payload(spec: BenchSpec, prompt: str) -> dict[str, Any]:
     }
     if spec.endpoint == "chat":
         payload["messages"] = [{"role": "user", "content": prompt}]
-        payload["max_completion_tokens"] = spec.output_tokens
+        payload["max_completion_tokens"] = output
     else:
         payload["prompt"] = prompt
-        payload["max_tokens"] = spec.output_tokens
+        payload["max_tokens"] = output
     return payload
 
 

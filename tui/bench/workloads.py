@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 
+from tui.bench.prompt_fit import PromptPlan
 from tui.bench.workload import BenchSpec, api_url, make_prompts, random_words
 
 # chat: tui.bench.chat_loop; trace: tui.bench.trace
@@ -37,8 +38,16 @@ def _scaled_words(spec: BenchSpec, words: int, tokens: int) -> int:
     return max(1, round(tokens * words / max(spec.input_tokens, 1)))
 
 
-def workload_prompts(spec: BenchSpec, words: int, count: int, seed: int) -> list[str]:
-    """`count` prompts of the spec's workload; `words` makes `input_tokens` tokens."""
+def workload_prompts(
+    spec: BenchSpec, words: int, count: int, seed: int, plan: PromptPlan | None = None
+) -> list[str]:
+    """`count` prompts of the spec's workload; `words` makes about `input_tokens` tokens,
+    `plan` (the random workload) exactly."""
+    if plan is not None and spec.workload == "random":
+        rng = random.Random(seed)
+        drawn = spec.drawn_lengths(count, seed)
+        sizes = [size for size, _, _ in drawn] if drawn else [spec.input_tokens] * count
+        return [plan.prompt(size, rng) for size in sizes]
     if spec.workload == "shared-prefix":
         return shared_prefix_prompts(spec, words, count, seed)
     if spec.workload == "dataset":

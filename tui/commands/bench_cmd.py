@@ -10,6 +10,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 
 from tui.bench.context import context_for_profile
 from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
@@ -79,6 +80,31 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--chat-turns", type=int, metavar="T", help="chat: turns per conversation")
     parser.add_argument("--prefix-groups", type=int, metavar="G", help="shared-prefix groups")
     parser.add_argument("--prefix-tokens", type=int, metavar="S", help="shared-prefix tokens")
+    for side in ("input", "output"):
+        parser.add_argument(
+            f"--{side}-dist",
+            choices=("fixed", "normal", "uniform", "lognormal"),
+            help=f"random workload: how {side} lengths spread around --{side}-tokens",
+        )
+        parser.add_argument(
+            f"--{side}-stddev", type=float, metavar="S", help=f"normal/lognormal {side} sd"
+        )
+        parser.add_argument(
+            f"--{side}-range", metavar="LOW:HIGH", help=f"uniform {side} lengths, in tokens"
+        )
+    parser.add_argument(
+        "--mix",
+        metavar="LIST",
+        help="random workload: request classes NAME:SHARE:IN/OUT, e.g. "
+        "chat:0.8:512/256,rag:0.2:8192/256",
+    )
+    parser.add_argument("--seed", type=int, metavar="N", help="seed of prompts and lengths")
+    parser.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="the model's tokenizer.json (or its folder) for exact prompt lengths "
+        "(needs the tokenizers package; default: the served model's path, else /tokenize)",
+    )
     parser.add_argument(
         "--capacity",
         action="store_true",
@@ -172,6 +198,17 @@ def _trace_path(args: argparse.Namespace) -> str | None:
     return os.path.abspath(path)
 
 
+def _tokenizer_path(args: argparse.Namespace) -> str | None:
+    """--tokenizer, checked now: a tokenizer.json, or a folder holding one."""
+    path = getattr(args, "tokenizer", None)
+    if not path:
+        return None
+    found = Path(path)
+    if not (found.is_file() or (found / "tokenizer.json").is_file()):
+        raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
+    return os.path.abspath(path)
+
+
 def build_spec(
     args: argparse.Namespace, deck: Deck | None = None, base_url: str = "", gpus: str = ""
 ) -> BenchSpec:
@@ -197,7 +234,7 @@ def build_spec(
     if name not in presets:
         known = ", ".join(sorted(presets))
         raise UsageError(f"unknown preset {name!r}; known presets: {known}")
-    return spec_from_preset(
+    spec = spec_from_preset(
         presets[name],
         base_url,
         model=args.model or "",
@@ -215,10 +252,37 @@ def build_spec(
         dataset_path=_dataset_path(args),
         trace_path=_trace_path(args),
         trace_speed=getattr(args, "trace_speed", None),
+        tokenizer_path=_tokenizer_path(args),
         api_key_env=api_key_env,
         context=replace(context, base_url=base_url),
         percentiles=percentiles,
+        seed=getattr(args, "seed", None),
+        mix=getattr(args, "mix", None),
+        **_length_flags(args),
     )
+    _check_lengths(spec, args)
+    return spec
+
+
+def _length_flags(args: argparse.Namespace) -> dict[str, object]:
+    names = [
+        f"{side}_{part}" for side in ("input", "output") for part in ("dist", "stddev", "range")
+    ]
+    return {name: getattr(args, name, None) for name in names}
+
+
+def _check_lengths(spec: BenchSpec, args: argparse.Namespace) -> None:
+    """Length distributions and mixes: well formed, and only where they apply."""
+    from tui.bench.lengths import LengthSpecError
+
+    try:
+        lengths = spec.lengths()
+    except LengthSpecError as error:
+        raise UsageError(str(error)) from None
+    if lengths.varies and spec.workload != "random":
+        raise UsageError("--input-dist, --output-dist and --mix need --workload random")
+    if lengths.varies and getattr(args, "capacity", False):
+        raise UsageError("--input-dist, --output-dist and --mix are not for --capacity")
 
 
 def _ms(value: float) -> str:
@@ -288,6 +352,11 @@ def format_result(result: BenchResult) -> str:
     prefill = [lv.prefill_tok_s_per_request for lv in result.levels if lv.concurrency == 1]
     if prefill and prefill[0]:
         lines.append(f"prefill {prefill[0]:,.0f} prompt tok/s per request (prompt / TTFT)")
+    if result.client.get("lengths"):
+        lines.append(f"lengths per request: {result.client['lengths']} tok")
+    method = result.client.get("prompt_method")
+    if method:
+        lines.append(f"prompt tokens: {method}")
     if result.levels and result.levels[0].output_tokens_source != "usage":
         lines.append(f"output tokens: {result.levels[0].output_tokens_source}")
     intended = result.client.get("intended_prefix_hit_rate")

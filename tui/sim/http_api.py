@@ -143,8 +143,9 @@ class SimApi:
         body = await self._json(request)
         if isinstance(body, web.Response):
             return body
-        if "messages" in body:
-            ids = tokens.tokenize("".join(str(m.get("content", "")) for m in body["messages"]))
+        if isinstance(body.get("messages"), list):
+            # As chat completions charge it: the template's tokens around each message too.
+            ids = tokens.chat_token_ids([m for m in body["messages"] if isinstance(m, dict)])
         else:
             ids = tokens.tokenize(str(body.get("prompt", "")))
         return _json_response(

@@ -1,0 +1,108 @@
+"""The interval math: coverage of known populations over many seeded samples, the exact
+bootstrap of a percentile, Wilson's interval and the SLO verdicts, the report's lines."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+import pytest
+
+from tui.bench.metrics import Slos, summarize_level
+from tui.bench.model import RequestOutcome, level_from_dict
+from tui.bench.report import report_lines
+from tui.bench.runner import level_to_dict
+from tui.bench.uncertainty import (
+    MET,
+    MISSED,
+    UNDECIDED,
+    RankBootstrap,
+    mean_interval,
+    percentile_interval,
+    slo_attainment,
+    wilson,
+)
+
+
+def test_mean_and_median_intervals_cover_an_exponential_population_95_percent() -> None:
+    rng = random.Random(11)
+    boot = RankBootstrap(random.Random(5))
+    trials, covered_mean, covered_median = 400, 0, 0
+    truth_median = 0.6931471805599453  # ln 2 at rate 1
+    for _ in range(trials):
+        sample = sorted(rng.expovariate(1.0) for _ in range(60))
+        low, high = mean_interval(sample)
+        covered_mean += low <= 1.0 <= high
+        low, high = percentile_interval(sample, 50, boot)
+        covered_median += low <= truth_median <= high
+    assert 0.91 <= covered_mean / trials <= 0.98
+    assert 0.91 <= covered_median / trials <= 0.99
+
+
+def test_the_rank_bootstrap_matches_resampling_outright() -> None:
+    rng = random.Random(2)
+    sample = sorted(rng.lognormvariate(0, 1) for _ in range(200))
+    resampled = sorted(sorted(rng.choices(sample, k=200))[round(199 * 0.9)] for _ in range(4000))
+    low, high = percentile_interval(sample, 90, RankBootstrap(random.Random(3)))
+    assert sample.index(low) == pytest.approx(sample.index(resampled[100]), abs=3)
+    assert sample.index(high) == pytest.approx(sample.index(resampled[3899]), abs=3)
+
+
+def test_mean_interval_is_t_for_few_requests_and_normal_for_many() -> None:
+    low, high = mean_interval([1.0, 2.0, 3.0])  # sd 1, t(2) = 4.303
+    assert (low, high) == pytest.approx((2 - 4.303 / 3**0.5, 2 + 4.303 / 3**0.5))
+    many = [float(i % 10) for i in range(10_000)]
+    low, high = mean_interval(many)
+    half = 1.96 * statistics.stdev(many) / 100
+    assert high - low == pytest.approx(2 * half, rel=1e-3)
+
+
+def test_wilson_has_width_when_every_request_met_and_verdicts_follow_it() -> None:
+    low, high = wilson(20, 20)
+    assert low == pytest.approx(0.839, abs=1e-3) and high == 1.0
+    assert slo_attainment(20, 20, 0.99).verdict == UNDECIDED
+    assert slo_attainment(1000, 1000, 0.99).verdict == MET
+    assert slo_attainment(900, 1000, 0.99).verdict == MISSED
+
+
+def _outcomes(n: int, seed: int) -> list[RequestOutcome]:
+    rng = random.Random(seed)
+    found = []
+    for i in range(n):
+        ttft = 0.02 + rng.expovariate(50)
+        found.append(
+            RequestOutcome(
+                success=True,
+                start_s=i,
+                ttft_s=ttft,
+                latency_s=ttft + 0.3,
+                output_tokens=31,
+                usage_seen=True,
+                prompt_tokens=8,
+                end_s=i + ttft + 0.3,
+            )
+        )
+    return found
+
+
+def test_a_level_carries_its_intervals_through_json_and_the_report() -> None:
+    level = summarize_level(
+        _outcomes(40, 1), concurrency=1, request_rate=None, burstiness=1.0,
+        num_requests=40, duration_s=40.0, slos=Slos(ttft_ms=60), seed=9,
+    )  # fmt: skip
+    found = level.uncertainty
+    assert found is not None and found.seed == 9
+    ttft = found.metric("ttft_ms")
+    assert ttft is not None
+    mean = ttft.get("mean")
+    assert mean is not None and mean.low < level.ttft.mean_ms < mean.high
+    assert level_from_dict(level_to_dict(level)) == level
+    again = summarize_level(
+        _outcomes(40, 1), concurrency=1, request_rate=None, burstiness=1.0,
+        num_requests=40, duration_s=40.0, slos=Slos(ttft_ms=60), seed=9,
+    )  # fmt: skip
+    assert again.uncertainty == found  # seeded
+    lines = report_lines(level)
+    assert any(line.startswith("  TTFT ms mean ") for line in lines), lines
+    assert any("target 99%: " in line for line in lines)
+    assert all(len(line) <= 80 for line in lines)
