@@ -26,7 +26,7 @@ KEPT: dict[str, tuple[int, str]] = {
     "tui/compose.py": (1, "cold start: a real host's Deck never loads the simulator"),
     "tui/deck.py": (14, _COLD + ": NVML, the journal, the planner, health load on first use"),
     "tui/commands/bench_cmd.py": (
-        8,
+        9,
         _CLI + "; compare_cmd and capacity_cmd import bench_cmd's spec (one loop left)",
     ),
     "tui/commands/capacity_cmd.py": (1, "bench_cmd imports capacity_cmd: the loop above"),
