@@ -19,7 +19,7 @@ from textual.widgets.data_table import ColumnKey
 from tui.core.formatting import duration_compact, gib
 from tui.procs.model import GpuProcess, ProcIdentity, ProcListing
 from tui.procs.order import SORTS, next_sort, ordered
-from tui.procs.text import gpu_column
+from tui.procs.text import gpu_column, sm_column
 from widgets.keys import bindings_for
 
 COLUMNS = (
@@ -28,6 +28,7 @@ COLUMNS = (
     ("user", "User"),
     ("gpu", "GPU"),
     ("memory", "GPU memory"),
+    ("sm", "SM %"),
     ("age", "Age"),
     ("command", "Command"),
 )
@@ -85,6 +86,7 @@ class ProcsPane(DataTable[Text]):
             "user": Text(proc.user),
             "gpu": Text(gpu_column(proc)),
             "memory": Text(gib(proc.gpu_memory_bytes), style=style, justify="right"),
+            "sm": Text(sm_column(proc), justify="right"),
             "age": Text(duration_compact(proc.age_s(now_s), always_minutes=True), justify="right"),
             "command": Text(proc.command[:160], style=style),
         }

@@ -101,6 +101,8 @@ def test_compute_apps() -> None:
     ]  # fmt: skip
     assert apps[0].used_memory_bytes == 118402 * MIB
     assert apps[0].process_name == "VLLM::Worker_TP0"
+    # --query-compute-apps states no per-process utilization: unknown, never 0
+    assert all(app.sm_util_percent is None for app in apps)
     # a process name with commas stays whole; an unknown uuid is skipped
     odd = parse_compute_apps("GPU-a, 7, [N/A], python -c x,y\nGPU-zz, 8, 1, p\n", {"GPU-a": 0})
     assert len(odd) == 1 and odd[0].process_name == "python -c x,y"

@@ -52,6 +52,27 @@ def test_procs_json_lists_an_adopted_worker_as_leftover(spawn_orphan, run, capsy
     assert "leftover" in out and str(worker.pid) in out and "30.0 GiB" in out
 
 
+def test_procs_states_each_process_sm_share_and_unknown_as_null(spawn_orphan, run, capsys) -> None:  # type: ignore[no-untyped-def]
+    busy = spawn_orphan("VLLM::Worker_TP0", adopted_by_test=True)
+    unknown = spawn_orphan("VLLM::Worker_TP1", adopted_by_test=True)
+    GPU_HINTS.extend(
+        [
+            GpuProcessUsage(busy.pid, 0, 30 * GIB, sm_util_percent=87.5),
+            GpuProcessUsage(unknown.pid, 1, 30 * GIB),  # its GPU does not report it
+        ]
+    )
+    assert run(["procs", "--json"]) == 0
+    by_pid = {p["identity"]["pid"]: p for p in json.loads(capsys.readouterr().out)["processes"]}
+    assert by_pid[busy.pid]["sm_util_percent"] == 87.5
+    assert by_pid[busy.pid]["gpus"][0]["sm_util_percent"] == 87.5
+    assert by_pid[unknown.pid]["sm_util_percent"] is None  # unknown, never 0
+    assert run(["procs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "SM%" in next(line for line in lines if line.startswith("CLASS"))
+    assert " 88 " in next(line for line in lines if f" {busy.pid} " in line)
+    assert "   ? " in next(line for line in lines if f" {unknown.pid} " in line)
+
+
 def test_kill_leftovers_needs_yes_off_a_terminal(spawn_orphan, run, capsys) -> None:  # type: ignore[no-untyped-def]
     worker = spawn_orphan("VLLM::Worker_TP0", adopted_by_test=True)
     GPU_HINTS.append(GpuProcessUsage(worker.pid, 0, 10 * GIB))

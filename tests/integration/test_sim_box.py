@@ -56,6 +56,8 @@ def test_serving_tree_has_vllm_process_names_and_gpu_memory(sim_box_factory: Fac
     assert snapshot.simulated and snapshot.source == "simulated" and snapshot.gpu_count == 8
     for sample in snapshot.samples:
         assert len(sample.processes) == 1
+        # its worker's SM share is the GPU's utilization: the one process doing work on it
+        assert sample.processes[0].sm_util_percent == sample.utilization_gpu_pct
         # weights (547 GB / 8) + KV cache + graphs + context: most of the 96 GB board
         assert 80e9 < (sample.memory_used_bytes or 0) < (sample.memory_total_bytes or 0)
 
@@ -82,8 +84,10 @@ def test_orphans_survive_stop_hold_memory_and_go_on_sigterm(sim_box_factory: Fac
         # Reparented: to PID 1, or to a subreaper, never to the simulator's own processes.
         parent = ppid(pid)
         assert parent == 1 or parent not in {p for p, _ticks, _role in box.started_processes()}
-    held = {s.index: s.memory_used_bytes for s in box.snapshot().samples}
+    samples = box.snapshot().samples
+    held = {s.index: s.memory_used_bytes for s in samples}
     assert held[0] > 60e9 and held[1] > 60e9 and held[2] == 0
+    assert [p.sm_util_percent for s in samples for p in s.processes] == [0.0, 0.0]  # idle
     for pid in orphans.values():
         os.kill(pid, signal.SIGTERM)
     wait_until(lambda: not any(is_alive(pid) for pid in orphans.values()), 10)

@@ -87,7 +87,15 @@ async def measure_ticks(source: GpuSource, ticks: int, interval_s: float) -> Non
         for handle in handles:
             nvml_module._read_slow(handle)
         slow_s = time.perf_counter() - started
+        started = time.perf_counter()
+        for index, handle in enumerate(handles):
+            source._read_process_util_into(index, handle)
+        util_s = time.perf_counter() - started
         print(f"worker-thread fast pass: {fast_s * 1e3:.2f} ms for {len(handles)} GPUs")
+        print(
+            f"per-process utilization read: {util_s * 1e3:.2f} ms for {len(handles)} GPUs "
+            "(background thread, every 5 s)"
+        )
         naive_ms = (fast_s + slow_s) * 1e3
         print(
             f"naive on-loop tick (fast + PCIe TX/RX + ECC + throttle): {naive_ms:.1f}"

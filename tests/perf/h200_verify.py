@@ -4,7 +4,8 @@
 
 1. starts a CUDA process holding 4 GiB on GPU 0 (torch, in a subprocess that sleeps);
 2. samples NvmlGpuSource and SmiGpuSource (over LocalHost) and prints whether they
-   agree (same GPU count, memory within 1% of total, same PIDs) as a table and JSON;
+   agree (same GPU count, memory within 1% of total, same PIDs) as a table and JSON, with
+   NVML's per-process SM % of the idle holder (0.0 where the GPU reports it, else None);
 3. saves raw nvidia-smi output (the query stream, compute apps, topo -m, --version)
    in OUT_DIR as test fixtures (tests/support/fixtures/nvidia_smi/ takes them as they are);
 4. saves `python -m tui gpus --json`;
@@ -106,12 +107,18 @@ def compare(nvml: GpuBoxSnapshot, smi: GpuBoxSnapshot, holder_pid: int) -> dict[
     holder_seen = any(holder_pid in r["nvml_pids"] for r in rows) or any(
         holder_pid in r["smi_pids"] for r in rows
     )
+    # NVML's per-process SM share of the sleeping holder: 0.0 where the GPU answers
+    # nvmlDeviceGetProcessUtilization (it does no work), None where it does not
+    holder_sm = [
+        p.sm_util_percent for s in nvml.samples for p in s.processes if p.pid == holder_pid
+    ]
     return {
         "gpu_count_nvml": nvml.gpu_count,
         "gpu_count_smi": smi.gpu_count,
         "gpu_count_agrees": nvml.gpu_count == smi.gpu_count,
         "holder_pid": holder_pid,
         "holder_pid_seen": holder_seen,
+        "holder_sm_util_percent": holder_sm[0] if holder_sm else "not listed",
         "all_agree": nvml.gpu_count == smi.gpu_count
         and all(r["memory_agrees"] and r["pids_agree"] for r in rows),
         "gpus": rows,
@@ -132,7 +139,8 @@ def print_table(report: dict[str, Any]) -> None:
         )
     print(
         f"GPU count nvml={report['gpu_count_nvml']} smi={report['gpu_count_smi']}; holder pid "
-        f"{report['holder_pid']} seen={report['holder_pid_seen']}; all agree={report['all_agree']}"
+        f"{report['holder_pid']} seen={report['holder_pid_seen']} (NVML SM % "
+        f"{report['holder_sm_util_percent']}); all agree={report['all_agree']}"
     )
 
 

@@ -32,6 +32,8 @@ REALISTIC_LATENCY_S: dict[str, float] = {
     "nvmlDeviceGetTemperature": 0.00001,
     "nvmlDeviceGetPowerUsage": 0.00002,
     "nvmlDeviceGetTotalEccErrors": 0.0001,
+    # Two calls (the count, then the samples); not measured on a real driver: an estimate.
+    "nvmlDeviceGetProcessUtilization": 0.0002,
 }
 
 
@@ -48,6 +50,10 @@ class FakeGpu:
     numa_node: int = 0
     processes: list[tuple[int, int | None]] = field(default_factory=list)  # (pid, bytes)
     graphics_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    # NVML's per-process samples: (timestamp in microseconds, pid, smUtil, memUtil); only
+    # processes that did work have any. Add "nvmlDeviceGetProcessUtilization" to
+    # `unsupported` for a GPU that does not report it.
+    process_samples: list[tuple[int, int, int, int]] = field(default_factory=list)
     unsupported: set[str] = field(default_factory=set)
     lost: bool = False
     nvlinks: int = 0  # links to an NVSwitch
@@ -145,6 +151,7 @@ class FakeNvml:
             "nvmlDeviceGetTotalEccErrors": lambda g, kind, counter: 0,
             "nvmlDeviceGetCurrentClocksEventReasons": lambda g: 0x4,  # sw power cap
             "nvmlDeviceGetCurrentClocksThrottleReasons": lambda g: 0x4,
+            "nvmlDeviceGetProcessUtilization": self._process_utilization,
         }
         for version in ("_v3", "_v2", ""):
             bodies[f"nvmlDeviceGetComputeRunningProcesses{version}"] = self._compute
@@ -193,6 +200,17 @@ class FakeNvml:
     def _process_objects(entries: list[tuple[int, int | None]]) -> list[SimpleNamespace]:
         return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in entries]
 
+    def _process_utilization(self, gpu: FakeGpu, last_seen_us: int) -> list[SimpleNamespace]:
+        """The samples newer than last_seen_us; NOT_FOUND when there are none, as NVML does."""
+        newer = [
+            SimpleNamespace(pid=pid, timeStamp=at_us, smUtil=sm, memUtil=mem, encUtil=0, decUtil=0)
+            for at_us, pid, sm, mem in gpu.process_samples
+            if at_us > last_seen_us
+        ]
+        if not newer:
+            raise _error(pynvml.NVML_ERROR_NOT_FOUND)
+        return newer
+
     def _compute(self, gpu: FakeGpu) -> list[SimpleNamespace]:
         return self._process_objects(gpu.processes)
 
@@ -211,6 +229,11 @@ def h200_box(count: int = 8, loaded: bool = True) -> list[FakeGpu]:
                 memory_used_bytes=used,
                 numa_node=0 if index < count // 2 else 1,
                 processes=[(4000 + index, used)] if loaded else [],
+                process_samples=(
+                    [(at_us, 4000 + index, 90, 40) for at_us in (1_000, 2_000, 3_000)]
+                    if loaded
+                    else []
+                ),
                 nvlinks=18,
             )
         )

@@ -1,16 +1,20 @@
-"""Processes pane: o cycles the sort (memory, pid, class, user), / filters, Escape clears."""
+"""Processes pane: o cycles the sort (memory, pid, class, user, SM), / filters, Escape clears;
+the SM % column states each GPU holder's SM share, `?` where unknown, `-` holding no GPU."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from textual.widgets.data_table import ColumnKey
 
 from tests.support.procs_app import ProcsTestApp
-from tests.ui.test_procs_ui import NOW_S, gpu_process, listing
+from tests.ui.test_procs_ui import GIB, NOW_S, gpu_process, listing
+from tui.procs.model import GpuMemoryShare
 from tui.procs.order import SORTS, matches, next_sort, ordered
-from widgets.procs_pane import ProcsPane
+from widgets.procs_pane import ProcsPane, row_key
 
 PROCS = listing(
     replace(gpu_process(4300, "foreign", 3.1, "python3 notebook.py"), user="alice"),
@@ -72,3 +76,38 @@ async def test_sort_key_and_filter_in_the_pane() -> None:
         await pilot.pause()
         assert pane.filter_text == "" and len(_pids(pane)) == 4 and pane.border_title is None
         assert app.reports == []  # no key typed into the filter reached the app
+
+
+SM = listing(
+    replace(gpu_process(4101, "service", 80.0, "VLLM::Worker_TP0"),  # does no work
+            gpus=(GpuMemoryShare(0, 80 * GIB, 0.0),)),
+    replace(gpu_process(4102, "service", 80.0, "VLLM::Worker_TP1"),
+            gpus=(GpuMemoryShare(1, 80 * GIB, 93.4),)),
+    replace(gpu_process(4177, "leftover", 84.2, "VLLM::Worker_TP2"),
+            gpus=(GpuMemoryShare(2, 84 * GIB, 12.0), GpuMemoryShare(3, GIB, None))),
+    replace(gpu_process(4200, "suspect", 1.0, "VLLM::EngineCore"), gpus=()),  # no GPU
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_sm_column_states_known_unknown_and_no_gpu_and_sorts(
+    size: tuple[int, int],
+) -> None:
+    app = ProcsTestApp(SM, NOW_S)
+    async with app.run_test(size=size) as pilot:
+        pane = app.query_one(ProcsPane)
+        pane.focus()
+        await pilot.pause()
+        cells = {p.pid: str(pane.get_cell(row_key(p.identity), "sm")) for p in SM.processes}
+        # 4177's GPU 3 does not say: the busier GPU may be that one, so unknown, never 12
+        assert cells == {4101: "0", 4102: "93", 4177: "?", 4200: "-"}
+        columns = [column.key.value for column in pane.ordered_columns]
+        before = columns[: columns.index("sm")]
+        right_edge = sum(pane.columns[ColumnKey(k)].get_render_width(pane) for k in before)
+        right_edge += pane.columns[ColumnKey("sm")].get_render_width(pane)
+        assert right_edge <= size[0], "the SM column is drawn whole without scrolling"
+        for _ in range(SORTS.index("sm")):
+            await pilot.press("o")
+        await pilot.pause()
+        assert pane.sort_by == "sm" and _pids(pane) == [4102, 4101, 4177, 4200]
+        assert "SM % ▼" in str(pane.columns[ColumnKey("sm")].label)

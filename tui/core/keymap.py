@@ -154,7 +154,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _area("gpu-table", "gpu.last", "end", "cursor_last", "Last", "Select the last GPU", False),
     # Listed for `?`; the Processes table binds its arrows itself.
     _area("procs", "procs.move", "up,down", "noop", "Select", "Select a process (then k)", False, "↑ ↓"),
-    _area("procs", "procs.sort", "o", "cycle_sort", "Sort", "Sort the processes by memory, pid, class or user (o cycles)"),
+    _area("procs", "procs.sort", "o", "cycle_sort", "Sort", "Sort the processes by memory, pid, class, user or SM % (o cycles)"),
     _area("procs", "procs.filter", "slash", "open_filter", "Filter", "Filter the processes: type text of the command, user, class or pid", True, "/"),
     _area("procs", "procs.clear", "escape", "clear_filter", "Clear", "Clear the filter (all processes again)", False, "Esc"),
     _area("summary", "preview.help", "question_mark", "app.help", "Help", "The preview's keys, then the others", True, "?"),

@@ -27,6 +27,11 @@ class GpuProcessUsage:
     # Filled from /proc when the GPU is on this machine; None when not known.
     user: str | None = None
     started_at_s: float | None = None  # wall clock, seconds since the epoch
+    # The process's share of the GPU's SM and memory-controller time (NVML's per-process
+    # utilization, averaged over the samples since the last read); None when not known:
+    # the GPU or the source does not report it, or no read covered the process yet.
+    sm_util_percent: float | None = None
+    memory_util_percent: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

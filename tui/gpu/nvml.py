@@ -3,8 +3,9 @@
 Every NVML call blocks, so none runs on the event loop: the cheap per-tick
 metrics run in `asyncio.to_thread`, and the slow ones (PCIe throughput blocks
 ~20 ms per call, DESIGN.md section 4) run in a background thread every few
-seconds and are merged into the next samples. NOT_SUPPORTED becomes None; a GPU
-that reports GPU_IS_LOST is marked lost and the others keep updating.
+seconds and are merged into the next samples. Per-process utilization is one of
+the slow reads (tui/gpu/proc_util.py says what it means). NOT_SUPPORTED becomes None; a
+GPU that reports GPU_IS_LOST is marked lost and the others keep updating.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pynvml
 
 from tui.core.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample, GpuStatic
+from tui.gpu.proc_util import ProcessUtilRead, averaged
 from tui.gpu.procinfo import LocalProcessCache
 
 SOURCE_NAME = "nvml"
@@ -137,6 +139,9 @@ class NvmlGpuSource:
         self._initialised = False
         self._lost: set[int] = set()
         self._slow: dict[int, _SlowMetrics] = {}
+        # Per-process utilization: each GPU's latest read; GPUs that do not report it.
+        self._process_util: dict[int, ProcessUtilRead] = {}
+        self._process_util_unsupported: set[int] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._slow_thread: threading.Thread | None = None
@@ -181,6 +186,13 @@ class NvmlGpuSource:
         )
         self._statics = tuple(self._read_static(i, h) for i, h in enumerate(self._handles))
         self._topology = self._read_topology()
+        # The first read (the driver's whole sample buffer) before the first sample, so a
+        # one-shot listing (`servedeck procs`) has the figures too; the slow loop reads on.
+        for index, handle in enumerate(self._handles):
+            try:
+                self._read_process_util_into(index, handle)
+            except _GpuLost:
+                self._lost.add(index)
         self._slow_thread = threading.Thread(
             target=self._slow_loop, name="servedeck-nvml-slow", daemon=True
         )
@@ -287,6 +299,7 @@ class NvmlGpuSource:
         with self._lock:
             lost = index in self._lost
             slow = self._slow.get(index, _SlowMetrics())
+            process_util = self._process_util.get(index)
         if lost:
             return _lost_sample(index)
         try:
@@ -300,7 +313,7 @@ class NvmlGpuSource:
             mem_clock = _call(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_MEM)
             pcie_gen = _call(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle)
             pcie_width = _call(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle)
-            processes = self._processes(index, handle)
+            processes = self._processes(index, handle, process_util)
         except _GpuLost:
             with self._lock:
                 self._lost.add(index)
@@ -374,7 +387,9 @@ class NvmlGpuSource:
                 functions.pop(0)  # this driver lacks that version: use the next one from now on
         return []
 
-    def _processes(self, index: int, handle: Any) -> tuple[GpuProcessUsage, ...]:
+    def _processes(
+        self, index: int, handle: Any, process_util: ProcessUtilRead | None
+    ) -> tuple[GpuProcessUsage, ...]:
         merged: dict[int, tuple[str, int | None]] = {}
         for kind in ("compute", "graphics"):
             for info in self._process_list(kind, handle):
@@ -394,6 +409,10 @@ class NvmlGpuSource:
                 if details
                 else _text(_call_quiet(pynvml.nvmlSystemGetProcessName, pid) or "")
             )
+            started_at_s = details.started_at_s if details else None
+            sm, memory_util = (
+                process_util.figures(pid, started_at_s) if process_util else (None, None)
+            )
             usages.append(
                 GpuProcessUsage(
                     pid=pid,
@@ -402,7 +421,9 @@ class NvmlGpuSource:
                     process_name=name,
                     kind=kind,
                     user=details.user if details else None,
-                    started_at_s=details.started_at_s if details else None,
+                    started_at_s=started_at_s,
+                    sm_util_percent=sm,
+                    memory_util_percent=memory_util,
                 )
             )
         return tuple(usages)
@@ -410,6 +431,9 @@ class NvmlGpuSource:
     # -- slow metrics, in the background thread ----------------------------------------
 
     def _slow_loop(self) -> None:
+        # The open read covers the first interval: a read right after it would see a window
+        # too short for a sample and state 0 % for every process.
+        util_due = False
         while not self._stop.is_set():
             for index, handle in enumerate(self._handles):
                 if self._stop.is_set():
@@ -419,13 +443,42 @@ class NvmlGpuSource:
                         continue
                 try:
                     metrics = _read_slow(handle)
+                    if util_due:
+                        self._read_process_util_into(index, handle)
                 except _GpuLost:
                     with self._lock:
                         self._lost.add(index)
                     continue
                 with self._lock:
                     self._slow[index] = metrics
+            util_due = True
             self._stop.wait(self._slow_interval_s)
+
+    def _read_process_util_into(self, index: int, handle: Any) -> None:
+        """Read one GPU's per-process utilization since its last read (slow thread or open)."""
+        if index in self._process_util_unsupported or index in self._lost:
+            return
+        previous = self._process_util.get(index)
+        last_seen_us = previous.last_seen_us if previous else 0
+        try:
+            samples = pynvml.nvmlDeviceGetProcessUtilization(handle, last_seen_us)
+        except pynvml.NVMLError as error:
+            code = _error_code(error)
+            if code == pynvml.NVML_ERROR_GPU_IS_LOST:
+                raise _GpuLost from None
+            if code in _MISSING_FUNCTION_CODES:
+                with self._lock:
+                    self._process_util_unsupported.add(index)
+                    self._process_util.pop(index, None)
+                return
+            if code not in (pynvml.NVML_ERROR_NOT_FOUND, pynvml.NVML_SUCCESS):
+                with self._lock:  # a failed read says nothing: unknown until the next one
+                    self._process_util.pop(index, None)
+                return
+            samples = []  # NOT_FOUND (pynvml: SUCCESS with none): no process did any work
+        read = averaged(samples, time.time(), last_seen_us)
+        with self._lock:
+            self._process_util[index] = read
 
     async def aclose(self) -> None:
         self._stop.set()

@@ -534,7 +534,11 @@ def list_processes(request, proc=PROC):
             if holders and complete and pid not in holders and info["pid_source"] == "direct":
                 info["pid_source"] = "unverified"
         info["gpu"].append(
-            {"index": hint.get("gpu_index"), "used_memory_bytes": hint.get("used_memory_bytes")}
+            {
+                "index": hint.get("gpu_index"),
+                "used_memory_bytes": hint.get("used_memory_bytes"),
+                "sm_util_percent": hint.get("sm_util_percent"),
+            }
         )
     for pid in sorted(holders):
         if pid not in by_pid:

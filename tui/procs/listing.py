@@ -159,7 +159,9 @@ def _process_from(raw: dict[str, Any], boot_id: str, boot_time_s: float, ticks: 
         command=redact_text(command),
         cgroup=raw["cgroup"],
         gpus=tuple(
-            GpuMemoryShare(share.get("index"), share.get("used_memory_bytes"))
+            GpuMemoryShare(
+                share.get("index"), share.get("used_memory_bytes"), share.get("sm_util_percent")
+            )
             for share in raw["gpu"]
         ),
         pid_source=raw["pid_source"],
@@ -181,6 +183,7 @@ async def list_gpu_processes(
             "pid": usage.pid,
             "gpu_index": usage.gpu_index,
             "used_memory_bytes": usage.used_memory_bytes,
+            "sm_util_percent": usage.sm_util_percent,
         }
         for usage in usages_of(gpu)
     ]

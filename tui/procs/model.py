@@ -23,8 +23,11 @@ class ProcIdentity:
 
 @dataclass(frozen=True, slots=True)
 class GpuMemoryShare:
+    """What one GPU's driver says of the process: its memory and its share of the SMs."""
+
     gpu_index: int | None
     used_memory_bytes: int | None
+    sm_util_percent: float | None = None  # None: the GPU or its source does not say
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,15 @@ class GpuProcess:
     def gpu_memory_bytes(self) -> int | None:
         known = [share.used_memory_bytes for share in self.gpus if share.used_memory_bytes]
         return sum(known) if known else None
+
+    @property
+    def sm_util_percent(self) -> float | None:
+        """Its busiest GPU's SM share; None with no GPU, or when any of its GPUs does not
+        say (an unknown GPU could be the busy one)."""
+        figures = [share.sm_util_percent for share in self.gpus]
+        if not figures or any(figure is None for figure in figures):
+            return None
+        return max(figure for figure in figures if figure is not None)
 
     @property
     def gpu_indices(self) -> tuple[int, ...]:

@@ -1,7 +1,8 @@
 """How the Processes pane orders and filters its rows (no Textual: tested on its own).
 
 Sorts cycle memory (most first; unknown last), pid, class (the order of CLASSES:
-the service, then what to clean up) and user. The filter is a case-insensitive
+the service, then what to clean up), user and SM share (busiest first; unknown last).
+The filter is a case-insensitive
 substring of the command, user, class or pid: "vllm", "root", "leftover", "4242".
 """
 
@@ -11,7 +12,7 @@ from collections.abc import Iterable
 
 from tui.procs.model import CLASSES, GpuProcess
 
-SORTS: tuple[str, ...] = ("memory", "pid", "class", "user")
+SORTS: tuple[str, ...] = ("memory", "pid", "class", "user", "sm")
 
 
 def next_sort(current: str) -> str:
@@ -29,6 +30,9 @@ def _key(proc: GpuProcess, sort: str) -> tuple[object, ...]:
         return (rank, proc.pid)
     if sort == "user":
         return (proc.user.lower(), proc.pid)
+    if sort == "sm":
+        percent = proc.sm_util_percent
+        return (percent is None, -(percent or 0.0), proc.pid)
     return (proc.pid,)
 
 

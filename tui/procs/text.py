@@ -18,15 +18,26 @@ def gpu_column(proc: GpuProcess) -> str:
     return ",".join(str(index) for index in proc.gpu_indices) or "-"
 
 
+def sm_column(proc: GpuProcess) -> str:
+    """Its SM share: "-" holding no GPU, "?" where a GPU does not say (never 0)."""
+    if not proc.gpus:
+        return "-"
+    percent = proc.sm_util_percent
+    return "?" if percent is None else f"{percent:.0f}"
+
+
 def listing_lines(listing: ProcListing, now_s: float | None = None) -> list[str]:
     now_s = time.time() if now_s is None else now_s
-    header = f"{'CLASS':<9} {'PID':>7} {'USER':<10} {'GPU':<7} {'MEMORY':>10} {'AGE':>7}  COMMAND"
+    header = (
+        f"{'CLASS':<9} {'PID':>7} {'USER':<10} {'GPU':<7} {'MEMORY':>10} {'SM%':>4} "
+        f"{'AGE':>7}  COMMAND"
+    )
     lines = [header]
     for proc in listing.processes:
         age = duration_compact(proc.age_s(now_s), always_minutes=True)
         lines.append(
             f"{proc.klass:<9} {proc.pid:>7} {proc.user[:10]:<10} {gpu_column(proc):<7} "
-            f"{gib(proc.gpu_memory_bytes):>10} {age:>7}  "
+            f"{gib(proc.gpu_memory_bytes):>10} {sm_column(proc):>4} {age:>7}  "
             f"{proc.command[:120]}"
         )
         if proc.klass == "defunct":
@@ -64,4 +75,5 @@ def listing_json(listing: ProcListing) -> dict[str, Any]:
     data = asdict(listing)
     for raw, proc in zip(data["processes"], listing.processes, strict=True):
         raw["gpu_memory_bytes"] = proc.gpu_memory_bytes
+        raw["sm_util_percent"] = proc.sm_util_percent
     return data

@@ -146,6 +146,7 @@ class SimGpuModel:
             util = server_util if serving_here else 0.0
             if util > 0:
                 util = min(max(util + self._rng.uniform(-2.0, 2.0), 0.0), 100.0)
+            mine = _with_utilization(mine, util)
             samples.append(self._sample(i, static, mine, used, util, phase, token_rate, dt))
         if self.churn:
             self._churn_tick += 1
@@ -233,7 +234,9 @@ class SimGpuModel:
             sample = replace(sample, processes=(replace(load, started_at_s=self._born_s),))
         processes = sample.processes
         share = used // len(processes)
-        processes = tuple(replace(p, used_memory_bytes=share) for p in processes)
+        processes = _with_utilization(
+            tuple(replace(p, used_memory_bytes=share) for p in processes), util
+        )
         rate = 1e8 * (1 + (tick + i) % 97)
         return replace(
             sample,
@@ -247,3 +250,18 @@ class SimGpuModel:
             pcie_rx_bytes_per_s=rate * 1.7,
             processes=processes,
         )
+
+
+def _with_utilization(
+    processes: tuple[GpuProcessUsage, ...], util: float
+) -> tuple[GpuProcessUsage, ...]:
+    """Each process's share of its GPU's utilization, as NVML would state it: the engine's
+    workers split it, an orphan does no work (0 %)."""
+    working = sum(1 for p in processes if not p.process_name.endswith("orphan"))
+    each = round(util / working, 1) if working else 0.0
+    return tuple(
+        replace(p, sm_util_percent=0.0, memory_util_percent=0.0)
+        if p.process_name.endswith("orphan")
+        else replace(p, sm_util_percent=each, memory_util_percent=round(each * 0.6, 1))
+        for p in processes
+    )
