@@ -17,6 +17,7 @@ from tui.alerts.signals import (
     XID_WINDOW_S,
     gpu_signals,
     metrics_signals,
+    progress_signals,
     readiness_signals,
     unit_signals,
     xid_signals,
@@ -26,6 +27,7 @@ from tui.gpu.model import GpuBoxSnapshot
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
 from tui.serving.metrics import ServerMetrics
+from tui.serving.progress.model import ProgressVerdict
 from tui.serving.service import UnitState
 
 if TYPE_CHECKING:
@@ -139,6 +141,9 @@ class AlertMonitor:
 
     def observe_metrics(self, metrics: ServerMetrics) -> list[AlertChange]:
         return self._observe(metrics_signals(metrics), metrics.at_s)
+
+    def observe_progress(self, verdict: ProgressVerdict) -> list[AlertChange]:
+        return self._observe(progress_signals(verdict), verdict.at_s)
 
     def observe_unit(self, state: UnitState, now_s: float | None = None) -> list[AlertChange]:
         self._unit = state
