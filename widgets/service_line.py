@@ -7,6 +7,7 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.serving.progress.model import ProgressVerdict
 from tui.serving.service import UnitState
 from widgets.quiet_update import update_static
 
@@ -17,6 +18,8 @@ _STATE_STYLES = {
     "inactive": "dim",
     "failed": "bold red",
 }
+
+_PROGRESS_STYLES = {"stalled": "bold red", "slow": "yellow", "serving": "green", "idle": "dim"}
 
 
 class ServiceLine(Static):
@@ -29,6 +32,7 @@ class ServiceLine(Static):
         ready: bool,
         error: str | None = None,
         leftovers: str | None = None,
+        progress: ProgressVerdict | None = None,
     ) -> None:
         """`leftovers`: what the last process listing found left on the GPUs, said next to
         the state (after a stop it is what the operator must act on), before the rest."""
@@ -57,6 +61,8 @@ class ServiceLine(Static):
             )
         if leftovers:
             line.append(f"  {leftovers}", style="bold yellow")
+        if progress is not None and progress.state != "unknown":
+            line.append(f"  {progress.headline()}", style=_PROGRESS_STYLES[progress.state])
         extras: list[tuple[str, str]] = []
         if state.is_failed and state.result:
             extras.append((f"  result {state.result}", "red"))

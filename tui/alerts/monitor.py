@@ -16,6 +16,7 @@ from tui.alerts.signals import (
     XID_WINDOW_S,
     gpu_signals,
     metrics_signals,
+    progress_signals,
     readiness_signals,
     unit_signals,
     xid_signals,
@@ -24,6 +25,7 @@ from tui.alerts.webhook import Delivery, WebhookSender, url_for_display
 from tui.core.alert_rules import AlertingConfig
 from tui.gpu.model import GpuBoxSnapshot
 from tui.serving.metrics import ServerMetrics
+from tui.serving.progress.model import ProgressVerdict
 from tui.serving.service import UnitState
 
 if TYPE_CHECKING:
@@ -142,6 +144,9 @@ class AlertMonitor:
 
     def observe_metrics(self, metrics: ServerMetrics) -> list[AlertChange]:
         return self._observe(metrics_signals(metrics), metrics.at_s)
+
+    def observe_progress(self, verdict: ProgressVerdict) -> list[AlertChange]:
+        return self._observe(progress_signals(verdict), verdict.at_s)
 
     def observe_unit(self, state: UnitState, now_s: float | None = None) -> list[AlertChange]:
         self._unit = state

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tui.alerts.engine import Signals
 from tui.gpu.model import GpuBoxSnapshot
 from tui.serving.metrics import ServerMetrics
+from tui.serving.progress.model import ProgressVerdict
 from tui.serving.service import UnitState
 
 GIB = 1024**3
@@ -54,6 +55,13 @@ def metrics_signals(metrics: ServerMetrics) -> Signals:
     if metrics.running_reqs is not None:
         out["engine.running_reqs"] = {None: float(metrics.running_reqs)}
     return out
+
+
+def progress_signals(verdict: ProgressVerdict) -> Signals:
+    """1 while stalled, 0 otherwise; nothing while unknown (the alert neither fires nor ends)."""
+    if verdict.state == "unknown":
+        return {}
+    return {"engine.stalled": {None: 1.0 if verdict.state == "stalled" else 0.0}}
 
 
 def unit_signals(state: UnitState, leftovers: int | None) -> Signals:

@@ -50,7 +50,7 @@ from tui.gpu.history import GpuHistory
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.hints import setup_hint, short_setup_hint
 from tui.hostfacts.hostinfo import HostOverview
-from tui.logs.line import LineQueue, LogLine
+from tui.logs.line import LineQueue, LogLine, texts_of
 from tui.offered import action_offered, focus_target, help_scopes, refused_read_only
 from tui.procs.kill import leftovers, leftovers_note
 from tui.screens.confirm_action import ConfirmActionScreen
@@ -59,6 +59,8 @@ from tui.screens.kill_confirm import KillConfirmScreen
 from tui.serving.load_eta import ready_clock_for
 from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker, Phase
 from tui.serving.metrics import MetricsPoller, ServerMetrics
+from tui.serving.progress.incident import StallIncidents
+from tui.serving.progress.watch import ProgressWatch
 from tui.serving.readiness import ReadinessProbe
 from tui.serving.service import UnitState, audit_refusal
 from tui.source_health import cut_as_of_text, unknown_since_text
@@ -124,6 +126,8 @@ class ServedeckApp(App[int]):
         self.ready_clock = ready_clock_for(deck.host_label, deck.stated_load_s)
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
+        self.engine_progress = ProgressWatch(profile.service.stall_after_s)
+        self.stall_incidents = StallIncidents(deck.host.label)
         self.ready = False
         self.unit_state: UnitState | None = None
         self.last_gpu: GpuBoxSnapshot | None = None
@@ -463,7 +467,12 @@ class ServedeckApp(App[int]):
         listing = self.procs.listing
         note = None if listing is None else leftovers_note(listing.processes)
         self.query_one(ServiceLine).show(
-            self.unit_state, self.deck.host_label, self.ready, error=error, leftovers=note
+            self.unit_state,
+            self.deck.host_label,
+            self.ready,
+            error=error,
+            leftovers=note,
+            progress=self.engine_progress.verdict if self.ready else None,
         )
 
     @console_worker("log", pane="log", what="follow the service log")
@@ -519,6 +528,7 @@ class ServedeckApp(App[int]):
         pane = self.query_one(LogPane)
         for batch in batches:  # as they were read (a LineBatch keeps its columns)
             self.tracker.feed_many(batch)
+            self.engine_progress.feed_log(texts_of(batch))
             self.record.lines(batch)
             self.restart_watch.observe(lines=batch)
             pane.add_lines(batch)
@@ -620,6 +630,20 @@ class ServedeckApp(App[int]):
             self.post_message(messages.MetricsUpdate(None, str(error)))
         else:
             self.post_message(messages.MetricsUpdate(metrics))
+            main_pid = self.unit_state.main_pid if self.unit_state else None
+            verdict = await self.engine_progress.observe(
+                self.deck.host, main_pid, metrics, self.last_gpu
+            )
+            self.post_message(messages.ProgressUpdate(verdict))
+
+    @while_open
+    def on_servedeck_app_progress_update(self, message: messages.ProgressUpdate) -> None:
+        """The engine's progress verdict: on the service line; a stall is an incident."""
+        recording = self.record.recording
+        feed, monitor = (recording.feed, recording.monitor) if recording else (None, None)
+        if self.stall_incidents.note(message.verdict, feed, monitor) == "entered":
+            self.notify(message.verdict.headline(), title="Engine stalled", severity="error")
+        self.render_service_line()
 
     @while_open
     def on_servedeck_app_metrics_update(self, message: messages.MetricsUpdate) -> None:

@@ -18,6 +18,7 @@ from tui.hostfacts.hostinfo import HostOverview
 from tui.plan.layout import Plan
 from tui.procs import KillReport, ProcListing
 from tui.serving.metrics import ServerMetrics
+from tui.serving.progress.model import ProgressVerdict
 from tui.serving.readiness import Readiness
 from tui.serving.service import ActionOutcome, UnitState
 
@@ -56,6 +57,11 @@ class ReadinessUpdate(Message, namespace=NAMESPACE):
 class MetricsUpdate(Message, namespace=NAMESPACE):
     metrics: ServerMetrics | None
     error: str | None = None
+
+
+@dataclass
+class ProgressUpdate(Message, namespace=NAMESPACE):
+    verdict: ProgressVerdict
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any
 from tui.cli import run_async
 from tui.commands._target import deck_from_args
 from tui.commands._width import hanging
+from tui.commands.progress_now import progress_now
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import redact_data
 from tui.deck import Deck
@@ -101,6 +102,13 @@ async def status_report(deck: Deck, log_lines: int = 2000) -> dict[str, Any]:
     if metrics is None and progress.engine_stats is not None:
         metrics = metrics_from_log(progress.engine_stats)
     report["metrics"] = dataclasses.asdict(metrics) if metrics else None
+    report["progress"] = None
+    if readiness.health_ok:
+        try:
+            verdict = await progress_now(deck, base_url, main_pid)
+            report["progress"] = verdict.as_dict()
+        except ServedeckError as error:
+            report["errors"].append(str(error))
     secrets = (deck.api_key,) if deck.api_key else ()
     report["serving"] = bool(readiness.health_ok)
     # redacted as data, before any rendering (it quotes the same log lines `logs` prints)
@@ -154,6 +162,11 @@ def _text(report: dict[str, Any]) -> str:
             f"waiting {_na(metrics['waiting_reqs'])}, "
             f"KV {'n/a' if kv is None else f'{kv:.1f}%'} ({metrics['source']})"
         )
+    progress = report.get("progress")
+    if progress:
+        kind = f": {progress['kind_text']}" if progress.get("kind_text") else ""
+        out.append(f"engine  {progress['state']}{kind}")
+        out.extend(f"engine    {line}" for line in progress["evidence"][1:])
     out.extend(f"warning {error}" for error in report["errors"])
     if not report.get("host_reachable", True):
         out.append("verdict host unreachable")

@@ -35,6 +35,7 @@ SIGNALS: dict[str, str] = {
     "engine.waiting_reqs": "requests waiting",
     "engine.running_reqs": "requests running",
     "engine.ready_lost": "1 while a server that was ready does not answer",
+    "engine.stalled": "1 while requests wait and no token is generated ([service] stall_after_s)",
     "unit.failed": "1 while the unit is failed or restarting",
     "procs.leftovers_while_inactive": "leftover GPU processes while the unit is inactive",
 }
@@ -131,6 +132,9 @@ DEFAULT_RULES: tuple[AlertRule, ...] = (
     ),
     AlertRule(
         "ready-lost", "engine.ready_lost", ">=", 1, 5, "critical", 0, "server stopped answering"
+    ),
+    AlertRule(
+        "engine-stalled", "engine.stalled", ">=", 1, 0, "critical", 0, "engine makes no progress"
     ),
     AlertRule("gpu-lost", "gpu.lost", ">=", 1, 0, "critical", 0, "GPU fell off the bus"),
     AlertRule("gpu-xid", "gpu.xid_recent", ">=", 1, 0, "warning", 0, "XID in the kernel log"),

@@ -113,6 +113,8 @@ class ServiceConfig:
     use_sudo: bool = False
     # Variables the unit must set (CUDA/NCCL), checked by `servedeck doctor --unit`.
     unit_environment: tuple[str, ...] = ()
+    # Requests running or waiting and no generated token this long: the engine is stalled.
+    stall_after_s: float = 30.0
 
     @property
     def port(self) -> int:
@@ -502,6 +504,7 @@ def _service(table: _Table) -> ServiceConfig:
         process_patterns=table.strings("process_patterns", defaults.process_patterns),
         use_sudo=table.boolean("use_sudo", False),
         unit_environment=table.strings("unit_environment", ()),
+        stall_after_s=table.number("stall_after_s", 30.0, minimum=2, maximum=3600) or 30.0,
     )
     parts = urlsplit(config.base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:

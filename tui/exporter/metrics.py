@@ -14,6 +14,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from tui.serving.loadwatch import Phase
+from tui.serving.progress.model import PROGRESS_STATES
 
 BASE_LABELS = ("host", "unit", "model")
 UNIT_STATES = ("active", "activating", "deactivating", "inactive", "failed", "reloading")
@@ -28,6 +29,8 @@ METRICS: dict[str, str] = {
     "servedeck_load_shards_done": "Checkpoint shards loaded so far in the current load.",
     "servedeck_load_shards_total": "Checkpoint shards the current load reads.",
     "servedeck_load_eta_seconds": "Estimated seconds until the load finishes its weights.",
+    "servedeck_engine_progress": "1 for the engine's progress verdict now (idle, serving, "
+    "slow, stalled, unknown), 0 for the others.",
     "servedeck_ready": "1 while the server answers /health and lists a model, else 0.",
     "servedeck_leftover_processes": "GPU processes left behind by a stopped service.",
     "servedeck_leftover_gpu_memory_bytes": "GPU memory held by leftover processes, in bytes.",
@@ -76,6 +79,7 @@ class ExporterView:
     alerts: tuple[tuple[str, str], ...] = ()  # (alert id, severity) of firing alerts
     bench: tuple[BenchSeries, ...] = ()  # one per preset: its best complete run
     sources_up: tuple[tuple[str, bool], ...] = ()
+    progress: str | None = None  # tui.serving.progress.model.PROGRESS_STATES
 
 
 class ServedeckCollector(Collector):
@@ -116,6 +120,11 @@ class ServedeckCollector(Collector):
         yield from single("servedeck_load_shards_total", v.shards_total)
         yield from single("servedeck_load_eta_seconds", v.eta_s)
         yield from single("servedeck_ready", None if v.ready is None else float(v.ready))
+        if v.progress is not None:
+            progress = gauge("servedeck_engine_progress", ("state",))
+            for state in PROGRESS_STATES:
+                progress.add_metric([*base, state], 1.0 if state == v.progress else 0.0)
+            yield progress
         yield from single("servedeck_leftover_processes", v.leftovers)
         yield from single("servedeck_leftover_gpu_memory_bytes", v.leftover_bytes)
         yield from single("servedeck_alerts_firing", len(v.alerts))

@@ -187,6 +187,7 @@ class ExporterRunner:
             alerts=firing,
             bench=self.bench.read(),
             sources_up=tuple(sources),
+            progress=recorder.progress.verdict.state if recorder.progress.verdict else None,
         )
         with self._lock:
             self._view = view

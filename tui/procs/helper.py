@@ -803,6 +803,45 @@ def kill_targets(request, table, protected, euid, current_boot_id):
     return results
 
 
+# ----------------------------------------------------------------- engine ranks
+
+
+def engine_ranks(root_pid, proc=PROC):
+    """The processes under root_pid (the service's main pid): state, CPU ticks, wchan.
+
+    Read-only, for the progress verdict: which rank is stopped, a zombie or in the kernel."""
+    children = {}  # type: dict
+    for pid in all_pids(proc):
+        stat = _read(f"{proc}/{pid}/stat")
+        if stat:
+            try:
+                children.setdefault(parse_stat(stat)[2], []).append(pid)
+            except (ValueError, IndexError):
+                continue
+    root_alive = _read(f"{proc}/{root_pid}/stat") is not None
+    found = []  # type: list
+    todo = list(children.get(root_pid, []))
+    while todo and len(found) < 512:
+        pid = todo.pop(0)
+        todo.extend(children.get(pid, []))
+        stat = _read(f"{proc}/{pid}/stat")
+        if not stat:
+            continue
+        try:
+            comm, state = parse_stat(stat)[:2]
+            fields = stat[stat.rfind(")") + 2 :].split()
+            cpu_ticks = int(fields[11]) + int(fields[12])  # utime, stime: fields 14, 15
+        except (ValueError, IndexError):
+            continue
+        title = (_read(f"{proc}/{pid}/cmdline", binary=True) or b"").split(b"\0")[0]
+        name = title.decode(errors="replace").strip() or comm
+        wchan = (_read(f"{proc}/{pid}/wchan") or "").strip() or None
+        found.append(
+            {"pid": pid, "name": name, "state": state, "cpu_ticks": cpu_ticks, "wchan": wchan}
+        )
+    return {"root_alive": root_alive, "ranks": found}
+
+
 # ----------------------------------------------------------------- entry point
 
 
@@ -824,6 +863,8 @@ def handle(request, proc=PROC):
         table = LinuxProcessTable(proc)
         answer["results"] = kill_targets(request, table, protected, os.geteuid(), answer["boot_id"])
         answer["pidfd"] = table.pidfd_supported
+    elif op == "ranks":
+        answer.update(engine_ranks(int(request.get("root_pid") or 0), proc))
     else:
         answer = {"ok": False, "error": f"unknown op {op!r}"}
     return answer

@@ -272,6 +272,10 @@ class RecordFeed:
     def observe_metrics(self, metrics: ServerMetrics) -> None:
         self.sink.add_metrics(metrics_row(metrics))
 
+    def observe_stall(self, at_s: float, text: str, verdict: dict[str, Any]) -> None:
+        """The engine entered or left `stalled` (tui.serving.progress.incident), with evidence."""
+        self.event(Event(at_s, "engine", "progress", self._redact(text), data=verdict))
+
     def observe_log(self, line: LogLine, now_s: float) -> None:
         if not warning_or_worse(line):  # the console skips the rest before calling: keep alike
             return

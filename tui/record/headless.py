@@ -36,6 +36,8 @@ from tui.record.feed import RecordFeed
 from tui.record.model import Event
 from tui.serving.loadwatch import LoadTracker
 from tui.serving.metrics import MetricsPoller
+from tui.serving.progress.incident import StallIncidents
+from tui.serving.progress.watch import ProgressWatch
 from tui.serving.readiness import Readiness, ReadinessProbe
 from tui.serving.service import UnitState
 
@@ -132,6 +134,8 @@ class HeadlessRecorder:
         self.tracker = LoadTracker()
         self.ready = False
         self.last_gpu: GpuBoxSnapshot | None = None
+        self.progress = ProgressWatch(deck.profile.service.stall_after_s)
+        self.stalls = StallIncidents(deck.host.label)
         self._progress = self.tracker.snapshot()
         self._http: httpx.AsyncClient | None = None
         self.on_tick: list[Callable[[HeadlessRecorder], None]] = []
@@ -276,6 +280,7 @@ class HeadlessRecorder:
 
     def _line(self, line: LogLine) -> None:
         now = time.time()
+        self.progress.feed_log((line.text,))
         self.tracker.feed(line)
         self.feed.observe_log(line, now)
         self._observe_progress()
@@ -320,6 +325,11 @@ class HeadlessRecorder:
                     if self.monitor is not None:
                         self.monitor.observe_metrics(metrics)
                         self.monitor.observe_ready(True, metrics.at_s)
+                    main_pid = self.unit_state.main_pid if self.unit_state else None
+                    verdict = await self.progress.observe(
+                        self.deck.host, main_pid, metrics, self.last_gpu
+                    )
+                    self.stalls.note(verdict, self.feed, self.monitor)
                 self._ticked()
             await asyncio.sleep(min(self.cadence.readiness_s, self.cadence.metrics_s))
 

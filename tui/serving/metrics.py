@@ -33,6 +33,7 @@ ITL = (
     "sglang:inter_token_latency_seconds",
     "sglang:time_per_output_token_seconds",
 )
+ENGINE_HEALTHY = ("vllm:engine_healthy",)
 QUANTILES = (0.5, 0.9, 0.99)
 
 
@@ -75,10 +76,21 @@ class ServerMetrics:
     interval_s: float | None
     source: str  # "metrics" or "log"
     at_s: float
+    engine_healthy: float | None = None  # vllm:engine_healthy where exposed (0: the engine died)
 
 
 USED_FAMILIES = frozenset(
-    (*RUNNING, *WAITING, *KV_USAGE, *PROMPT_TOKENS, *GENERATION_TOKENS, *PREEMPTIONS, *TTFT, *ITL)
+    (
+        *RUNNING,
+        *WAITING,
+        *KV_USAGE,
+        *PROMPT_TOKENS,
+        *GENERATION_TOKENS,
+        *PREEMPTIONS,
+        *TTFT,
+        *ITL,
+        *ENGINE_HEALTHY,
+    )
 )
 _SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
 
@@ -234,6 +246,7 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         interval_s=interval,
         source="metrics",
         at_s=current.at_s,
+        engine_healthy=current.first(ENGINE_HEALTHY),
     )
 
 

@@ -205,6 +205,7 @@ class SimEngine:
         self.success: collections.Counter[str] = collections.Counter()
         self.busy_s = 0.0
         self.stall_until_s = 0.0
+        self.slow_factor = 1.0  # a slow degradation (tui.sim.hang): every step this much longer
         self.truth: list[dict[str, object]] = []
         self.created_s = time.time()
         self._number = 0
@@ -349,6 +350,7 @@ class SimEngine:
                 step_start = self._ideal_end_s
             decoding, chunks, admitted = self._plan_step()
             duration = self.settings.batch_step_s(len(decoding), sum(chunks.values()))
+            duration *= self.slow_factor
             for request in admitted:
                 request.scheduled_s = step_start
             self.running.extend(admitted)

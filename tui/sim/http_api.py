@@ -25,6 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from tui.sim import tokens
 from tui.sim.capacity import SloTarget, true_capacity
 from tui.sim.engine import SimEngine, SimRequest
+from tui.sim.hang import HANGS, SLOW_FACTOR
 from tui.sim.metrics import build_registry, exposition
 from tui.sim.prefix_cache import BLOCK_TOKENS, PrefixCache
 from tui.sim.spec import VLLM_VERSION, ServerSettings
@@ -43,6 +44,8 @@ class RuntimeFaults:
     http_5xx_rate: float = 0.0
     cut_stream_after_tokens: int | None = None
     stall_s: float = 0.0
+    hang: str = ""  # tui.sim.hang.HANGS
+    stop_rank: int | None = None
 
 
 def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
@@ -210,6 +213,14 @@ class SimApi:
         if "cut_stream_after_tokens" in body:
             value = body["cut_stream_after_tokens"]
             self.faults.cut_stream_after_tokens = None if value is None else int(value)
+        if "hang" in body:
+            if body["hang"] not in HANGS:
+                return _error(400, f"hang must be one of {HANGS}", "BadRequestError", "hang")
+            self.faults.hang = str(body["hang"])
+            self.engine.slow_factor = SLOW_FACTOR if self.faults.hang == "slow" else 1.0
+        if "stop_rank" in body:
+            value = body["stop_rank"]
+            self.faults.stop_rank = None if value is None else int(value)
         if "stall_s" in body:
             self.faults.stall_s = float(body["stall_s"])
             self.engine.stall(self.faults.stall_s)

@@ -24,6 +24,7 @@ from pathlib import Path
 from aiohttp import web
 
 from tui.sim.engine import SimEngine
+from tui.sim.hang import SHM_WARNING, HangState
 from tui.sim.http_api import RuntimeFaults, SimApi
 from tui.sim.load import LoadFailed, LoadSequence
 from tui.sim.procs import is_alive, register_pid, write_json_atomic
@@ -68,6 +69,8 @@ class SimServer:
         self.parent_gone = False
         self._busy_mark = (time.monotonic(), 0.0)
         self._utilization = 0.0
+        self.hang = HangState()
+        self._spinning = False
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
@@ -146,7 +149,7 @@ class SimServer:
                 fraction = min((engine.busy_s - busy_then) / (now - then), 1.0)
                 self._utilization = BUSY_UTILIZATION_PCT * fraction
                 self._busy_mark = (now, engine.busy_s)
-            utilization = self._utilization
+            utilization = BUSY_UTILIZATION_PCT if self._spinning else self._utilization
         else:
             utilization = LOADING_UTILIZATION_PCT.get(self.phase, 0.0)
         write_json_atomic(
@@ -164,8 +167,25 @@ class SimServer:
             },
         )
 
+    def _apply_hang(self) -> None:
+        """The faults of tui.sim.hang: no step while a rank is missing or a hang is on."""
+        if self.engine is None:
+            return
+        self.hang.apply_stop(self.faults.stop_rank, self.worker_pids)
+        engine_pid = [self.engine_proc.pid] if self.engine_proc is not None else []
+        missing = self.hang.rank_missing(engine_pid + self.worker_pids)
+        # One rank missing: the others spin in the collective (GPUs at 100 %, no token).
+        self._spinning = missing or self.faults.hang == "spin"
+        if self._spinning or self.faults.hang == "cpu":
+            self.engine.stall(1.0)
+        if self.hang.shm_warning_due(self.faults.hang):
+            self.log.line(
+                "EngineCore_DP0", os.getpid(), "WARNING", "shm_broadcast.py:466", SHM_WARNING
+            )
+
     async def activity_loop(self) -> None:
         while True:
+            self._apply_hang()
             self._write_activity()
             await asyncio.sleep(0.5)
 

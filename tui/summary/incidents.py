@@ -19,6 +19,7 @@ SERVICE_EVENTS = (
     "service.refused",
     "service.restart-loop",
 )
+STALL_EVENTS = ("engine.stalled", "engine.stall-ended")  # tui.serving.progress.incident
 MAX_INCIDENTS = 20
 
 
@@ -45,6 +46,11 @@ def _text(record: Mapping[str, Any]) -> str | None:
         )
     if event == "kill-outcome":
         return str(record.get("summary") or "kill finished")
+    if event == "engine.stalled":
+        evidence = "; ".join(str(line) for line in record.get("evidence") or ())
+        return f"engine stalled ({record.get('kind')}): {evidence[:300]}"
+    if event == "engine.stall-ended":
+        return f"engine {record.get('state')} again after a {record.get('stalled_s')} s stall"
     if event in SERVICE_EVENTS:
         verb, unit = record.get("action", "?"), record.get("unit", "?")
         if event == "service.request":
@@ -73,7 +79,7 @@ def incidents_from_audit(
     for record in records:
         if record.get("host") != host_label:
             continue
-        if record.get("event") not in KILL_EVENTS + SERVICE_EVENTS:
+        if record.get("event") not in KILL_EVENTS + SERVICE_EVENTS + STALL_EVENTS:
             continue
         text = _text(record)
         if text:

@@ -1,0 +1,220 @@
+"""The progress verdict: each stall kind, and the cases that must never read as a stall."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tui.core.config import load_profile_file
+from tui.core.errors import ServedeckError
+from tui.serving.progress.judge import ProgressJudge
+from tui.serving.progress.logwords import stall_lines
+from tui.serving.progress.model import ProgressInputs, RankReading, RankSample
+
+N_S = 30.0
+
+
+def ranks(
+    *states: str, wchan: str | None = None, cpu: int = 0, root_alive: bool = True
+) -> RankReading:
+    names = ["VLLM::EngineCore", *(f"VLLM::Worker_TP{i}" for i in range(len(states) - 1))]
+    return RankReading(
+        root_pid=100,
+        root_alive=root_alive,
+        ranks=tuple(
+            RankSample(pid=200 + i, name=names[i], state=state, cpu_ticks=cpu, wchan=wchan)
+            for i, state in enumerate(states)
+        ),
+    )
+
+
+def tick(
+    at_s: float,
+    *,
+    running: int | None = 4,
+    waiting: int | None = 0,
+    gen: float | None = 0.0,
+    prompt: float | None = 0.0,
+    util: tuple[float, ...] = (50.0, 50.0),
+    reading: RankReading | None = None,
+    **extra: object,
+) -> ProgressInputs:
+    return ProgressInputs(
+        at_s=at_s,
+        running_reqs=running,
+        waiting_reqs=waiting,
+        generation_tokens_per_s=gen,
+        prompt_tokens_per_s=prompt,
+        gpu_utilization_pct=util,
+        gpu_power_w=tuple(300.0 for _ in util),
+        ranks=reading,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def run(judge: ProgressJudge, frames: list[ProgressInputs]):  # type: ignore[no-untyped-def]
+    verdict = None
+    for frame in frames:
+        verdict = judge.update(frame)
+    assert verdict is not None
+    return verdict
+
+
+def stalled_after(**kwargs: object):  # type: ignore[no-untyped-def]
+    """Serving at t=0, then no token for N+2 s with the given signals."""
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, gen=500.0, reading=kwargs.get("reading")))  # type: ignore[arg-type]
+    return run(judge, [tick(t, **kwargs) for t in (10.0, 20.0, N_S + 2)])  # type: ignore[arg-type]
+
+
+def test_serving_then_stalled_since_the_last_token() -> None:
+    verdict = stalled_after()
+    assert verdict.state == "stalled"
+    assert verdict.since_s == 0.0  # the stall began at the last token
+    assert verdict.as_dict()["since_s"] == N_S + 2
+    assert "no generated token for 32 s" in verdict.evidence[0]
+
+
+def test_not_stalled_before_n_seconds() -> None:
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, gen=500.0))
+    assert judge.update(tick(N_S - 1)).state == "serving"
+
+
+def test_rank_stopped() -> None:
+    verdict = stalled_after(reading=ranks("S", "R", "T"), util=(100.0, 100.0))
+    assert verdict.kind == "rank_stopped"
+    assert verdict.kind_text == "a rank stopped"
+    assert any("Worker_TP1 (pid 202) stopped: state T" in line for line in verdict.evidence)
+
+
+def test_rank_zombie_or_gone() -> None:
+    assert stalled_after(reading=ranks("S", "R", "Z")).kind == "rank_dead"
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, gen=500.0, reading=ranks("S", "R", "R")))
+    gone = run(judge, [tick(N_S + 1, reading=ranks("S", "R"))])  # Worker_TP1 left
+    assert gone.kind == "rank_dead"
+    assert "Worker_TP1 (pid 202) gone" in gone.evidence
+
+
+def test_rank_blocked_in_the_kernel() -> None:
+    verdict = stalled_after(reading=ranks("S", "D", wchan="nvidia_wait"))
+    assert verdict.kind == "rank_blocked"
+    assert any("wchan nvidia_wait" in line for line in verdict.evidence)
+
+
+def test_gpus_busy_with_no_tokens() -> None:
+    verdict = stalled_after(util=(100.0, 99.0), reading=ranks("R", "R", "R"))
+    assert verdict.kind == "gpu_spin"
+    assert "GPU utilization 100 % over 2 GPUs" in verdict.evidence[1]
+
+
+def test_gpus_idle_with_requests_queued() -> None:
+    verdict = stalled_after(util=(0.0, 1.0), waiting=6)
+    assert verdict.kind == "cpu_block"
+    assert "6 waiting" in verdict.evidence[0]
+
+
+def test_the_logs_words_and_engine_healthy() -> None:
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, gen=500.0))
+    judge.feed_log(
+        stall_lines(["INFO ok", "[Rank 3] Watchdog caught collective operation timeout: ..."])
+    )
+    verdict = judge.update(tick(N_S + 1, util=(100.0,)))
+    assert verdict.kind == "log"
+    assert any("collective operation timeout" in line for line in verdict.evidence)
+    assert stalled_after(engine_healthy=0.0).kind == "log"
+
+
+def test_log_words_are_forgotten_once_tokens_move() -> None:
+    judge = ProgressJudge(N_S)
+    judge.feed_log(["RPC call to execute_model timed out."])
+    judge.update(tick(0.0, gen=500.0))
+    assert judge.update(tick(N_S + 1, util=(100.0,))).kind == "gpu_spin"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ERROR EngineCore encountered a fatal error.",
+        "RPC call to execute_model timed out.",
+        "No available shared memory broadcast block found in 60 seconds.",
+    ],
+)
+def test_stall_words(text: str) -> None:
+    assert stall_lines(["INFO fine", text]) == [text]
+    assert stall_lines(["INFO fine", "Avg generation throughput: 12 tokens/s"]) == []
+
+
+def test_unknown_kind_without_signals() -> None:
+    verdict = stalled_after(util=())
+    assert verdict.kind == "unknown"
+    assert "GPU utilization unknown" in verdict.evidence
+
+
+def test_recovers_to_serving() -> None:
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, gen=500.0))
+    assert judge.update(tick(N_S + 1)).state == "stalled"
+    back = judge.update(tick(N_S + 3, gen=200.0))
+    assert back.state == "serving"
+    assert back.since_s == N_S + 3
+
+
+# -- never a false stall --------------------------------------------------------------
+
+
+def test_long_prefill_is_not_a_stall() -> None:
+    """Tokens flat but prompt tokens advancing: a long prompt is being computed."""
+    judge = ProgressJudge(N_S)
+    verdict = run(judge, [tick(t, gen=0.0, prompt=4000.0) for t in range(0, 120, 2)])
+    assert verdict.state == "serving"
+
+
+def test_a_request_in_prefill_under_n_seconds_is_not_a_stall() -> None:
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=0, waiting=0))
+    verdict = run(judge, [tick(t, running=1, prompt=0.0) for t in (2.0, 10.0, N_S - 0.5)])
+    assert verdict.state == "serving"
+
+
+def test_a_load_in_progress_is_not_a_stall() -> None:
+    judge = ProgressJudge(N_S)
+    frames = [
+        tick(t, running=None, waiting=None, gen=None, loading=True) for t in range(0, 1800, 60)
+    ]
+    frames += [tick(1800.0 + t, running=2, loading=True) for t in range(0, 120, 10)]
+    assert run(judge, frames).state == "unknown"
+    assert "loading" in judge.update(tick(1950.0, loading=True)).evidence[0]
+
+
+def test_an_idle_server_and_a_client_that_stopped_sending() -> None:
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, gen=500.0))
+    verdict = run(judge, [tick(t, running=0, waiting=0) for t in range(2, 300, 2)])
+    assert verdict.state == "idle"
+    assert verdict.kind is None
+
+
+def test_a_benchmark_warmup_is_not_a_stall() -> None:
+    judge = ProgressJudge(N_S)
+    verdict = run(judge, [tick(t, warmup=True) for t in range(0, 90, 5)])
+    assert verdict.state == "unknown"
+    assert verdict.evidence == ("a benchmark's warm-up runs",)
+
+
+def test_first_scrape_is_unknown_not_a_guess() -> None:
+    assert ProgressJudge(N_S).update(tick(0.0, gen=None)).state == "unknown"
+
+
+def test_stall_after_s_in_the_profile(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text("[service]\nstall_after_s = 12\n")
+    assert load_profile_file(path).service.stall_after_s == 12
+    path.write_text("")
+    assert load_profile_file(path).service.stall_after_s == 30.0
+    path.write_text("[service]\nstall_after_s = 'soon'\n")
+    with pytest.raises(ServedeckError, match=r"service\.stall_after_s: expected a number from 2"):
+        load_profile_file(path)

@@ -1,0 +1,62 @@
+"""The console on a simulated box whose rank is SIGSTOPped: the service line says the engine
+is stalled and why, the engine-stalled alert fires; SIGCONT: serving again, the alert resolves."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import httpx
+
+from tests.integration.test_progress_sim import OPTIONS
+from tests.support.summary_helpers import demo_deck
+from tui.app import ServedeckApp
+from tui.core.config import demo_profile
+from tui.sim.box import SimBox
+from widgets.service_line import ServiceLine
+
+N_S = 4.0
+
+
+def _line(app: ServedeckApp) -> str:
+    return str(app.query_one(ServiceLine).render())
+
+
+async def test_the_service_line_shows_a_stall_and_its_kind(
+    sim_box_factory: Callable[..., SimBox],
+) -> None:
+    box = sim_box_factory(OPTIONS, load_seconds=1.5, gpu_count=4)
+    box.start()
+    assert box.wait_until_ready(60)
+    base = demo_profile()
+    profile = replace(base, service=replace(base.service, stall_after_s=N_S))
+    deck = demo_deck(box, profile)
+    app = ServedeckApp(deck.profile, deck)
+    body = {"model": "kimi-k2.5-int4", "prompt": "hi", "max_tokens": 4000, "stream": True}
+    async with httpx.AsyncClient(base_url=box.base_url, timeout=120) as client:
+        async with app.run_test(size=(160, 40)) as pilot:
+
+            async def until(words: str, timeout_s: float) -> float:
+                start = time.monotonic()
+                while words not in _line(app):
+                    assert time.monotonic() - start < timeout_s, _line(app)
+                    await pilot.pause(0.25)
+                return time.monotonic() - start
+
+            async with client.stream("POST", "/v1/completions", json=body) as answer:
+                stream = answer.aiter_bytes()
+                await until("serving", 60)
+                await client.post("/_sim/fault", json={"stop_rank": 1})
+                took_s = await until("stalled: a rank stopped", N_S + 10)
+                print(f"\nconsole: stalled shown {took_s:.1f} s after SIGSTOP (N = {N_S:g} s)")
+                assert app.record.recording is None or "engine-stalled" in (
+                    app.record.recording.monitor.engine.firing()
+                )
+                await client.post("/_sim/fault", json={"stop_rank": None})
+                async for _ in stream:
+                    if "serving" in _line(app):
+                        break
+                await until("serving", 15)
+                if app.record.recording is not None:
+                    assert "engine-stalled" not in app.record.recording.monitor.engine.firing()

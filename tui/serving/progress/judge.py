@@ -1,0 +1,193 @@
+"""ProgressJudge: each refresh's inputs -> the progress verdict (pure, no I/O, no clock).
+
+The clock of a stall is the last moment tokens advanced or nothing was pending; prompt
+tokens advancing count too (a long prefill makes no output token and is no stall). While
+the log says a load runs, or a benchmark warms up, there is no stall verdict at all.
+`slow` is not judged: no clean record of this box's rate at each load exists to compare
+with (the bench history measures levels, not live traffic), so the state stays reserved.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from statistics import fmean
+
+from tui.serving.progress.model import (
+    ProgressInputs,
+    ProgressState,
+    ProgressVerdict,
+    RankReading,
+    RankSample,
+)
+
+GPU_BUSY_PCT = 80.0  # mean utilization at or above: the GPUs spin
+GPU_IDLE_PCT = 15.0  # at or below: the GPUs wait for the CPU side
+MAX_LOG_LINES = 5
+STOPPED_STATES = ("T", "t")
+DEAD_STATES = ("Z", "X", "x")
+
+
+class ProgressJudge:
+    """Keeps the last progress time, the ranks seen and the log's hang lines between refreshes."""
+
+    def __init__(self, stall_after_s: float = 30.0) -> None:
+        self.stall_after_s = stall_after_s
+        self._last_progress_s: float | None = None
+        self._state: ProgressState = "unknown"
+        self._since_s: float | None = None
+        self._kind: str | None = None
+        self._root_pid: int | None = None
+        self._seen: dict[int, str] = {}  # pid -> name of every rank of this engine
+        self._cpu_at_progress: dict[int, int] = {}  # pid -> CPU ticks when tokens last moved
+        self._log: deque[str] = deque(maxlen=MAX_LOG_LINES)
+
+    def feed_log(self, lines: list[str]) -> None:
+        """Hang lines from the log (`logwords.stall_lines`): kept until tokens advance."""
+        self._log.extend(lines)
+
+    def update(self, inputs: ProgressInputs) -> ProgressVerdict:
+        now = inputs.at_s
+        self._note_ranks(inputs.ranks)
+        pending = _pending(inputs)
+        state: ProgressState
+        kind: str | None = None
+        evidence: list[str] = []
+        if inputs.loading:
+            state, evidence = "unknown", ["the server is loading"]
+            self._progress(now, inputs.ranks)
+        elif pending == 0:
+            state, evidence = "idle", ["nothing running or waiting"]
+            self._progress(now, inputs.ranks)
+        elif pending is None or inputs.generation_tokens_per_s is None:
+            state, evidence = "unknown", ["no /metrics figures yet"]
+        elif inputs.generation_tokens_per_s > 0 or (inputs.prompt_tokens_per_s or 0) > 0:
+            state = "serving"
+            evidence = [f"{inputs.generation_tokens_per_s:.0f} tok/s generated"]
+            self._progress(now, inputs.ranks)
+        else:
+            if self._last_progress_s is None:
+                self._last_progress_s = now  # first seen pending: no earlier evidence
+            flat_s = now - self._last_progress_s
+            if inputs.warmup:
+                state, evidence = "unknown", ["a benchmark's warm-up runs"]
+            elif flat_s < self.stall_after_s:
+                state = "serving"  # in flight, not yet overdue (a prefill, a slow step)
+                evidence = [f"no token for {flat_s:.0f} s (stall after {self.stall_after_s:g} s)"]
+            else:
+                state = "stalled"
+                evidence = [
+                    f"{inputs.running_reqs} running, {inputs.waiting_reqs} waiting, "
+                    f"no generated token for {flat_s:.0f} s (stall after {self.stall_after_s:g} s)"
+                ]
+                kind, why = self._classify(inputs)
+                evidence += why
+        if state != self._state:
+            stalled_since = self._last_progress_s if state == "stalled" else None
+            self._since_s = stalled_since if stalled_since is not None else now
+            self._state = state
+        self._kind = kind
+        return ProgressVerdict(
+            state=state,
+            kind=kind,
+            evidence=tuple(evidence),
+            since_s=self._since_s,
+            at_s=now,
+            stall_after_s=self.stall_after_s,
+        )
+
+    # -- bookkeeping ------------------------------------------------------------------
+    def _progress(self, now: float, ranks: RankReading | None) -> None:
+        self._last_progress_s = now
+        self._log.clear()
+        if ranks is not None:
+            self._cpu_at_progress = {
+                rank.pid: rank.cpu_ticks for rank in ranks.ranks if rank.cpu_ticks is not None
+            }
+
+    def _note_ranks(self, ranks: RankReading | None) -> None:
+        if ranks is None:
+            return
+        if ranks.root_pid != self._root_pid:  # a new engine: forget the old one's ranks
+            self._root_pid = ranks.root_pid
+            self._seen = {}
+            self._cpu_at_progress = {}
+        if ranks.root_alive:
+            self._seen.update({rank.pid: rank.name for rank in ranks.ranks})
+
+    # -- the kind ---------------------------------------------------------------------
+    def _classify(self, inputs: ProgressInputs) -> tuple[str, list[str]]:
+        ranks = inputs.ranks
+        if ranks is not None and ranks.root_alive:
+            by_pid = {rank.pid: rank for rank in ranks.ranks}
+            stopped = [r for r in ranks.ranks if r.state in STOPPED_STATES]
+            if stopped:
+                return "rank_stopped", [_rank_line(r, "stopped") for r in stopped] + self._cpu(
+                    ranks
+                )
+            dead = [r for r in ranks.ranks if r.state in DEAD_STATES]
+            gone = [
+                f"{_short(name)} (pid {pid}) gone"
+                for pid, name in self._seen.items()
+                if pid not in by_pid
+            ]
+            if dead or gone:
+                return "rank_dead", [_rank_line(r, "dead") for r in dead] + gone
+            blocked = [r for r in ranks.ranks if r.state == "D"]
+            if blocked:
+                return "rank_blocked", [_rank_line(r, "in the kernel") for r in blocked]
+        if self._log or inputs.engine_healthy == 0:
+            lines = [f"log: {line}" for line in self._log]
+            if inputs.engine_healthy == 0:
+                lines.append("vllm:engine_healthy is 0")
+            return "log", lines + self._cpu(ranks)
+        gpu = _gpu_line(inputs)
+        if inputs.gpu_utilization_pct:
+            mean = fmean(inputs.gpu_utilization_pct)
+            if mean >= GPU_BUSY_PCT:
+                return "gpu_spin", [gpu, *self._cpu(ranks)]
+            if mean <= GPU_IDLE_PCT:
+                return "cpu_block", [gpu, *self._cpu(ranks)]
+        return "unknown", ([gpu] if inputs.gpu_utilization_pct else ["GPU utilization unknown"]) + (
+            self._cpu(ranks) or ["ranks unknown"]
+        )
+
+    def _cpu(self, ranks: RankReading | None) -> list[str]:
+        """Each rank's CPU seconds since tokens last moved: a spin burns them, a wait does not."""
+        if ranks is None or not ranks.ranks:
+            return []
+        parts = []
+        for rank in ranks.ranks[:9]:
+            before = self._cpu_at_progress.get(rank.pid)
+            if rank.cpu_ticks is None or before is None:
+                parts.append(f"{_short(rank.name)} ?")
+            else:
+                parts.append(
+                    f"{_short(rank.name)} {(rank.cpu_ticks - before) / ranks.clock_ticks:.1f}"
+                )
+        return ["CPU s since the last token: " + ", ".join(parts)]
+
+
+def _pending(inputs: ProgressInputs) -> int | None:
+    if inputs.running_reqs is None and inputs.waiting_reqs is None:
+        return None
+    return (inputs.running_reqs or 0) + (inputs.waiting_reqs or 0)
+
+
+def _short(name: str) -> str:
+    return name.removeprefix("VLLM::")
+
+
+def _rank_line(rank: RankSample, what: str) -> str:
+    wchan = f", wchan {rank.wchan}" if rank.wchan and rank.wchan != "0" else ""
+    return f"{_short(rank.name)} (pid {rank.pid}) {what}: state {rank.state}{wchan}"
+
+
+def _gpu_line(inputs: ProgressInputs) -> str:
+    if not inputs.gpu_utilization_pct:
+        return "GPU utilization unknown"
+    util = fmean(inputs.gpu_utilization_pct)
+    power = f", {sum(inputs.gpu_power_w):.0f} W" if inputs.gpu_power_w else ""
+    return (
+        f"GPU utilization {util:.0f} % over {len(inputs.gpu_utilization_pct)} GPUs{power}, "
+        f"{inputs.running_reqs} running, {inputs.waiting_reqs} waiting"
+    )
