@@ -23,7 +23,7 @@ from tui.logs.line import (
     texts_of,
     warnings_or_worse,
 )
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 from tui.serving.restart_loop import RestartLoopDetector
 
 

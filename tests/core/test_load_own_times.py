@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from tests.support.log_samples import FIXTURES
 from tui.logs.line import LevelClassifier, LineBatch, LogLine
-from tui.serving.load_eta import phase_durations
-from tui.serving.load_explain import LoadExplainer, record_load
-from tui.serving.loadwatch import LoadTracker, Phase, prefix_time_near_s
+from tui.serving.load.eta import phase_durations
+from tui.serving.load.explain import LoadExplainer, record_load
+from tui.serving.load.tracker import LoadTracker, Phase, prefix_time_near_s
 
 _STAMP = re.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\s")
 # The captured start's phases as its prefixes time them: 16:31:28 version banner,

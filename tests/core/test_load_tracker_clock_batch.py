@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tui.logs.line import LogLine
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 
 STATS = (
     "(APIServer pid=1) INFO 11-29 10:00:{s:02d} [loggers.py:1] Engine 000: Avg prompt "

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES, captured_lines
 from tui.logs.line import LevelClassifier, LogLine
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 
 REQUEST = '(APIServer pid=2000) INFO:     127.0.0.1:{i} - "POST /v1/completions HTTP/1.1" 200 OK'
 TRAPS = [

@@ -11,7 +11,7 @@ import pytest
 
 from tui.logs.line import LevelClassifier, LogLine
 from tui.logs.tail import FileFollower
-from tui.serving.loadwatch import LoadTracker, Phase
+from tui.serving.load.tracker import LoadTracker, Phase
 
 PREFIX = "(APIServer pid=2000) INFO 11-29 10:{mm:02d}:{ss:02d} [api_server.py:1] "
 

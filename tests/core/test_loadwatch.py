@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tui.logs.line import LogLine
-from tui.serving.loadwatch import LoadTracker, Phase, vllm_line_time_s
+from tui.serving.load.tracker import LoadTracker, Phase, vllm_line_time_s
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
 P = "(Worker_TP0 pid=2101) INFO 11-29 10:{mm:02d}:{ss:02d} [file.py:1] "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.serving.loadwatch import LoadTracker, Phase
+from tui.serving.load.tracker import LoadTracker, Phase
 from tui.serving.readiness import Readiness, ReadinessProbe
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES, captured_lines
 from tui.logs.line import LevelClassifier, LogLine, read_lines, warnings_or_worse
 from tui.logs.tail import FileFollower
-from tui.serving import loadpatterns as patterns
-from tui.serving.loadwatch import _FACT_WORDS, LoadTracker
+from tui.serving.load import patterns as patterns
+from tui.serving.load.tracker import _FACT_WORDS, LoadTracker
 from tui.serving.restart_loop import RestartLoopDetector
 
 

@@ -38,9 +38,10 @@ from tui.logs.line import (
     priority_level,
     strip_ansi,
 )
-from tui.serving import loadpatterns as patterns
-from tui.serving import loadwatch, restart_loop
-from tui.serving.loadwatch import vllm_line_time_s
+from tui.serving import restart_loop
+from tui.serving.load import patterns as patterns
+from tui.serving.load import tracker as loadwatch
+from tui.serving.load.tracker import vllm_line_time_s
 
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

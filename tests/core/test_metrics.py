@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from tui.core.errors import ServedeckError
-from tui.serving.loadwatch import EngineStats, LoadTracker
+from tui.serving.load.tracker import EngineStats, LoadTracker
 from tui.serving.metrics import (
     MetricsPoller,
     compute_metrics,

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tui.logs.line import LogLine
-from tui.serving.load_eta import (
+from tui.serving.load.eta import (
     DEFAULT_PHASE_S,
     PhasePlan,
     ReadyClock,
@@ -21,7 +21,7 @@ from tui.serving.load_eta import (
     read_history,
     record_load,
 )
-from tui.serving.loadwatch import LoadTracker, Phase, vllm_line_time_s
+from tui.serving.load.tracker import LoadTracker, Phase, vllm_line_time_s
 from widgets.load_strip import render_strip
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tui.hosts import LocalHost
-from tui.serving.load_explain import (
+from tui.serving.load.explain import (
     LoadExplainer,
     bound_of,
     earlier_loads,
@@ -25,14 +25,14 @@ from tui.serving.load_explain import (
     record_load,
     waterfall,
 )
-from tui.serving.load_io import (
+from tui.serving.load.io import (
     IoSample,
     Residency,
     checkpoint_residency,
     drop_from_cache,
     io_sample,
 )
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 
 FIXTURE_LOG = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu" / "server.log"
 MIB = 1024**2

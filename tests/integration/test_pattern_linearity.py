@@ -21,7 +21,7 @@ import tui
 import widgets
 from tui.core.redact import redact_data, redact_text
 from tui.logs.line import LevelClassifier
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 
 MB = 1024 * 1024
 BOUND_S = 3.0  # per search of 1 MB; linear patterns take ~0.01-0.05 s
@@ -60,7 +60,7 @@ def _line(prefix: str, unit: str, size: int = MB) -> str:
 
 def test_the_pattern_census_found_the_log_patterns() -> None:
     assert len(PATTERNS) > 40
-    assert "tui.serving.loadpatterns.VLLM_ENGINE_STATS" in PATTERNS
+    assert "tui.serving.load.patterns.VLLM_ENGINE_STATS" in PATTERNS
     assert "widgets.log_pane._LEVEL_STYLES[0]" in PATTERNS
 
 

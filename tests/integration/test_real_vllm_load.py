@@ -18,7 +18,7 @@ from tests.support.vllm_harness import VllmServer
 from tui.core.config import Profile, ServiceConfig
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
-from tui.serving.loadwatch import LOADING_ORDER, LoadProgress, LoadTracker, Phase
+from tui.serving.load.tracker import LOADING_ORDER, LoadProgress, LoadTracker, Phase
 
 pytestmark = pytest.mark.real_vllm
 

@@ -60,8 +60,8 @@ from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.screens.restart_guard_screen import guard_then_confirm, watch_restart_loop
-from tui.serving.load_eta import ready_clock_for
-from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker, Phase
+from tui.serving.load.eta import ready_clock_for
+from tui.serving.load.tracker import LOADING_PHASES, LoadProgress, LoadTracker, Phase
 from tui.serving.metrics import MetricsPoller, ServerMetrics
 from tui.serving.readiness import ReadinessProbe
 from tui.serving.service import UnitState, audit_refusal

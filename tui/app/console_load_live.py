@@ -14,11 +14,11 @@ from tui.app import messages
 from tui.app.console_guard import console_closing, while_open
 from tui.app.console_workers import console_worker
 from tui.app.parts import ConsoleParts
-from tui.serving.loadwatch import LOADING_PHASES, LoadProgress
+from tui.serving.load.tracker import LOADING_PHASES, LoadProgress
 from widgets.load_why import LoadWhy
 
 if TYPE_CHECKING:  # loaded by the worker, when a load is first seen
-    from tui.serving.load_live_watch import LiveLoadWatcher
+    from tui.serving.load.live_watch import LiveLoadWatcher
     from tui.serving.service import UnitState
 
 
@@ -34,7 +34,7 @@ class LoadLiveMixin(ConsoleParts):
     """Mixed into ServedeckApp (its tracker, unit state, last GPU sample and Deck)."""
 
     _load_live_running: bool = False
-    load_live_poll_s: float | None = None  # None: tui.serving.load_live_watch.LIVE_POLL_S
+    load_live_poll_s: float | None = None  # None: tui.serving.load.live_watch.LIVE_POLL_S
     load_live_watcher: LiveLoadWatcher | None = None
 
     def _watch_load_live_if_loading(self) -> None:
@@ -58,9 +58,9 @@ class LoadLiveMixin(ConsoleParts):
 
     @console_worker("load-live", pane="deck", what="explain the load while it runs")
     async def _watch_load_live(self) -> None:
-        from tui.serving.load_explain_status import checkpoint_path
-        from tui.serving.load_live import ended_load
-        from tui.serving.load_live_watch import LIVE_POLL_S, LiveLoadWatcher
+        from tui.serving.load.explain_status import checkpoint_path
+        from tui.serving.load.live import ended_load
+        from tui.serving.load.live_watch import LIVE_POLL_S, LiveLoadWatcher
 
         watcher = LiveLoadWatcher(self.deck.host, checkpoint_path(self.deck))
         self.load_live_watcher = watcher  # its samples serve the explanation after ready

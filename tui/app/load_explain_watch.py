@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 from tui.app.messages import LoadLiveUpdate
 from tui.core.errors import ServedeckError
 from tui.core.formatting import prediction_error
-from tui.serving.load_live import final_load
-from tui.serving.loadwatch import Phase
+from tui.serving.load.live import final_load
+from tui.serving.load.tracker import Phase
 
 if TYPE_CHECKING:
     from tui.app import ServedeckApp
 
 
 async def explain_after_ready(app: ServedeckApp) -> None:
-    from tui.serving.load_explain import record_load  # once a load is done, not at console start
-    from tui.serving.load_explain_status import collect_explain
+    from tui.serving.load.explain import record_load  # once a load is done, not at console start
+    from tui.serving.load.explain_status import collect_explain
 
     progress = app.tracker.snapshot()
     # A load is a start-to-ready span seen in the log, explained (and kept) once.

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from tui.gpu.model import GpuBoxSnapshot
     from tui.procs.model import ProcListing
     from tui.record.session import ConsoleRecording
-    from tui.serving.load_live import LiveLoad
-    from tui.serving.loadwatch import LoadProgress, LoadTracker
+    from tui.serving.load.live import LiveLoad
+    from tui.serving.load.tracker import LoadProgress, LoadTracker
     from tui.serving.service import UnitState
     from tui.source_health import SourceHealth
     from widgets.gpu_pane import GpuPane

@@ -12,9 +12,9 @@ from tui.commands._target import deck_from_args
 from tui.commands._width import hanging
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import redact_data
-from tui.serving.load_explain_status import load_explain_report
-from tui.serving.load_waterfall import waterfall_lines
-from tui.serving.loadwatch import LoadTracker, silence_note
+from tui.serving.load.explain_status import load_explain_report
+from tui.serving.load.tracker import LoadTracker, silence_note
+from tui.serving.load.waterfall import waterfall_lines
 from tui.serving.metrics import MetricsPoller, metrics_from_log
 from tui.serving.readiness import ReadinessProbe
 from tui.serving.restart_guard import leftovers_note

@@ -27,7 +27,7 @@ from tui.fleet.rows import build_row
 from tui.fleet.status_loop import LoopEnded, StatusLoop
 from tui.gpu.model import GpuBoxSnapshot
 from tui.logs.line import LevelClassifier, LogLine
-from tui.serving.loadwatch import LoadProgress, LoadTracker
+from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller, ServerMetrics, metrics_from_log
 from tui.serving.readiness import Readiness, ReadinessProbe
 from tui.serving.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show

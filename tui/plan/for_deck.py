@@ -17,7 +17,7 @@ from tui.gpu.model import GpuBoxSnapshot
 from tui.plan.build import build_plan
 from tui.plan.inventory import GIB, inventory_from_snapshot
 from tui.plan.layout import FITS, TOO_BIG, Layout, Plan, PlanSettings, gib
-from tui.serving.loadwatch import LoadFacts
+from tui.serving.load.tracker import LoadFacts
 
 if TYPE_CHECKING:
     from tui.deck import Deck

@@ -33,7 +33,7 @@ from tui.procs.gpu_hints import deck_context
 from tui.record.execinfo import read_exec
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 from tui.serving.metrics import MetricsPoller
 from tui.serving.readiness import Readiness, ReadinessProbe
 from tui.serving.service import UnitState

@@ -37,7 +37,7 @@ def shard_files(folder: str | Path) -> list[Path]:
 
 def read_shard(path: Path, disk_bytes_per_s: float | None) -> int:
     """Read the whole file; the uncached part paced to the disk rate. Returns bytes read."""
-    from tui.serving.loadio_helper import resident_bytes
+    from tui.serving.load.io_helper import resident_bytes
 
     try:
         size, resident = resident_bytes(str(path))

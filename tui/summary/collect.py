@@ -29,7 +29,7 @@ from tui.hostfacts.facts import DiskFacts, SoftwareVersions
 from tui.plan import build_plan, inventory_from_snapshot
 from tui.plan.for_deck import profile_layout, with_engine_kv
 from tui.plan.layout import Layout, PlanSettings
-from tui.serving.loadwatch import LoadProgress, LoadTracker
+from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller
 from tui.summary.incidents import incidents_from_audit
 from tui.summary.inputs import ModelSummary, ServiceSummary, SummaryInputs
@@ -138,8 +138,8 @@ async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
 
 def last_explained_load(deck: Deck) -> dict[str, Any] | None:
     """The console's explanation of the last load of this model on this host, if any."""
-    from tui.serving.load_explain import earlier_loads
-    from tui.serving.load_explain_status import history_key
+    from tui.serving.load.explain import earlier_loads
+    from tui.serving.load.explain_status import history_key
 
     loads = earlier_loads(deck.host_label, history_key(deck))
     return loads[-1] if loads else None

@@ -16,7 +16,7 @@ from tui.hostfacts.facts import DiskFacts, SoftwareVersions
 from tui.hostfacts.hostinfo import HostOverview
 from tui.plan.layout import Layout, Plan
 from tui.plan.modelcfg import ModelArch
-from tui.serving.loadwatch import LoadProgress
+from tui.serving.load.tracker import LoadProgress
 from tui.serving.metrics import ServerMetrics
 from tui.serving.service import UnitState
 

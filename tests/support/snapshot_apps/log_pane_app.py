@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 
 from tui.logs.line import LevelClassifier, LogLine
-from tui.serving.loadwatch import LoadProgress, LoadTracker
+from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.metrics import ServerMetrics
 from widgets.load_strip import LoadStrip
 from widgets.log_pane import LogPane

@@ -17,7 +17,7 @@ from typing import cast
 
 from tui.core.formatting import duration_compact
 from tui.logs.line import Level, LineBatch, LogLine, explicit_level, strip_ansi
-from tui.serving import loadpatterns as p
+from tui.serving.load import patterns as p
 
 _MAX_LINE_CHARS = 64 * 1024  # of a longer line, its head and tail are read
 # What a line that takes `feed` after a load's start holds (_feed_started's tests): a `\r`,

@@ -1,7 +1,7 @@
 """The log lines that mark a model load's progress (DESIGN.md section 6).
 
 vLLM 0.32-0.33 with older variants accepted, and SGLang. Each pattern is a
-compiled regex; loadwatch decides what a match means for the phase.
+compiled regex; the tracker (tracker.py) decides what a match means for the phase.
 
 Every pattern is linear-time on any input (a 1 MB line of digits must not stall
 the console): repetitions that can meet each other are bounded, `.*` between

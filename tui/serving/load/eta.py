@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.serving.loadwatch import LOADING_ORDER, LoadProgress, Phase
+from tui.serving.load.tracker import LOADING_ORDER, LoadProgress, Phase
 
 # Phases a load walks through before it answers; "serving" here is the wait between
 # "Starting vLLM server" and the first good /health (vLLM binds before it listens).

@@ -13,9 +13,9 @@ from typing import Any
 
 from tui.core.errors import ServedeckError
 from tui.deck import Deck
-from tui.serving.load_explain import LoadExplain, LoadExplainer, earlier_loads
-from tui.serving.load_io import checkpoint_residency, io_sample
-from tui.serving.loadwatch import LoadProgress
+from tui.serving.load.explain import LoadExplain, LoadExplainer, earlier_loads
+from tui.serving.load.io import checkpoint_residency, io_sample
+from tui.serving.load.tracker import LoadProgress
 
 SAMPLE_GAP_S = 0.5
 
@@ -27,7 +27,7 @@ def checkpoint_path(deck: Deck) -> str | None:
 
 
 def history_key(deck: Deck) -> str:
-    """The model's name in this host's history of loads (tui.serving.load_explain.earlier_loads)."""
+    """The model's name in this host's history of loads (tui.serving.load.explain.earlier_loads)."""
     return deck.profile.model.name or (checkpoint_path(deck) or "")
 
 

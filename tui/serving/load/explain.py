@@ -1,6 +1,6 @@
 """Why a load took as long as it did: per-phase cost, a waterfall with its gaps, a prediction.
 
-Pure: feed it I/O samples (tui.serving.load_io.IoSample), the checkpoint's residency and
+Pure: feed it I/O samples (tui.serving.load.io.IoSample), the checkpoint's residency and
 the tracker's LoadProgress; ask for a LoadExplain. A phase is I/O-bound when the
 serving tree read fast while its CPU idled, CPU-bound when it kept at least half a
 core busy, "wait" otherwise (GPU, network, a lock). The waterfall shows the time
@@ -19,9 +19,9 @@ from typing import Any
 
 from tui.core import paths
 from tui.core.formatting import duration_markdown
-from tui.serving.load_io import IoSample, Residency
-from tui.serving.load_waterfall import GAP_MIN_S, unlogged_s
-from tui.serving.loadwatch import LoadProgress, silence_note
+from tui.serving.load.io import IoSample, Residency
+from tui.serving.load.tracker import LoadProgress, silence_note
+from tui.serving.load.waterfall import GAP_MIN_S, unlogged_s
 
 IO_FLOOR_BYTES_PER_S = 8 * 1024**2
 CPU_FLOOR_CORES = 0.5

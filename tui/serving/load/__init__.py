@@ -1,0 +1,13 @@
+"""A model load: its progress read from the log, the ready ETA, and why it took as long.
+
+- `tracker.py`: LoadTracker, the phase, shards, facts and failure of a load from its log lines
+- `patterns.py`: the log lines that mark a load's progress, as compiled regexes
+- `eta.py`: when the server will be ready, from this host's earlier loads of the model
+- `explain.py`: why a load took as long as it did: per-phase cost and a prediction
+- `explain_status.py`: the explanation for `servedeck status`, from one short look at a host
+- `waterfall.py`: the after-ready waterfall as text
+- `live.py`: the line shown while a model loads: why it is slow right now
+- `live_watch.py`: taking the live readings from a Host every few seconds
+- `io.py`: a load's I/O and page-cache residency on a host, through the helper below
+- `io_helper.py`: the self-contained script sent to the host's `python3 -` for them
+"""
