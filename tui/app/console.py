@@ -148,7 +148,9 @@ class ServedeckApp(
         self.sub_title = profile.name
         self.gpu_history = GpuHistory(target_fraction=0.9)
         self.tracker = LoadTracker()
-        self.ready_clock = ready_clock_for(deck.host_label, deck.stated_load_s)
+        self.ready_clock = ready_clock_for(
+            deck.host_label, deck.stated_load_s, deck.stated_phase_shares()
+        )
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
         self.ready = False

@@ -58,7 +58,7 @@ class LoadLiveMixin(ConsoleParts):
 
     @console_worker("load-live", pane="deck", what="explain the load while it runs")
     async def _watch_load_live(self) -> None:
-        from tui.serving.load.explain_status import checkpoint_path
+        from tui.ops.load_explain import checkpoint_path
         from tui.serving.load.live import ended_load
         from tui.serving.load.live_watch import LIVE_POLL_S, LiveLoadWatcher
 

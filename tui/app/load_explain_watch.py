@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 
 async def explain_after_ready(app: ServedeckApp) -> None:
+    from tui.ops.load_explain import collect_explain
     from tui.serving.load.explain import record_load  # once a load is done, not at console start
-    from tui.serving.load.explain_status import collect_explain
 
     progress = app.tracker.snapshot()
     # A load is a start-to-ready span seen in the log, explained (and kept) once.

@@ -12,7 +12,7 @@ from tui.commands._target import deck_from_args
 from tui.commands._width import hanging
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import redact_data
-from tui.serving.load.explain_status import load_explain_report
+from tui.ops.load_explain import load_explain_report
 from tui.serving.load.tracker import LoadTracker, silence_note
 from tui.serving.load.waterfall import waterfall_lines
 from tui.serving.metrics import MetricsPoller, metrics_from_log

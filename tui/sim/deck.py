@@ -9,7 +9,7 @@ it started. Nothing downstream asks whether a Deck is simulated.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,7 @@ from tui.logs.line import LogLine
 from tui.serving.service import ServiceController
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.service import SIM_HOST_LABEL as SIM_LABEL
+from tui.sim.spec import LOAD_PHASE_SHARES
 
 if TYPE_CHECKING:
     from tui.health.interconnect import InterconnectReport
@@ -90,6 +91,9 @@ class SimDeck(Deck):
     @property
     def stated_load_s(self) -> float | None:
         return self.box.load_seconds
+
+    def stated_phase_shares(self) -> Mapping[str, float] | None:
+        return dict(LOAD_PHASE_SHARES)
 
     async def _open_gpu_source(self) -> GpuSource:
         from tui.gpu.sim_source import SimGpuSource

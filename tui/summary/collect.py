@@ -141,7 +141,9 @@ def last_explained_load(deck: Deck) -> dict[str, Any] | None:
     from tui.serving.load.explain import earlier_loads
     from tui.serving.load.explain_status import history_key
 
-    loads = earlier_loads(deck.host_label, history_key(deck))
+    loads = earlier_loads(
+        deck.host_label, history_key(deck.profile.model.name, deck.checkpoint_dir)
+    )
     return loads[-1] if loads else None
 
 

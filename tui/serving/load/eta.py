@@ -189,14 +189,18 @@ class ReadyClock:
         self._plan = None  # the next load plans with this one
 
 
-def ready_clock_for(host_label: str, simulated_load_s: float | None = None) -> ReadyClock:
-    """The console's clock: the simulator states its own phase times; real hosts the defaults."""
+def ready_clock_for(
+    host_label: str,
+    stated_load_s: float | None = None,
+    stated_phase_shares: Mapping[str, float] | None = None,
+) -> ReadyClock:
+    """The console's clock: a box that states its load time and each phase's share of it
+    (the simulator: Deck.stated_load_s, Deck.stated_phase_shares) plans with them; a real
+    host with its earlier loads, else the defaults."""
     from tui.core import paths
 
     path = paths.data_dir() / HISTORY_FILE
-    if simulated_load_s is None:
+    if stated_load_s is None or stated_phase_shares is None:
         return ReadyClock(path, host_label)
-    from tui.sim.spec import LOAD_PHASE_SHARES
-
-    plan = simulator_plan(simulated_load_s, LOAD_PHASE_SHARES)
+    plan = simulator_plan(stated_load_s, stated_phase_shares)
     return ReadyClock(path, host_label, plan, "simulator's phase times")
