@@ -61,7 +61,7 @@ def _line(prefix: str, unit: str, size: int = MB) -> str:
 def test_the_pattern_census_found_the_log_patterns() -> None:
     assert len(PATTERNS) > 40
     assert "tui.serving.load.patterns.VLLM_ENGINE_STATS" in PATTERNS
-    assert "widgets.log_pane._LEVEL_STYLES[0]" in PATTERNS
+    assert "widgets.log_highlight._LEVEL_STYLES[0]" in PATTERNS
 
 
 @pytest.mark.parametrize("name", sorted(PATTERNS))
