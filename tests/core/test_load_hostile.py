@@ -43,7 +43,7 @@ def _old_vllm_checks(tracker: LoadTracker) -> None:
 def test_old_vllm_weights_line_enters_kv_cache_line_by_line() -> None:
     tracker = LoadTracker(year=2026)
     for line in _lines(OLD_VLLM):
-        tracker.feed(line)
+        tracker.apply(line)
     _old_vllm_checks(tracker)
 
 

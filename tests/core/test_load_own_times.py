@@ -93,7 +93,7 @@ def _line_route(reads: list[LineBatch]) -> LoadTracker:
     tracker = LoadTracker()
     for read in reads:
         for line in read:
-            tracker.feed(line)
+            tracker.apply(line)
     return tracker
 
 
@@ -204,7 +204,7 @@ def test_generated_reads_time_phases_as_line_by_line(
             else [LogLine(t, read_s, None, level) for t, level in zip(texts, levels, strict=True)]
         )
         for line in read:
-            one.feed(line)
+            one.apply(line)
         many.feed_many(read)
         assert many.snapshot(now_s=2e9) == one.snapshot(now_s=2e9)
         assert many._own_last == one._own_last

@@ -87,7 +87,7 @@ def _replay(tracker: LoadTracker, clock: ReadyClock, name: str):  # type: ignore
     """Feed a log line by line; yield (line, snapshot at the line's own time, estimate)."""
     at_s = 0.0
     for line in _lines(name):
-        tracker.feed(line)
+        tracker.apply(line)
         at_s = vllm_line_time_s(line.text, 2025) or at_s
         progress = tracker.snapshot(now_s=at_s)
         yield line, progress, clock.update(progress)

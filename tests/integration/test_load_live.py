@@ -72,9 +72,9 @@ def test_one_gpu_far_behind_the_others_lags() -> None:
 
 def test_how_a_load_ended_prefers_the_engines_own_error() -> None:
     tracker = LoadTracker()
-    tracker.feed("(APIServer pid=1) INFO 11-30 10:00:00 [api_server.py:1] vLLM server version "
+    tracker.apply("(APIServer pid=1) INFO 11-30 10:00:00 [api_server.py:1] vLLM server version "
                  "0.33.0, serving model m")  # fmt: skip
-    tracker.feed(
+    tracker.apply(
         "(Worker pid=2) INFO 11-30 10:00:01 [gpu_model_runner.py:1] Starting to load model m"
     )
     last = reading(phase="weights")
@@ -96,9 +96,9 @@ def test_how_a_load_ended_prefers_the_engines_own_error() -> None:
 
 def _progress(phase: str = "weights"):  # type: ignore[no-untyped-def]
     tracker = LoadTracker()
-    tracker.feed("(APIServer pid=1) INFO 11-30 10:00:00 [api_server.py:1] vLLM server version "
+    tracker.apply("(APIServer pid=1) INFO 11-30 10:00:00 [api_server.py:1] vLLM server version "
                  "0.33.0, serving model m")  # fmt: skip
-    tracker.feed(
+    tracker.apply(
         "(Worker pid=2) INFO 11-30 10:00:01 [gpu_model_runner.py:1] Starting to load model m"
     )
     progress = tracker.snapshot()

@@ -31,7 +31,8 @@ CENSUS_LINE_CHARS = 256 * 1024
 
 
 def _all_patterns() -> dict[str, re.Pattern[str]]:
-    """Every compiled pattern at module level in tui and widgets (also inside tables)."""
+    """Every compiled pattern at module level in tui and widgets (also inside tables and
+    table entries)."""
     found: dict[str, re.Pattern[str]] = {}
     for package in (tui, widgets):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
@@ -39,8 +40,9 @@ def _all_patterns() -> dict[str, re.Pattern[str]]:
                 continue
             module = importlib.import_module(info.name)
             for name, value in vars(module).items():
-                if isinstance(value, re.Pattern) and isinstance(value.pattern, str):
-                    found[f"{info.name}.{name}"] = value
+                regex = getattr(value, "regex", value)  # a table's entry (load patterns' Needs)
+                if isinstance(regex, re.Pattern) and isinstance(regex.pattern, str):
+                    found[f"{info.name}.{name}"] = regex
                 elif isinstance(value, tuple):
                     for index, item in enumerate(value):
                         if isinstance(item, tuple) and item and isinstance(item[0], re.Pattern):
@@ -81,10 +83,10 @@ def test_the_log_pipeline_is_linear_on_1_mb_lines(unit: str) -> None:
     """What a line meets on its way: level, load tracking, redaction (status, logs, console)."""
     line = _line("Engine 000: Avg prompt throughput: ", unit)
     tracker = LoadTracker()
-    tracker.feed("INFO 11-29 10:00:00 [api.py:1] vLLM server version 0.33.0, serving model m")
+    tracker.apply("INFO 11-29 10:00:00 [api.py:1] vLLM server version 0.33.0, serving model m")
     started = time.perf_counter()
     LevelClassifier().classify(line)
-    tracker.feed(line)
+    tracker.apply(line)
     tracker.snapshot()
     redact_text(line)
     redact_data({"line": line, "api_key": line})
@@ -95,7 +97,7 @@ def test_the_issue_example_line_is_fast() -> None:
     line = "Engine 000: Avg prompt throughput: " + "7" * MB
     tracker = LoadTracker()
     started = time.perf_counter()
-    tracker.feed(line)
+    tracker.apply(line)
     assert time.perf_counter() - started < BOUND_S
 
 
@@ -119,6 +121,6 @@ def test_repeated_pattern_fragments_stay_linear(unit: list[str], prefix: list[st
     started = time.perf_counter()
     for pattern in PATTERNS.values():
         pattern.search(line)
-    LoadTracker().feed(line)
+    LoadTracker().apply(line)
     redact_text(line)
     assert time.perf_counter() - started < 20 * BOUND_S

@@ -277,7 +277,7 @@ class HeadlessRecorder:
 
     def _line(self, line: LogLine) -> None:
         now = time.time()
-        self.tracker.feed(line)
+        self.tracker.apply(line)
         self.feed.observe_log(line, now)
         self._observe_progress()
 

@@ -110,7 +110,7 @@ async def _load_from_log(deck: Deck) -> tuple[LoadProgress, int] | None:
     tracker = LoadTracker()
     count = 0
     async for line in source:
-        tracker.feed(line)
+        tracker.apply(line)
         count += 1
     return (tracker.snapshot(), count) if count else None
 

@@ -57,7 +57,7 @@ def scenario(name: str) -> tuple[list[str], LoadProgress, ServerMetrics | None]:
         lines.append(text)
         times.append(end + offset)
     for text, at in zip(lines, times, strict=True):
-        tracker.feed(text, at_s=at)
+        tracker.apply(text, at_s=at)
     return lines, tracker.snapshot(now_s=times[-1] + 5), metrics
 
 

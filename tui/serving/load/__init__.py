@@ -1,7 +1,11 @@
 """A model load: its progress read from the log, the ready ETA, and why it took as long.
 
-- `tracker.py`: LoadTracker, the phase, shards, facts and failure of a load from its log lines
-- `patterns.py`: the log lines that mark a load's progress, as compiled regexes
+- `tracker.py`: LoadTracker: a log's batches through the prefilter, memory samples, the snapshot
+- `machine.py`: the state machine: what one log line means for the load (`apply`)
+- `prefilter.py`: which lines of a batch need `apply`, by the patterns' words
+- `patterns.py`: the table of the log lines that mark a load's progress, each with its literals
+- `clock.py`: when a line was logged: a vLLM prefix's time, its caches a small class
+- `progress.py`: LoadProgress and the phases, facts and stats it states
 - `eta.py`: when the server will be ready, from this host's earlier loads of the model
 - `explain.py`: why a load took as long as it did: per-phase cost and a prediction
 - `explain_status.py`: the explanation for `servedeck status`, from one short look at a host
