@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from tests.support.log_samples import FIXTURES
 from tui.logs.line import LevelClassifier, LineBatch, LogLine
 from tui.serving.load.eta import phase_durations
-from tui.serving.load.explain import LoadExplainer, record_load
+from tui.serving.load.explain import LoadExplainer
+from tui.serving.load.history import record_load
 from tui.serving.load.tracker import LoadTracker, Phase, prefix_time_near_s
 
 _STAMP = re.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\s")

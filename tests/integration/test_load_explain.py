@@ -17,14 +17,8 @@ from pathlib import Path
 import pytest
 
 from tui.hosts import LocalHost
-from tui.serving.load.explain import (
-    LoadExplainer,
-    bound_of,
-    earlier_loads,
-    predict_next_s,
-    record_load,
-    waterfall,
-)
+from tui.serving.load.explain import LoadExplainer, bound_of, predict_next_s, waterfall
+from tui.serving.load.history import earlier_loads, record_load
 from tui.serving.load.io import (
     IoSample,
     Residency,

@@ -18,7 +18,8 @@ import pytest
 
 from tui.cli import main
 from tui.hosts import LocalHost
-from tui.serving.load.explain import LoadExplain, LoadExplainer, earlier_loads, record_load
+from tui.serving.load.explain import LoadExplain, LoadExplainer
+from tui.serving.load.history import earlier_loads, record_load
 from tui.serving.load.io import checkpoint_residency, drop_from_cache, io_sample
 from tui.serving.load.tracker import LoadTracker
 from tui.sim.box import SimBox, SimServerOptions

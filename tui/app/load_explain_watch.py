@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 async def explain_after_ready(app: ServedeckApp) -> None:
     from tui.ops.load_explain import collect_explain
-    from tui.serving.load.explain import record_load  # once a load is done, not at console start
+    from tui.serving.load.history import record_load  # once a load is done, not at console start
 
     progress = app.tracker.snapshot()
     # A load is a start-to-ready span seen in the log, explained (and kept) once.

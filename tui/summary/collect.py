@@ -138,8 +138,8 @@ async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
 
 def last_explained_load(deck: Deck) -> dict[str, Any] | None:
     """The console's explanation of the last load of this model on this host, if any."""
-    from tui.serving.load.explain import earlier_loads
     from tui.serving.load.explain_status import history_key
+    from tui.serving.load.history import earlier_loads
 
     loads = earlier_loads(
         deck.host_label, history_key(deck.profile.model.name, deck.checkpoint_dir)

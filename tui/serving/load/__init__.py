@@ -8,6 +8,7 @@
 - `progress.py`: LoadProgress and the phases, facts and stats it states
 - `eta.py`: when the server will be ready, from this host's earlier loads of the model
 - `explain.py`: why a load took as long as it did: per-phase cost and a prediction
+- `history.py`: this host's explained loads (loads.jsonl), for the next prediction and the summary
 - `explain_status.py`: the explanation for `servedeck status`, from one short look at a host
 - `waterfall.py`: the after-ready waterfall as text
 - `live.py`: the line shown while a model loads: why it is slow right now

@@ -13,7 +13,8 @@ from typing import Any
 
 from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
-from tui.serving.load.explain import LoadExplain, LoadExplainer, earlier_loads
+from tui.serving.load.explain import LoadExplain, LoadExplainer
+from tui.serving.load.history import earlier_loads
 from tui.serving.load.io import checkpoint_residency, io_sample
 from tui.serving.load.tracker import LoadProgress
 
@@ -21,7 +22,7 @@ SAMPLE_GAP_S = 0.5
 
 
 def history_key(model_name: str | None, checkpoint_path: str | None) -> str:
-    """The model's name in a host's history of loads (tui.serving.load.explain.earlier_loads):
+    """The model's name in a host's history of loads (tui.serving.load.history.earlier_loads):
     the profile's model name, else its checkpoint path."""
     return model_name or (checkpoint_path or "")
 
