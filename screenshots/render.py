@@ -27,7 +27,7 @@ from tests.support.canned_host import canned_deck  # noqa: E402
 from tui.app import ServedeckApp  # noqa: E402
 from tui.compose import open_deck  # noqa: E402
 from tui.core.config import demo_profile, load_profile_file  # noqa: E402
-from tui.serving.loadwatch import Phase  # noqa: E402
+from tui.serving.load.tracker import Phase  # noqa: E402
 
 OUT = REPO / "screenshots"
 

@@ -9,7 +9,7 @@ opened by the composition root (`tui.compose.open_deck`), the one place that kno
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
@@ -114,6 +114,11 @@ class Deck:
     @property
     def stated_load_s(self) -> float | None:
         """A load time the box states itself (the simulator knows its phases); None for real hosts."""
+        return None
+
+    def stated_phase_shares(self) -> Mapping[str, float] | None:
+        """Each load phase's share of stated_load_s, as the box states them (the ready ETA's
+        plan); None for real hosts, whose phases come from their earlier loads."""
         return None
 
     async def reachable_base_url(self) -> str:

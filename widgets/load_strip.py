@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.core.formatting import duration_clock
-from tui.serving.load_eta import ReadyEstimate
-from tui.serving.loadwatch import LoadProgress, silence_note
+from tui.serving.load.eta import ReadyEstimate
+from tui.serving.load.tracker import LoadProgress, silence_note
 from tui.serving.metrics import ServerMetrics
 from widgets.quiet_update import update_static
 

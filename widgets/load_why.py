@@ -1,6 +1,6 @@
 """One line under the load strip: why the load is slow right now, then its diagnosis.
 
-Draws a tui.serving.load_live.LiveLoad as given (its text is composed by the source); hidden
+Draws a tui.serving.load.live.LiveLoad as given (its text is composed by the source); hidden
 until the first reading, so a console that sees no load keeps its layout.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.serving.load_live import LiveLoad
+from tui.serving.load.live import LiveLoad
 from widgets.quiet_update import update_static
 
 _BOUND_STYLES = {"io": "bold yellow", "cpu": "bold cyan", "wait": "bold magenta"}

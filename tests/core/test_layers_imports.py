@@ -49,7 +49,6 @@ KEPT: dict[str, tuple[int, str]] = {
     "tui/health/health_run.py": (1, "optional: nvidia-ml-py may be missing (ImportError)"),
     "tui/hosts/factory.py": (1, "asyncssh (~90 ms) loads only for an SSH profile"),
     "tui/hosts/ssh_config.py": (1, "asyncssh's config parser loads only for an alias"),
-    "tui/serving/load_eta.py": (2, "moves with tui/serving/load/ (issue 37 section 3)"),
     "widgets/bench_view.py": (1, _COLD + ": the bench driver"),
     "widgets/plan_view.py": (3, _COLD + ": the planner"),
     "tui/app/__init__.py": (1, _COLD + ": `import tui.app` loads no Textual app yet"),

@@ -22,7 +22,7 @@ from tui.logs.line import (
     texts_of,
     warnings_or_worse,
 )
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 from tui.serving.restart_loop import RestartLoopDetector
 
 
@@ -80,7 +80,7 @@ def test_load_tracker_and_restart_watch_take_batches_as_their_lines(size: int) -
     by_line, by_batch = RestartLoopDetector("u"), RestartLoopDetector("u")
     for batch in batches(size):
         for line in batch:
-            one.feed(line)
+            one.apply(line)
         by_line.feed([line.text for line in batch])
         many.feed_many(batch)
         by_batch.feed(texts_of(batch))
@@ -116,7 +116,7 @@ def test_the_tracker_after_a_load_takes_plain_batches_as_their_lines(size: int) 
     one, many = LoadTracker(year=2026), LoadTracker(year=2026)
     start = [LogLine(text, 1.8e9) for text in captured]
     for line in start:
-        one.feed(line)
+        one.apply(line)
     many.feed_many(start)
     assert one._load_started is not None and many._load_started is not None
     flood, classifier = _after_load_flood(), LevelClassifier()
@@ -124,7 +124,7 @@ def test_the_tracker_after_a_load_takes_plain_batches_as_their_lines(size: int) 
         chunk = flood[begin : begin + size]
         batch = LineBatch(chunk, classifier.classify_many(chunk), 1.8e9 + 100 + index, "f")
         for line in batch:
-            one.feed(line)
+            one.apply(line)
         many.feed_many(batch)
         assert many._stats == one._stats and many._last_t == one._last_t
         assert list(many._recent) == list(one._recent)

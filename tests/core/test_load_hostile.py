@@ -13,9 +13,9 @@ import pytest
 from tui.cli import main
 from tui.logs.line import LevelClassifier, LineBatch, LogLine
 from tui.logs.tail import FileFollower
-from tui.serving.load_eta import DEFAULT_PHASE_S, PhasePlan, estimate_ready
-from tui.serving.load_explain import LoadExplainer
-from tui.serving.loadwatch import LoadTracker, Phase
+from tui.serving.load.eta import DEFAULT_PHASE_S, PhasePlan, estimate_ready
+from tui.serving.load.explain import LoadExplainer
+from tui.serving.load.tracker import LoadTracker, Phase
 from widgets.load_strip import render_strip
 
 OLD_VLLM = [
@@ -43,7 +43,7 @@ def _old_vllm_checks(tracker: LoadTracker) -> None:
 def test_old_vllm_weights_line_enters_kv_cache_line_by_line() -> None:
     tracker = LoadTracker(year=2026)
     for line in _lines(OLD_VLLM):
-        tracker.feed(line)
+        tracker.apply(line)
     _old_vllm_checks(tracker)
 
 

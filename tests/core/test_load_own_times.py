@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 
 from tests.support.log_samples import FIXTURES
 from tui.logs.line import LevelClassifier, LineBatch, LogLine
-from tui.serving.load_eta import phase_durations
-from tui.serving.load_explain import LoadExplainer, record_load
-from tui.serving.loadwatch import LoadTracker, Phase, prefix_time_near_s
+from tui.serving.load.eta import phase_durations
+from tui.serving.load.explain import LoadExplainer
+from tui.serving.load.history import record_load
+from tui.serving.load.tracker import LoadTracker, Phase, prefix_time_near_s
 
 _STAMP = re.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\s")
 # The captured start's phases as its prefixes time them: 16:31:28 version banner,
@@ -93,7 +94,7 @@ def _line_route(reads: list[LineBatch]) -> LoadTracker:
     tracker = LoadTracker()
     for read in reads:
         for line in read:
-            tracker.feed(line)
+            tracker.apply(line)
     return tracker
 
 
@@ -204,7 +205,7 @@ def test_generated_reads_time_phases_as_line_by_line(
             else [LogLine(t, read_s, None, level) for t, level in zip(texts, levels, strict=True)]
         )
         for line in read:
-            one.feed(line)
+            one.apply(line)
         many.feed_many(read)
         assert many.snapshot(now_s=2e9) == one.snapshot(now_s=2e9)
         assert many._own_last == one._own_last

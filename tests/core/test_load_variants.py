@@ -11,7 +11,7 @@ import pytest
 
 from tui.logs.line import LevelClassifier, LogLine
 from tui.logs.tail import FileFollower
-from tui.serving.loadwatch import LoadTracker, Phase
+from tui.serving.load.tracker import LoadTracker, Phase
 
 PREFIX = "(APIServer pid=2000) INFO 11-29 10:{mm:02d}:{ss:02d} [api_server.py:1] "
 
@@ -38,7 +38,7 @@ def _load_head() -> list[str]:
 async def _file_tracker(path: Path) -> LoadTracker:
     tracker = LoadTracker()
     async for line in FileFollower(str(path), initial_lines=500, follow=False).lines():
-        tracker.feed(line)
+        tracker.apply(line)
     return tracker
 
 
@@ -69,10 +69,10 @@ async def test_log_file_eta_at_half_way_is_not_zero(tmp_path: Path, separator: s
 def test_multi_thread_loading_shards_are_recognised() -> None:
     tracker = LoadTracker()
     for line in _load_head():
-        tracker.feed(line, at_s=1e9)
+        tracker.apply(line, at_s=1e9)
     for k in range(0, 11):
         bar = _bar(k, total=20, per_shard_s=2.0, label="Multi-thread loading shards")
-        tracker.feed(bar, at_s=1e9 + 2 * k)
+        tracker.apply(bar, at_s=1e9 + 2 * k)
     progress = tracker.snapshot(now_s=1e9 + 20)
     assert progress.phase == Phase.WEIGHTS
     assert (progress.shards_done, progress.shards_total) == (10, 20)
@@ -111,11 +111,11 @@ OOM_TAIL = [
 def test_cuda_oom_across_ranks_reports_the_root_cause_with_its_rank() -> None:
     tracker = LoadTracker()
     for line in _load_head():
-        tracker.feed(line)
+        tracker.apply(line)
     for k in range(5):
-        tracker.feed(_bar(k))
+        tracker.apply(_bar(k))
     for line in _rank_oom(3, 7) + _rank_oom(1, 8) + OOM_TAIL:
-        tracker.feed(line)
+        tracker.apply(line)
     progress = tracker.snapshot()
     assert progress.phase == Phase.FAILED
     assert progress.failure_line is not None
@@ -126,11 +126,11 @@ def test_cuda_oom_across_ranks_reports_the_root_cause_with_its_rank() -> None:
 def test_torch_distributed_rank_prefix_is_kept() -> None:
     tracker = LoadTracker()
     for line in _load_head():
-        tracker.feed(line)
-    tracker.feed("[rank2]: Traceback (most recent call last):")
-    tracker.feed('[rank2]:   File "x.py", line 1, in f')
-    tracker.feed("[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB")
-    tracker.feed("RuntimeError: Engine core initialization failed. See root cause above.")
+        tracker.apply(line)
+    tracker.apply("[rank2]: Traceback (most recent call last):")
+    tracker.apply('[rank2]:   File "x.py", line 1, in f')
+    tracker.apply("[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB")
+    tracker.apply("RuntimeError: Engine core initialization failed. See root cause above.")
     progress = tracker.snapshot()
     assert progress.failure_line == (
         "(rank2) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB"
@@ -150,12 +150,12 @@ def test_torch_distributed_rank_prefix_is_kept() -> None:
 def test_a_warning_mentioning_an_error_is_not_a_failure(warning: str) -> None:
     tracker = LoadTracker()
     for line in _load_head():
-        tracker.feed(line)
-    tracker.feed(_bar(3))
-    tracker.feed(
+        tracker.apply(line)
+    tracker.apply(_bar(3))
+    tracker.apply(
         LogLine(warning, level=LevelClassifier().classify(warning))
     )  # as every follower gives it
-    tracker.feed(_bar(4))
+    tracker.apply(_bar(4))
     progress = tracker.snapshot()
     assert progress.phase == Phase.WEIGHTS
     assert progress.failure_line is None
@@ -166,14 +166,16 @@ def test_a_journal_warning_priority_line_is_not_a_failure() -> None:
 
     tracker = LoadTracker()
     for line in _load_head():
-        tracker.feed(line)
-    tracker.feed(LogLine("retry after RuntimeError: NCCL timeout", level=Level.WARNING, priority=4))
+        tracker.apply(line)
+    tracker.apply(
+        LogLine("retry after RuntimeError: NCCL timeout", level=Level.WARNING, priority=4)
+    )
     assert tracker.snapshot().phase == Phase.WEIGHTS
 
 
 def test_a_bare_fatal_line_still_fails_the_load() -> None:
     tracker = LoadTracker()
     for line in _load_head():
-        tracker.feed(line)
-    tracker.feed("Killed")
+        tracker.apply(line)
+    tracker.apply("Killed")
     assert tracker.snapshot().phase == Phase.FAILED

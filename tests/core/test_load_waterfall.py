@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.cli_support import assert_fits, run
-from tui.serving.load_explain import LoadExplainer, earlier_loads, record_load
-from tui.serving.load_waterfall import waterfall_lines
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.explain import LoadExplainer
+from tui.serving.load.history import earlier_loads, record_load
+from tui.serving.load.tracker import LoadTracker
+from tui.serving.load.waterfall import waterfall_lines
 
 FIXTURE_LOG = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu" / "server.log"
 

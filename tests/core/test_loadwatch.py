@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tui.logs.line import LogLine
-from tui.serving.loadwatch import LoadTracker, Phase, vllm_line_time_s
+from tui.serving.load.tracker import LoadTracker, Phase, vllm_line_time_s
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
 P = "(Worker_TP0 pid=2101) INFO 11-29 10:{mm:02d}:{ss:02d} [file.py:1] "
@@ -16,7 +16,7 @@ P = "(Worker_TP0 pid=2101) INFO 11-29 10:{mm:02d}:{ss:02d} [file.py:1] "
 def _track(path: Path) -> LoadTracker:
     tracker = LoadTracker(year=2026)
     for raw in path.read_text().splitlines():
-        tracker.feed(raw)
+        tracker.apply(raw)
     return tracker
 
 
@@ -52,7 +52,7 @@ def test_real_log_ready_before_shutdown() -> None:
     tracker = LoadTracker(year=2026)
     lines = (FIXTURES / "server.log").read_text().splitlines()
     for raw in lines:
-        tracker.feed(raw)
+        tracker.apply(raw)
         if "Application startup complete" in raw:
             break
     progress = tracker.snapshot()
@@ -68,16 +68,16 @@ def test_engine_stats_line_from_real_log() -> None:
 
 
 def _gpu_load(tracker: LoadTracker, shards_done: int) -> None:
-    tracker.feed(
+    tracker.apply(
         "(APIServer pid=2000) INFO 11-29 10:00:00 [api_server.py:1] "
         "vLLM server version 0.33.0, serving model moonshotai/Kimi-K2.5",
         at_s=1e9,
     )
-    tracker.feed(P.format(mm=0, ss=30) + "Starting to load model /models/kimi...", at_s=1e9 + 30)
+    tracker.apply(P.format(mm=0, ss=30) + "Starting to load model /models/kimi...", at_s=1e9 + 30)
     for k in range(shards_done + 1):
         at = 60.0 + 30.0 * k
         bar = f"Loading safetensors checkpoint shards: {k * 100 // 64:3d}% Completed | {k}/64 [..]"
-        tracker.feed(LogLine(text=bar, timestamp_s=1e9 + at))
+        tracker.apply(LogLine(text=bar, timestamp_s=1e9 + at))
 
 
 def test_gpu_style_shards_eta_and_failure() -> None:
@@ -91,9 +91,9 @@ def test_gpu_style_shards_eta_and_failure() -> None:
     assert progress.eta_s == pytest.approx(41 * 30, rel=0.01)
     assert progress.facts.model == "moonshotai/Kimi-K2.5"
 
-    tracker.feed(LogLine(text="Traceback (most recent call last):", timestamp_s=now + 1))
-    tracker.feed(LogLine(text='  File "loader.py", line 9, in load', timestamp_s=now + 1))
-    tracker.feed(LogLine(text="torch.OutOfMemoryError: CUDA out of memory.", timestamp_s=now + 1))
+    tracker.apply(LogLine(text="Traceback (most recent call last):", timestamp_s=now + 1))
+    tracker.apply(LogLine(text='  File "loader.py", line 9, in load', timestamp_s=now + 1))
+    tracker.apply(LogLine(text="torch.OutOfMemoryError: CUDA out of memory.", timestamp_s=now + 1))
     failed = tracker.snapshot(now_s=now + 2)
     assert failed.phase == Phase.FAILED
     assert failed.failure_line == "torch.OutOfMemoryError: CUDA out of memory."
@@ -103,28 +103,28 @@ def test_gpu_style_shards_eta_and_failure() -> None:
 
 def test_tqdm_carriage_returns_and_older_variant() -> None:
     tracker = LoadTracker()
-    tracker.feed("INFO 03-01 09:00:00 [api_server.py:1] vLLM API server version 0.6.3")
+    tracker.apply("INFO 03-01 09:00:00 [api_server.py:1] vLLM API server version 0.6.3")
     bars = "\r".join(
         f"Loading safetensors checkpoint shards: {k * 25}% Completed | {k}/4 [00:{k:02d}<00:0{4 - k}, 1.0s/it]"
         for k in range(4)
     )
-    tracker.feed(bars)
+    tracker.apply(bars)
     # read while the load runs (a replay of a log from March is silent now: see test_load_hostile)
     mid = tracker.snapshot(now_s=vllm_line_time_s("03-01 09:00:04 "))
     # the bar's own elapsed clock times the shards (tqdm's remaining says the same)
     assert mid.shards_done == 3 and mid.eta_source in ("shards", "tqdm")
-    tracker.feed(
+    tracker.apply(
         "INFO 03-01 09:00:09 [model_runner.py:1] Model loading took 14.9888 GiB and 9.123456 seconds"
     )
-    tracker.feed("INFO 03-01 09:00:20 [gpu_executor.py:1] # GPU blocks: 1000, # CPU blocks: 100")
-    tracker.feed("INFO 03-01 09:00:21 [worker.py:1] Available KV cache memory: 61.5 GiB")
-    tracker.feed(
+    tracker.apply("INFO 03-01 09:00:20 [gpu_executor.py:1] # GPU blocks: 1000, # CPU blocks: 100")
+    tracker.apply("INFO 03-01 09:00:21 [worker.py:1] Available KV cache memory: 61.5 GiB")
+    tracker.apply(
         "INFO 03-01 09:00:22 [model_runner.py:1] Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)"
     )
-    tracker.feed(
+    tracker.apply(
         "INFO 03-01 09:00:40 [gpu_model_runner.py:1] Graph capturing finished in 18 secs, took 0.55 GiB"
     )
-    tracker.feed(
+    tracker.apply(
         "INFO 03-01 09:00:41 [api_server.py:1] Starting vLLM API server on http://0.0.0.0:8000"
     )
     progress = tracker.snapshot()
@@ -157,7 +157,7 @@ def test_sglang_load() -> None:
         "[2026-01-01 10:01:00 TP0] Decode batch. #running-req: 3, #token: 900, token usage: 0.25, gen throughput (token/s): 120.50, #queue-req: 2,",
     ]
     for number, text in enumerate(lines):
-        tracker.feed(text, at_s=1e9 + number)
+        tracker.apply(text, at_s=1e9 + number)
     progress = tracker.snapshot()
     assert progress.facts.engine == "sglang" and progress.facts.model == "Qwen/Qwen3-8B"
     assert [s.phase for s in progress.timeline] == [
@@ -176,8 +176,8 @@ def test_sglang_load() -> None:
 
 def test_process_exit_during_load_and_memory_eta() -> None:
     tracker = LoadTracker(expected_weights_bytes=100 * 2**30)
-    tracker.feed("INFO 11-29 10:00:00 [api_server.py:1] vLLM API server version 0.33.0", at_s=1000)
-    tracker.feed(P.format(mm=0, ss=1) + "Starting to load model /m...", at_s=1001)
+    tracker.apply("INFO 11-29 10:00:00 [api_server.py:1] vLLM API server version 0.33.0", at_s=1000)
+    tracker.apply(P.format(mm=0, ss=1) + "Starting to load model /m...", at_s=1001)
     for second in range(0, 11):
         tracker.observe_memory(second * 2 * 2**30, at_s=1001 + second)
     progress = tracker.snapshot(now_s=1011)
@@ -191,7 +191,7 @@ def test_process_exit_during_load_and_memory_eta() -> None:
 def test_restart_after_stop_begins_a_new_load() -> None:
     tracker = _track(FIXTURES / "server.log")
     assert tracker.snapshot().phase == Phase.STOPPED
-    tracker.feed(
+    tracker.apply(
         "(APIServer pid=9) INFO 11-29 17:00:00 [api_server.py:1] vLLM server version 0.33.0, serving model m"
     )
     progress = tracker.snapshot()

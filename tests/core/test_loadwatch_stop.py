@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.serving.loadwatch import LoadTracker, Phase
+from tui.serving.load.tracker import LoadTracker, Phase
 from tui.serving.readiness import Readiness, ReadinessProbe
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
@@ -22,7 +22,7 @@ STOP_AT = next(i for i, line in enumerate(LINES) if "[shutdown]" in line)
 def _ready_tracker() -> LoadTracker:
     tracker = LoadTracker(year=2026)
     for raw in LINES[: READY_AT + 1]:
-        tracker.feed(raw)
+        tracker.apply(raw)
     return tracker
 
 
@@ -35,7 +35,7 @@ def test_the_stop_line_ends_readiness_and_polling(batched: bool) -> None:
         tracker.feed_many(LINES[READY_AT + 1 :])
     else:
         for raw in LINES[READY_AT + 1 :]:
-            tracker.feed(raw)
+            tracker.apply(raw)
     stopped = tracker.snapshot()
     assert stopped.phase == Phase.STOPPED
     assert not stopped.ready and not stopped.http_starting
@@ -46,10 +46,10 @@ def test_the_stop_line_ends_readiness_and_polling(batched: bool) -> None:
 def test_a_late_ready_line_after_the_stop_is_not_a_new_load() -> None:
     tracker = _ready_tracker()
     for raw in LINES[READY_AT + 1 : STOP_AT + 1]:
-        tracker.feed(raw)
+        tracker.apply(raw)
     spans = tracker.snapshot().timeline
-    tracker.feed("INFO:     Application startup complete.")
-    tracker.feed("(APIServer pid=1) INFO 11-29 16:32:03 [a.py:1] Starting vLLM server on http://x")
+    tracker.apply("INFO:     Application startup complete.")
+    tracker.apply("(APIServer pid=1) INFO 11-29 16:32:03 [a.py:1] Starting vLLM server on http://x")
     late = tracker.snapshot()
     assert late.phase == Phase.STOPPED and not late.ready
     assert not ReadinessProbe.should_poll(late)
@@ -68,8 +68,8 @@ def test_process_exit_while_serving_is_the_same_stop() -> None:
 def test_a_failed_load_is_not_polled() -> None:
     tracker = LoadTracker(year=2026)
     for raw in LINES[: next(i for i, line in enumerate(LINES) if "Starting vLLM" in line)]:
-        tracker.feed(raw)
-    tracker.feed("(EngineCore pid=1) ERROR 11-29 16:32:00 [core.py:1] EngineCore failed to start")
+        tracker.apply(raw)
+    tracker.apply("(EngineCore pid=1) ERROR 11-29 16:32:00 [core.py:1] EngineCore failed to start")
     assert tracker.snapshot().phase == Phase.FAILED
     assert not ReadinessProbe.should_poll(tracker.snapshot())
 
@@ -84,9 +84,9 @@ def test_an_inactive_unit_is_never_polled() -> None:
 def test_a_new_load_moves_the_epoch_again() -> None:
     tracker = _ready_tracker()
     for raw in LINES[READY_AT + 1 :]:
-        tracker.feed(raw)
+        tracker.apply(raw)
     stopped = tracker.snapshot().epoch
-    tracker.feed("(APIServer pid=9) INFO 11-29 17:00:00 [a.py:1] vLLM server version 0.33.0")
+    tracker.apply("(APIServer pid=9) INFO 11-29 17:00:00 [a.py:1] vLLM server version 0.33.0")
     assert tracker.snapshot().epoch != stopped
     answer = Readiness(True, True, ("m",), 0.01, None, 0.0, epoch=stopped)
     assert answer.epoch != tracker.epoch  # the console drops it

@@ -1,7 +1,8 @@
 """Log lines taken a chunk at a time answer exactly as line by line (issue 18).
 
-The file follower decodes, splits and classifies a whole read chunk; the load tracker
-and the restart-loop watch take a batch and skip what cannot matter. Each batch path is
+The file follower decodes, splits and classifies a whole read chunk; the restart-loop
+watch takes a batch and skips what cannot matter (the load tracker's batches:
+tests/core/test_load_feed_many.py). Each batch path is
 checked against the line-by-line one on the captured vLLM logs, cut into chunks of many
 sizes, with the traps that need the full reading: a traceback across a chunk edge,
 escapes, broken UTF-8, CRLF, lines without a time, a load starting amid stats lines.
@@ -11,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
-import re
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,6 @@ from hypothesis import strategies as st
 from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES, captured_lines
 from tui.logs.line import LevelClassifier, LogLine, read_lines, warnings_or_worse
 from tui.logs.tail import FileFollower
-from tui.serving import loadpatterns as patterns
-from tui.serving.loadwatch import _FACT_WORDS, LoadTracker
 from tui.serving.restart_loop import RestartLoopDetector
 
 
@@ -108,41 +105,6 @@ def test_file_follower_chunks_give_the_lines_and_levels_of_line_by_line(
     assert all(line.source == f"file:{path}" and line.timestamp_s for line in got)
 
 
-def tracker_lines(with_times: bool) -> list[LogLine]:
-    lines = [*mixed_lines(), "tqdm 50%\r Completed 1/2 | 1/2 [00:01<00:01]\r"]
-    lines += [STATS.format(s=1, i=999), STATS.format(s=2, i=7).replace("Running", "Runn")]
-    out = []
-    for index, text in enumerate(lines):
-        stamp = 1.8e9 + index // 3 if with_times or index % 5 else None
-        out.append(LogLine(text, stamp, None, LevelClassifier().classify(text)))
-    return out
-
-
-@pytest.mark.parametrize("with_times", [True, False])
-@pytest.mark.parametrize("size", [1, 5, 64, 100_000])
-def test_load_tracker_batches_end_where_line_by_line_ends(size: int, with_times: bool) -> None:
-    lines = tracker_lines(with_times)
-    one, many = LoadTracker(year=2026), LoadTracker(year=2026)
-    for start in range(0, len(lines), size):
-        chunk = lines[start : start + size]
-        for line in chunk:
-            one.feed(line)
-        many.feed_many(chunk)
-        assert many._stats == one._stats
-        assert many._last_t == one._last_t
-        assert many.snapshot(now_s=2e9) == one.snapshot(now_s=2e9)
-
-
-def test_load_tracker_batch_without_a_load_keeps_the_newest_stats() -> None:
-    flood = [LogLine(STATS.format(s=i % 60, i=i), 1.8e9 + i) for i in range(500)]
-    flood.append(LogLine("Avg prompt throughput: unreadable", 1.8e9 + 600))
-    tracker = LoadTracker(year=2026)
-    tracker.feed_many(flood)
-    assert tracker.phase == LoadTracker().phase
-    assert tracker._stats is not None and tracker._stats.running_reqs == 499
-    assert tracker._last_t == 1.8e9 + 600
-
-
 @pytest.mark.parametrize("size", [1, 3, 64, 100_000])
 def test_restart_watch_batches_keep_the_evidence_of_line_by_line(size: int) -> None:
     lines = [
@@ -180,105 +142,3 @@ def test_read_lines_are_the_lines_the_dataclass_builds() -> None:
         built[0].text = "changed"  # type: ignore[misc]
     assert warnings_or_worse(built) == built[1:]
     assert warnings_or_worse([LogLine("x", level="NOTICE"), LogLine("y", level="DEBUG")]) == []
-
-
-FACT_SAMPLES = [
-    "vLLM API server version 0.32.0, serving model m/x",
-    "\u2588 \u2588 version 0.3 \u2588 model m",
-    "Initializing a V1 LLM engine (v0.32) with config: model='m'",
-    "server_args=ServerArgs(model_path='m'",
-    "Starting to load model m...",
-    "Load weight begin",
-    "Loading safetensors checkpoint shards: 50% Completed | 1/2 [00:01<00:01",
-    "Loading weights took 1.5 seconds",
-    "Model loading took 1.2 GiB and 3.4 seconds",
-    "Loading model weights took 14.9888 GB",
-    "Load weight end. type=x, mem usage=1.5 GB",
-    "torch.compile takes 3.2 s in total",
-    "torch.compile took 3 s",
-    "Warming up model for the compilation",
-    "Dynamo bytecode transform time",
-    "Compiling a graph for dynamic shape",
-    "Compiling model again",
-    "Start compiling",
-    "Available KV cache memory: 1.5 GiB",
-    "Explicitly set (1.0/2.0) GiB for KV cache",
-    "GPU KV cache size: 1,000 tokens",
-    "Maximum concurrency for 1,000 tokens per request: 2.5x",
-    "Memory pool end",
-    "KV Cache is allocated. #tokens: 100",
-    "max_total_num_tokens=1000",
-    "init engine (profile, create kv cache, warmup model) took 3.0",
-    "Graph capturing finished in 5 secs, took 0.5 GiB",
-    "Capture cuda graph end. Time elapsed: 3.1 s. mem usage=0.2 GB",
-    "Capturing CUDA graphs",
-    "Capture CUDA graph begin",
-    "Starting vLLM API server on http://x",
-    "Uvicorn running on http://x",
-    "Application startup complete.",
-    "The server is fired up and ready to roll!",
-    "[shutdown]",
-    "Shutting down",
-    "shutdown triggered",
-    "Received SIGTERM",
-    "Gracefully stopping",
-]
-FACT_PIECES = [
-    *FACT_SAMPLES,
-    *(sample[: len(sample) // 2] for sample in FACT_SAMPLES),
-    *(sample[len(sample) // 2 :] for sample in FACT_SAMPLES),
-    " ",
-    "x",
-    "1",
-    "\u2588",
-]
-
-
-def fact_patterns() -> list[re.Pattern[str]]:
-    """Every pattern _facts_and_phase tries, read from its source (a new one is seen)."""
-    source = inspect.getsource(LoadTracker._facts_and_phase)
-    names = sorted(set(re.findall(r"\bp\.([A-Z_]+)\.search", source)))
-    assert len(names) >= 23
-    return [getattr(patterns, name) for name in names]
-
-
-def test_fact_words_hold_for_each_pattern_sample() -> None:
-    compiled = fact_patterns()
-    for pattern in compiled:
-        assert any(pattern.search(sample) for sample in FACT_SAMPLES), pattern.pattern
-    for sample in FACT_SAMPLES:
-        assert any(word in sample for word in _FACT_WORDS), sample
-
-
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(FACT_PIECES), max_size=10).map("".join))
-def test_a_fact_pattern_matches_only_where_a_fact_word_is(text: str) -> None:
-    if any(pattern.search(text) for pattern in fact_patterns()):
-        assert any(word in text for word in _FACT_WORDS), text
-
-
-def test_fact_words_hold_on_captured_logs() -> None:
-    compiled = fact_patterns()
-    matched = 0
-    for text in captured_lines():
-        if any(pattern.search(text) for pattern in compiled):
-            matched += 1
-            assert any(word in text for word in _FACT_WORDS), text
-    assert matched >= 10
-
-
-@pytest.mark.parametrize("size", [1, 7, 2000])
-def test_gated_batches_end_where_the_ungated_tracker_ends(size: int) -> None:
-    lines = tracker_lines(True) + [
-        LogLine(text, 1.9e9 + index) for index, text in enumerate(FACT_SAMPLES)
-    ]
-    lines += tracker_lines(False)
-    ungated, gated = LoadTracker(year=2026), LoadTracker(year=2026)
-    ungated._fact_words = ("",)  # "" is in every text: every pattern is tried
-    for start in range(0, len(lines), size):
-        chunk = lines[start : start + size]
-        for line in chunk:
-            ungated.feed(line)
-        gated.feed_many(chunk)
-        assert gated.snapshot(now_s=2e9) == ungated.snapshot(now_s=2e9)
-        assert gated._fact_words == _FACT_WORDS

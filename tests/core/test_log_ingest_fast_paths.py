@@ -38,9 +38,8 @@ from tui.logs.line import (
     priority_level,
     strip_ansi,
 )
-from tui.serving import loadpatterns as patterns
-from tui.serving import loadwatch, restart_loop
-from tui.serving.loadwatch import vllm_line_time_s
+from tui.serving import restart_loop
+from tui.serving.load.tracker import vllm_line_time_s
 
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -190,68 +189,3 @@ def test_line_times_follow_a_time_zone_change(monkeypatch: pytest.MonkeyPatch) -
         monkeypatch.undo()
         time.tzset()
     assert utc is not None and tokyo is not None and utc - tokyo == 9 * 3600
-
-
-# The load tracker searches each pattern only where its literal is; every match holds it.
-TRACKER_LITERALS = [
-    (patterns.VLLM_VERSION, ("version",)),
-    (patterns.VLLM_ENGINE_INIT, ("LLM engine",)),
-    (patterns.SGLANG_START, ("ServerArgs(",)),
-    (patterns.WEIGHTS_START, ("Starting to load model", "Load weight begin")),
-    (patterns.SHARD_BAR, ("Completed",)),
-    (patterns.VLLM_ENGINE_STATS, ("Avg prompt throughput: ",)),
-    (patterns.VLLM_OLD_STATS, ("Avg prompt throughput: ",)),
-    (patterns.SGLANG_DECODE, ("Decode batch.",)),
-]
-TRACKER_PIECES = [
-    "vLLM API server version ", "vLLM server version", "0.32.0", ", serving model ", "m/x",
-    "\u2588 ", "version", "Initializing a V1 LLM engine (v0.32) with config: model='m'",
-    "server_args=ServerArgs(model_path='m'", "Starting to load model m...", "Load weight begin",
-    "Loading safetensors checkpoint shards: ", "50% Completed | 1/2 [00:01<00:01",
-    "Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, ",
-    "Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.5%, Prefix cache hit rate: 0.0%",
-    "Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, ",
-    "Decode batch. #running-req: 3, token usage: 0.5, gen throughput (token/s): 9.0, ",
-    "#queue-req: 0", " ", "x", ": ",
-]  # fmt: skip
-
-
-@PROPERTY
-@given(pieces(TRACKER_PIECES))
-def test_load_tracker_literals_are_in_every_match(text: str) -> None:
-    for pattern, literals in TRACKER_LITERALS:
-        if pattern.search(text):
-            assert any(literal in text for literal in literals), (pattern.pattern, text)
-
-
-def test_load_tracker_literals_hold_on_captured_logs() -> None:
-    matched = 0
-    for line in captured_lines():
-        for pattern, literals in TRACKER_LITERALS:
-            if pattern.search(line):
-                matched += 1
-                assert any(literal in line for literal in literals), (pattern.pattern, line)
-    assert matched >= 5  # the captured loads hold version, weights and stats lines
-
-
-SHAPE_WORDS = [*loadwatch._FACT_WORDS, *loadwatch._FEED_WORDS, "0.32.0", "E1129", "x"]
-
-
-@PROPERTY
-@given(st.lists(pieces([*TRACKER_PIECES, *SHAPE_WORDS, "\r", "E", "[F", "7", "\n"]), max_size=6))
-def test_a_word_a_batch_holds_is_in_its_line_shapes(texts: list[str]) -> None:
-    """The tracker searches a batch's words over its line shapes: one there for every
-    word (digits too) the batch holds, a line's start (a leading newline) included."""
-    joined = "\n".join(texts)
-    shapes = loadwatch._line_shapes(joined)
-    for word in SHAPE_WORDS:
-        if word in joined:
-            assert word.translate(loadwatch._DIGITS_AS_ZERO) in shapes, (word, joined)
-    starts = [word for word in loadwatch._FEED_WORDS if word.startswith("\n")]  # glog's
-    assert starts
-    for line in joined.split("\n"):  # the first line's start as any other's
-        for word in starts:
-            if line.startswith(word[1:]):
-                assert word in shapes, (word, joined)
-    for word in (*loadwatch._FACT_WORDS, *loadwatch._FEED_WORDS):
-        assert "\n" not in word[1:]  # a word spanning lines would not be found line by line

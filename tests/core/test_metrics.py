@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from tui.core.errors import ServedeckError
-from tui.serving.loadwatch import EngineStats, LoadTracker
+from tui.serving.load.tracker import EngineStats, LoadTracker
 from tui.serving.metrics import (
     MetricsPoller,
     compute_metrics,
@@ -124,10 +124,10 @@ def _free_port() -> int:
 async def test_readiness_waits_for_the_log_then_polls(fake_vllm: tuple[str, dict]) -> None:
     url, _ = fake_vllm
     tracker = LoadTracker()
-    tracker.feed("INFO 11-29 10:00:00 [api_server.py:1] vLLM API server version 0.33.0")
+    tracker.apply("INFO 11-29 10:00:00 [api_server.py:1] vLLM API server version 0.33.0")
     probe = ReadinessProbe(url)
     assert not (await probe.check(tracker.snapshot())).checked
-    tracker.feed(f"INFO 11-29 10:00:05 [api_server.py:1] Starting vLLM API server on {url}")
+    tracker.apply(f"INFO 11-29 10:00:05 [api_server.py:1] Starting vLLM API server on {url}")
     result = await probe.check(tracker.snapshot())
     assert result.checked and result.ready and result.models == ("/models/tiny-llama",)
     refused = await ReadinessProbe(f"http://127.0.0.1:{_free_port()}").check(None)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tui.logs.line import LogLine
-from tui.serving.load_eta import (
+from tui.serving.load.eta import (
     DEFAULT_PHASE_S,
     PhasePlan,
     ReadyClock,
@@ -21,7 +21,7 @@ from tui.serving.load_eta import (
     read_history,
     record_load,
 )
-from tui.serving.loadwatch import LoadTracker, Phase, vllm_line_time_s
+from tui.serving.load.tracker import LoadTracker, Phase, vllm_line_time_s
 from widgets.load_strip import render_strip
 
 FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu"
@@ -87,7 +87,7 @@ def _replay(tracker: LoadTracker, clock: ReadyClock, name: str):  # type: ignore
     """Feed a log line by line; yield (line, snapshot at the line's own time, estimate)."""
     at_s = 0.0
     for line in _lines(name):
-        tracker.feed(line)
+        tracker.apply(line)
         at_s = vllm_line_time_s(line.text, 2025) or at_s
         progress = tracker.snapshot(now_s=at_s)
         yield line, progress, clock.update(progress)

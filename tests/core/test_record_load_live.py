@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from tests.support.record_support import ListSink
 from tui.record.feed import RecordFeed
-from tui.serving.load_live import LiveLoad, final_load
+from tui.serving.load.live import LiveLoad, final_load
 
 
 def reading(at_s: float, bound: str = "io", **changes: object) -> LiveLoad:

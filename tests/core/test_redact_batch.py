@@ -20,7 +20,7 @@ from tui.core.redact import REDACTED, redact_lines, redact_text
 from tui.logs.line import LevelClassifier, LogLine
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
-from tui.serving.loadwatch import vllm_line_time_s
+from tui.serving.load.tracker import vllm_line_time_s
 
 SECRET = "S3cr3tValue-9f8e7d"
 PLANTED = [

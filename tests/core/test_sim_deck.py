@@ -29,6 +29,7 @@ async def test_the_demo_deck_answers_from_its_box() -> None:
         assert deck.unit_label == spec.UNIT_NAME
         assert not deck.has_kernel_log and deck.probe_unsupported
         assert deck.stated_load_s == box.load_seconds
+        assert deck.stated_phase_shares() == spec.LOAD_PHASE_SHARES
         assert deck.checkpoint_dir is None  # no shard folder unless the slow-disk mode made one
         assert deck.log_from_file and deck.log_label() == "(simulator) server.log"
         assert isinstance(deck.service(), SimService)
@@ -64,7 +65,7 @@ async def test_a_real_deck_answers_from_its_profile(tmp_path: Path) -> None:
         assert deck.base_url == "http://127.0.0.1:8000" and deck.service_port == 8000
         assert deck.systemd_unit == "vllm.service" and deck.unit_label == "vllm.service"
         assert deck.has_kernel_log and deck.probe_unsupported is None
-        assert deck.stated_load_s is None
+        assert deck.stated_load_s is None and deck.stated_phase_shares() is None
         assert deck.checkpoint_dir == str(tmp_path / "model")
         assert deck.log_from_file and deck.log_label() == str(log)
         lines = deck.replay_log_lines()

@@ -9,8 +9,9 @@ from pathlib import Path
 from tui.core.config import demo_profile
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
-from tui.serving.load_explain import LoadExplainer, record_load
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.explain import LoadExplainer
+from tui.serving.load.history import record_load
+from tui.serving.load.tracker import LoadTracker
 from tui.summary import render_markdown
 from tui.summary.collect import last_explained_load
 from tui.summary.inputs import SummaryInputs

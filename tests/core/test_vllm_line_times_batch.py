@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.log_samples import captured_lines
-from tui.serving.loadwatch import vllm_line_time_s, vllm_line_times_s
+from tui.serving.load.tracker import vllm_line_time_s, vllm_line_times_s
 
 EDGE_LINES = [
     "(APIServer pid=1) INFO 11-29 10:00:00 [loggers.py:1] Engine 000",

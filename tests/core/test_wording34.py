@@ -10,7 +10,7 @@ import pytest
 
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
-from tui.serving.load_explain import LoadExplain, PhaseCost, WaterfallStep, diagnose
+from tui.serving.load.explain import LoadExplain, PhaseCost, WaterfallStep, diagnose
 from tui.web import launch
 from tui.web.server import ServeSettings
 

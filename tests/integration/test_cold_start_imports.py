@@ -35,7 +35,7 @@ DEFERRED = (
     "tui.gpu.nvml",
     "tui.gpu.smi",
     "tui.logs.journal",
-    "tui.serving.load_explain",
+    "tui.serving.load.explain",
     "tui.serving.restart_guard",
     "tui.health.report",
     "tui.health.interconnect",

@@ -24,7 +24,7 @@ from tests.support.e2e_support import (
 from tui.app import ServedeckApp
 from tui.compose import open_deck
 from tui.core.config import demo_profile
-from tui.serving.loadwatch import LOADING_PHASES, Phase
+from tui.serving.load.tracker import LOADING_PHASES, Phase
 from widgets.header_bar import HeaderBar
 from widgets.load_strip import LoadStrip
 

@@ -24,7 +24,7 @@ from tui.hosts.ssh import SSHHost
 from tui.ops.plan import plan_for_deck
 from tui.plan import FITS
 from tui.plan.inventory import GIB
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 from tui.sim import spec
 from tui.sim.box import SimBox
 from tui.sim.deck import SimDeck

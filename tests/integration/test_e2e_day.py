@@ -37,7 +37,7 @@ from tui.core.config import demo_profile
 from tui.gpu.model import total_memory_bytes
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.kill_confirm import KillConfirmScreen
-from tui.serving.loadwatch import LOADING_ORDER, Phase
+from tui.serving.load.tracker import LOADING_ORDER, Phase
 from tui.sim.procs import is_alive
 from widgets.header_bar import HeaderBar
 from widgets.load_strip import LoadStrip, render_strip

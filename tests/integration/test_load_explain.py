@@ -17,22 +17,16 @@ from pathlib import Path
 import pytest
 
 from tui.hosts import LocalHost
-from tui.serving.load_explain import (
-    LoadExplainer,
-    bound_of,
-    earlier_loads,
-    predict_next_s,
-    record_load,
-    waterfall,
-)
-from tui.serving.load_io import (
+from tui.serving.load.explain import LoadExplainer, bound_of, predict_next_s, waterfall
+from tui.serving.load.history import earlier_loads, record_load
+from tui.serving.load.io import (
     IoSample,
     Residency,
     checkpoint_residency,
     drop_from_cache,
     io_sample,
 )
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 
 FIXTURE_LOG = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu" / "server.log"
 MIB = 1024**2

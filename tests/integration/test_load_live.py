@@ -14,9 +14,9 @@ import pytest
 
 from tui.gpu.model import GpuBoxSnapshot, GpuSample
 from tui.hosts import LocalHost
-from tui.serving.load_live import LiveLoad, describe, ended_load, final_load, lagging_gpu, with_text
-from tui.serving.load_live_watch import LiveLoadWatcher
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.live import LiveLoad, describe, ended_load, final_load, lagging_gpu, with_text
+from tui.serving.load.live_watch import LiveLoadWatcher
+from tui.serving.load.tracker import LoadTracker
 from widgets.load_why import render_why
 
 GIB = 1024**3
@@ -72,9 +72,9 @@ def test_one_gpu_far_behind_the_others_lags() -> None:
 
 def test_how_a_load_ended_prefers_the_engines_own_error() -> None:
     tracker = LoadTracker()
-    tracker.feed("(APIServer pid=1) INFO 11-30 10:00:00 [api_server.py:1] vLLM server version "
+    tracker.apply("(APIServer pid=1) INFO 11-30 10:00:00 [api_server.py:1] vLLM server version "
                  "0.33.0, serving model m")  # fmt: skip
-    tracker.feed(
+    tracker.apply(
         "(Worker pid=2) INFO 11-30 10:00:01 [gpu_model_runner.py:1] Starting to load model m"
     )
     last = reading(phase="weights")
@@ -96,9 +96,9 @@ def test_how_a_load_ended_prefers_the_engines_own_error() -> None:
 
 def _progress(phase: str = "weights"):  # type: ignore[no-untyped-def]
     tracker = LoadTracker()
-    tracker.feed("(APIServer pid=1) INFO 11-30 10:00:00 [api_server.py:1] vLLM server version "
+    tracker.apply("(APIServer pid=1) INFO 11-30 10:00:00 [api_server.py:1] vLLM server version "
                  "0.33.0, serving model m")  # fmt: skip
-    tracker.feed(
+    tracker.apply(
         "(Worker pid=2) INFO 11-30 10:00:01 [gpu_model_runner.py:1] Starting to load model m"
     )
     progress = tracker.snapshot()
@@ -109,7 +109,7 @@ def _progress(phase: str = "weights"):  # type: ignore[no-untyped-def]
 @pytest.mark.timeout(120)
 async def test_watcher_reads_a_real_reader_then_sees_it_vanish(tmp_path: Path) -> None:
     """A child that reads a 64 MiB file from the disk (dropped from the cache first)."""
-    from tui.serving.load_io import drop_from_cache
+    from tui.serving.load.io import drop_from_cache
 
     data = tmp_path / "model-00001-of-00001.safetensors"
     data.write_bytes(b"\0" * (64 * 1024**2))

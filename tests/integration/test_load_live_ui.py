@@ -29,8 +29,8 @@ from tui.hosts import LocalHost
 from tui.hosts.base import Host
 from tui.record.query import RecordingReader
 from tui.screens.confirm_action import ConfirmActionScreen
-from tui.serving.load_io import drop_from_cache
-from tui.serving.load_live import LiveLoad
+from tui.serving.load.io import drop_from_cache
+from tui.serving.load.live import LiveLoad
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.deck import SimDeck
 from tui.sim.shards import make_shards

@@ -21,7 +21,7 @@ import tui
 import widgets
 from tui.core.redact import redact_data, redact_text
 from tui.logs.line import LevelClassifier
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 
 MB = 1024 * 1024
 BOUND_S = 3.0  # per search of 1 MB; linear patterns take ~0.01-0.05 s
@@ -31,7 +31,8 @@ CENSUS_LINE_CHARS = 256 * 1024
 
 
 def _all_patterns() -> dict[str, re.Pattern[str]]:
-    """Every compiled pattern at module level in tui and widgets (also inside tables)."""
+    """Every compiled pattern at module level in tui and widgets (also inside tables and
+    table entries)."""
     found: dict[str, re.Pattern[str]] = {}
     for package in (tui, widgets):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
@@ -39,8 +40,9 @@ def _all_patterns() -> dict[str, re.Pattern[str]]:
                 continue
             module = importlib.import_module(info.name)
             for name, value in vars(module).items():
-                if isinstance(value, re.Pattern) and isinstance(value.pattern, str):
-                    found[f"{info.name}.{name}"] = value
+                regex = getattr(value, "regex", value)  # a table's entry (load patterns' Needs)
+                if isinstance(regex, re.Pattern) and isinstance(regex.pattern, str):
+                    found[f"{info.name}.{name}"] = regex
                 elif isinstance(value, tuple):
                     for index, item in enumerate(value):
                         if isinstance(item, tuple) and item and isinstance(item[0], re.Pattern):
@@ -60,8 +62,8 @@ def _line(prefix: str, unit: str, size: int = MB) -> str:
 
 def test_the_pattern_census_found_the_log_patterns() -> None:
     assert len(PATTERNS) > 40
-    assert "tui.serving.loadpatterns.VLLM_ENGINE_STATS" in PATTERNS
-    assert "widgets.log_pane._LEVEL_STYLES[0]" in PATTERNS
+    assert "tui.serving.load.patterns.VLLM_ENGINE_STATS" in PATTERNS
+    assert "widgets.log_highlight._LEVEL_STYLES[0]" in PATTERNS
 
 
 @pytest.mark.parametrize("name", sorted(PATTERNS))
@@ -81,10 +83,10 @@ def test_the_log_pipeline_is_linear_on_1_mb_lines(unit: str) -> None:
     """What a line meets on its way: level, load tracking, redaction (status, logs, console)."""
     line = _line("Engine 000: Avg prompt throughput: ", unit)
     tracker = LoadTracker()
-    tracker.feed("INFO 11-29 10:00:00 [api.py:1] vLLM server version 0.33.0, serving model m")
+    tracker.apply("INFO 11-29 10:00:00 [api.py:1] vLLM server version 0.33.0, serving model m")
     started = time.perf_counter()
     LevelClassifier().classify(line)
-    tracker.feed(line)
+    tracker.apply(line)
     tracker.snapshot()
     redact_text(line)
     redact_data({"line": line, "api_key": line})
@@ -95,7 +97,7 @@ def test_the_issue_example_line_is_fast() -> None:
     line = "Engine 000: Avg prompt throughput: " + "7" * MB
     tracker = LoadTracker()
     started = time.perf_counter()
-    tracker.feed(line)
+    tracker.apply(line)
     assert time.perf_counter() - started < BOUND_S
 
 
@@ -119,6 +121,6 @@ def test_repeated_pattern_fragments_stay_linear(unit: list[str], prefix: list[st
     started = time.perf_counter()
     for pattern in PATTERNS.values():
         pattern.search(line)
-    LoadTracker().feed(line)
+    LoadTracker().apply(line)
     redact_text(line)
     assert time.perf_counter() - started < 20 * BOUND_S

@@ -18,7 +18,7 @@ from tests.support.vllm_harness import VllmServer
 from tui.core.config import Profile, ServiceConfig
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
-from tui.serving.loadwatch import LOADING_ORDER, LoadProgress, LoadTracker, Phase
+from tui.serving.load.tracker import LOADING_ORDER, LoadProgress, LoadTracker, Phase
 
 pytestmark = pytest.mark.real_vllm
 
@@ -43,7 +43,7 @@ async def tracked_log(server: VllmServer) -> tuple[LoadTracker, int]:
         lines = deck.log_lines(initial_lines=100_000, follow=False)
         assert lines is not None
         async for line in lines:
-            tracker.feed(line)
+            tracker.apply(line)
             count += 1
     finally:
         await deck.close()
@@ -132,7 +132,7 @@ async def test_following_the_live_log_sees_the_engines_throughput_line(
 
     async def follow_until_busy_stats() -> None:
         async for line in lines:
-            tracker.feed(line)
+            tracker.apply(line)
             stats = tracker.snapshot().engine_stats
             if stats and stats.generation_tokens_per_s and stats.generation_tokens_per_s > 0:
                 return

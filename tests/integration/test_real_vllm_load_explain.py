@@ -21,9 +21,10 @@ import pytest
 
 from tests.support.vllm_harness import VllmServer, VllmServerFactory, stop_vllm_server
 from tui.hosts import LocalHost
-from tui.serving.load_explain import LoadExplain, LoadExplainer, earlier_loads, record_load
-from tui.serving.load_io import IoSample, checkpoint_residency, drop_from_cache, io_sample
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.explain import LoadExplain, LoadExplainer
+from tui.serving.load.history import earlier_loads, record_load
+from tui.serving.load.io import IoSample, checkpoint_residency, drop_from_cache, io_sample
+from tui.serving.load.tracker import LoadTracker
 
 pytestmark = pytest.mark.real_vllm
 MIB = 1024**2

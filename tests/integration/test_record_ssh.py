@@ -23,7 +23,7 @@ from tui.record.feed import RecordFeed
 from tui.record.headless import Cadence, HeadlessRecorder
 from tui.record.query import RecordingReader
 from tui.record.writer import Recorder
-from tui.serving.loadwatch import LOADING_ORDER
+from tui.serving.load.tracker import LOADING_ORDER
 from tui.sim.box import SimBox
 
 pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]

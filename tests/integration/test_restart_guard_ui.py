@@ -16,7 +16,7 @@ from tui.core.config import demo_profile
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.kill_confirm import KillConfirmScreen
 from tui.screens.restart_guard_screen import GuardRefusedScreen
-from tui.serving.load_explain import earlier_loads
+from tui.serving.load.history import earlier_loads
 from tui.sim.procs import is_alive
 
 

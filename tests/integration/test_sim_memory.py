@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 
 from tests.support.sim_fixtures import FAST_OPTIONS
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 from tui.sim import spec
 from tui.sim.box import SimBox, SimServerOptions
 

@@ -18,9 +18,10 @@ import pytest
 
 from tui.cli import main
 from tui.hosts import LocalHost
-from tui.serving.load_explain import LoadExplain, LoadExplainer, earlier_loads, record_load
-from tui.serving.load_io import checkpoint_residency, drop_from_cache, io_sample
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.explain import LoadExplain, LoadExplainer
+from tui.serving.load.history import earlier_loads, record_load
+from tui.serving.load.io import checkpoint_residency, drop_from_cache, io_sample
+from tui.serving.load.tracker import LoadTracker
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.shards import make_shards
 

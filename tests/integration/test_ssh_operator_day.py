@@ -29,7 +29,7 @@ from tui.app import ServedeckApp
 from tui.compose import open_deck
 from tui.core import paths
 from tui.screens.summary import SummaryScreen
-from tui.serving.loadwatch import LOADING_ORDER
+from tui.serving.load.tracker import LOADING_ORDER
 from tui.sim.box import SimBox
 from widgets.load_strip import LoadStrip, render_strip
 from widgets.summary_view import SummaryView

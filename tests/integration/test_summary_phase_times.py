@@ -19,7 +19,7 @@ from tui.app import ServedeckApp
 from tui.compose import open_deck
 from tui.core import paths
 from tui.core.config import demo_profile
-from tui.serving.load_explain import STEP_NAMES
+from tui.serving.load.explain import STEP_NAMES
 from tui.summary import collect_summary, render_markdown
 
 LOAD_S = 12.0

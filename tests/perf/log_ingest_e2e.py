@@ -291,7 +291,7 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     from tui.logs.line import LevelClassifier, LineQueue, LogLine, texts_of, warnings_or_worse
     from tui.logs.tail import FileFollower
     from tui.record.feed import RecordFeed
-    from tui.serving.loadwatch import LoadTracker, vllm_line_time_s
+    from tui.serving.load.tracker import LoadTracker, vllm_line_time_s
     from tui.serving.restart_loop import RestartLoopDetector
 
     lines = texts(total)
@@ -379,7 +379,7 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     costs["recorder's own-clock parse"] = per_line_us(
         timed(lambda: [vllm_line_time_s(line.text) for line in read]), len(read)
     )
-    from tui.serving import loadwatch
+    from tui.serving.load import tracker as loadwatch
 
     if hasattr(loadwatch, "vllm_line_times_s"):  # the console's path: a batch's warnings
         warning_texts = [

@@ -11,7 +11,7 @@ from markdown_it import MarkdownIt
 from tui.core.config import Profile, demo_profile
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
-from tui.serving.loadwatch import LoadFacts, PhaseSpan
+from tui.serving.load.tracker import LoadFacts, PhaseSpan
 from tui.sim.box import SimBox
 from tui.sim.deck import SimDeck
 from tui.summary.inputs import SummaryInputs

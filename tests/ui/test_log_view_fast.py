@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 from textual.widgets import Log
 
-from widgets.log_pane import LogHighlighter, LogView, log_rows
+from widgets.log_highlight import LogHighlighter
+from widgets.textual_log_copy import LogView, log_rows
 
 BATCHES = [
     [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from widgets.log_pane import printable_ascii
+from widgets.textual_log_copy import printable_ascii
 
 
 def test_every_ascii_character_and_beyond() -> None:

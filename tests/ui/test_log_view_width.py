@@ -9,7 +9,7 @@ import time
 from textual.app import App, ComposeResult
 from textual.widgets import Log
 
-from widgets.log_pane import LogView
+from widgets.textual_log_copy import LogView
 
 BATCHES = [
     ["plain ascii", "a longer plain ascii line " * 3, ""],

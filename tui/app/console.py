@@ -56,8 +56,8 @@ from tui.procs.kill import leftovers, leftovers_note
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.help import HelpScreen
 from tui.screens.kill_confirm import KillConfirmScreen
-from tui.serving.load_eta import ready_clock_for
-from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker, Phase
+from tui.serving.load.eta import ready_clock_for
+from tui.serving.load.tracker import LOADING_PHASES, LoadProgress, LoadTracker, Phase
 from tui.serving.metrics import MetricsPoller, ServerMetrics
 from tui.serving.progress.incident import StallIncidents
 from tui.serving.progress.watch import ProgressWatch
@@ -123,7 +123,9 @@ class ServedeckApp(App[int]):
         self.sub_title = profile.name
         self.gpu_history = GpuHistory(target_fraction=0.9)
         self.tracker = LoadTracker()
-        self.ready_clock = ready_clock_for(deck.host_label, deck.stated_load_s)
+        self.ready_clock = ready_clock_for(
+            deck.host_label, deck.stated_load_s, deck.stated_phase_shares()
+        )
         self.progress: LoadProgress | None = None
         self.metrics: ServerMetrics | None = None
         self.engine_progress = ProgressWatch(profile.service.stall_after_s)

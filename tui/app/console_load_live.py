@@ -20,13 +20,13 @@ from tui.app.console_record import RecordPart
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.core.formatting import prediction_error
-from tui.serving.load_live import final_load
-from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, Phase
+from tui.serving.load.live import final_load
+from tui.serving.load.tracker import LOADING_PHASES, LoadProgress, Phase
 from widgets.load_why import LoadWhy
 
 if TYPE_CHECKING:  # loaded by the worker, when a load is first seen
     from tui.deck import Deck
-    from tui.serving.load_live_watch import LiveLoadWatcher
+    from tui.serving.load.live_watch import LiveLoadWatcher
     from tui.serving.service import UnitState
 
 
@@ -45,7 +45,7 @@ class LoadLivePart(Part):
         super().__init__(deck, console)
         self._record = record
         self._running = False
-        self.poll_s: float | None = None  # None: tui.serving.load_live_watch.LIVE_POLL_S
+        self.poll_s: float | None = None  # None: tui.serving.load.live_watch.LIVE_POLL_S
         self.watcher: LiveLoadWatcher | None = None  # its samples serve the diagnosis
         self.explained_load_s: float | None = None  # the start of the load last explained
 
@@ -67,9 +67,9 @@ class LoadLivePart(Part):
 
     @console_worker("load-live", pane="deck", what="explain the load while it runs")
     async def _watch_load_live(self) -> None:
-        from tui.serving.load_explain_status import checkpoint_path
-        from tui.serving.load_live import ended_load
-        from tui.serving.load_live_watch import LIVE_POLL_S, LiveLoadWatcher
+        from tui.ops.load_explain import checkpoint_path
+        from tui.serving.load.live import ended_load
+        from tui.serving.load.live_watch import LIVE_POLL_S, LiveLoadWatcher
 
         console = self.console
         watcher = LiveLoadWatcher(self.deck.host, checkpoint_path(self.deck))
@@ -109,8 +109,8 @@ class LoadLivePart(Part):
     @console_worker("load-explain", pane="deck", what="explain the load")
     async def explain_after_ready(self) -> None:
         """Once per ready (off the UI thread): the diagnosis, and the load kept."""
-        from tui.serving.load_explain import record_load  # once a load is done, not at start
-        from tui.serving.load_explain_status import collect_explain
+        from tui.ops.load_explain import collect_explain
+        from tui.serving.load.history import record_load  # once a load is done, not at start
 
         console = self.console
         progress = console.tracker.snapshot()

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tui.core.config import Profile
     from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
-    from tui.serving.loadwatch import LoadProgress, LoadTracker
+    from tui.serving.load.tracker import LoadProgress, LoadTracker
     from tui.serving.service import UnitState
 
 WidgetT = TypeVar("WidgetT", bound="Widget")

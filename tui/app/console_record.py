@@ -17,7 +17,7 @@ from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.logs.line import LineBatch, warning_indices, warnings_or_worse
-from tui.serving.loadwatch import Phase, vllm_line_times_s
+from tui.serving.load.tracker import Phase, vllm_line_times_s
 
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
     from textual.notifications import SeverityLevel
@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the firs
     from tui.logs.line import LogLine
     from tui.procs.model import ProcListing
     from tui.record.session import ConsoleRecording
-    from tui.serving.load_live import LiveLoad
-    from tui.serving.loadwatch import LoadProgress
+    from tui.serving.load.live import LiveLoad
+    from tui.serving.load.tracker import LoadProgress
     from tui.serving.metrics import ServerMetrics
     from tui.serving.readiness import Readiness
     from tui.serving.service import UnitState

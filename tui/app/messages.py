@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
     from tui.health.report import HealthReport
     from tui.health.xid import XidEvent
     from tui.health.xid_follow import FollowState
-    from tui.serving.load_live import LiveLoad
+    from tui.serving.load.live import LiveLoad
 
 NAMESPACE = "servedeck_app"
 

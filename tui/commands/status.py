@@ -14,10 +14,10 @@ from tui.commands.progress_now import progress_now
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import redact_data
 from tui.deck import Deck
+from tui.ops.load_explain import load_explain_report
 from tui.ops.restart_guard import leftovers_note
-from tui.serving.load_explain_status import load_explain_report
-from tui.serving.load_waterfall import waterfall_lines
-from tui.serving.loadwatch import LoadTracker, silence_note
+from tui.serving.load.tracker import LoadTracker, silence_note
+from tui.serving.load.waterfall import waterfall_lines
 from tui.serving.metrics import MetricsPoller, metrics_from_log
 from tui.serving.readiness import ReadinessProbe
 

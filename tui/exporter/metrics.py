@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from tui.serving.loadwatch import Phase
+from tui.serving.load.tracker import Phase
 from tui.serving.progress.model import PROGRESS_STATES
 
 BASE_LABELS = ("host", "unit", "model")

@@ -31,7 +31,7 @@ from tui.logs.line import LevelClassifier, LogLine
 from tui.ops.gpu_hints import deck_context, gpu_snapshot
 from tui.procs.kill import leftovers
 from tui.procs.listing import list_gpu_processes
-from tui.serving.loadwatch import LoadProgress, LoadTracker
+from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller, ServerMetrics, metrics_from_log
 from tui.serving.readiness import Readiness, ReadinessProbe
 from tui.serving.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show

@@ -27,7 +27,7 @@ from tui.fleet.rows import build_row
 from tui.gpu.model import GpuBoxSnapshot, GpuSample
 from tui.hosts.local import LocalHost
 from tui.logs.tail import follow_file
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 from tui.serving.metrics import metrics_from_log
 from tui.serving.readiness import Readiness
 from tui.serving.service import UnitState

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from tui.fleet.model import FleetRow
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
-from tui.serving.loadwatch import LoadProgress
+from tui.serving.load.tracker import LoadProgress
 from tui.serving.metrics import ServerMetrics
 from tui.serving.readiness import Readiness
 from tui.serving.service import UnitState

@@ -5,5 +5,6 @@ its service, its model facts, its health checks) lives here, one module per oper
 `gpu_hints` (a listing's classification context and GPU snapshot), `restart_guard` (the
 leftover check before a start or restart), `unit_lint` (lint the Deck's unit),
 `plan` (plan the Deck's model on its GPUs), `probe_run` (run and record the probe),
-`hardware_health` (the summary's hardware facts).
+`hardware_health` (the summary's hardware facts), `load_explain` (the load explanation of a
+Deck's host: the console after ready, `servedeck status`).
 """

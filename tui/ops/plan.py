@@ -14,7 +14,7 @@ from tui.plan.build import build_plan
 from tui.plan.for_profile import profile_layout, with_engine_kv
 from tui.plan.inventory import inventory_from_snapshot
 from tui.plan.layout import Plan, PlanSettings
-from tui.serving.loadwatch import LoadFacts
+from tui.serving.load.tracker import LoadFacts
 
 
 async def plan_for_deck(

@@ -11,7 +11,7 @@ from dataclasses import replace
 from tui.core.config import Profile
 from tui.plan.inventory import GIB
 from tui.plan.layout import FITS, TOO_BIG, Layout, Plan, gib
-from tui.serving.loadwatch import LoadFacts
+from tui.serving.load.tracker import LoadFacts
 
 
 def profile_layout(profile: Profile) -> Layout:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tui.bench.best import BenchFigure, best_figures, figure_from_dict
 from tui.record.model import Event
-from tui.serving.loadwatch import LOADING_ORDER
+from tui.serving.load.tracker import LOADING_ORDER
 
 LOADING = {str(phase) for phase in LOADING_ORDER[:-1]}
 # flag -> the column it fills; the first spelling is the one shown

@@ -23,14 +23,14 @@ from tui.gpu.model import GpuBoxSnapshot
 from tui.logs.line import LogLine, warning_or_worse
 from tui.procs.model import ProcListing
 from tui.record.model import Event, MetricsRow
-from tui.serving.loadwatch import LoadProgress, vllm_line_time_s
+from tui.serving.load.tracker import LoadProgress, vllm_line_time_s
 from tui.serving.metrics import ServerMetrics
 from tui.serving.readiness import Readiness
 from tui.serving.service import UnitState
 
 if TYPE_CHECKING:
     from tui.health.xid import XidEvent
-    from tui.serving.load_live import LiveLoad
+    from tui.serving.load.live import LiveLoad
 
 MAX_TEXT = 500
 

@@ -34,7 +34,7 @@ from tui.procs import list_gpu_processes
 from tui.record.execinfo import read_exec
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
-from tui.serving.loadwatch import LoadTracker
+from tui.serving.load.tracker import LoadTracker
 from tui.serving.metrics import MetricsPoller
 from tui.serving.progress.incident import StallIncidents
 from tui.serving.progress.watch import ProgressWatch
@@ -281,7 +281,7 @@ class HeadlessRecorder:
     def _line(self, line: LogLine) -> None:
         now = time.time()
         self.progress.feed_log((line.text,))
-        self.tracker.feed(line)
+        self.tracker.apply(line)
         self.feed.observe_log(line, now)
         self._observe_progress()
 

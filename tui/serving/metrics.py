@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tui.core.errors import ServedeckError
-from tui.serving.loadwatch import EngineStats
+from tui.serving.load.tracker import EngineStats
 
 if TYPE_CHECKING:  # httpx and the parser load on the first scrape, not at console start
     import httpx

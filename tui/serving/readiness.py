@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tui.serving.loadwatch import LoadProgress, Phase
+from tui.serving.load.tracker import LoadProgress, Phase
 
 if TYPE_CHECKING:  # httpx loads on the first probe, not at console start
     import httpx

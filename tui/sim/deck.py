@@ -9,7 +9,7 @@ it started. Nothing downstream asks whether a Deck is simulated.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 
 from tui.core.config import Profile
@@ -37,7 +37,7 @@ from tui.sim.gpu_source import SimGpuSource
 from tui.sim.overview import simulated_overview
 from tui.sim.service import SIM_HOST_LABEL as SIM_LABEL
 from tui.sim.service import SimService
-from tui.sim.spec import UNIT_NAME
+from tui.sim.spec import LOAD_PHASE_SHARES, UNIT_NAME
 from tui.sim.unit_file import UNIT_TEXT
 
 
@@ -97,6 +97,9 @@ class SimDeck(Deck):
     @property
     def stated_load_s(self) -> float | None:
         return self.box.load_seconds
+
+    def stated_phase_shares(self) -> Mapping[str, float] | None:
+        return dict(LOAD_PHASE_SHARES)
 
     async def _open_gpu_source(self) -> GpuSource:
         return SimGpuSource(self.box)

@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from tui.serving.loadio_helper import resident_bytes
+from tui.serving.load.io_helper import resident_bytes
 
 CHUNK_BYTES = 4 * 1024**2
 

@@ -30,9 +30,9 @@ from tui.ops.hardware_health import collect_hardware_health
 from tui.plan import build_plan, inventory_from_snapshot
 from tui.plan.for_profile import profile_layout, with_engine_kv
 from tui.plan.layout import Layout, PlanSettings
-from tui.serving.load_explain import earlier_loads
-from tui.serving.load_explain_status import history_key
-from tui.serving.loadwatch import LoadProgress, LoadTracker
+from tui.serving.load.explain_status import history_key
+from tui.serving.load.history import earlier_loads
+from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller
 from tui.summary.incidents import incidents_from_audit
 from tui.summary.inputs import ModelSummary, ServiceSummary, SummaryInputs
@@ -113,7 +113,7 @@ async def _load_from_log(deck: Deck) -> tuple[LoadProgress, int] | None:
     tracker = LoadTracker()
     count = 0
     async for line in source:
-        tracker.feed(line)
+        tracker.apply(line)
         count += 1
     return (tracker.snapshot(), count) if count else None
 
@@ -141,7 +141,9 @@ async def _model(deck: Deck) -> tuple[ModelSummary, Any]:
 
 def last_explained_load(deck: Deck) -> dict[str, Any] | None:
     """The console's explanation of the last load of this model on this host, if any."""
-    loads = earlier_loads(deck.host_label, history_key(deck))
+    loads = earlier_loads(
+        deck.host_label, history_key(deck.profile.model.name, deck.checkpoint_dir)
+    )
     return loads[-1] if loads else None
 
 

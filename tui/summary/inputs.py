@@ -17,7 +17,7 @@ from tui.hostfacts.hostinfo import HostOverview
 from tui.plan.layout import Layout, Plan
 from tui.plan.modelcfg import ModelArch
 from tui.plan.render import _plain
-from tui.serving.loadwatch import LoadProgress
+from tui.serving.load.tracker import LoadProgress
 from tui.serving.metrics import ServerMetrics
 from tui.serving.service import UnitState
 

@@ -1,7 +1,7 @@
 """The summary's "Last load" section: why the last load took as long as it did.
 
 The console explains each load once it is ready and keeps it in this host's history
-(tui.serving.load_explain.record_load); the summary quotes the last one: its one-line
+(tui.serving.load.history.record_load); the summary quotes the last one: its one-line
 diagnosis, the prediction check, and the waterfall, so whoever takes over sees
 where the minutes went without loading the model again.
 """
@@ -12,7 +12,7 @@ import itertools
 from typing import Any
 
 from tui.core.formatting import prediction_error
-from tui.serving.load_waterfall import waterfall_lines
+from tui.serving.load.waterfall import waterfall_lines
 
 
 def _with_starts(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:

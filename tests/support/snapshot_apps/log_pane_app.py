@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 
 from tui.logs.line import LevelClassifier, LogLine
-from tui.serving.loadwatch import LoadProgress, LoadTracker
+from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.metrics import ServerMetrics
 from widgets.load_strip import LoadStrip
 from widgets.log_pane import LogPane
@@ -57,7 +57,7 @@ def scenario(name: str) -> tuple[list[str], LoadProgress, ServerMetrics | None]:
         lines.append(text)
         times.append(end + offset)
     for text, at in zip(lines, times, strict=True):
-        tracker.feed(text, at_s=at)
+        tracker.apply(text, at_s=at)
     return lines, tracker.snapshot(now_s=times[-1] + 5), metrics
 
 

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.serving.loadwatch import LOADING_ORDER, LoadProgress, Phase
+from tui.core import paths
+from tui.serving.load.tracker import LOADING_ORDER, LoadProgress, Phase
 
 # Phases a load walks through before it answers; "serving" here is the wait between
 # "Starting vLLM server" and the first good /health (vLLM binds before it listens).
@@ -189,14 +190,16 @@ class ReadyClock:
         self._plan = None  # the next load plans with this one
 
 
-def ready_clock_for(host_label: str, simulated_load_s: float | None = None) -> ReadyClock:
-    """The console's clock: the simulator states its own phase times; real hosts the defaults."""
-    from tui.core import paths
-
+def ready_clock_for(
+    host_label: str,
+    stated_load_s: float | None = None,
+    stated_phase_shares: Mapping[str, float] | None = None,
+) -> ReadyClock:
+    """The console's clock: a box that states its load time and each phase's share of it
+    (the simulator: Deck.stated_load_s, Deck.stated_phase_shares) plans with them; a real
+    host with its earlier loads, else the defaults."""
     path = paths.data_dir() / HISTORY_FILE
-    if simulated_load_s is None:
+    if stated_load_s is None or stated_phase_shares is None:
         return ReadyClock(path, host_label)
-    from tui.sim.spec import LOAD_PHASE_SHARES
-
-    plan = simulator_plan(simulated_load_s, LOAD_PHASE_SHARES)
+    plan = simulator_plan(stated_load_s, stated_phase_shares)
     return ReadyClock(path, host_label, plan, "simulator's phase times")

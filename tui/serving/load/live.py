@@ -1,6 +1,6 @@
 """Why the load is slow right now: the line the Deck shows while a model loads (pure).
 
-`LiveLoad` is one reading (tui.serving.load_live_watch takes them); `describe` words it:
+`LiveLoad` is one reading (tui.serving.load.live_watch takes them); `describe` words it:
 the phase and its time, I/O-bound, CPU-bound or waiting, and the figures behind
 that (tree and device read rates, CPU cores, page-cache residency, a GPU that lags).
 What could not be read is `problem`, said on the line instead of a guessed figure.
@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, replace
 
 from tui.gpu.model import GpuBoxSnapshot
-from tui.serving.loadwatch import LoadProgress
+from tui.serving.load.tracker import LoadProgress
 
 GB = 1e9
 COLD_PCT = 90.0  # below this share cached, a read-bound weights phase is reading the disk

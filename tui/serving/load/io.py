@@ -1,6 +1,6 @@
 """Reading a load's I/O on the host: shard residency and read/CPU counters, through a Host.
 
-The fixed helper (tui/serving/loadio_helper.py) goes on stdin to `python3 -`, like the
+The fixed helper (tui/serving/load/io_helper.py) goes on stdin to `python3 -`, like the
 process helper, so local and remote hosts share one code path. Residency uses
 util-linux `fincore` when the host has it, the helper's mincore otherwise.
 """
@@ -35,7 +35,7 @@ fincore --bytes --noheadings --raw --output RES,SIZE,FILE -- "$@"
 
 @cache
 def helper_source() -> str:
-    return resources.files("tui.serving").joinpath("loadio_helper.py").read_text(encoding="utf-8")
+    return resources.files("tui.serving.load").joinpath("io_helper.py").read_text(encoding="utf-8")
 
 
 async def run_loadio(

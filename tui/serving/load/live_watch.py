@@ -1,9 +1,9 @@
 """Taking the live load readings: the same counters as the after-ready explainer, every few s.
 
 The serving tree's read and CPU counters and the checkpoint's block device through
-the load I/O helper (tui.serving.load_io), the shards' page-cache residency (less often: it
+the load I/O helper (tui.serving.load.io), the shards' page-cache residency (less often: it
 is not free on 550 GB), the log's phase (LoadProgress) and per-GPU memory. Each
-`sample` turns the seconds since the previous one into a frozen tui.serving.load_live.LiveLoad.
+`sample` turns the seconds since the previous one into a frozen tui.serving.load.live.LiveLoad.
 What cannot be read (the process is gone, /proc/PID/io belongs to another user, the
 helper failed) becomes the reading's `problem`; it never raises.
 """
@@ -15,10 +15,10 @@ import time
 from tui.core.errors import ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hosts.base import Host
-from tui.serving.load_explain import CPU_FLOOR_CORES, LoadExplainer, bound_of
-from tui.serving.load_io import IoSample, checkpoint_residency, io_sample
-from tui.serving.load_live import LiveLoad, lagging_gpu, with_text
-from tui.serving.loadwatch import LoadProgress
+from tui.serving.load.explain import CPU_FLOOR_CORES, LoadExplainer, bound_of
+from tui.serving.load.io import IoSample, checkpoint_residency, io_sample
+from tui.serving.load.live import LiveLoad, lagging_gpu, with_text
+from tui.serving.load.tracker import LoadProgress
 
 LIVE_POLL_S = 3.0  # one helper run per sample: a few seconds is fresh enough for a 30 min load
 RESIDENCY_EVERY_SAMPLES = 4  # mincore over 550 GB of shards is not free: every 4th sample

@@ -1,6 +1,6 @@
 """Why a load took as long as it did: per-phase cost, a waterfall with its gaps, a prediction.
 
-Pure: feed it I/O samples (tui.serving.load_io.IoSample), the checkpoint's residency and
+Pure: feed it I/O samples (tui.serving.load.io.IoSample), the checkpoint's residency and
 the tracker's LoadProgress; ask for a LoadExplain. A phase is I/O-bound when the
 serving tree read fast while its CPU idled, CPU-bound when it kept at least half a
 core busy, "wait" otherwise (GPU, network, a lock). The waterfall shows the time
@@ -11,17 +11,14 @@ weights phase by the bytes not in the page cache; it is checked at the next load
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from tui.core import paths
 from tui.core.formatting import duration_markdown
-from tui.serving.load_io import IoSample, Residency
-from tui.serving.load_waterfall import GAP_MIN_S, unlogged_s
-from tui.serving.loadwatch import LoadProgress, silence_note
+from tui.serving.load.io import IoSample, Residency
+from tui.serving.load.tracker import LoadProgress, silence_note
+from tui.serving.load.waterfall import GAP_MIN_S, unlogged_s
 
 IO_FLOOR_BYTES_PER_S = 8 * 1024**2
 CPU_FLOOR_CORES = 0.5
@@ -356,55 +353,3 @@ class LoadExplainer:
             silent_for_s = progress.at_s - progress.silent_since_s
             return replace(explain, diagnosis=silence_note(silent_for_s))
         return replace(explain, diagnosis=diagnose(explain))
-
-
-# ---------------------------------------------------------------- history of loads
-
-
-def history_path() -> Path:
-    return paths.data_dir() / "loads.jsonl"
-
-
-def earlier_loads(host: str, model: str, path: Path | None = None) -> list[dict[str, Any]]:
-    """This host's earlier loads of the model, oldest first; unreadable lines skipped."""
-    path = path or history_path()
-    found = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("host") == host and record.get("model") == model:
-            found.append(record)
-    return found
-
-
-def record_load(host: str, model: str, explain: LoadExplain, path: Path | None = None) -> None:
-    path = path or history_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    record = {
-        "host": host,
-        "model": model,
-        "wall_s": explain.wall_s,
-        "cache_resident_before_pct": explain.cache_resident_before_pct,
-        "predicted_next_load_s": explain.predicted_next_load_s,
-        "previous_prediction_error_s": explain.previous_prediction_error_s,
-        "phases": explain.as_json()["phases"],
-        "waterfall": [
-            {
-                "name": step.name,
-                "start_s": round(step.start_s, 3),
-                "wall_s": round(step.wall_s, 3),
-                "logged": step.logged,
-                "stated_s": step.stated_s,
-            }
-            for step in explain.waterfall
-        ],
-        "diagnosis": explain.diagnosis,
-    }
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
