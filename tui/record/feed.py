@@ -15,8 +15,8 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.bench.best import COMPLETE, figure_of
-from tui.bench.capacity_answer import bracket, capacity_line, config_key, is_finished
-from tui.bench.capacity_answer import workload_key as capacity_workload
+from tui.bench.capacity.answer import bracket, capacity_line, config_key, is_finished
+from tui.bench.capacity.answer import workload_key as capacity_workload
 from tui.core.formatting import gib
 from tui.core.redact import redact_data, redact_lines, redact_text
 from tui.gpu.model import GpuBoxSnapshot

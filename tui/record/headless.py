@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from tui.alerts.monitor import AlertMonitor
-from tui.bench.capacity_history import capacity_history_path, read_capacity_history
+from tui.bench.capacity.history import capacity_history_path, read_capacity_history
 from tui.bench.history import history_path
 from tui.bench.model import result_from_dict
 from tui.core.errors import ServedeckError
