@@ -24,7 +24,7 @@ from tui.logs.line import LogLine, flat_lines
 from tui.serving.service import ServiceController, SystemdService
 
 if TYPE_CHECKING:
-    from tui.health.interconnect import InterconnectReport
+    from tui.health.interconnect.rules import InterconnectReport
     from tui.health.report import HealthReport
     from tui.hostfacts.doctor import DoctorCheck
     from tui.hostfacts.facts import DiskFacts, SoftwareVersions
@@ -280,7 +280,7 @@ class Deck:
 
     async def interconnect(self) -> InterconnectReport:
         """The read-only interconnect checks (PCIe, NVLink, NCCL settings) of this box."""
-        from tui.health.doctor_run import run_interconnect
+        from tui.health.interconnect.doctor_run import run_interconnect
 
         return await run_interconnect(self.host, self.profile)
 

@@ -38,7 +38,7 @@ DEFERRED = (
     "tui.serving.load_explain",
     "tui.serving.restart_guard",
     "tui.health.report",
-    "tui.health.interconnect",
+    "tui.health.interconnect.rules",
 )
 
 

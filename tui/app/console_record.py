@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the firs
     from tui.alerts.engine import AlertChange
     from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
-    from tui.health.xid import XidEvent
+    from tui.health.xid.decode import XidEvent
     from tui.logs.line import LogLine
     from tui.procs.model import ProcListing
     from tui.record.session import ConsoleRecording

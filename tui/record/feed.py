@@ -29,7 +29,7 @@ from tui.serving.readiness import Readiness
 from tui.serving.service import UnitState
 
 if TYPE_CHECKING:
-    from tui.health.xid import XidEvent
+    from tui.health.xid.decode import XidEvent
     from tui.serving.load_live import LiveLoad
 
 MAX_TEXT = 500

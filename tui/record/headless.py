@@ -27,7 +27,7 @@ from tui.core.paths import audit_log_path
 from tui.core.tasks import cancel_and_wait
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
-from tui.health.xid_follow import FollowState, follow_xids, gpu_buses, kernel_journal_file
+from tui.health.xid.follow import FollowState, follow_xids, gpu_buses, kernel_journal_file
 from tui.logs.line import LogLine
 from tui.ops.gpu_hints import deck_context
 from tui.procs import list_gpu_processes
@@ -40,7 +40,7 @@ from tui.serving.readiness import Readiness, ReadinessProbe
 from tui.serving.service import UnitState
 
 if TYPE_CHECKING:
-    from tui.health.xid import XidEvent
+    from tui.health.xid.decode import XidEvent
 
 SERVICE_POLL_S = 2.0
 METRICS_POLL_S = 5.0

@@ -15,7 +15,7 @@ from dataclasses import replace
 from tui.core.config import Profile
 from tui.deck import CheckpointFacts, Deck
 from tui.gpu.model import GpuSource
-from tui.health.interconnect import InterconnectReport
+from tui.health.interconnect.rules import InterconnectReport
 from tui.health.report import HealthReport
 from tui.hostfacts.doctor import DoctorCheck
 from tui.hostfacts.facts import DiskFacts, SoftwareVersions
