@@ -21,7 +21,7 @@ from tui.gpu.model import GpuSource
 from tui.hostfacts.hostinfo import HostOverview, collect_overview, refresh_vitals
 from tui.hosts.base import Host
 from tui.logs.line import LogLine, flat_lines
-from tui.serving.service import ServiceController, SystemdService
+from tui.serving.unit.service import ServiceController, SystemdService
 
 if TYPE_CHECKING:
     from tui.health.interconnect.rules import InterconnectReport
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from tui.hostfacts.facts import DiskFacts, SoftwareVersions
     from tui.plan.build import ModelFacts
     from tui.plan.inventory import GpuInventory
-    from tui.serving.unit_lint_run import UnitFile
+    from tui.serving.unit.lint_run import UnitFile
 
 
 async def _without_read_time(lines: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
@@ -268,7 +268,7 @@ class Deck:
 
     async def unit_file(self) -> UnitFile:
         """The unit's text (`systemctl cat`) and its last stop's duration, for the unit lint."""
-        from tui.serving.unit_lint_run import read_unit_file
+        from tui.serving.unit.lint_run import read_unit_file
 
         return await read_unit_file(self.host, self.profile)
 

@@ -7,7 +7,7 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 from widgets.quiet_update import update_static
 
 _STATE_STYLES = {

@@ -24,7 +24,7 @@ from tui.logs.line import LevelClassifier, LogLine, read_lines, warnings_or_wors
 from tui.logs.tail import FileFollower
 from tui.serving import loadpatterns as patterns
 from tui.serving.loadwatch import _FACT_WORDS, LoadTracker
-from tui.serving.restart_loop import RestartLoopDetector
+from tui.serving.unit.restart_loop import RestartLoopDetector
 
 
 def mixed_lines() -> list[str]:

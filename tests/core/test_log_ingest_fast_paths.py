@@ -39,8 +39,9 @@ from tui.logs.line import (
     strip_ansi,
 )
 from tui.serving import loadpatterns as patterns
-from tui.serving import loadwatch, restart_loop
+from tui.serving import loadwatch
 from tui.serving.loadwatch import vllm_line_time_s
+from tui.serving.unit import restart_loop
 
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

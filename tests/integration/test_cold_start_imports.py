@@ -36,7 +36,7 @@ DEFERRED = (
     "tui.gpu.smi",
     "tui.logs.journal",
     "tui.serving.load_explain",
-    "tui.serving.restart_guard",
+    "tui.serving.unit.restart_guard",
     "tui.health.report",
     "tui.health.interconnect.rules",
 )

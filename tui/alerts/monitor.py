@@ -24,7 +24,7 @@ from tui.alerts.webhook import Delivery, WebhookSender, url_for_display
 from tui.core.alert_rules import AlertingConfig
 from tui.gpu.model import GpuBoxSnapshot
 from tui.serving.metrics import ServerMetrics
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 if TYPE_CHECKING:
     from tui.health.xid.decode import XidEvent

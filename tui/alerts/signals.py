@@ -5,7 +5,7 @@ from __future__ import annotations
 from tui.alerts.engine import Signals
 from tui.gpu.model import GpuBoxSnapshot
 from tui.serving.metrics import ServerMetrics
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 GIB = 1024**3
 # An XID counts towards its GPU's signals this long; the alert resolves after it.

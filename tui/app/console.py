@@ -60,7 +60,7 @@ from tui.serving.load_eta import ready_clock_for
 from tui.serving.loadwatch import LOADING_PHASES, LoadProgress, LoadTracker, Phase
 from tui.serving.metrics import MetricsPoller, ServerMetrics
 from tui.serving.readiness import ReadinessProbe
-from tui.serving.service import UnitState, audit_refusal
+from tui.serving.unit.service import UnitState, audit_refusal
 from tui.source_health import cut_as_of_text, unknown_since_text
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.footer import Footer

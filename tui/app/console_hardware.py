@@ -161,7 +161,7 @@ class HardwarePart(Part):
 
     def probe_checked(self, message: messages.ProbeChecked) -> None:
         from tui.screens.confirm_action import ConfirmActionScreen
-        from tui.serving.service import ServiceAction
+        from tui.serving.unit.service import ServiceAction
 
         view = self.console.query_one(HealthView)
         if message.refusal:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the firs
     from tui.serving.loadwatch import LoadProgress
     from tui.serving.metrics import ServerMetrics
     from tui.serving.readiness import Readiness
-    from tui.serving.service import UnitState
+    from tui.serving.unit.service import UnitState
 
 RECORD_PROCS_S = 10.0
 # While nothing a leftover would change has changed (the GPU holders NVML names, the unit's

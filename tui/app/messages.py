@@ -19,7 +19,7 @@ from tui.plan.layout import Plan
 from tui.procs import KillReport, ProcListing
 from tui.serving.metrics import ServerMetrics
 from tui.serving.readiness import Readiness
-from tui.serving.service import ActionOutcome, UnitState
+from tui.serving.unit.service import ActionOutcome, UnitState
 
 if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
     from tui.health.interconnect.rules import InterconnectReport

@@ -26,7 +26,7 @@ from tui.record.model import Event, MetricsRow
 from tui.serving.loadwatch import LoadProgress, vllm_line_time_s
 from tui.serving.metrics import ServerMetrics
 from tui.serving.readiness import Readiness
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 if TYPE_CHECKING:
     from tui.health.xid.decode import XidEvent

@@ -37,7 +37,7 @@ from tui.record.model import Event
 from tui.serving.loadwatch import LoadTracker
 from tui.serving.metrics import MetricsPoller
 from tui.serving.readiness import Readiness, ReadinessProbe
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 if TYPE_CHECKING:
     from tui.health.xid.decode import XidEvent

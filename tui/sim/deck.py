@@ -26,8 +26,8 @@ from tui.logs.line import LogLine
 from tui.logs.tail import follow_file_batches
 from tui.plan.build import ModelFacts
 from tui.plan.inventory import GpuInventory, inventory_from_snapshot
-from tui.serving.service import ServiceController
-from tui.serving.unit_lint_run import UnitFile
+from tui.serving.unit.lint_run import UnitFile
+from tui.serving.unit.service import ServiceController
 from tui.sim import spec
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.checks import collect_demo_health, run_demo_interconnect
