@@ -15,7 +15,7 @@ from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.logs.line import texts_of
-from tui.screens.restart_guard_screen import GuardRefusedScreen
+from tui.screens.guard_refused import GuardRefusedScreen
 from tui.serving.unit.restart_loop import RestartLoopDetector, record
 
 if TYPE_CHECKING:
