@@ -1,9 +1,9 @@
 """The interconnect doctor and the probe: what between the GPUs halves P2P bandwidth or hangs NCCL.
 
-collect.py: one read-only round trip that gathers the doctor's sections from a host
-parse.py: parsers of the real tools' output (lspci, nvidia-smi topo, sysfs), never raising
-rules.py: the doctor's rules, sections in and findings out (`analyze_interconnect`)
-doctor_run.py: the doctor on a host, collected then analysed
-probe.py: the bandwidth probe's refusal, its run over a Host and its verdict against published figures
-probe_script.py: the probe itself, a standalone script the serving venv's Python runs on the host
+collect.py: Read everything the interconnect doctor needs from a host in one round trip
+doctor_run.py: Run the interconnect doctor on a host (the simulator's box: `tui.sim.checks`)
+parse.py: Parsers for what the interconnect doctor reads, in the real tools' formats
+probe.py: The interconnect probe: refuse unless the GPUs are idle, run the fixed script with the serving venv's Python over the Host, and compare with published figures by class
+probe_script.py: The interconnect probe, a standalone script run by the serving venv's Python on the host
+rules.py: The interconnect doctor's rules: sections read from a host in, findings out
 """
