@@ -22,7 +22,7 @@ offered.py: Which console actions can be done now, and which keys belong where t
 open_console.py: Opening the console from the command line (kept out of cli.py so `--version` stays fast)
 ops/: Operations over a whole Deck: the floor above it, below the console, CLI and fleet
 plan/: Deployment preflight: will this model fit, and which TP/EP layouts are valid
-procs/: GPU processes: find them, classify them, and kill leftovers safely (DESIGN.md section 7)
+procs/: GPU processes: find them, classify them, and kill leftovers safely (docs/DESIGN.md section 7)
 record/: The flight recorder: GPU samples, serving metrics and events of one host in one SQLite file
 screens/: Screens and dialogs only: each pushed over the console, Fleet or replay app; every dialog subclasses dialog.py's Dialog
 serving/: The service and its load: readiness, /metrics, load progress and its ETA, the load explainer, the unit

@@ -15,7 +15,7 @@ export.py: Export a level in `vllm bench serve --save-result` field names, so to
 history.py: Benchmark history: one BenchResult per line of a JSONL file in the data dir
 lengths.py: Per-request prompt and output lengths: fixed, drawn from a distribution, or a class mix
 loadgen.py: One level of load in one process: closed loop or open loop, cancellable
-metrics.py: Metric definitions of `vllm bench serve` (DESIGN.md section 5), without numpy
+metrics.py: Metric definitions of `vllm bench serve` (docs/DESIGN.md section 5), without numpy
 model.py: Frozen result types of a benchmark run, and their JSON round trip
 prompt_fit.py: Prompts of an exact token count: calibrate which words are one token each, then count
 report.py: vLLM's `bench serve` report of one level, as text lines (the CLI and the Bench pane)

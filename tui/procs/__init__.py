@@ -1,4 +1,4 @@
-"""GPU processes: find them, classify them, and kill leftovers safely (DESIGN.md section 7).
+"""GPU processes: find them, classify them, and kill leftovers safely (docs/DESIGN.md section 7).
 
 No Textual here: the CLI, the app's workers and tests all call these directly.
 

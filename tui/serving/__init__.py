@@ -8,7 +8,7 @@ load_live.py: Why the load is slow right now: the line the Deck shows while a mo
 load_live_watch.py: Taking the live load readings: the same counters as the after-ready explainer, every few s
 load_waterfall.py: The after-ready waterfall as text: one bar per step on a shared time axis, gaps apart
 loadio_helper.py: The load I/O helper: page-cache residency of checkpoint shards and read counters
-loadpatterns.py: The log lines that mark a model load's progress (DESIGN.md section 6)
+loadpatterns.py: The log lines that mark a model load's progress (docs/DESIGN.md section 6)
 loadwatch.py: How far a model load has got, read from the service log (and GPU memory)
 metrics.py: Server metrics from Prometheus /metrics (vLLM and SGLang names), with a log fallback
 readiness.py: Is the server answering? /health and /v1/models, polled only once the log says it is starting
