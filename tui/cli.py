@@ -150,7 +150,7 @@ def _open_console(args: argparse.Namespace) -> int:
         from tui.commands.fleet_cmd import open_ssh
 
         return open_ssh(args.ssh)
-    from tui.console import open_console
+    from tui.open_console import open_console
 
     return open_console(args)
 

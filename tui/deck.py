@@ -21,16 +21,16 @@ from tui.gpu.model import GpuSource
 from tui.hostfacts.hostinfo import HostOverview, collect_overview, refresh_vitals
 from tui.hosts.base import Host
 from tui.logs.line import LogLine, flat_lines
-from tui.serving.service import ServiceController, SystemdService
+from tui.serving.unit.service import ServiceController, SystemdService
 
 if TYPE_CHECKING:
-    from tui.health.interconnect import InterconnectReport
+    from tui.health.interconnect.rules import InterconnectReport
     from tui.health.report import HealthReport
     from tui.hostfacts.doctor import DoctorCheck
     from tui.hostfacts.facts import DiskFacts, SoftwareVersions
     from tui.plan.build import ModelFacts
     from tui.plan.inventory import GpuInventory
-    from tui.serving.unit_lint_run import UnitFile
+    from tui.serving.unit.lint_run import UnitFile
 
 
 async def _without_read_time(lines: AsyncIterator[LogLine]) -> AsyncIterator[LogLine]:
@@ -273,7 +273,7 @@ class Deck:
 
     async def unit_file(self) -> UnitFile:
         """The unit's text (`systemctl cat`) and its last stop's duration, for the unit lint."""
-        from tui.serving.unit_lint_run import read_unit_file
+        from tui.serving.unit.lint_run import read_unit_file
 
         return await read_unit_file(self.host, self.profile)
 
@@ -285,7 +285,7 @@ class Deck:
 
     async def interconnect(self) -> InterconnectReport:
         """The read-only interconnect checks (PCIe, NVLink, NCCL settings) of this box."""
-        from tui.health.doctor_run import run_interconnect
+        from tui.health.interconnect.doctor_run import run_interconnect
 
         return await run_interconnect(self.host, self.profile)
 

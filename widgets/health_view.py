@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 if TYPE_CHECKING:  # the reports' modules load with the first check, not the first frame
-    from tui.health.interconnect import InterconnectReport
+    from tui.health.interconnect.rules import InterconnectReport
     from tui.health.report import HealthReport
 
 STYLES = {"crit": "bold red", "warn": "bold yellow", "info": "cyan", "ok": "bold green"}

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.serving.progress.model import ProgressVerdict
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 from widgets.quiet_update import update_static
 
 _STATE_STYLES = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tui.alerts.monitor import AlertMonitor
 from tui.core.alert_rules import AlertingConfig, AlertRule
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 LEFTOVERS = AlertRule("leftovers", "procs.leftovers_while_inactive", ">=", 1, 0, "warning")
 STOPPED = UnitState("x.service", "loaded", "inactive", "dead", "success", None, None, 0, None, 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.core.test_bench_best import _level, _run
-from tui.bench.capacity_answer import bracket, bracket_text, capacity_line, spread_text
+from tui.bench.capacity.answer import bracket, bracket_text, capacity_line, spread_text
 from tui.core.config import demo_profile
 from tui.record.attempts import deployment_attempts
 from tui.record.feed import RecordFeed

@@ -27,7 +27,7 @@ from tui.gpu.smi_parse import (
     parse_versions,
 )
 from tui.serving.metrics import compute_metrics, parse_metrics
-from tui.serving.service import parse_systemctl_show
+from tui.serving.unit.service import parse_systemctl_show
 
 FUZZ = settings(max_examples=200, deadline=1000, suppress_health_check=[HealthCheck.too_slow])
 

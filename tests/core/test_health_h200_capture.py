@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tui.health.interconnect_parse import p2p_matrix, parse_links, parse_memory_q
+from tui.health.interconnect.parse import p2p_matrix, parse_links, parse_memory_q
 
 CAPTURE = Path(__file__).parents[1] / "support" / "fixtures" / "interconnect" / "h200x2"
 

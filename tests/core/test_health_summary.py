@@ -8,8 +8,8 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from tests.support.summary_helpers import table_shapes
-from tui.health.interconnect import analyze_interconnect
-from tui.health.interconnect_parse import split_sections
+from tui.health.interconnect.parse import split_sections
+from tui.health.interconnect.rules import analyze_interconnect
 from tui.ops.hardware_health import HardwareHealth, last_probe
 from tui.sim.checks import collect_demo_health
 from tui.sim.interconnect import faults_from_text, render_sections

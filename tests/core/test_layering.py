@@ -1,4 +1,4 @@
-"""DESIGN.md section 3: only the app, tui/screens/ and widgets/ may import textual.
+"""docs/ARCHITECTURE.md's layers: only the app, tui/screens/ and widgets/ may import textual.
 
 The direct imports are import-linter contracts in pyproject.toml (`lint-imports`, run in
 CI). Two things a static contract cannot say are checked here: that the contract's list of

@@ -22,7 +22,7 @@ _UI = "tui/app and tui/screens: recomposed by issue 37 section 2 (parts), their 
 # module -> (function-level tui/widgets imports it keeps, why)
 KEPT: dict[str, tuple[int, str]] = {
     "tui/cli.py": (4, _CLI),
-    "tui/console.py": (1, "the UI entry point: Textual loads only when the console runs"),
+    "tui/open_console.py": (1, "the UI entry point: Textual loads only when the console runs"),
     "tui/compose.py": (1, "cold start: a real host's Deck never loads the simulator"),
     "tui/deck.py": (14, _COLD + ": NVML, the journal, the planner, health load on first use"),
     "tui/commands/bench_cmd.py": (

@@ -23,7 +23,7 @@ from tui.logs.line import (
     warnings_or_worse,
 )
 from tui.serving.load.tracker import LoadTracker
-from tui.serving.restart_loop import RestartLoopDetector
+from tui.serving.unit.restart_loop import RestartLoopDetector
 
 
 def texts() -> list[str]:

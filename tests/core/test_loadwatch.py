@@ -1,4 +1,4 @@
-"""LoadTracker on real vLLM 0.32 logs and on GPU-style and SGLang lines from DESIGN.md."""
+"""LoadTracker on real vLLM 0.32 logs and on GPU-style and SGLang lines from docs/DESIGN.md."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES, captured_lines
 from tui.logs.line import LevelClassifier, LogLine, read_lines, warnings_or_worse
 from tui.logs.tail import FileFollower
-from tui.serving.restart_loop import RestartLoopDetector
+from tui.serving.unit.restart_loop import RestartLoopDetector
 
 
 def mixed_lines() -> list[str]:

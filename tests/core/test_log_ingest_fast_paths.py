@@ -38,8 +38,8 @@ from tui.logs.line import (
     priority_level,
     strip_ansi,
 )
-from tui.serving import restart_loop
 from tui.serving.load.tracker import vllm_line_time_s
+from tui.serving.unit import restart_loop
 
 PROPERTY = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -11,7 +11,7 @@ import socket
 import traceback
 
 from tui.core.audit import read_audit
-from tui.serving.restart_loop import EVIDENCE_LINES, RestartLoopDetector, cause_of, record
+from tui.serving.unit.restart_loop import EVIDENCE_LINES, RestartLoopDetector, cause_of, record
 from tui.summary.incidents import incidents_from_audit
 
 KV_LINE = (

@@ -15,7 +15,7 @@ import pytest
 from tui.core.audit import read_audit
 from tui.core.errors import ServedeckError
 from tui.hosts.local import LocalHost
-from tui.serving.service import (
+from tui.serving.unit.service import (
     ServiceController,
     SystemdService,
     describe_action,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tui.cli import main
-from tui.serving.unit_lint import (
+from tui.serving.unit.lint import (
     lint_unit,
     observed_stop_s,
     parse_limit,

@@ -9,7 +9,7 @@ from tui.alerts.monitor import AlertMonitor
 from tui.alerts.signals import XID_WINDOW_S
 from tui.core.config import profile_from_data
 from tui.gpu.model import GpuBoxSnapshot, GpuSample
-from tui.health.xid import XidEvent, decode_xid
+from tui.health.xid.decode import XidEvent, decode_xid
 from tui.record.feed import RecordFeed
 
 T0 = 1_790_000_000.0

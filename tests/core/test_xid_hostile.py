@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.health.xid import MAX_DETAIL_CHARS, MAX_TEXT_CHARS, decode_xid
+from tui.health.xid.decode import MAX_DETAIL_CHARS, MAX_TEXT_CHARS, decode_xid
 
 BUSES = {"0000:41:00.0": 2}
 HEAD = "NVRM: Xid (PCI:0000:41:00): "

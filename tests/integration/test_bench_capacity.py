@@ -16,7 +16,10 @@ from dataclasses import asdict, replace
 import httpx
 import pytest
 
-from tui.bench.capacity import (
+from tui.bench.capacity.driver import CapacityProcess
+from tui.bench.capacity.history import read_capacity_history
+from tui.bench.capacity.runner import CapacitySpec
+from tui.bench.capacity.search import (
     CapacityLevel,
     CapacitySearch,
     CapacitySlo,
@@ -25,9 +28,6 @@ from tui.bench.capacity import (
     level_failures,
     parse_slo,
 )
-from tui.bench.capacity_driver import CapacityProcess
-from tui.bench.capacity_history import read_capacity_history
-from tui.bench.capacity_runner import CapacitySpec
 from tui.bench.workload import BenchSpec
 from tui.cli import main
 from tui.core.config import profile_from_data

@@ -9,7 +9,7 @@ from rich.console import Console
 from textual.widgets import Static, TabbedContent
 
 from tui.app import ServedeckApp
-from tui.bench.capacity_history import read_capacity_history
+from tui.bench.capacity.history import read_capacity_history
 from tui.compose import open_deck
 from tui.core.config import BenchmarkPreset, BenchmarkSlo, demo_profile
 from widgets.capacity_view import CapacityView

@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tui.bench.capacity import CapacitySlo
-from tui.bench.capacity_driver import CapacityProcess
-from tui.bench.capacity_runner import CapacitySpec
-from tui.bench.capacity_workloads import cycled_trace, trace_rate
+from tui.bench.capacity.driver import CapacityProcess
+from tui.bench.capacity.runner import CapacitySpec
+from tui.bench.capacity.search import CapacitySlo
+from tui.bench.capacity.workloads import cycled_trace, trace_rate
 from tui.bench.trace import TraceRequest
 from tui.bench.workload import BenchSpec
 from tui.cli import main

@@ -36,9 +36,9 @@ DEFERRED = (
     "tui.gpu.smi",
     "tui.logs.journal",
     "tui.serving.load.explain",
-    "tui.serving.restart_guard",
+    "tui.serving.unit.restart_guard",
     "tui.health.report",
-    "tui.health.interconnect",
+    "tui.health.interconnect.rules",
 )
 
 

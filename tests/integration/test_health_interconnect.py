@@ -14,10 +14,10 @@ import pytest
 
 from tests.support.cli_support import assert_fits, cli_env, run  # noqa: F401  (fixture)
 from tests.support.sshd_fixtures import SshdPair
-from tui.health.doctor_run import run_interconnect
 from tui.health.findings import CRIT, INFO, WARN, Finding
-from tui.health.interconnect import analyze_interconnect
-from tui.health.interconnect_parse import norm_bdf, split_sections
+from tui.health.interconnect.doctor_run import run_interconnect
+from tui.health.interconnect.parse import norm_bdf, split_sections
+from tui.health.interconnect.rules import analyze_interconnect
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
 from tui.sim.interconnect import InterconnectFaults, faults_from_text, render_sections

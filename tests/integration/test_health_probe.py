@@ -15,8 +15,8 @@ from tests.support.sshd_fixtures import SshdPair
 from tests.support.vllm_install import cache_root, ensure_vllm_venv
 from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
 from tui.health.findings import CRIT, Finding
-from tui.health.interconnect import InterconnectReport
-from tui.health.probe import judge, parse_output, refusal, run_probe_script
+from tui.health.interconnect.probe import judge, parse_output, refusal, run_probe_script
+from tui.health.interconnect.rules import InterconnectReport
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
 from tui.sim.box import SimBox

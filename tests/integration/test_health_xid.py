@@ -17,9 +17,9 @@ from tests.support.sshd_fixtures import SshdPair
 from tui.health.counters import parse_counters
 from tui.health.findings import CRIT, INFO, WARN
 from tui.health.health_run import collect_health
-from tui.health.kernel_log import KernelLogFollower
 from tui.health.report import build_report, gpu_badge, replay_rate
-from tui.health.xid import RESET_GPU, RESTART_ENGINE, XID_TABLE, decode_xid
+from tui.health.xid.decode import RESET_GPU, RESTART_ENGINE, XID_TABLE, decode_xid
+from tui.health.xid.kernel_log import KernelLogFollower
 from tui.hosts.local import LocalHost
 from tui.hosts.ssh import SSHHost
 

@@ -48,8 +48,8 @@ from tui.ops.gpu_hints import deck_context, rereader
 from tui.ops.restart_guard import check, guard_listing, guarded_action
 from tui.procs import leftovers
 from tui.procs.kill import kill_processes
-from tui.serving.restart_guard import GuardRefused
-from tui.serving.service import ActionOutcome, ServiceAction, UnitState, parse_systemctl_show
+from tui.serving.unit.restart_guard import GuardRefused
+from tui.serving.unit.service import ActionOutcome, ServiceAction, UnitState, parse_systemctl_show
 
 pytestmark = pytest.mark.real_vllm
 

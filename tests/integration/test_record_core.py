@@ -24,7 +24,7 @@ from tui.record.query import RecordingReader
 from tui.record.retention import RetentionPolicy, apply_retention
 from tui.record.schema import MIGRATIONS, SCHEMA_VERSION, RecordingError, connect
 from tui.record.writer import Recorder
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 GIB = 1024**3
 

@@ -27,7 +27,7 @@ from tui.gpu.model import GpuBoxSnapshot, GpuProcessUsage, GpuSample
 from tui.hosts import LocalHost
 from tui.procs import ClassifyContext, leftovers, list_gpu_processes
 from tui.procs.model import ProcListing
-from tui.serving.restart_guard import GIB, assess, inactive_note
+from tui.serving.unit.restart_guard import GIB, assess, inactive_note
 
 # The holder binds a port the kernel picks and says which: a port chosen beforehand could be
 # taken meanwhile by another test's server on this machine.

@@ -13,7 +13,7 @@ import pytest
 from tui.compose import open_deck
 from tui.core.config import demo_profile
 from tui.ops.restart_guard import guarded_action, leftovers_checks, leftovers_note
-from tui.serving.restart_guard import GuardRefused
+from tui.serving.unit.restart_guard import GuardRefused
 from tui.sim.procs import is_alive
 
 

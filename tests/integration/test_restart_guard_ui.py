@@ -14,8 +14,8 @@ from tui.app import ServedeckApp
 from tui.compose import open_deck
 from tui.core.config import demo_profile
 from tui.screens.confirm_action import ConfirmActionScreen
+from tui.screens.guard_refused import GuardRefusedScreen
 from tui.screens.kill_confirm import KillConfirmScreen
-from tui.screens.restart_guard_screen import GuardRefusedScreen
 from tui.serving.load.history import earlier_loads
 from tui.sim.procs import is_alive
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tui.serving.restart_loop import RestartLoopDetector
+from tui.serving.unit.restart_loop import RestartLoopDetector
 from tui.sim.box import SimBox, SimServerOptions
 
 

@@ -23,8 +23,8 @@ import pytest
 from tests.support.sshd_fixtures import SshdPair, SshdServer
 from tests.support.standin_sshd import standin_sshd
 from tui.core.config import HostConfig
-from tui.health.xid import XidEvent
-from tui.health.xid_follow import FollowState, follow_xids
+from tui.health.xid.decode import XidEvent
+from tui.health.xid.follow import FollowState, follow_xids
 from tui.hosts.ssh import SSHHost
 
 pytestmark = [pytest.mark.sshd, pytest.mark.usefixtures("private_home")]

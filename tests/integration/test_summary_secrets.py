@@ -15,7 +15,7 @@ import pytest
 from tests.support.summary_helpers import demo_deck, seed_history
 from tui.core.audit import append_audit
 from tui.core.config import HandoffNotes, demo_profile
-from tui.serving.service import ServiceController, UnitState, parse_systemctl_show
+from tui.serving.unit.service import ServiceController, UnitState, parse_systemctl_show
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.deck import SimDeck
 from tui.summary import (

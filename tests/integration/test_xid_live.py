@@ -17,8 +17,8 @@ from tests.support.sshd_fixtures import SshdPair
 from tui.app import ServedeckApp
 from tui.compose import open_deck
 from tui.core.config import demo_profile
-from tui.health.xid import XidEvent
-from tui.health.xid_follow import KERNEL_JOURNAL_ENV, FollowState, follow_xids
+from tui.health.xid.decode import XidEvent
+from tui.health.xid.follow import KERNEL_JOURNAL_ENV, FollowState, follow_xids
 from tui.hosts.ssh import SSHHost
 from tui.record.query import RecordingReader
 from tui.screens.timeline import TimelineScreen

@@ -51,7 +51,7 @@ from tui.health.counters import HealthCounters  # noqa: E402
 from tui.health.health_run import read_events  # noqa: E402
 from tui.health.nvml_counters import read_nvml_counters  # noqa: E402
 from tui.health.report import build_report, with_events  # noqa: E402
-from tui.health.xid import decode_xid  # noqa: E402
+from tui.health.xid.decode import decode_xid  # noqa: E402
 from tui.hosts.local import LocalHost  # noqa: E402
 
 SCREENSHOTS = ROOT / "screenshots"

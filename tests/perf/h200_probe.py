@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tui.gpu.nvml import NvmlGpuSource  # noqa: E402
-from tui.health.doctor_run import run_interconnect  # noqa: E402
 from tui.health.health_run import collect_health  # noqa: E402
-from tui.health.interconnect_collect import collect_interconnect  # noqa: E402
-from tui.health.probe import judge, refusal, run_probe_script  # noqa: E402
+from tui.health.interconnect.collect import collect_interconnect  # noqa: E402
+from tui.health.interconnect.doctor_run import run_interconnect  # noqa: E402
+from tui.health.interconnect.probe import judge, refusal, run_probe_script  # noqa: E402
 from tui.hosts.local import LocalHost  # noqa: E402
 
 HOLDER = (

@@ -292,7 +292,7 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     from tui.logs.tail import FileFollower
     from tui.record.feed import RecordFeed
     from tui.serving.load.tracker import LoadTracker, vllm_line_time_s
-    from tui.serving.restart_loop import RestartLoopDetector
+    from tui.serving.unit.restart_loop import RestartLoopDetector
 
     lines = texts(total)
     costs: dict[str, float] = {}

@@ -1,7 +1,7 @@
 """The simulator's own ceiling: tokens/s it streams over loopback, and its CPU cost.
 
 Runs a SimBox with near-zero decode time, opens N concurrent streaming
-completions with aiohttp (the fastest client measured, DESIGN.md section 4),
+completions with aiohttp (the fastest client measured, docs/DESIGN.md section 4),
 counts token chunks, and reads the server process's CPU seconds from /proc.
 Client and server share the machine, so the figure is a floor for the server.
 

@@ -17,7 +17,7 @@ from tui.gpu.factory import NoGpuSource
 from tui.gpu.model import GpuBoxSnapshot, GpuSource
 from tui.hosts.base import CommandResult
 from tui.logs.line import LogLine
-from tui.serving.service import ServiceController
+from tui.serving.unit.service import ServiceController
 
 SEED_BOX_OVERVIEW = (
     """\

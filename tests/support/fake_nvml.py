@@ -22,7 +22,7 @@ import pynvml
 GIB = 1024**3
 
 # Per-call latencies in seconds modelled on an H200 box: most calls are a quick
-# ioctl; nvmlDeviceGetPcieThroughput samples a counter for ~20 ms (DESIGN.md section 4).
+# ioctl; nvmlDeviceGetPcieThroughput samples a counter for ~20 ms (docs/DESIGN.md section 4).
 REALISTIC_LATENCY_S: dict[str, float] = {
     "nvmlDeviceGetPcieThroughput": 0.020,
     "nvmlDeviceGetComputeRunningProcesses_v3": 0.00005,

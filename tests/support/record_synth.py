@@ -112,7 +112,7 @@ def build_night(db: Path, t0: float) -> None:
     from tui.record.feed import RecordFeed
     from tui.record.model import MetricsRow
     from tui.record.writer import Recorder
-    from tui.serving.service import UnitState
+    from tui.serving.unit.service import UnitState
 
     def unit(active: str, sub: str, pid: int | None, restarts: int = 0) -> UnitState:
         return UnitState(

@@ -1,5 +1,5 @@
 """The capacity search while it runs: a level in progress is measuring, a finished one meets or
-misses. The `level` events are the capacity runner's own (`capacity_runner._level_dict`)."""
+misses. The `level` events are the capacity runner's own (`tui.bench.capacity.runner._level_dict`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from rich.console import Console
 from textual.app import App, ComposeResult
 
 from tests.support.screen_text import screen_text
-from tui.bench.capacity import CapacityLevel
-from tui.bench.capacity_runner import _level_dict
+from tui.bench.capacity.runner import _level_dict
+from tui.bench.capacity.search import CapacityLevel
 from widgets.capacity_view import CapacityView
 
 

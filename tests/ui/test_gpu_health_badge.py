@@ -16,9 +16,9 @@ from tests.support.gpu_boxes import loading_history
 from tests.support.gpu_pane_app import GpuPaneApp
 from tui.health.badge import XID_RECENT_S, GpuBadge, badges
 from tui.health.counters import HealthCounters, parse_counters
-from tui.health.interconnect_parse import norm_bdf
+from tui.health.interconnect.parse import norm_bdf
 from tui.health.report import build_report, with_events
-from tui.health.xid import decode_xid
+from tui.health.xid.decode import decode_xid
 from widgets.gpu_pane import badge_cell
 from widgets.gpu_table import GpuTable
 

@@ -114,7 +114,7 @@ def test_textual_stays_out_of_the_core() -> None:
     import sys
 
     code = (
-        "import sys, tui.serving.service, tui.serving.load.tracker, tui.serving.metrics, tui.serving.readiness, "
+        "import sys, tui.serving.unit.service, tui.serving.load.tracker, tui.serving.metrics, tui.serving.readiness, "
         "tui.logs.journal, tui.logs.tail, tui.logs.export;"
         "print(json.dumps('textual' in sys.modules))"
     )

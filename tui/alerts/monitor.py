@@ -26,10 +26,10 @@ from tui.core.alert_rules import AlertingConfig
 from tui.gpu.model import GpuBoxSnapshot
 from tui.serving.metrics import ServerMetrics
 from tui.serving.progress.model import ProgressVerdict
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 if TYPE_CHECKING:
-    from tui.health.xid import XidEvent
+    from tui.health.xid.decode import XidEvent
 
 DELIVERY_FAILED = "alert.delivery_failed"  # the data's `event` of a failed webhook POST
 # The latest changes kept in memory, for a look at what just fired; the recording has them

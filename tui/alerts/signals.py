@@ -6,7 +6,7 @@ from tui.alerts.engine import Signals
 from tui.gpu.model import GpuBoxSnapshot
 from tui.serving.metrics import ServerMetrics
 from tui.serving.progress.model import ProgressVerdict
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 GIB = 1024**3
 # An XID counts towards its GPU's signals this long; the alert resolves after it.

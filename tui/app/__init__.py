@@ -5,6 +5,23 @@ contracts); everything the app shows comes from the UI-free core under tui/.
 
 `tui.app.ServedeckApp` is imported on first use: the screens import the app's helpers
 (tui.app.console_workers), and the app imports the screens.
+
+console.py: The servedeck console: wires a Deck's sources to widgets through workers and messages
+console_bench.py: The console's Bench pane: run a preset in its own process, draw its events, keep the history
+console_guard.py: A guard for the console's message handlers (no Textual needed, but it serves the UI)
+console_handoff.py: The console's Plan pane and state summary (preview, one-key export): a part of ServedeckApp
+console_hardware.py: The console's Health pane: interconnect doctor and GPU health; XIDs followed live
+console_health.py: The console's source health: stale panes with their age, the header's reconnect countdown
+console_load_live.py: The Deck's load explainer: a worker samples while a model loads, the diagnosis after ready
+console_processes.py: The console's Processes pane: listing, the kill dialog, and the kill run off the UI thread
+console_protocol.py: The console as its parts see it: the `Console` protocol, and `Part`, what every part holds
+console_record.py: The console's flight recorder: what the panes see goes to the recording; alerts; Timeline; replay
+console_restart_watch.py: The console's restart watch: the guard before S/R, and the restart-loop detector
+console_workers.py: The one way the console starts a background worker: a failure becomes a state, never an exit
+fleet_app.py: The Fleet pane: every host of a group on one screen; Enter opens one host's full Deck
+messages.py: Every message the console's workers post to the app, in one place
+replay_app.py: `servedeck replay`'s app: only the replay screen over a recording file; no host is contacted
+terminal_driver.py: A terminal driver whose input thread sleeps while no key arrives
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ from tui.serving.metrics import MetricsPoller, ServerMetrics
 from tui.serving.progress.incident import StallIncidents
 from tui.serving.progress.watch import ProgressWatch
 from tui.serving.readiness import ReadinessProbe
-from tui.serving.service import UnitState, audit_refusal
+from tui.serving.unit.service import UnitState, audit_refusal
 from tui.source_health import cut_as_of_text, unknown_since_text
 from widgets.bench_view import FORMULAS, BenchView
 from widgets.footer import Footer

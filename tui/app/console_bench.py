@@ -21,7 +21,7 @@ from tui.screens.preset_picker import PresetPickerScreen
 from widgets.bench_view import BenchView
 
 if TYPE_CHECKING:
-    from tui.bench.capacity_driver import CapacityProcess
+    from tui.bench.capacity.driver import CapacityProcess
     from tui.bench.driver import BenchProcess
     from tui.deck import Deck
 
@@ -113,8 +113,8 @@ class BenchPart(Part):
     @console_worker("bench", pane="bench", what="run the capacity search", user_action=True)
     async def _run_capacity(self) -> None:
         """The capacity search on the default preset's workload, GPUs sampled per level."""
-        from tui.bench.capacity_driver import CapacityProcess, GpuRecorder
-        from tui.bench.capacity_runner import CapacitySpec
+        from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
+        from tui.bench.capacity.runner import CapacitySpec
         from tui.bench.context import context_for_profile
         from tui.bench.workload import spec_from_preset
         from tui.commands.capacity_cmd import slo_from_profile
@@ -172,8 +172,8 @@ class BenchPart(Part):
             view.mount(Static(text, id="bench-compare", markup=False), before="#bench-history")
 
     def _show_capacity(self, event: dict) -> None:
-        from tui.bench.capacity_answer import bracket_text, capacity_line, is_finished, spread_text
-        from tui.bench.capacity_history import append_capacity, read_capacity_history
+        from tui.bench.capacity.answer import bracket_text, capacity_line, is_finished, spread_text
+        from tui.bench.capacity.history import append_capacity, read_capacity_history
         from widgets.capacity_view import CapacityView
 
         bench_view = self._view()

@@ -25,9 +25,9 @@ from widgets.health_view import HealthView
 if TYPE_CHECKING:  # loaded by the checks themselves, after the first frame
     from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
-    from tui.health.interconnect import InterconnectReport
+    from tui.health.interconnect.rules import InterconnectReport
     from tui.health.report import HealthReport
-    from tui.health.xid import XidEvent
+    from tui.health.xid.decode import XidEvent
 
 # Re-read at most this often when the tab is shown again (the doctor runs ~15 commands).
 HEALTH_REFRESH_S = 30.0
@@ -56,7 +56,7 @@ class HardwarePart(Part):
         if self._xid_follow_started or not snapshot.available or not snapshot.statics:
             return
         self._xid_follow_started = True
-        from tui.health.xid_follow import gpu_buses
+        from tui.health.xid.follow import gpu_buses
 
         buses = gpu_buses(snapshot) or {}
         self._poll_hw_counters(buses)
@@ -72,7 +72,7 @@ class HardwarePart(Part):
 
     @console_worker("xid", pane="kernel", what="follow the kernel log for XIDs")
     async def _follow_xids(self, buses: dict[str, int]) -> None:
-        from tui.health.xid_follow import FollowState, follow_xids, kernel_journal_file
+        from tui.health.xid.follow import FollowState, follow_xids, kernel_journal_file
 
         journal = kernel_journal_file()
         if not self.deck.has_kernel_log and journal is None:
@@ -161,7 +161,7 @@ class HardwarePart(Part):
 
     def probe_checked(self, message: messages.ProbeChecked) -> None:
         from tui.screens.confirm_action import ConfirmActionScreen
-        from tui.serving.service import ServiceAction
+        from tui.serving.unit.service import ServiceAction
 
         view = self.console.query_one(HealthView)
         if message.refusal:

@@ -27,7 +27,7 @@ from widgets.load_why import LoadWhy
 if TYPE_CHECKING:  # loaded by the worker, when a load is first seen
     from tui.deck import Deck
     from tui.serving.load.live_watch import LiveLoadWatcher
-    from tui.serving.service import UnitState
+    from tui.serving.unit.service import UnitState
 
 
 def _loading(progress: LoadProgress | None, ready: bool, unit: UnitState | None) -> bool:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
     from tui.serving.load.tracker import LoadProgress, LoadTracker
-    from tui.serving.service import UnitState
+    from tui.serving.unit.service import UnitState
 
 WidgetT = TypeVar("WidgetT", bound="Widget")
 ResultT = TypeVar("ResultT")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the firs
     from tui.alerts.engine import AlertChange
     from tui.deck import Deck
     from tui.gpu.model import GpuBoxSnapshot
-    from tui.health.xid import XidEvent
+    from tui.health.xid.decode import XidEvent
     from tui.logs.line import LogLine
     from tui.procs.model import ProcListing
     from tui.record.session import ConsoleRecording
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the firs
     from tui.serving.load.tracker import LoadProgress
     from tui.serving.metrics import ServerMetrics
     from tui.serving.readiness import Readiness
-    from tui.serving.service import UnitState
+    from tui.serving.unit.service import UnitState
 
 RECORD_PROCS_S = 10.0
 # While nothing a leftover would change has changed (the GPU holders NVML names, the unit's

@@ -15,13 +15,13 @@ from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.logs.line import texts_of
-from tui.screens.restart_guard_screen import GuardRefusedScreen
-from tui.serving.restart_loop import RestartLoopDetector, record
+from tui.screens.guard_refused import GuardRefusedScreen
+from tui.serving.unit.restart_loop import RestartLoopDetector, record
 
 if TYPE_CHECKING:
     from tui.deck import Deck
     from tui.logs.line import LogLine
-    from tui.serving.service import UnitState
+    from tui.serving.unit.service import UnitState
 
 
 class RestartWatchPart(Part):
@@ -41,7 +41,7 @@ class RestartWatchPart(Part):
     async def guard_then_confirm(self, verb: str, confirm: Callable[[], None]) -> None:
         """Open the confirm dialog only when the guard passes; else the refusal offering K."""
         from tui.ops.restart_guard import check
-        from tui.serving.restart_guard import GUARDED_VERBS
+        from tui.serving.unit.restart_guard import GUARDED_VERBS
 
         if verb not in GUARDED_VERBS:
             confirm()

@@ -20,13 +20,13 @@ from tui.procs import KillReport, ProcListing
 from tui.serving.metrics import ServerMetrics
 from tui.serving.progress.model import ProgressVerdict
 from tui.serving.readiness import Readiness
-from tui.serving.service import ActionOutcome, UnitState
+from tui.serving.unit.service import ActionOutcome, UnitState
 
 if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
-    from tui.health.interconnect import InterconnectReport
+    from tui.health.interconnect.rules import InterconnectReport
     from tui.health.report import HealthReport
-    from tui.health.xid import XidEvent
-    from tui.health.xid_follow import FollowState
+    from tui.health.xid.decode import XidEvent
+    from tui.health.xid.follow import FollowState
     from tui.serving.load.live import LiveLoad
 
 NAMESPACE = "servedeck_app"

@@ -1,7 +1,7 @@
 """The streaming HTTP client: httpx's API over aiohttp, and a measured SSE fast path.
 
 Why this transport: httpx's default transport parses ~62k tok/s per core at
-256 streams, httpx over `httpx-aiohttp` ~173k (DESIGN.md section 4;
+256 streams, httpx over `httpx-aiohttp` ~173k (docs/DESIGN.md section 4;
 tests/perf/bench_client.py re-measures it). Limits and timeouts are sized
 for the run: a connection per stream, no pool wait, and a read timeout long
 enough for a long prefill behind a full queue.

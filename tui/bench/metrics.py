@@ -1,4 +1,4 @@
-"""Metric definitions of `vllm bench serve` (DESIGN.md section 5), without numpy.
+"""Metric definitions of `vllm bench serve` (docs/DESIGN.md section 5), without numpy.
 
 TTFT = first chunk with non-empty `choices` minus send time; E2EL = last such
 chunk minus send time; TPOT = (E2EL - TTFT) / (output_tokens - 1) for

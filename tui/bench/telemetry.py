@@ -15,7 +15,7 @@ import time
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tui.bench.capacity import ServerLevelStats
+from tui.bench.capacity.search import ServerLevelStats
 
 GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc")
 COUNTERS = (

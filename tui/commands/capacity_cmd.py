@@ -17,10 +17,10 @@ import sys
 from dataclasses import asdict, replace
 from typing import Any
 
-from tui.bench.capacity import CapacitySlo, parse_slo
-from tui.bench.capacity_driver import CapacityProcess, GpuRecorder
-from tui.bench.capacity_history import append_capacity
-from tui.bench.capacity_runner import CapacitySpec
+from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
+from tui.bench.capacity.history import append_capacity
+from tui.bench.capacity.runner import CapacitySpec
+from tui.bench.capacity.search import CapacitySlo, parse_slo
 from tui.commands._target import profile_from_args
 from tui.commands._width import hanging
 from tui.compose import open_deck

@@ -43,8 +43,8 @@ def demo_load_seconds(text: str) -> float:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from tui.console import run_console
     from tui.hosts.profiles import load_profile
+    from tui.open_console import run_console
 
     read_only = getattr(args, "read_only", False)
     # A demo-kind profile file (its own handoff notes, api_key_env, keys) or the built-in one.

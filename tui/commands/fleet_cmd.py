@@ -231,6 +231,6 @@ def open_ssh(spec: str) -> int:
         )
         return run_fleet(args)
     ssh_group(spec)  # the same checks of the name as for several
-    from tui.console import run_console
+    from tui.open_console import run_console
 
     return run_console(ssh_alias_profile(spec))

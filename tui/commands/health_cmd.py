@@ -11,9 +11,9 @@ from tui.commands._width import hanging
 from tui.compose import host_for, open_deck
 from tui.core.config import Profile
 from tui.health.health_run import bus_map
-from tui.health.kernel_log import KernelLogFollower
 from tui.health.report import HealthReport
-from tui.health.xid import XidEvent
+from tui.health.xid.decode import XidEvent
+from tui.health.xid.kernel_log import KernelLogFollower
 from tui.hosts.profiles import load_profile
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "crit": "CRIT"}

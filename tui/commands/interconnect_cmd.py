@@ -10,7 +10,7 @@ from tui.commands._width import hanging
 from tui.compose import open_deck
 from tui.core.config import Profile
 from tui.health.findings import CRIT, WARN, Finding
-from tui.health.interconnect import InterconnectReport
+from tui.health.interconnect.rules import InterconnectReport
 
 _MARKS = {"crit": "CRIT", "warn": "WARN", "info": "INFO"}
 

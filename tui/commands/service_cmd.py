@@ -13,8 +13,8 @@ import sys
 from tui.commands._target import deck_from_args
 from tui.core.errors import UsageError
 from tui.ops.restart_guard import guarded_action
-from tui.serving.restart_guard import DEFAULT_THRESHOLD_BYTES, GIB
-from tui.serving.service import VERBS, ActionOutcome
+from tui.serving.unit.restart_guard import DEFAULT_THRESHOLD_BYTES, GIB
+from tui.serving.unit.service import VERBS, ActionOutcome
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

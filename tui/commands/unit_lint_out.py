@@ -8,8 +8,8 @@ import json
 from tui.compose import open_deck
 from tui.core.config import Profile
 from tui.ops.unit_lint import lint_deck_unit
-from tui.serving.unit_lint import finding_lines
-from tui.serving.unit_lint_run import UnitLintReport
+from tui.serving.unit.lint import finding_lines
+from tui.serving.unit.lint_run import UnitLintReport
 
 
 def run_unit_lint(profile: Profile, *, as_json: bool) -> int:

@@ -31,7 +31,7 @@ from tui.procs.model import ProcListing
 from tui.record.feed import RecordFeed
 from tui.record.headless import Cadence, HeadlessRecorder
 from tui.record.model import Event, MetricsRow
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 
 class _NoSink:

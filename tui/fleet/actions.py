@@ -6,7 +6,7 @@ its `uname -n` and boot id are read when the plan is made and again just before
 acting, so an alias that now points elsewhere, or a box that rebooted meanwhile, is
 refused instead of acted on. Refusals (read-only, no unit, identity changed), requests
 and outcomes go to the audit log through the same helpers the console uses
-(tui.serving.service's audited actions, tui.procs.kill's audited kills).
+(tui.serving.unit.service's audited actions, tui.procs.kill's audited kills).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tui.ops.gpu_hints import deck_context, gpu_snapshot, rereader
 from tui.procs.kill import kill_processes, leftovers, refuse_before_asking
 from tui.procs.listing import list_gpu_processes
 from tui.procs.model import GpuProcess, KillReport
-from tui.serving.service import (
+from tui.serving.unit.service import (
     ActionOutcome,
     ServiceAction,
     audit_refusal,

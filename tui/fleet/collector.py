@@ -34,7 +34,7 @@ from tui.procs.listing import list_gpu_processes
 from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller, ServerMetrics, metrics_from_log
 from tui.serving.readiness import Readiness, ReadinessProbe
-from tui.serving.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
+from tui.serving.unit.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
 
 if TYPE_CHECKING:  # httpx loads with the first poll, not at console start
     import httpx

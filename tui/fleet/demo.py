@@ -30,7 +30,7 @@ from tui.logs.tail import follow_file
 from tui.serving.load.tracker import LoadTracker
 from tui.serving.metrics import metrics_from_log
 from tui.serving.readiness import Readiness
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 from tui.sim import spec
 from tui.sim.vlog import shard_bar
 

@@ -10,7 +10,7 @@ from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.serving.load.tracker import LoadProgress
 from tui.serving.metrics import ServerMetrics
 from tui.serving.readiness import Readiness
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 HOT_GPU_C = 85.0
 FULL_GPU_PCT = 98.0

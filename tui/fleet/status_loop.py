@@ -25,7 +25,7 @@ from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import LineRedactor
 from tui.logs.line import LevelClassifier, LogLine
 from tui.serving.load.tracker import LoadProgress, LoadTracker
-from tui.serving.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
+from tui.serving.unit.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
 
 if TYPE_CHECKING:
     from tui.hosts.ssh import SSHDialog, SSHHost

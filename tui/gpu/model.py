@@ -16,7 +16,7 @@ class GpuProcessUsage:
     """A process holding memory on one GPU, as the driver reports it.
 
     The pid is a hint: inside containers it may be a host or namespace pid,
-    so anything acting on it re-checks /proc first (DESIGN.md section 7).
+    so anything acting on it re-checks /proc first (docs/DESIGN.md section 7).
     """
 
     pid: int

@@ -2,7 +2,7 @@
 
 Every NVML call blocks, so none runs on the event loop: the cheap per-tick
 metrics run in `asyncio.to_thread`, and the slow ones (PCIe throughput blocks
-~20 ms per call, DESIGN.md section 4) run in a background thread every few
+~20 ms per call, docs/DESIGN.md section 4) run in a background thread every few
 seconds and are merged into the next samples. Per-process utilization is one of
 the slow reads (tui/gpu/proc_util.py says what it means). NOT_SUPPORTED becomes None; a
 GPU that reports GPU_IS_LOST is marked lost and the others keep updating.

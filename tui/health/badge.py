@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tui.health.findings import WARN
 from tui.health.report import OK, REPLAY_RATE_WARN_PER_S, HealthReport
-from tui.health.xid import XidEvent
+from tui.health.xid.decode import XidEvent
 
 # An XID older than this no longer marks the GPU (it stays on the Health pane).
 XID_RECENT_S = 24 * 3600.0

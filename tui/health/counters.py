@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from tui.health.interconnect_parse import norm_bdf
+from tui.health.interconnect.parse import norm_bdf
 
 Tree = dict[str, "str | Tree"]
 _GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7])\s*$")

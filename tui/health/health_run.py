@@ -6,11 +6,11 @@ import asyncio
 
 from tui.core.errors import ServedeckError
 from tui.health.counters import HealthCounters, parse_counters
-from tui.health.interconnect_parse import norm_bdf, split_sections
-from tui.health.kernel_log import KernelLogFollower, dmesg_events
+from tui.health.interconnect.parse import norm_bdf, split_sections
 from tui.health.report import HealthReport, build_report
-from tui.health.xid import XidEvent
-from tui.health.xid_follow import journal_unreadable
+from tui.health.xid.decode import XidEvent
+from tui.health.xid.follow import journal_unreadable
+from tui.health.xid.kernel_log import KernelLogFollower, dmesg_events
 from tui.hosts.base import Host
 
 _SCRIPT = r"""

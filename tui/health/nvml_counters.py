@@ -16,7 +16,7 @@ import pynvml
 
 from tui.gpu.nvml import NvmlUnavailable
 from tui.health.counters import HealthCounters
-from tui.health.interconnect_parse import norm_bdf
+from tui.health.interconnect.parse import norm_bdf
 
 # NVML's clock event (throttle) bits, named as `nvidia-smi -q` names them, so the badge
 # rules read both sources alike. Idle, application and display clocks are not trouble.

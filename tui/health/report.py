@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from tui.health.counters import HealthCounters
 from tui.health.findings import CRIT, WARN
-from tui.health.xid import XidEvent
+from tui.health.xid.decode import XidEvent
 
 OK = "ok"
 _RANK = {OK: 0, WARN: 1, CRIT: 2}

@@ -1,1 +1,8 @@
-"""Service logs: journald and file followers that yield LogLine, plus level and ANSI helpers."""
+"""Service logs: journald and file followers that yield LogLine, plus level and ANSI helpers.
+
+export.py: Write log lines to a file with secrets redacted (the log pane's export)
+journal.py: Follow a unit's journal through any Host, resuming after the last cursor
+line.py: One log line as every follower yields it, and how its severity is read from the text
+redacted.py: The service log redacted where it enters: every pane, export and recording reads it after this
+tail.py: Follow a log file with `tail -F` semantics: survive truncation and rotation
+"""

@@ -11,7 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tui.bench.capacity_history import searches_for_host
+from tui.bench.capacity.history import searches_for_host
 from tui.bench.history import runs_for_host
 from tui.commands.gpus_cmd import snapshot_dict
 from tui.commands.health_cmd import health_verdict

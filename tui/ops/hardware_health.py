@@ -13,7 +13,7 @@ from typing import Any
 
 from tui.core import paths
 from tui.deck import Deck
-from tui.health.interconnect import InterconnectReport
+from tui.health.interconnect.rules import InterconnectReport
 from tui.health.report import HealthReport
 from tui.ops.probe_run import PROBE_HISTORY
 

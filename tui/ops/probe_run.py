@@ -9,9 +9,9 @@ from tui.core import paths
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.deck import Deck
-from tui.health.doctor_run import run_interconnect
-from tui.health.interconnect import InterconnectReport
-from tui.health.probe import judge, refusal, run_probe_script
+from tui.health.interconnect.doctor_run import run_interconnect
+from tui.health.interconnect.probe import judge, refusal, run_probe_script
+from tui.health.interconnect.rules import InterconnectReport
 
 PROBE_HISTORY = "probe-history.jsonl"
 ACTIVE_STATES = ("active", "activating", "reloading")

@@ -1,6 +1,6 @@
 """The restart guard over a Deck: list its leftovers, judge them, refuse or act.
 
-The verdict itself is pure (`tui.serving.restart_guard.assess`); this reads the Deck's GPU
+The verdict itself is pure (`tui.serving.unit.restart_guard.assess`); this reads the Deck's GPU
 source, service and processes for it, and `servedeck doctor` opens the profile's Deck.
 """
 
@@ -17,7 +17,7 @@ from tui.hostfacts.doctor import OK, SKIP, WARN, DoctorCheck
 from tui.ops.gpu_hints import deck_context, gpu_snapshot
 from tui.procs.listing import list_gpu_processes
 from tui.procs.model import ProcListing
-from tui.serving.restart_guard import (
+from tui.serving.unit.restart_guard import (
     DEFAULT_THRESHOLD_BYTES,
     GUARDED_VERBS,
     GuardVerdict,
@@ -25,7 +25,7 @@ from tui.serving.restart_guard import (
     inactive_note,
     refuse,
 )
-from tui.serving.service import ActionOutcome
+from tui.serving.unit.service import ActionOutcome
 
 
 async def guard_listing(deck: Deck) -> ProcListing:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tui.deck import Deck
-from tui.serving.unit_lint_run import UnitLintReport, lint_text
+from tui.serving.unit.lint_run import UnitLintReport, lint_text
 
 
 async def lint_deck_unit(deck: Deck) -> UnitLintReport:

@@ -2,6 +2,16 @@
 
 No Textual here: the plan is plain frozen dataclasses (Plan, LayoutResult) with
 a Markdown rendering, usable from the CLI, the console and the state summary.
+
+build.py: Putting a plan together: read the model (over a Host), then evaluate every layout
+for_profile.py: The preflight plan for a profile's own layout, as the console and summary need it
+inventory.py: The GPUs a plan is made for: stated on the command line or taken from a live snapshot
+layout.py: Layouts (TP, PP, DP, EP) -> verdicts with the arithmetic shown, and the KV cache math
+modelcfg.py: config.json -> ModelArch: the facts a deployment plan needs, in one frozen dataclass
+render.py: Markdown and JSON renderings of a Plan (the state summary embeds the Markdown)
+rules.py: The warning rule table: small, each rule with the source of what it knows
+safetensors.py: Safetensors headers over any Host: exact tensor names, shapes, dtypes and byte sizes
+weights.py: Checkpoint bytes per component, exactly from safetensors headers or estimated from config
 """
 
 from tui.plan.build import (

@@ -1,6 +1,14 @@
-"""GPU processes: find them, classify them, and kill leftovers safely (DESIGN.md section 7).
+"""GPU processes: find them, classify them, and kill leftovers safely (docs/DESIGN.md section 7).
 
 No Textual here: the CLI, the app's workers and tests all call these directly.
+
+helper.py: The process helper: list, classify and kill GPU processes on the machine it runs on
+kill.py: Killing GPU processes safely: checks, the helper's pidfd kill, freed memory, audit
+listing.py: Listing GPU processes: NVML pid hints in, verified and classified GpuProcess out
+model.py: What the process helper reports, as frozen dataclasses the rest of servedeck reads
+order.py: How the Processes pane orders and filters its rows (no Textual: tested on its own)
+remote.py: Running the process helper on a host: in-process here, one long-lived helper per SSH host
+text.py: Plain-text and JSON renderings of listings and kill reports (CLI output, no Textual)
 """
 
 from tui.procs.kill import (

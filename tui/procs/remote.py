@@ -10,7 +10,7 @@ hosts share one classification. What differs is how a request reaches it:
   its stdout. It is started again when it dies, ends by itself after
   helper.SERVE_MAX_REQUESTS (bounded memory), and a request that times out ends it.
 - any other host, or an explicit interpreter: `python3 - REQUEST` with the source on
-  stdin, one process per request. Never an inline quoted one-liner (DESIGN.md section 7).
+  stdin, one process per request. Never an inline quoted one-liner (docs/DESIGN.md section 7).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.bench.best import COMPLETE, figure_of
-from tui.bench.capacity_answer import bracket, capacity_line, config_key, is_finished
-from tui.bench.capacity_answer import workload_key as capacity_workload
+from tui.bench.capacity.answer import bracket, capacity_line, config_key, is_finished
+from tui.bench.capacity.answer import workload_key as capacity_workload
 from tui.core.formatting import gib
 from tui.core.redact import redact_data, redact_lines, redact_text
 from tui.gpu.model import GpuBoxSnapshot
@@ -26,10 +26,10 @@ from tui.record.model import Event, MetricsRow
 from tui.serving.load.tracker import LoadProgress, vllm_line_time_s
 from tui.serving.metrics import ServerMetrics
 from tui.serving.readiness import Readiness
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 if TYPE_CHECKING:
-    from tui.health.xid import XidEvent
+    from tui.health.xid.decode import XidEvent
     from tui.serving.load.live import LiveLoad
 
 MAX_TEXT = 500

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from tui.alerts.monitor import AlertMonitor
-from tui.bench.capacity_history import capacity_history_path, read_capacity_history
+from tui.bench.capacity.history import capacity_history_path, read_capacity_history
 from tui.bench.history import history_path
 from tui.bench.model import result_from_dict
 from tui.core.errors import ServedeckError
@@ -27,7 +27,7 @@ from tui.core.paths import audit_log_path
 from tui.core.tasks import cancel_and_wait
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
-from tui.health.xid_follow import FollowState, follow_xids, gpu_buses, kernel_journal_file
+from tui.health.xid.follow import FollowState, follow_xids, gpu_buses, kernel_journal_file
 from tui.logs.line import LogLine
 from tui.ops.gpu_hints import deck_context
 from tui.procs import list_gpu_processes
@@ -39,10 +39,10 @@ from tui.serving.metrics import MetricsPoller
 from tui.serving.progress.incident import StallIncidents
 from tui.serving.progress.watch import ProgressWatch
 from tui.serving.readiness import Readiness, ReadinessProbe
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 if TYPE_CHECKING:
-    from tui.health.xid import XidEvent
+    from tui.health.xid.decode import XidEvent
 
 SERVICE_POLL_S = 2.0
 METRICS_POLL_S = 5.0

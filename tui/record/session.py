@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tui.alerts.engine import AlertChange, AlertEngine
 from tui.alerts.monitor import AlertMonitor
-from tui.bench.capacity_history import capacity_history_path
+from tui.bench.capacity.history import capacity_history_path
 from tui.bench.history import history_path
 from tui.bench.model import result_from_dict
 from tui.core.config import Profile

@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
 from tui.screens.dialog import YesNoDialog
-from tui.serving.service import ServiceAction
+from tui.serving.unit.service import ServiceAction
 
 
 class ConfirmActionScreen(YesNoDialog):

@@ -22,7 +22,7 @@ from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.gpu.history import GpuHistory
 from tui.record.query import RecordedState, RecordingReader
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 from widgets.footer import Footer
 from widgets.gpu_pane import GpuPane
 from widgets.keys import bindings_for

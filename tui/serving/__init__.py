@@ -1,1 +1,8 @@
-"""The service and its load: the unit and its actions, load progress from the log, the ready ETA, the load explainer (live and after ready), readiness, /metrics, the restart guard and loop detector, the unit lint."""
+"""The service and its load: readiness, /metrics, the load (load/), the engine's progress (progress/), and the unit (unit/).
+
+load/: A model load: its progress from the log (one state machine), the ready ETA, the load explainer
+metrics.py: Server metrics from Prometheus /metrics (vLLM and SGLang names), with a log fallback
+progress/: Is the engine making progress: the stall verdict, its kind and evidence, and the stall as an incident
+readiness.py: Is the server answering? /health and /v1/models, polled only once the log says it is starting
+unit/: The systemd unit that runs the server: its state and actions, and what keeps it from looping
+"""

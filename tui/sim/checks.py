@@ -14,10 +14,10 @@ from pathlib import Path
 
 from tui.health.counters import parse_counters
 from tui.health.health_run import bus_map
-from tui.health.interconnect import InterconnectReport, analyze_interconnect
-from tui.health.interconnect_parse import split_sections
+from tui.health.interconnect.parse import split_sections
+from tui.health.interconnect.rules import InterconnectReport, analyze_interconnect
 from tui.health.report import HealthReport, build_report
-from tui.health.xid import decode_xid
+from tui.health.xid.decode import decode_xid
 from tui.sim.box import SimBox
 from tui.sim.health import bad_xid_entries, query_text, xid_line, xids_from_env
 from tui.sim.interconnect import faults_from_env, render_sections

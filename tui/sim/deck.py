@@ -15,7 +15,7 @@ from dataclasses import replace
 from tui.core.config import Profile
 from tui.deck import CheckpointFacts, Deck
 from tui.gpu.model import GpuSource
-from tui.health.interconnect import InterconnectReport
+from tui.health.interconnect.rules import InterconnectReport
 from tui.health.report import HealthReport
 from tui.hostfacts.doctor import DoctorCheck
 from tui.hostfacts.facts import DiskFacts, SoftwareVersions
@@ -26,8 +26,8 @@ from tui.logs.line import LogLine
 from tui.logs.tail import follow_file_batches
 from tui.plan.build import ModelFacts
 from tui.plan.inventory import GpuInventory, inventory_from_snapshot
-from tui.serving.service import ServiceController
-from tui.serving.unit_lint_run import UnitFile
+from tui.serving.unit.lint_run import UnitFile
+from tui.serving.unit.service import ServiceController
 from tui.sim import spec
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.checks import collect_demo_health, run_demo_interconnect

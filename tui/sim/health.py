@@ -11,7 +11,7 @@ import os
 import re
 
 from tui.core.formatting import clipped
-from tui.health.xid import MAX_XID_DIGITS
+from tui.health.xid.decode import MAX_XID_DIGITS
 from tui.sim import spec
 
 ENV_XID = "SERVEDECK_SIM_XID"

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tui.health.interconnect_parse import SECTION_MARK
+from tui.health.interconnect.parse import SECTION_MARK
 from tui.sim import spec
 
 MIB = 1024**2

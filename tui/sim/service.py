@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tui.serving.service import (
+from tui.serving.unit.service import (
     ActionOutcome,
     ServiceAction,
     UnitState,

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tui.bench.capacity_history import searches_for_host
+from tui.bench.capacity.history import searches_for_host
 from tui.bench.context import config_hash
 from tui.bench.history import history_path, runs_for_host
 from tui.core import paths

@@ -1,6 +1,6 @@
 """Incidents for the summary: kills of leftover GPU processes and service actions, from the audit log.
 
-Records are read as written by tui.procs.kill and tui.serving.service; anything else
+Records are read as written by tui.procs.kill and tui.serving.unit.service; anything else
 in the log (or a record missing a field) is skipped, never a crash.
 """
 

@@ -19,7 +19,7 @@ from tui.plan.modelcfg import ModelArch
 from tui.plan.render import _plain
 from tui.serving.load.tracker import LoadProgress
 from tui.serving.metrics import ServerMetrics
-from tui.serving.service import UnitState
+from tui.serving.unit.service import UnitState
 
 if TYPE_CHECKING:
     from tui.ops.hardware_health import HardwareHealth

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from tui.bench.best import COMPLETE, BenchFigure, best_benchmarks, figure_of
-from tui.bench.capacity_answer import capacity_line, latest_finished
+from tui.bench.capacity.answer import capacity_line, latest_finished
 from tui.bench.model import BenchResult, LevelResult
 from tui.core.formatting import NA, duration_markdown, gib
 from tui.core.redact import redact_data, redact_text

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from tui.core.errors import HostError
-from tui.health.xid import XidEvent, decode_xid
+from tui.health.xid.decode import XidEvent, decode_xid
 from tui.hosts.base import Host
 from tui.logs.journal import JournalFollower
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
-from tui.serving.unit_lint import UnitFinding, lint_unit, observed_stop_s, parse_unit
+from tui.serving.unit.lint import UnitFinding, lint_unit, observed_stop_s, parse_unit
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Chat and trace workloads inside a capacity level (tui.bench.capacity_runner).
+"""Chat and trace workloads inside a capacity level (tui.bench.capacity.runner).
 
 `chat`: each of the N users holds conversations of `chat_turns` turns; every
 turn sends the whole history with the answers the server actually streamed,
@@ -32,7 +32,7 @@ from tui.bench.trace import TraceRequest, load_trace, replay, trace_prompts
 from tui.bench.workload import BenchSpec, api_url, endpoint_path, request_payload
 
 if TYPE_CHECKING:
-    from tui.bench.capacity_runner import ClosedLoop
+    from tui.bench.capacity.runner import ClosedLoop
 
 CLOSED_LOOP_WORKLOADS = ("chat", "trace")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from tui.core.formatting import clipped
 from tui.health.findings import CRIT, INFO, WARN
-from tui.health.interconnect_parse import norm_bdf
+from tui.health.interconnect.parse import norm_bdf
 
 # What it takes to recover, mildest first.
 RESTART_ENGINE = "restart the engine"

@@ -1,4 +1,4 @@
-"""The capacity search process: `python -m tui.bench.capacity_runner` reads a spec on stdin.
+"""The capacity search process: `python -m tui.bench.capacity.runner` reads a spec on stdin.
 
 Like tui.bench.runner it runs apart from the console (UI rendering never
 inflates a latency) and writes JSON-line events on stdout:
@@ -9,7 +9,7 @@ inflates a latency) and writes JSON-line events on stdout:
   error        {message}
 Each level is a closed loop of N users sending `1 + rounds` requests each; the
 first round is warm-up and excluded (chat and trace users: see
-tui.bench.capacity_workloads). /metrics is polled while a level runs;
+tui.bench.capacity.workloads). /metrics is polled while a level runs;
 errors, preemptions or a waiting queue that keeps growing stop the level at
 once (over-saturation). On a simulator with a fast clock (GET /_sim/clock),
 every time measured is multiplied by its time scale, so results are in the
@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from tui.bench.capacity import (
+from tui.bench.capacity.search import (
     CapacityLevel,
     CapacitySearch,
     CapacitySlo,
@@ -38,7 +38,7 @@ from tui.bench.capacity import (
     level_dict,
     level_failures,
 )
-from tui.bench.capacity_workloads import (
+from tui.bench.capacity.workloads import (
     CLOSED_LOOP_WORKLOADS,
     check_workload,
     replay_trace_level,

@@ -1,6 +1,6 @@
 """Drive a capacity search from the CLI or the console, with the GPUs sampled alongside.
 
-`CapacityProcess` runs `python -m tui.bench.capacity_runner` through the
+`CapacityProcess` runs `python -m tui.bench.capacity.runner` through the
 shared `RunnerProcess` and yields its events as dicts; `cancel()` keeps the
 finished levels. `GpuRecorder` samples a
 GPU source while each level runs (the load generator's process knows only the
@@ -15,7 +15,7 @@ import contextlib
 from dataclasses import asdict
 from typing import Any
 
-from tui.bench.capacity import GpuLevelStats
+from tui.bench.capacity.search import GpuLevelStats
 from tui.bench.driver import BenchError, RunnerProcess
 from tui.gpu.model import GpuBoxSnapshot, GpuSource
 
@@ -23,7 +23,7 @@ from tui.gpu.model import GpuBoxSnapshot, GpuSource
 class CapacityProcess(RunnerProcess[dict[str, Any], dict[str, Any]]):
     """One capacity search in its own process; events stay dicts."""
 
-    module = "tui.bench.capacity_runner"
+    module = "tui.bench.capacity.runner"
     label = "capacity search"
 
     def _event(self, message: dict[str, Any]) -> dict[str, Any]:

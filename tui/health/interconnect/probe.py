@@ -17,7 +17,7 @@ from typing import Any, cast
 from tui.core.formatting import GIB, gib
 from tui.gpu.model import GpuBoxSnapshot
 from tui.health.findings import CRIT, WARN
-from tui.health.interconnect import InterconnectReport
+from tui.health.interconnect.rules import InterconnectReport
 from tui.hosts.base import Host
 
 MARK = "@@servedeck:result"

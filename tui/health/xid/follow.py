@@ -1,6 +1,6 @@
 """Follow a host's XID events while the console runs, and say when the follow is lost.
 
-The kernel journal is followed by cursor (tui.health.kernel_log): the backlog of this
+The kernel journal is followed by cursor (tui.health.xid.kernel_log): the backlog of this
 boot first, then each new line as the kernel logs it, so nothing is missed between a
 first read and the follow. Hosts whose journal cannot be read fall back to
 `dmesg --follow`. A follow that keeps ending (journalctl killed, SSH cut, no
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from tui.core.errors import ServedeckError
 from tui.core.tasks import cancel_and_wait
 from tui.gpu.model import GpuBoxSnapshot
-from tui.health.interconnect_parse import norm_bdf
-from tui.health.kernel_log import KernelLogFollower, dmesg_events
-from tui.health.xid import XidEvent
+from tui.health.interconnect.parse import norm_bdf
+from tui.health.xid.decode import XidEvent
+from tui.health.xid.kernel_log import KernelLogFollower, dmesg_events
 from tui.hosts.base import Host
 
 # A journal file to read XIDs from instead of the host's own kernel journal (a journal

@@ -5,8 +5,8 @@ from __future__ import annotations
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
 from tui.health.findings import INFO, Finding
-from tui.health.interconnect import InterconnectReport, analyze_interconnect
-from tui.health.interconnect_collect import collect_interconnect
+from tui.health.interconnect.collect import collect_interconnect
+from tui.health.interconnect.rules import InterconnectReport, analyze_interconnect
 from tui.hosts.base import Host
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from tui.core.config import Profile
-from tui.health.interconnect_parse import LINK_FIELDS, SECTION_MARK, split_sections
+from tui.health.interconnect.parse import LINK_FIELDS, SECTION_MARK, split_sections
 from tui.hosts.base import Host
 
 # $1: systemd unit (may be empty), $2: log file (may be empty).

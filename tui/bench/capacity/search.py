@@ -6,7 +6,7 @@ bisection, or by interpolating the SLO margin when the highest passing level is
 already close to a smoothly rising limit. It stops once every untested level
 in the bracket is within `tolerance` (10 %) of the highest passing one. A level that
 over-saturates (errors, preemptions, a waiting queue that keeps growing) fails
-whatever its latencies. Pure logic: `tui.bench.capacity_runner` measures levels.
+whatever its latencies. Pure logic: `tui.bench.capacity.runner` measures levels.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from tui.screens.dialog import Dialog
 from widgets.keys import bindings_for
 
 if TYPE_CHECKING:  # the guard (and the doctor's checks) load with the first start/restart
-    from tui.serving.restart_guard import GuardVerdict
+    from tui.serving.unit.restart_guard import GuardVerdict
 
 
 class GuardRefusedScreen(Dialog[bool]):

@@ -1,6 +1,6 @@
 """The interconnect doctor's rules: sections read from a host in, findings out.
 
-Pure functions over the text the real tools print (see interconnect_collect for
+Pure functions over the text the real tools print (see collect.py for
 how it is read and tui.sim.interconnect for the simulated box), so every rule
 is tested against the exact formats. The published picture behind the rules:
 ACS redirection, an IOMMU in translation mode, a small BAR1, a downtrained link
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tui.gpu.smi_parse import parse_topo
 from tui.health.findings import CRIT, INFO, WARN, Finding, sort_findings
-from tui.health.interconnect_parse import (
+from tui.health.interconnect.parse import (
     aspm_policy,
     cpu_set,
     norm_bdf,

@@ -1,0 +1,9 @@
+"""Capacity under an SLO: how many users a configuration serves, found by a search over levels.
+
+answer.py: A finished capacity search as an answer with its uncertainty: the bracket and the spread
+driver.py: Drive a capacity search from the CLI or the console, with the GPUs sampled alongside
+history.py: Capacity history: one `bench --capacity` result per line, next to the benchmark history
+runner.py: The capacity search process: `python -m tui.bench.capacity.runner` reads a spec on stdin
+search.py: Capacity under an SLO: the search over concurrency, its levels and its one-sentence answer
+workloads.py: Chat and trace workloads inside a capacity level (tui.bench.capacity.runner)
+"""
