@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 
+import pynvml
 import pytest
 
 from tests.support.fake_nvml import GIB, FakeNvml, h200_box
@@ -118,6 +119,33 @@ async def test_utilization_is_read_in_the_slow_thread_never_on_the_tick(
         for _ in range(5):
             await source.sample()
         assert fake.calls[UTIL_CALL] == before == 2  # once per GPU, at open
+    finally:
+        await source.aclose()
+
+
+async def test_the_slow_thread_asks_only_gpus_someone_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The read costs the slow thread more than its other reads together (py-spy, H100): a GPU
+    with no process has no figure to give, so an idle box never pays for it."""
+    gpus = h200_box(2)
+    gpus[1].processes = []  # GPU 1 idle; GPU 0 held by pid 4000
+    fake = FakeNvml(gpus)
+    fake.install(monkeypatch.setattr)
+    asked: list[object] = []
+    real = getattr(pynvml, UTIL_CALL)
+
+    def counted(handle: object, since_us: int) -> object:
+        asked.append(handle)
+        return real(handle, since_us)
+
+    monkeypatch.setattr(pynvml, UTIL_CALL, counted)
+    source = await NvmlGpuSource.open(slow_interval_s=0.05)
+    try:
+        await source.sample()  # each GPU's holders, as the slow thread will see them
+        asked.clear()
+        await asyncio.sleep(0.5)  # several slow cycles
+        assert asked and all(handle is gpus[0] for handle in asked)
     finally:
         await source.aclose()
 

@@ -142,6 +142,9 @@ class NvmlGpuSource:
         # Per-process utilization: each GPU's latest read; GPUs that do not report it.
         self._process_util: dict[int, ProcessUtilRead] = {}
         self._process_util_unsupported: set[int] = set()
+        # Each GPU's process count at its last sample: a GPU nobody holds is not asked for
+        # per-process utilization (the read costs the slow thread more than all the rest).
+        self._holder_counts: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._slow_thread: threading.Thread | None = None
@@ -318,6 +321,8 @@ class NvmlGpuSource:
             with self._lock:
                 self._lost.add(index)
             return _lost_sample(index)
+        with self._lock:
+            self._holder_counts[index] = len(processes)
         total = memory.total if memory is not None else self._statics[index].memory_total_bytes
         used = memory.used if memory is not None else None
         if used is None:
@@ -443,7 +448,9 @@ class NvmlGpuSource:
                         continue
                 try:
                     metrics = _read_slow(handle)
-                    if util_due:
+                    with self._lock:
+                        held = self._holder_counts.get(index, 1) > 0  # unsampled: read
+                    if util_due and held:
                         self._read_process_util_into(index, handle)
                 except _GpuLost:
                     with self._lock:
