@@ -1,5 +1,6 @@
 """The service and its load: readiness, /metrics, the load (load/), the engine's progress (progress/), and the unit (unit/).
 
+engines.py: Per-engine figures of a data-parallel deployment, and an engine idle while another queues
 load/: A model load: its progress from the log (one state machine), the ready ETA, the load explainer
 metrics.py: Server metrics from Prometheus /metrics (vLLM and SGLang names), with a log fallback
 progress/: Is the engine making progress: the stall verdict, its kind and evidence, and the stall as an incident

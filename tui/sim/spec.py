@@ -114,6 +114,10 @@ class ServerSettings:
     time_scale: float = 1.0
     # vLLM's --enable-prefix-caching (tui.sim.prefix_cache); off keeps every prefill whole.
     prefix_caching: bool = False
+    # vLLM's --data-parallel-size: this many engines, each labelled `engine="<rank>"` in
+    # /metrics; `starved_engine` is a rank the front end never routes to (a DP imbalance).
+    data_parallel_size: int = 1
+    starved_engine: int | None = None
     faults: ServerFaults = field(default_factory=ServerFaults)
     shard_dir: str | None = None
     disk_bytes_per_s: float | None = None

@@ -1,0 +1,75 @@
+"""The simulator's vLLM 2026 engine: data-parallel ranks read per engine, through real HTTP.
+
+A real SimBox started with `--data-parallel-size 2 --starve-engine 1`: the front end
+routes every request to engine 0, whose batch is two wide, so its queue grows while
+engine 1 sits idle. servedeck's poller reads the two `engine` label sets apart and
+says so; the sum alone would show a half-empty KV cache and nothing wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tui.serving.engines import idle_engine_warnings
+from tui.serving.metrics import MetricsPoller
+from tui.sim.box import SimBox, SimServerOptions
+from tui.sim.spec import SERVED_MODEL_NAME
+
+OPTIONS = SimServerOptions(
+    shards=4,
+    decode_step_s=0.02,
+    max_batch=2,
+    log_interval_s=1.0,
+    extra_args=("--data-parallel-size", "2", "--starve-engine", "1"),
+)
+
+
+@pytest.fixture(scope="module")
+def dp_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
+    box = SimBox(tmp_path_factory.mktemp("dp"), seed=3, load_seconds=2.0, options=OPTIONS)
+    try:
+        box.start()
+        assert box.wait_until_ready(timeout_s=90), box.log_path.read_text()[-3000:]
+        yield box
+    finally:
+        box.close()
+
+
+async def _while_busy(box: SimBox, requests: int, max_tokens: int) -> list:
+    """Scrape /metrics twice while `requests` long completions are in flight."""
+    poller = MetricsPoller(box.base_url)
+    async with httpx.AsyncClient(timeout=60) as client:
+        body = {"model": SERVED_MODEL_NAME, "prompt": "hello there", "max_tokens": max_tokens}
+        sent = [
+            asyncio.create_task(client.post(f"{box.base_url}/v1/completions", json=body))
+            for _ in range(requests)
+        ]
+        await asyncio.sleep(0.6)
+        first = await poller.poll(client)
+        await asyncio.sleep(0.6)
+        second = await poller.poll(client)
+        for task in sent:
+            task.cancel()
+        await asyncio.gather(*sent, return_exceptions=True)
+    return [first, second]
+
+
+def test_a_starved_engine_is_its_own_row_and_a_warning(dp_box: SimBox) -> None:
+    _, metrics = asyncio.run(_while_busy(dp_box, requests=6, max_tokens=400))
+    assert [e.engine for e in metrics.engines] == ["0", "1"]
+    busy, starved = metrics.engines
+    assert (busy.running_reqs, busy.waiting_reqs) == (2, 4)
+    assert (starved.running_reqs, starved.waiting_reqs) == (0, 0)
+    assert busy.generation_tokens_per_s and busy.generation_tokens_per_s > 0
+    assert starved.generation_tokens_per_s == 0
+    assert (metrics.running_reqs, metrics.waiting_reqs) == (2, 4)  # the sum line, as before
+    assert idle_engine_warnings(metrics.engines) == ("engine 1 idle while engine 0 has 4 waiting",)
+
+
+def test_the_log_names_the_data_parallel_size(dp_box: SimBox) -> None:
+    assert "'data_parallel_size': 2" in Path(dp_box.log_path).read_text()
