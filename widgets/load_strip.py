@@ -10,6 +10,7 @@ from tui.serving.engines import EngineMetrics, idle_engine_warnings
 from tui.serving.load.eta import ReadyEstimate
 from tui.serving.load.tracker import LoadProgress, silence_note
 from tui.serving.metrics import ServerMetrics
+from tui.serving.spec_decode import spec_decode_line
 from widgets.quiet_update import update_static
 
 _PHASE_LABELS = {
@@ -97,6 +98,9 @@ def render_strip(
             text.append(f"  TTFT p50 {metrics.ttft_p50_s * 1000:.0f} ms")
         if metrics.itl_p50_s is not None:
             text.append(f"  ITL p50 {metrics.itl_p50_s * 1000:.0f} ms")
+        spec = spec_decode_line(metrics.spec_decode)
+        if spec is not None:
+            text.append(f"  {spec}")
         text.append(f"  ({metrics.source})", style="dim")
         if len(metrics.engines) > 1:  # data-parallel: each engine's row under the sum
             for engine in metrics.engines:

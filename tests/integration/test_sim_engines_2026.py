@@ -1,6 +1,7 @@
 """The simulator's vLLM 2026 engine: data-parallel ranks read per engine, through real HTTP.
 
-A real SimBox started with `--data-parallel-size 2 --starve-engine 1`: the front end
+A real SimBox started with `--data-parallel-size 2 --starve-engine 1` and three-token
+speculative decoding: the front end
 routes every request to engine 0, whose batch is two wide, so its queue grows while
 engine 1 sits idle. servedeck's poller reads the two `engine` label sets apart and
 says so; the sum alone would show a half-empty KV cache and nothing wrong.
@@ -25,7 +26,10 @@ OPTIONS = SimServerOptions(
     decode_step_s=0.02,
     max_batch=2,
     log_interval_s=1.0,
-    extra_args=("--data-parallel-size", "2", "--starve-engine", "1"),
+    extra_args=(
+        *("--data-parallel-size", "2", "--starve-engine", "1"),
+        *("--num-speculative-tokens", "3", "--spec-acceptance", "0.8"),
+    ),
 )
 
 
@@ -73,3 +77,16 @@ def test_a_starved_engine_is_its_own_row_and_a_warning(dp_box: SimBox) -> None:
 
 def test_the_log_names_the_data_parallel_size(dp_box: SimBox) -> None:
     assert "'data_parallel_size': 2" in Path(dp_box.log_path).read_text()
+
+
+def test_speculative_decoding_acceptance_equals_the_counters(dp_box: SimBox) -> None:
+    _, second = asyncio.run(_while_busy(dp_box, requests=2, max_tokens=200))
+    spec = second.spec_decode
+    assert spec is not None and spec.over_interval and spec.drafts > 10
+    # what the page says, read again by hand: accepted / draft tokens, 1 + accepted / drafts
+    assert spec.draft_tokens == 3 * spec.drafts
+    assert spec.acceptance_rate == pytest.approx(spec.accepted_tokens / spec.draft_tokens)
+    assert spec.mean_accepted_length == pytest.approx(1 + spec.accepted_tokens / spec.drafts)
+    assert len(spec.per_position) == 3
+    assert spec.per_position[0] >= spec.per_position[1] >= spec.per_position[2]
+    assert 0.6 < spec.per_position[0] < 0.95  # drawn at 0.8 a position

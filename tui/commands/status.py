@@ -167,6 +167,14 @@ def _text(report: dict[str, Any]) -> str:
             f"waiting {_na(metrics['waiting_reqs'])}, "
             f"KV {'n/a' if kv is None else f'{kv:.1f}%'} ({metrics['source']})"
         )
+        spec = metrics.get("spec_decode")
+        if spec:
+            rate, length = spec["acceptance_rate"], spec["mean_accepted_length"]
+            out.append(
+                f"spec    acceptance {'n/a' if rate is None else f'{rate * 100:.0f}%'}, "
+                f"mean accepted length {'n/a' if length is None else f'{length:.2f}'}, per position "
+                + ("/".join(f"{r * 100:.0f}%" for r in spec["per_position"]) or "n/a")
+            )
     engines = report.get("engines") or []
     if len(engines) > 1:
         for engine in engines:

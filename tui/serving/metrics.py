@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from tui.core.errors import ServedeckError
 from tui.serving.engines import EngineMetrics
 from tui.serving.load.tracker import EngineStats
+from tui.serving.spec_decode import FAMILIES as SPEC_DECODE_FAMILIES
+from tui.serving.spec_decode import SpecDecode, spec_decode
 
 if TYPE_CHECKING:  # httpx and the parser load on the first scrape, not at console start
     import httpx
@@ -98,6 +100,7 @@ class ServerMetrics:
     engine_healthy: float | None = None  # vllm:engine_healthy where exposed (0: the engine died)
     # One row per `engine` label (data-parallel ranks); empty when the page has none.
     engines: tuple[EngineMetrics, ...] = ()
+    spec_decode: SpecDecode | None = None  # None: no speculative decoding exposed
 
 
 USED_FAMILIES = frozenset(
@@ -111,6 +114,7 @@ USED_FAMILIES = frozenset(
         *TTFT,
         *ITL,
         *ENGINE_HEALTHY,
+        *SPEC_DECODE_FAMILIES,
     )
 )
 _SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
@@ -310,6 +314,7 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         at_s=current.at_s,
         engine_healthy=current.first(ENGINE_HEALTHY),
         engines=_per_engine(current, previous),
+        spec_decode=spec_decode(current, previous),
     )
 
 

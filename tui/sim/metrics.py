@@ -126,6 +126,7 @@ class VllmCollector(Collector):
                 histogram = engine.histograms[name]
                 family.add_metric([rank, self._model], histogram.cumulative(), histogram.total)
             yield family
+        yield from self._spec_decode(ranks, created)
         info = GaugeMetricFamily(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
@@ -134,6 +135,31 @@ class VllmCollector(Collector):
         blocks = self._engines[0].settings.kv_cache_tokens // 64
         info.add_metric(["64", "auto", "0.9", str(blocks)], 1.0)
         yield info
+
+    def _spec_decode(self, ranks: list[tuple[str, SimEngine]], created: float) -> Iterator[Metric]:
+        """vllm/v1/spec_decode/metrics.py SpecDecodingProm's counters, when drafting."""
+        drafting = [(rank, e.spec) for rank, e in ranks if e.spec is not None]
+        if not drafting:
+            return
+        labels = ["engine", "model_name"]
+        for name, doc, value in (
+            ("num_drafts", "Number of spec decoding drafts.", "drafts"),
+            ("num_draft_tokens", "Number of draft tokens.", "draft_tokens"),
+            ("num_accepted_tokens", "Number of accepted tokens.", "accepted_tokens"),
+        ):
+            family = CounterMetricFamily(f"vllm:spec_decode_{name}", doc, labels=labels)
+            for rank, spec in drafting:
+                family.add_metric([rank, self._model], getattr(spec, value), created=created)
+            yield family
+        per_pos = CounterMetricFamily(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens per draft position.",
+            labels=[*labels, "position"],
+        )
+        for rank, spec in drafting:
+            for position, accepted in enumerate(spec.accepted_per_pos):
+                per_pos.add_metric([rank, self._model, str(position)], accepted, created=created)
+        yield per_pos
 
 
 def build_registry(engines: SimEngine | list[SimEngine], model_name: str) -> CollectorRegistry:

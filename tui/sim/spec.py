@@ -118,6 +118,10 @@ class ServerSettings:
     # /metrics; `starved_engine` is a rank the front end never routes to (a DP imbalance).
     data_parallel_size: int = 1
     starved_engine: int | None = None
+    # vLLM's speculative decoding (--speculative-config num_speculative_tokens): 0 is off;
+    # each draft position is accepted with `spec_acceptance` (tui.sim.spec_decode).
+    num_speculative_tokens: int = 0
+    spec_acceptance: float = 0.7
     faults: ServerFaults = field(default_factory=ServerFaults)
     shard_dir: str | None = None
     disk_bytes_per_s: float | None = None
