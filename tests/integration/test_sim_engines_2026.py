@@ -18,6 +18,7 @@ import pytest
 
 from tui.serving.engines import idle_engine_warnings
 from tui.serving.metrics import MetricsPoller
+from tui.serving.readiness import ReadinessProbe
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.spec import SERVED_MODEL_NAME
 
@@ -29,6 +30,7 @@ OPTIONS = SimServerOptions(
     extra_args=(
         *("--data-parallel-size", "2", "--starve-engine", "1"),
         *("--num-speculative-tokens", "3", "--spec-acceptance", "0.8"),
+        "--enable-sleep-mode",
     ),
 )
 
@@ -90,3 +92,25 @@ def test_speculative_decoding_acceptance_equals_the_counters(dp_box: SimBox) -> 
     assert len(spec.per_position) == 3
     assert spec.per_position[0] >= spec.per_position[1] >= spec.per_position[2]
     assert 0.6 < spec.per_position[0] < 0.95  # drawn at 0.8 a position
+
+
+def test_a_sleeping_engine_is_asleep_never_ready(dp_box: SimBox) -> None:
+    async def scenario() -> list:
+        probe = ReadinessProbe(dp_box.base_url)
+        seen = [await probe.check()]
+        async with httpx.AsyncClient(timeout=10) as client:
+            slept = await client.post(f"{dp_box.base_url}/sleep", params={"level": 2})
+            assert slept.json() == {"status": "sleeping", "level": 2}
+            seen.append(await probe.check(client=client))
+            body = {"model": SERVED_MODEL_NAME, "prompt": "hi", "max_tokens": 2}
+            refused = await client.post(f"{dp_box.base_url}/v1/completions", json=body)
+            seen.append(refused.status_code)
+            await client.post(f"{dp_box.base_url}/wake_up")
+            seen.append(await probe.check(client=client))
+        return seen
+
+    awake, asleep, refused, woken = asyncio.run(scenario())
+    assert awake.asleep is False and awake.ready
+    assert asleep.health_ok and asleep.asleep is True and not asleep.ready
+    assert refused == 503
+    assert woken.asleep is False and woken.ready

@@ -76,6 +76,7 @@ class SimApi:
         # Every data-parallel rank, engine 0 first; a request's owner answers for it.
         self.engines = [engine, *(dp_engines or [])]
         self._owner: dict[SimRequest, SimEngine] = {}
+        self.sleep_level = 0  # 0 awake; 1 weights offloaded; 2 weights discarded
         self.faults = faults
         self.registry = build_registry(self.engines, settings.served_model_name)
         self.rng = random.Random(settings.seed)
@@ -106,7 +107,30 @@ class SimApi:
                 web.post("/_sim/fault", self.fault),
             ]
         )
+        if self.settings.sleep_mode:  # vllm/entrypoints/serve/dev/sleep/api_router.py's routes
+            app.add_routes(
+                [
+                    web.get("/is_sleeping", self.is_sleeping),
+                    web.post("/sleep", self.sleep),
+                    web.post("/wake_up", self.wake_up),
+                ]
+            )
         return app
+
+    # -- sleep mode -----------------------------------------------------------
+    async def is_sleeping(self, _request: web.Request) -> web.Response:
+        return _json_response({"is_sleeping": self.sleep_level > 0})
+
+    async def sleep(self, request: web.Request) -> web.Response:
+        level = request.query.get("level", "1")
+        if level not in ("0", "1", "2"):
+            return _error(422, "level must be 0, 1 or 2", "RequestValidationError", "level")
+        self.sleep_level = max(int(level), 1)
+        return _json_response({"status": "sleeping", "level": int(level)})
+
+    async def wake_up(self, _request: web.Request) -> web.Response:
+        self.sleep_level = 0
+        return _json_response({"status": "awake", "tags": None})
 
     # -- small endpoints ------------------------------------------------------
     async def health(self, _request: web.Request) -> web.Response:
@@ -316,6 +340,8 @@ class SimApi:
         cached = 0
         if self.settings.prefix_caching and ids:
             cached = min(self.prefix_cache.lookup_and_insert(ids), prompt_tokens - 1)
+        if self.sleep_level:
+            return _error(503, "the engine is sleeping", "ServiceUnavailableError")
         engine = self._route()
         sim_request = engine.submit(prompt_tokens, max_tokens, cached)
         self._owner[sim_request] = engine

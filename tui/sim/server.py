@@ -338,6 +338,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--starve-engine", type=int, default=None)
     p.add_argument("--num-speculative-tokens", type=int, default=0)
     p.add_argument("--spec-acceptance", type=float, default=0.7)
+    p.add_argument("--enable-sleep-mode", action="store_true")
     p.add_argument("--fail-at-shard", type=int, default=None)
     p.add_argument("--orphans-on-stop", type=int, default=0)
     p.add_argument("--stubborn-orphans", action="store_true")
@@ -379,6 +380,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
         starved_engine=a.starve_engine,
         num_speculative_tokens=max(a.num_speculative_tokens, 0),
         spec_acceptance=a.spec_acceptance,
+        sleep_mode=a.enable_sleep_mode,
         faults=faults,
         shard_dir=a.shard_dir,
         disk_bytes_per_s=a.disk_bytes_per_s,

@@ -121,6 +121,8 @@ class ServerSettings:
     # vLLM's speculative decoding (--speculative-config num_speculative_tokens): 0 is off;
     # each draft position is accepted with `spec_acceptance` (tui.sim.spec_decode).
     num_speculative_tokens: int = 0
+    # vLLM's --enable-sleep-mode with VLLM_SERVER_DEV_MODE=1: /sleep, /wake_up, /is_sleeping.
+    sleep_mode: bool = False
     spec_acceptance: float = 0.7
     faults: ServerFaults = field(default_factory=ServerFaults)
     shard_dir: str | None = None
