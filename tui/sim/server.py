@@ -300,8 +300,7 @@ class SimServer:
         await self.stop_tree(self.orphan_count())
         if self.engine is not None:
             await self.engine.stop()
-        for engine in self.dp_engines:
-            await engine.stop()
+        await asyncio.gather(*(engine.stop() for engine in self.dp_engines))
         if runner is not None:
             await runner.shutdown()
             await runner.cleanup()
