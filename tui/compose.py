@@ -28,6 +28,7 @@ def open_deck(
     demo_wait_ready: bool = False,
     demo_orphans_on_stop: int = 2,
     demo_time_scale: float | None = None,
+    demo_server_args: tuple[str, ...] = (),
 ) -> Deck:
     """Create the profile's host (and, for the demo, a fresh simulated box on this machine)."""
     if profile.is_demo:
@@ -40,5 +41,6 @@ def open_deck(
             wait_ready=demo_wait_ready,
             orphans_on_stop=demo_orphans_on_stop,
             time_scale=demo_time_scale,
+            server_args=demo_server_args,
         )
     return Deck(profile, host_for(profile))

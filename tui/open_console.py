@@ -11,13 +11,22 @@ from tui.hosts.profiles import load_profile
 
 
 def run_console(
-    profile: Profile, *, demo_autostart: bool = False, demo_load_s: float | None = None
+    profile: Profile,
+    *,
+    demo_autostart: bool = False,
+    demo_load_s: float | None = None,
+    demo_server_args: tuple[str, ...] = (),
 ) -> int:
     """Open the console on a profile; the demo gets its simulated box here."""
     from tui.app import ServedeckApp
 
     load_s = CONSOLE_DEMO_LOAD_S if demo_load_s is None else demo_load_s
-    deck = open_deck(profile, demo_load_s=load_s, demo_autostart=demo_autostart)
+    deck = open_deck(
+        profile,
+        demo_load_s=load_s,
+        demo_autostart=demo_autostart,
+        demo_server_args=demo_server_args,
+    )
     app = ServedeckApp(deck.profile, deck)
     with paths.demo_records(profile.is_demo):  # the demo's records stay out of the real ones
         return app.run() or 0

@@ -6,9 +6,11 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.core.formatting import duration_clock
+from tui.serving.engines import EngineMetrics, idle_engine_warnings
 from tui.serving.load.eta import ReadyEstimate
 from tui.serving.load.tracker import LoadProgress, silence_note
 from tui.serving.metrics import ServerMetrics
+from tui.serving.spec_decode import spec_decode_line
 from widgets.quiet_update import update_static
 
 _PHASE_LABELS = {
@@ -96,8 +98,33 @@ def render_strip(
             text.append(f"  TTFT p50 {metrics.ttft_p50_s * 1000:.0f} ms")
         if metrics.itl_p50_s is not None:
             text.append(f"  ITL p50 {metrics.itl_p50_s * 1000:.0f} ms")
+        spec = spec_decode_line(metrics.spec_decode)
+        if spec is not None:
+            text.append(f"  {spec}")
         text.append(f"  ({metrics.source})", style="dim")
+        if len(metrics.engines) > 1:  # data-parallel: each engine's row under the sum
+            for engine in metrics.engines:
+                text.append("\n")
+                text.append_text(_engine_row(engine))
+            for warning in idle_engine_warnings(metrics.engines):
+                text.append(f"\n ⚠ {warning}", style="bold yellow")
     return text
+
+
+def _engine_row(engine: EngineMetrics) -> Text:
+    row = Text(f"   engine {engine.engine}: run {_n(engine.running_reqs)}", style="")
+    row.append(f"  wait {_n(engine.waiting_reqs)}")
+    kv = engine.kv_cache_usage_pct
+    row.append(f"  KV {'n/a' if kv is None else f'{kv:.1f}%'}")
+    if engine.generation_tokens_per_s is not None:
+        row.append(f"  decode {engine.generation_tokens_per_s:,.0f} tok/s")
+    if engine.ttft_p50_s is not None:
+        row.append(f"  TTFT p50 {engine.ttft_p50_s * 1000:.0f} ms")
+    if engine.itl_p50_s is not None:
+        row.append(f"  ITL p50 {engine.itl_p50_s * 1000:.0f} ms")
+    if engine.idle:
+        row.stylize("yellow")
+    return row
 
 
 def _n(value: int | None) -> str:
@@ -105,7 +132,8 @@ def _n(value: int | None) -> str:
 
 
 class LoadStrip(Static):
-    DEFAULT_CSS = "LoadStrip { height: auto; max-height: 2; }"
+    # Two lines, plus one per engine and one per warning of a data-parallel deployment.
+    DEFAULT_CSS = "LoadStrip { height: auto; max-height: 12; }"
 
     def __init__(self, id: str | None = None) -> None:
         super().__init__("", id=id)

@@ -33,6 +33,7 @@ class ServiceLine(Static):
         error: str | None = None,
         leftovers: str | None = None,
         progress: ProgressVerdict | None = None,
+        asleep: bool = False,
     ) -> None:
         """`leftovers`: what the last process listing found left on the GPUs, said next to
         the state (after a stop it is what the operator must act on), before the rest."""
@@ -54,14 +55,17 @@ class ServiceLine(Static):
         # hold the unit, its state and readiness, not always its pid and start time).
         # A stopped unit with leftovers: the leftovers take the place of "not serving",
         # so the line fits 80 columns whole.
-        if ready or state.is_active or not leftovers:
+        if asleep and state.is_active:  # vLLM's sleep mode: answers /health, serves nothing
+            line.append("  ")
+            line.append("◐ asleep", style="bold cyan")
+        elif ready or state.is_active or not leftovers:
             line.append("  ")
             line.append(
                 "● ready" if ready else "○ not serving", style="bold green" if ready else "dim"
             )
         if leftovers:
             line.append(f"  {leftovers}", style="bold yellow")
-        if progress is not None and progress.state != "unknown":
+        if progress is not None and progress.state != "unknown" and not asleep:
             line.append(f"  {progress.headline()}", style=_PROGRESS_STYLES[progress.state])
         extras: list[tuple[str, str]] = []
         if state.is_failed and state.result:

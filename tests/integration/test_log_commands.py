@@ -46,6 +46,7 @@ def test_status_json(tmp_path: Path) -> None:
     # its way down was once taken for a finished load), and readiness is not claimed.
     assert not report["readiness"]["checked"] and not report["readiness"]["health_ok"]
     assert report["metrics"]["source"] == "log"
+    assert report["engines"] is None  # the log's stats line names no engine: n/a, not []
 
 
 def test_demo_status_and_logs_come_from_a_loaded_simulator() -> None:
@@ -56,6 +57,7 @@ def test_demo_status_and_logs_come_from_a_loaded_simulator() -> None:
     assert report["unit"]["active_state"] == "active"
     assert report["load"]["phase"] == "serving"
     assert report["readiness"]["health_ok"] is True
+    assert [e["engine"] for e in report["engines"]] == ["0"] and report["engine_warnings"] == []
     logs = _servedeck("logs", "--demo", "-n", "500")
     assert logs.returncode == 0, logs.stderr
     assert "Application startup complete." in logs.stdout

@@ -333,3 +333,21 @@ def test_profile_record_table() -> None:
     assert problems == [] and profile.record.retention_days == 14 and not profile.record.enabled
     _, problems = profile_from_data({"record": {"retention_days": 0}}, "p", None)
     assert problems == ["record.retention_days: expected a number from 1 to 366, got 0"]
+
+
+def test_speculative_decoding_acceptance_is_recorded_and_absent_is_unknown(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "r.sqlite"
+    t0 = 1_800_000_000.0
+    with Recorder(db, host_label="box") as recorder:
+        recorder.add_metrics(
+            MetricsRow(t0, spec_acceptance_rate=0.62, spec_mean_accepted_length=2.9)
+        )
+        recorder.add_metrics(MetricsRow(t0 + 5, running_reqs=1))
+    with RecordingReader(db) as reader:
+        drafting = reader.state_at(t0 + 1).metrics
+        assert drafting is not None and drafting.spec_acceptance_rate == 0.62
+        assert drafting.spec_mean_accepted_length == 2.9
+        plain = reader.state_at(t0 + 6).metrics
+        assert plain is not None and plain.spec_acceptance_rate is None

@@ -131,6 +131,7 @@ class ServedeckApp(App[int]):
         self.engine_progress = ProgressWatch(profile.service.stall_after_s)
         self.stall_incidents = StallIncidents(deck.host.label)
         self.ready = False
+        self.asleep = False  # vLLM's sleep mode, from the last readiness poll
         self.unit_state: UnitState | None = None
         self.last_gpu: GpuBoxSnapshot | None = None
         self._incoming_lines = LineQueue()  # read, not yet drained: as the batches read
@@ -475,6 +476,7 @@ class ServedeckApp(App[int]):
             error=error,
             leftovers=note,
             progress=self.engine_progress.verdict if self.ready else None,
+            asleep=self.asleep,
         )
 
     @console_worker("log", pane="log", what="follow the service log")
@@ -605,6 +607,9 @@ class ServedeckApp(App[int]):
         if message.readiness.epoch != self.tracker.epoch or self._unit_active() is False:
             return  # asked before a stop (or a new start): it speaks of a server now gone
         self.record.readiness(message.readiness)
+        if bool(message.readiness.asleep) != self.asleep:  # never "ready" nor "idle" asleep
+            self.asleep = bool(message.readiness.asleep)
+            self.render_service_line()
         if message.readiness.ready and not self.ready:
             self.ready = True
             models = ", ".join(message.readiness.models)

@@ -28,7 +28,31 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         metavar="S",
         help=f"how long the simulated model load takes (default {DEFAULT_LOAD_S:g})",
     )
+    parser.add_argument(
+        "--data-parallel-size",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve with N data-parallel engines (vLLM's --data-parallel-size)",
+    )
+    parser.add_argument(
+        "--starve-engine",
+        type=int,
+        default=None,
+        metavar="RANK",
+        help="a data-parallel engine the front end never routes to (an imbalance to find)",
+    )
     parser.set_defaults(func=_demo)
+
+
+def demo_server_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """The simulator's flags for the engine options `demo` takes."""
+    out: list[str] = []
+    if getattr(args, "data_parallel_size", 1) > 1:
+        out += ["--data-parallel-size", str(args.data_parallel_size)]
+    if getattr(args, "starve_engine", None) is not None:
+        out += ["--starve-engine", str(args.starve_engine)]
+    return tuple(out)
 
 
 def demo_load_seconds(text: str) -> float:
@@ -54,4 +78,5 @@ def _demo(args: argparse.Namespace) -> int:
         profile or demo_profile(read_only=read_only),
         demo_autostart=not args.stopped,
         demo_load_s=args.load_seconds,
+        demo_server_args=demo_server_args(args),
     )

@@ -16,6 +16,7 @@ from tui.core.redact import redact_data
 from tui.deck import Deck
 from tui.ops.load_explain import load_explain_report
 from tui.ops.restart_guard import leftovers_note
+from tui.serving.engines import idle_engine_warnings
 from tui.serving.load.tracker import LoadTracker, silence_note
 from tui.serving.load.waterfall import waterfall_lines
 from tui.serving.metrics import MetricsPoller, metrics_from_log
@@ -102,6 +103,10 @@ async def status_report(deck: Deck, log_lines: int = 2000) -> dict[str, Any]:
     if metrics is None and progress.engine_stats is not None:
         metrics = metrics_from_log(progress.engine_stats)
     report["metrics"] = dataclasses.asdict(metrics) if metrics else None
+    # One row per `engine` label (data-parallel ranks); null when /metrics was not read.
+    engines = metrics.engines if metrics is not None and metrics.source == "metrics" else None
+    report["engines"] = [dataclasses.asdict(e) for e in engines] if engines is not None else None
+    report["engine_warnings"] = list(idle_engine_warnings(engines or ()))
     report["progress"] = None
     if readiness.health_ok:
         try:
@@ -162,6 +167,23 @@ def _text(report: dict[str, Any]) -> str:
             f"waiting {_na(metrics['waiting_reqs'])}, "
             f"KV {'n/a' if kv is None else f'{kv:.1f}%'} ({metrics['source']})"
         )
+        spec = metrics.get("spec_decode")
+        if spec:
+            rate, length = spec["acceptance_rate"], spec["mean_accepted_length"]
+            out.append(
+                f"spec    acceptance {'n/a' if rate is None else f'{rate * 100:.0f}%'}, "
+                f"mean accepted length {'n/a' if length is None else f'{length:.2f}'}, per position "
+                + ("/".join(f"{r * 100:.0f}%" for r in spec["per_position"]) or "n/a")
+            )
+    engines = report.get("engines") or []
+    if len(engines) > 1:
+        for engine in engines:
+            kv = engine["kv_cache_usage_pct"]
+            out.append(
+                f"engine  {engine['engine']}: running {_na(engine['running_reqs'])}, "
+                f"waiting {_na(engine['waiting_reqs'])}, KV {'n/a' if kv is None else f'{kv:.1f}%'}"
+            )
+    out.extend(f"warning {warning}" for warning in report.get("engine_warnings") or ())
     progress = report.get("progress")
     if progress:
         kind = f": {progress['kind_text']}" if progress.get("kind_text") else ""

@@ -55,6 +55,7 @@ def _unit_text(state: UnitState) -> str:
 
 
 def metrics_row(metrics: ServerMetrics) -> MetricsRow:
+    spec = metrics.spec_decode
     return MetricsRow(
         ts_s=metrics.at_s,
         running_reqs=metrics.running_reqs,
@@ -69,6 +70,8 @@ def metrics_row(metrics: ServerMetrics) -> MetricsRow:
         itl_p50_s=metrics.itl_p50_s,
         itl_p90_s=metrics.itl_p90_s,
         itl_p99_s=metrics.itl_p99_s,
+        spec_acceptance_rate=spec.acceptance_rate if spec is not None else None,
+        spec_mean_accepted_length=spec.mean_accepted_length if spec is not None else None,
     )
 
 

@@ -99,6 +99,8 @@ class MetricsRow:
     itl_p50_s: float | None = None
     itl_p90_s: float | None = None
     itl_p99_s: float | None = None
+    spec_acceptance_rate: float | None = None  # 0..1; None: no speculative decoding
+    spec_mean_accepted_length: float | None = None
 
 
 METRICS_COLUMNS: tuple[str, ...] = tuple(

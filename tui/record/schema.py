@@ -49,6 +49,11 @@ MIGRATIONS: tuple[str, ...] = (
         acked_at_s REAL
     );
     """,
+    # 3: speculative decoding's acceptance at each poll (tui.serving.spec_decode)
+    """
+    ALTER TABLE metrics ADD COLUMN spec_acceptance_rate REAL;
+    ALTER TABLE metrics ADD COLUMN spec_mean_accepted_length REAL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,8 +1,10 @@
 """The service and its load: readiness, /metrics, the load (load/), the engine's progress (progress/), and the unit (unit/).
 
+engines.py: Per-engine figures of a data-parallel deployment, and an engine idle while another queues
 load/: A model load: its progress from the log (one state machine), the ready ETA, the load explainer
 metrics.py: Server metrics from Prometheus /metrics (vLLM and SGLang names), with a log fallback
 progress/: Is the engine making progress: the stall verdict, its kind and evidence, and the stall as an incident
 readiness.py: Is the server answering? /health and /v1/models, polled only once the log says it is starting
+spec_decode.py: Speculative decoding's acceptance from vLLM's spec-decode counters
 unit/: The systemd unit that runs the server: its state and actions, and what keeps it from looping
 """

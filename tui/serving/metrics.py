@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tui.core.errors import ServedeckError
+from tui.serving.engines import EngineMetrics
 from tui.serving.load.tracker import EngineStats
+from tui.serving.spec_decode import FAMILIES as SPEC_DECODE_FAMILIES
+from tui.serving.spec_decode import SpecDecode, spec_decode
 
 if TYPE_CHECKING:  # httpx and the parser load on the first scrape, not at console start
     import httpx
@@ -37,13 +40,31 @@ ENGINE_HEALTHY = ("vllm:engine_healthy",)
 QUANTILES = (0.5, 0.9, 0.99)
 
 
+# One sample's labels other than le, as sorted (name, value) pairs.
+Labels = tuple[tuple[str, str], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class MetricsScrape:
-    """One parsed /metrics page: values summed over label sets (engines, models)."""
+    """One parsed /metrics page: values summed over label sets (engines, models).
+
+    `engines`: the same page split by the `engine` label (a data-parallel rank each),
+    `samples`: every gauge/counter sample with its labels, for families whose labels
+    carry the figure (a draft position, the LoRA adapters, the sleep level).
+    """
 
     at_s: float
     values: dict[str, float] = field(default_factory=dict)
     buckets: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    engines: dict[str, MetricsScrape] = field(default_factory=dict)
+    model_name: str | None = None
+    samples: tuple[tuple[str, Labels, float], ...] = ()
+
+    def labelled(self, name: str) -> tuple[tuple[dict[str, str], float], ...]:
+        """The samples of one family with their labels."""
+        return tuple(
+            (dict(labels), value) for family, labels, value in self.samples if family == name
+        )
 
     def first(self, names: tuple[str, ...]) -> float | None:
         for name in names:
@@ -77,6 +98,9 @@ class ServerMetrics:
     source: str  # "metrics" or "log"
     at_s: float
     engine_healthy: float | None = None  # vllm:engine_healthy where exposed (0: the engine died)
+    # One row per `engine` label (data-parallel ranks); empty when the page has none.
+    engines: tuple[EngineMetrics, ...] = ()
+    spec_decode: SpecDecode | None = None  # None: no speculative decoding exposed
 
 
 USED_FAMILIES = frozenset(
@@ -90,6 +114,7 @@ USED_FAMILIES = frozenset(
         *TTFT,
         *ITL,
         *ENGINE_HEALTHY,
+        *SPEC_DECODE_FAMILIES,
     )
 )
 _SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
@@ -126,6 +151,9 @@ def parse_metrics(
 
     values: dict[str, float] = {}
     buckets: dict[str, dict[float, float]] = {}
+    per_engine: dict[str, tuple[dict[str, float], dict[str, dict[float, float]]]] = {}
+    models: dict[str, str] = {}
+    samples: list[tuple[str, Labels, float]] = []
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -133,16 +161,30 @@ def parse_metrics(
                     continue
                 if not math.isfinite(sample.value):
                     continue  # Prometheus allows NaN/+Inf/-Inf: not a number to show (n/a)
+                engine = sample.labels.get("engine")
+                if engine is not None and engine != "":
+                    into = per_engine.setdefault(engine, ({}, {}))
+                    if "model_name" in sample.labels:
+                        models.setdefault(engine, sample.labels["model_name"])
+                else:
+                    into = None
                 if family.type == "histogram":
                     if sample.name.endswith("_bucket"):
                         upper = float(sample.labels["le"])
                         if math.isnan(upper):
                             continue
-                        per = buckets.setdefault(family.name, {})
-                        per[upper] = per.get(upper, 0.0) + sample.value
+                        for target in (buckets, into[1] if into else None):
+                            if target is not None:
+                                per = target.setdefault(family.name, {})
+                                per[upper] = per.get(upper, 0.0) + sample.value
                     continue
                 if family.type in ("gauge", "counter", "untyped", "unknown"):
                     values[family.name] = values.get(family.name, 0.0) + sample.value
+                    if into is not None:
+                        into[0][family.name] = into[0].get(family.name, 0.0) + sample.value
+                    samples.append(
+                        (family.name, tuple(sorted(sample.labels.items())), sample.value)
+                    )
     except (
         ValueError,
         KeyError,
@@ -153,11 +195,33 @@ def parse_metrics(
         OverflowError,
     ) as error:
         raise ServedeckError(f"/metrics: not Prometheus text ({error})") from None
+    at = at_s if at_s is not None else time.time()
+
+    def sorted_buckets(
+        found: dict[str, dict[float, float]],
+    ) -> dict[str, tuple[tuple[float, float], ...]]:
+        return {name: tuple(sorted(per.items())) for name, per in found.items()}
+
     return MetricsScrape(
-        at_s=at_s if at_s is not None else time.time(),
+        at_s=at,
         values=values,
-        buckets={name: tuple(sorted(per.items())) for name, per in buckets.items()},
+        buckets=sorted_buckets(buckets),
+        engines={
+            engine: MetricsScrape(
+                at_s=at,
+                values=found[0],
+                buckets=sorted_buckets(found[1]),
+                model_name=models.get(engine),
+            )
+            for engine, found in sorted(per_engine.items(), key=lambda item: _engine_order(item[0]))
+        },
+        samples=tuple(samples),
     )
+
+
+def _engine_order(engine: str) -> tuple[int, str]:
+    """Ranks in numeric order (engine 10 after engine 2)."""
+    return (int(engine), "") if engine.isdigit() else (1 << 30, engine)
 
 
 def histogram_quantile(q: float, cumulative: tuple[tuple[float, float], ...]) -> float | None:
@@ -211,6 +275,8 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
     """Gauges from `current`; rates and quantiles over the interval since `previous`."""
     interval = current.at_s - previous.at_s if previous is not None else None
     kv = current.first(KV_USAGE)
+    if kv is not None and len(current.engines) > 1:
+        kv /= len(current.engines)  # fractions of each engine's cache: their mean, not a sum
 
     def before(names: tuple[str, ...]) -> float | None:
         return previous.first(names) if previous is not None else None
@@ -247,7 +313,33 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         source="metrics",
         at_s=current.at_s,
         engine_healthy=current.first(ENGINE_HEALTHY),
+        engines=_per_engine(current, previous),
+        spec_decode=spec_decode(current, previous),
     )
+
+
+def _per_engine(
+    current: MetricsScrape, previous: MetricsScrape | None
+) -> tuple[EngineMetrics, ...]:
+    """Each engine label's own figures, computed as the whole page's are."""
+    rows = []
+    for engine, scrape in current.engines.items():
+        before = previous.engines.get(engine) if previous is not None else None
+        figures = compute_metrics(scrape, before)
+        rows.append(
+            EngineMetrics(
+                engine=engine,
+                model_name=scrape.model_name,
+                running_reqs=figures.running_reqs,
+                waiting_reqs=figures.waiting_reqs,
+                kv_cache_usage_pct=figures.kv_cache_usage_pct,
+                prompt_tokens_per_s=figures.prompt_tokens_per_s,
+                generation_tokens_per_s=figures.generation_tokens_per_s,
+                ttft_p50_s=figures.ttft_p50_s,
+                itl_p50_s=figures.itl_p50_s,
+            )
+        )
+    return tuple(rows)
 
 
 def metrics_from_log(stats: EngineStats) -> ServerMetrics:

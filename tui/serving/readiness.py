@@ -25,10 +25,14 @@ class Readiness:
     error: str | None
     at_s: float
     epoch: int = 0  # the LoadProgress.epoch the request was sent in
+    # vLLM's sleep mode (GET /is_sleeping, a dev-mode endpoint: vllm/entrypoints/serve/dev/
+    # sleep/api_router.py): True asleep, False awake, None not exposed (sleep mode unknown).
+    asleep: bool | None = None
 
     @property
     def ready(self) -> bool:
-        return self.health_ok and bool(self.models)
+        """Answering and awake: a sleeping engine answers /health but serves nothing."""
+        return self.health_ok and bool(self.models) and not self.asleep
 
 
 class ReadinessProbe:
@@ -75,6 +79,7 @@ class ReadinessProbe:
             )
             latency = time.monotonic() - started
             models: tuple[str, ...] = ()
+            asleep: bool | None = None
             if health.status_code == 200:
                 listing = await http.get(
                     f"{self.base_url}/v1/models", headers=self._headers, timeout=self._timeout
@@ -82,9 +87,25 @@ class ReadinessProbe:
                 if listing.status_code == 200:
                     data = listing.json().get("data", [])
                     models = tuple(str(m.get("id", "?")) for m in data if isinstance(m, dict))
+                asleep = await self._asleep(http)
         except (httpx.HTTPError, ValueError) as error:
             return Readiness(True, False, (), None, f"{type(error).__name__}: {error}", now, epoch)
         finally:
             if own_client:
                 await http.aclose()
-        return Readiness(True, health.status_code == 200, models, latency, None, now, epoch)
+        ok = health.status_code == 200
+        return Readiness(True, ok, models, latency, None, now, epoch, asleep=asleep if ok else None)
+
+    async def _asleep(self, http: httpx.AsyncClient) -> bool | None:
+        """GET /is_sleeping: {"is_sleeping": bool}; anything else (404 without
+        VLLM_SERVER_DEV_MODE, another server) is unknown."""
+        answer = await http.get(
+            f"{self.base_url}/is_sleeping", headers=self._headers, timeout=self._timeout
+        )
+        if answer.status_code != 200:
+            return None
+        try:
+            value = answer.json().get("is_sleeping")
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, bool) else None

@@ -181,9 +181,12 @@ def open_sim_deck(
     wait_ready: bool = False,
     orphans_on_stop: int = 2,
     time_scale: float | None = None,
+    server_args: tuple[str, ...] = (),
 ) -> SimDeck:
-    """A fresh simulated box on this machine and its Deck."""
-    options = SimServerOptions(orphans_on_stop=orphans_on_stop, time_scale=time_scale)
+    """A fresh simulated box on this machine and its Deck (`server_args`: more server flags)."""
+    options = SimServerOptions(
+        orphans_on_stop=orphans_on_stop, time_scale=time_scale, extra_args=server_args
+    )
     box = SimBox(load_seconds=load_s, options=options)
     if autostart:
         box.start()

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.sim.spec import ServerSettings
+from tui.sim.spec_decode import SimSpecDecode
 from tui.sim.tokens import output_pieces
 
 
@@ -217,6 +218,10 @@ class SimEngine:
         self._truth_file = truth_path.open("a", encoding="utf-8")
         self._task: asyncio.Task[None] | None = None
         self._ideal_end_s = -1.0
+        tokens = settings.num_speculative_tokens
+        self.spec = (
+            SimSpecDecode(tokens, settings.spec_acceptance, settings.seed) if tokens else None
+        )
 
     # -- public ---------------------------------------------------------------
     def start(self) -> None:
@@ -381,6 +386,8 @@ class SimEngine:
                 self._finish(request, "length", end_s)
         if decoded:
             self.histograms["inter_token_latency_seconds"].observe(step_s, decoded)
+            if self.spec is not None:
+                self.spec.observe(decoded)
         first_tokens = 0
         for request, chunk in chunks.items():
             if request.aborted:

@@ -64,11 +64,21 @@ def _json_response(body: object, status: int = 200) -> web.Response:
 class SimApi:
     """Request handlers bound to one engine."""
 
-    def __init__(self, settings: ServerSettings, engine: SimEngine, faults: RuntimeFaults) -> None:
+    def __init__(
+        self,
+        settings: ServerSettings,
+        engine: SimEngine,
+        faults: RuntimeFaults,
+        dp_engines: list[SimEngine] | None = None,
+    ) -> None:
         self.settings = settings
         self.engine = engine
+        # Every data-parallel rank, engine 0 first; a request's owner answers for it.
+        self.engines = [engine, *(dp_engines or [])]
+        self._owner: dict[SimRequest, SimEngine] = {}
+        self.sleep_level = 0  # 0 awake; 1 weights offloaded; 2 weights discarded
         self.faults = faults
-        self.registry = build_registry(engine, settings.served_model_name)
+        self.registry = build_registry(self.engines, settings.served_model_name)
         self.rng = random.Random(settings.seed)
         self.created = int(time.time())
         self.fingerprint = f"vllm-{VLLM_VERSION}-sim"
@@ -97,7 +107,30 @@ class SimApi:
                 web.post("/_sim/fault", self.fault),
             ]
         )
+        if self.settings.sleep_mode:  # vllm/entrypoints/serve/dev/sleep/api_router.py's routes
+            app.add_routes(
+                [
+                    web.get("/is_sleeping", self.is_sleeping),
+                    web.post("/sleep", self.sleep),
+                    web.post("/wake_up", self.wake_up),
+                ]
+            )
         return app
+
+    # -- sleep mode -----------------------------------------------------------
+    async def is_sleeping(self, _request: web.Request) -> web.Response:
+        return _json_response({"is_sleeping": self.sleep_level > 0})
+
+    async def sleep(self, request: web.Request) -> web.Response:
+        level = request.query.get("level", "1")
+        if level not in ("0", "1", "2"):
+            return _error(422, "level must be 0, 1 or 2", "RequestValidationError", "level")
+        self.sleep_level = max(int(level), 1)
+        return _json_response({"status": "sleeping", "level": int(level)})
+
+    async def wake_up(self, _request: web.Request) -> web.Response:
+        self.sleep_level = 0
+        return _json_response({"status": "awake", "tags": None})
 
     # -- small endpoints ------------------------------------------------------
     async def health(self, _request: web.Request) -> web.Response:
@@ -107,7 +140,8 @@ class SimApi:
         return _json_response({"version": VLLM_VERSION})
 
     async def load(self, _request: web.Request) -> web.Response:
-        return _json_response({"server_load": len(self.engine.running) + len(self.engine.waiting)})
+        load = sum(len(engine.running) + len(engine.waiting) for engine in self.engines)
+        return _json_response({"server_load": load})
 
     async def models(self, _request: web.Request) -> web.Response:
         name = self.settings.served_model_name
@@ -306,7 +340,11 @@ class SimApi:
         cached = 0
         if self.settings.prefix_caching and ids:
             cached = min(self.prefix_cache.lookup_and_insert(ids), prompt_tokens - 1)
-        sim_request = self.engine.submit(prompt_tokens, max_tokens, cached)
+        if self.sleep_level:
+            return _error(503, "the engine is sleeping", "ServiceUnavailableError")
+        engine = self._route()
+        sim_request = engine.submit(prompt_tokens, max_tokens, cached)
+        self._owner[sim_request] = engine
         try:
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -316,12 +354,19 @@ class SimApi:
                 await sim_request.event.wait()
             return _json_response(self._full_body(sim_request, chat))
         finally:
-            self.engine.abort(sim_request)  # no-op once finished
+            self._owner.pop(sim_request, engine).abort(sim_request)  # no-op once finished
             if self.settings.prefix_caching and with_answer and sim_request.emitted:
                 # Like vLLM, the blocks of the answer are cached too: a multi-turn
                 # conversation's next turn hits its whole history.
                 answer = "".join(sim_request.pieces[: sim_request.emitted])
                 self.prefix_cache.lookup_and_insert(with_answer(answer))
+
+    def _route(self) -> SimEngine:
+        """The rank with the shortest queue, as vLLM's DP load balancer picks; never the
+        starved one (the imbalance the simulator shows on demand)."""
+        starved = self.settings.starved_engine
+        candidates = [e for rank, e in enumerate(self.engines) if rank != starved] or self.engines
+        return min(candidates, key=lambda e: len(e.running) + len(e.waiting))
 
     def _full_body(self, sim_request: SimRequest, chat: bool) -> dict[str, Any]:
         text = "".join(sim_request.pieces[: sim_request.emitted])
@@ -416,11 +461,11 @@ class SimApi:
                     + (last_tail if last else plain_tail)
                 )
             if upto > sent:
-                self.engine.mark_sent(sim_request)
+                self._owner.get(sim_request, self.engine).mark_sent(sim_request)
             sent = upto
             await response.write("".join(parts).encode())
             if cut_after is not None and sent >= cut_after:
-                self.engine.abort(sim_request)
+                self._owner.get(sim_request, self.engine).abort(sim_request)
                 if request.transport is not None:
                     request.transport.abort()  # the client sees a broken chunked body
                 return response

@@ -150,7 +150,13 @@ class LoadSequence:
             "utils.py:328",
             f"non-default args: {{'model_tag': '{s.model}', 'host': '127.0.0.1', 'port': {s.port}, "
             f"'model': '{s.model}', 'trust_remote_code': True, 'served_model_name': "
-            f"['{s.served_model_name}'], 'tensor_parallel_size': {s.tp}}}",
+            f"['{s.served_model_name}'], 'tensor_parallel_size': {s.tp}"
+            + (
+                f", 'data_parallel_size': {s.data_parallel_size}"
+                if s.data_parallel_size > 1
+                else ""
+            )
+            + "}",
         )
         self.api("model.py:733", "Resolved architecture: KimiK25ForConditionalGeneration")
         self.api("model.py:2152", f"Using max model len {s.max_model_len}")

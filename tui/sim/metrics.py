@@ -6,7 +6,7 @@ only bumps integers) and prometheus_client writes the exposition text.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -42,89 +42,133 @@ HISTOGRAM_HELP = {
 
 
 class VllmCollector(Collector):
-    """Engine state as vLLM's `vllm:*` metric families."""
+    """Engine state as vLLM's `vllm:*` metric families, one label set per engine.
 
-    def __init__(self, engine: SimEngine, model_name: str) -> None:
-        self._engine = engine
+    Labels as vLLM writes them: labelnames ["model_name", "engine"] with the engine's
+    data-parallel rank (vllm/v1/metrics/loggers.py, PrometheusStatLogger.__init__).
+    """
+
+    def __init__(self, engines: SimEngine | list[SimEngine], model_name: str) -> None:
+        self._engines = engines if isinstance(engines, list) else [engines]
         self._model = model_name
 
     def collect(self) -> Iterator[Metric]:
-        engine = self._engine
         labels = ["engine", "model_name"]
-        values = ["0", self._model]
-        created = engine.created_s
+        ranks = [(str(rank), engine) for rank, engine in enumerate(self._engines)]
+        created = self._engines[0].created_s
 
-        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+        def gauge(name: str, doc: str, value: Callable[[SimEngine], float]) -> GaugeMetricFamily:
             family = GaugeMetricFamily(f"vllm:{name}", doc, labels=labels)
-            family.add_metric(values, value)
+            for rank, engine in ranks:
+                family.add_metric([rank, self._model], value(engine))
             return family
 
-        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+        def counter(
+            name: str, doc: str, value: Callable[[SimEngine], float]
+        ) -> CounterMetricFamily:
             family = CounterMetricFamily(f"vllm:{name}", doc, labels=labels)
-            family.add_metric(values, value, created=created)
+            for rank, engine in ranks:
+                family.add_metric([rank, self._model], value(engine), created=created)
             return family
 
         yield gauge(
             "num_requests_running",
             "Number of requests in model execution batches.",
-            len(engine.running),
+            lambda e: len(e.running),
         )
         yield gauge(
             "num_requests_waiting",
             "Number of requests waiting to be processed.",
-            len(engine.waiting),
+            lambda e: len(e.waiting),
         )
         yield gauge(
-            "kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", engine.kv_usage()
+            "kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            lambda e: e.kv_usage(),
         )
         yield counter(
             "prefix_cache_queries",
             "Prefix cache queries, in terms of number of queried tokens.",
-            engine.prefix_queries_total,
+            lambda e: e.prefix_queries_total,
         )
         yield counter(
             "prefix_cache_hits",
             "Prefix cache hits, in terms of number of cached tokens.",
-            engine.prefix_hits_total,
+            lambda e: e.prefix_hits_total,
         )
-        yield counter("num_preemptions", "Cumulative number of preemption from the engine.", 0)
         yield counter(
-            "prompt_tokens", "Number of prefill tokens processed.", engine.prompt_tokens_total
+            "num_preemptions", "Cumulative number of preemption from the engine.", lambda e: 0
+        )
+        yield counter(
+            "prompt_tokens",
+            "Number of prefill tokens processed.",
+            lambda e: e.prompt_tokens_total,
         )
         yield counter(
             "generation_tokens",
             "Number of generation tokens processed.",
-            engine.generation_tokens_total,
+            lambda e: e.generation_tokens_total,
         )
         success = CounterMetricFamily(
             "vllm:request_success",
             "Count of successfully processed requests.",
             labels=["engine", "finished_reason", "model_name"],
         )
-        for reason in FINISHED_REASONS:
-            success.add_metric(["0", reason, self._model], engine.success[reason], created=created)
+        for rank, engine in ranks:
+            for reason in FINISHED_REASONS:
+                success.add_metric(
+                    [rank, reason, self._model], engine.success[reason], created=created
+                )
         yield success
-        for name, histogram in engine.histograms.items():
+        for name in self._engines[0].histograms:
             family = HistogramMetricFamily(f"vllm:{name}", HISTOGRAM_HELP[name], labels=labels)
-            family.add_metric(values, histogram.cumulative(), histogram.total)
+            for rank, engine in ranks:
+                histogram = engine.histograms[name]
+                family.add_metric([rank, self._model], histogram.cumulative(), histogram.total)
             yield family
+        yield from self._spec_decode(ranks, created)
         info = GaugeMetricFamily(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
             labels=["block_size", "cache_dtype", "gpu_memory_utilization", "num_gpu_blocks"],
         )
-        blocks = engine.settings.kv_cache_tokens // 64
+        blocks = self._engines[0].settings.kv_cache_tokens // 64
         info.add_metric(["64", "auto", "0.9", str(blocks)], 1.0)
         yield info
 
+    def _spec_decode(self, ranks: list[tuple[str, SimEngine]], created: float) -> Iterator[Metric]:
+        """vllm/v1/spec_decode/metrics.py SpecDecodingProm's counters, when drafting."""
+        drafting = [(rank, e.spec) for rank, e in ranks if e.spec is not None]
+        if not drafting:
+            return
+        labels = ["engine", "model_name"]
+        for name, doc, value in (
+            ("num_drafts", "Number of spec decoding drafts.", "drafts"),
+            ("num_draft_tokens", "Number of draft tokens.", "draft_tokens"),
+            ("num_accepted_tokens", "Number of accepted tokens.", "accepted_tokens"),
+        ):
+            family = CounterMetricFamily(f"vllm:spec_decode_{name}", doc, labels=labels)
+            for rank, spec in drafting:
+                family.add_metric([rank, self._model], getattr(spec, value), created=created)
+            yield family
+        per_pos = CounterMetricFamily(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens per draft position.",
+            labels=[*labels, "position"],
+        )
+        for rank, spec in drafting:
+            for position, accepted in enumerate(spec.accepted_per_pos):
+                per_pos.add_metric([rank, self._model, str(position)], accepted, created=created)
+        yield per_pos
 
-def build_registry(engine: SimEngine, model_name: str) -> CollectorRegistry:
+
+def build_registry(engines: SimEngine | list[SimEngine], model_name: str) -> CollectorRegistry:
     """A private registry: process/GC/platform metrics plus the vLLM families."""
     registry = CollectorRegistry(auto_describe=False)
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)
-    registry.register(VllmCollector(engine, model_name))
+    registry.register(VllmCollector(engines, model_name))
     return registry
 
 

@@ -65,6 +65,7 @@ class SimServer:
         self.engine_proc: subprocess.Popen[bytes] | None = None
         self.worker_pids: list[int] = []
         self.engine: SimEngine | None = None
+        self.dp_engines: list[SimEngine] = []
         self.stop_event = asyncio.Event()
         self.parent_gone = False
         self._busy_mark = (time.monotonic(), 0.0)
@@ -255,8 +256,11 @@ class SimServer:
             self.set_phase("failed")
             return 1
         self.engine = SimEngine(self.s)
-        self.engine.start()
-        api = SimApi(self.s, self.engine, self.faults)
+        # Data-parallel ranks beyond the first: engines of their own, behind the one API.
+        self.dp_engines = [SimEngine(self.s) for _ in range(max(self.s.data_parallel_size, 1) - 1)]
+        for engine in (self.engine, *self.dp_engines):
+            engine.start()
+        api = SimApi(self.s, self.engine, self.faults, self.dp_engines)
         # Like vLLM, abort a request as soon as its client goes away (even while it waits).
         runner = web.AppRunner(
             api.app(), access_log=None, handle_signals=False, handler_cancellation=True
@@ -296,6 +300,7 @@ class SimServer:
         await self.stop_tree(self.orphan_count())
         if self.engine is not None:
             await self.engine.stop()
+        await asyncio.gather(*(engine.stop() for engine in self.dp_engines))
         if runner is not None:
             await runner.shutdown()
             await runner.cleanup()
@@ -328,6 +333,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--log-interval-s", type=float, default=d.log_interval_s)
     p.add_argument("--time-scale", type=float, default=d.time_scale)
     p.add_argument("--enable-prefix-caching", action="store_true")
+    p.add_argument("--data-parallel-size", type=int, default=1)
+    p.add_argument("--starve-engine", type=int, default=None)
+    p.add_argument("--num-speculative-tokens", type=int, default=0)
+    p.add_argument("--spec-acceptance", type=float, default=0.7)
+    p.add_argument("--enable-sleep-mode", action="store_true")
     p.add_argument("--fail-at-shard", type=int, default=None)
     p.add_argument("--orphans-on-stop", type=int, default=0)
     p.add_argument("--stubborn-orphans", action="store_true")
@@ -365,6 +375,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
         log_interval_s=a.log_interval_s,
         time_scale=a.time_scale if a.time_scale > 0 else 1.0,
         prefix_caching=a.enable_prefix_caching,
+        data_parallel_size=max(a.data_parallel_size, 1),
+        starved_engine=a.starve_engine,
+        num_speculative_tokens=max(a.num_speculative_tokens, 0),
+        spec_acceptance=a.spec_acceptance,
+        sleep_mode=a.enable_sleep_mode,
         faults=faults,
         shard_dir=a.shard_dir,
         disk_bytes_per_s=a.disk_bytes_per_s,

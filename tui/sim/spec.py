@@ -114,6 +114,16 @@ class ServerSettings:
     time_scale: float = 1.0
     # vLLM's --enable-prefix-caching (tui.sim.prefix_cache); off keeps every prefill whole.
     prefix_caching: bool = False
+    # vLLM's --data-parallel-size: this many engines, each labelled `engine="<rank>"` in
+    # /metrics; `starved_engine` is a rank the front end never routes to (a DP imbalance).
+    data_parallel_size: int = 1
+    starved_engine: int | None = None
+    # vLLM's speculative decoding (--speculative-config num_speculative_tokens): 0 is off;
+    # each draft position is accepted with `spec_acceptance` (tui.sim.spec_decode).
+    num_speculative_tokens: int = 0
+    # vLLM's --enable-sleep-mode with VLLM_SERVER_DEV_MODE=1: /sleep, /wake_up, /is_sleeping.
+    sleep_mode: bool = False
+    spec_acceptance: float = 0.7
     faults: ServerFaults = field(default_factory=ServerFaults)
     shard_dir: str | None = None
     disk_bytes_per_s: float | None = None

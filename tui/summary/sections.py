@@ -9,6 +9,8 @@ from __future__ import annotations
 from tui.core.formatting import NA, duration_markdown, gib
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hostfacts.facts import PACKAGES
+from tui.serving.engines import idle_engine_warnings
+from tui.serving.spec_decode import spec_decode_line
 from tui.summary.inputs import SummaryInputs
 from tui.summary.mdtable import clock, gb, index_ranges, ms, num, table
 
@@ -311,6 +313,18 @@ def now(inputs: SummaryInputs) -> list[str]:
             ("ITL p50 / p99 (server lifetime)", f"{ms(m.itl_p50_s)} / {ms(m.itl_p99_s)}"),
             ("preemptions", m.preemptions_total),
         ]
+        if m.spec_decode is not None:  # speculative decoding on: its acceptance (server lifetime)
+            line = spec_decode_line(m.spec_decode) or "n/a"
+            rows.append(("speculative decoding", line.removeprefix("spec ")))
+        rows += [
+            (
+                f"engine {e.engine}: running / waiting, KV",
+                f"{e.running_reqs} / {e.waiting_reqs}, {num(e.kv_cache_usage_pct, 1, '%')}",
+            )
+            for e in m.engines
+            if len(m.engines) > 1
+        ]
+        rows += [("engine imbalance", warning) for warning in idle_engine_warnings(m.engines)]
     if stats is not None:
         rows += [
             ("prompt tok/s (last engine stats line)", num(stats.prompt_tokens_per_s)),
