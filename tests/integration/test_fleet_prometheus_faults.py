@@ -126,7 +126,9 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     done = fleet_cli("--fleet-config", str(config))
     assert done.returncode == 1 and f"{config}: [fleet].host_lable: unknown key" in done.stderr
     assert done.stderr.count("\n") == 1
-    with pytest.raises(ServedeckError, match=r"\[fleet\]\.auth: expected none, bearer or basic"):
+    with pytest.raises(
+        ServedeckError, match=r"\[fleet\]\.auth: expected none, bearer, basic or oauth2"
+    ):
         config_from_table({"url": "https://prom:9090", "auth": "digest"})
     with pytest.raises(ServedeckError, match=r"\[fleet\]\.auth_env"):
         config_from_table({"url": "https://prom:9090", "auth": "bearer"})

@@ -66,8 +66,10 @@ class PrometheusServer:
         jobs: list[ScrapeJob],
         scrape_s: float = 1.0,
         basic_auth: tuple[str, str, str] | None = None,
+        rule_files: tuple[Path, ...] = (),
     ) -> None:
         self.basic_auth = basic_auth  # (user, password, bcrypt hash of the password)
+        self.rule_files = rule_files  # evaluated every scrape_s
         self.workdir = workdir
         self.jobs = jobs
         self.scrape_s = scrape_s
@@ -82,6 +84,9 @@ class PrometheusServer:
     def write_config(self) -> Path:
         interval = f"{self.scrape_s:g}s"
         lines = ["global:", f"  scrape_interval: {interval}", f"  evaluation_interval: {interval}"]
+        if self.rule_files:
+            lines.append("rule_files:")
+            lines += [f"  - {json.dumps(str(path))}" for path in self.rule_files]
         lines.append("scrape_configs:")
         for job in self.jobs:
             lines += [f"  - job_name: {json.dumps(job.name)}", f"    scrape_timeout: {interval}"]

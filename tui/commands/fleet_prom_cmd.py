@@ -21,9 +21,10 @@ from typing import Literal
 
 from tui.cli import run_async
 from tui.commands._width import hanging
-from tui.core.errors import UsageError
+from tui.core.errors import ServedeckError, UsageError
 from tui.core.formatting import printable
 from tui.fleet.model import FleetRow
+from tui.fleet.prom_access import access_from_table
 from tui.fleet.prometheus import (
     FleetAnswer,
     PrometheusFleet,
@@ -55,6 +56,25 @@ def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--insecure", action="store_true", help="do not verify the server's TLS certificate"
     )
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=VAR",
+        help="send header NAME with the value of environment variable VAR (X-Scope-OrgID=...)",
+    )
+    parser.add_argument("--tls-cert", metavar="FILE", help="client certificate (PEM) for mTLS")
+    parser.add_argument("--tls-key", metavar="FILE", help="its key (PEM; else in --tls-cert)")
+    parser.add_argument("--tls-ca", metavar="FILE", help="CA bundle that signed the server")
+    parser.add_argument(
+        "--oauth2-token-url",
+        metavar="URL",
+        help="OAuth2 client-credentials token endpoint (--auth-env: the client secret)",
+    )
+    parser.add_argument("--oauth2-client-id", metavar="ID", help="the OAuth2 client id")
+    parser.add_argument(
+        "--oauth2-scope", action="append", default=[], metavar="SCOPE", help="an OAuth2 scope"
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> PromFleetConfig:
@@ -63,15 +83,39 @@ def config_from_args(args: argparse.Namespace) -> PromFleetConfig:
     url = args.prometheus
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"fleet: --prometheus {url!r}: expected an http(s):// URL")
-    auth: Literal["none", "bearer", "basic"] = (
+    auth: Literal["none", "bearer", "basic", "oauth2"] = (
         "none" if not args.auth_env else ("basic" if args.basic else "bearer")
     )
+    if args.oauth2_token_url or args.oauth2_client_id:
+        if not args.auth_env:
+            raise UsageError("fleet: OAuth2 needs --auth-env VAR (the client secret)")
+        auth = "oauth2"
+    headers = {}
+    for item in args.header:
+        name, sep, var = item.partition("=")
+        if not sep or not name or not var:
+            raise UsageError(f"fleet: --header {item!r}: expected NAME=ENV_VAR")
+        headers[name] = var
+    table = {
+        "headers_env": headers,
+        "tls_cert": args.tls_cert,
+        "tls_key": args.tls_key,
+        "tls_ca": args.tls_ca,
+        "oauth2_token_url": args.oauth2_token_url,
+        "oauth2_client_id": args.oauth2_client_id,
+        "oauth2_scopes": args.oauth2_scope,
+    }
+    try:
+        access = access_from_table({k: v for k, v in table.items() if v}, auth, "fleet: --")
+    except ServedeckError as error:  # name the option, not the [fleet] key
+        raise UsageError(str(error).replace("--.", "--").replace("_", "-")) from None
     return PromFleetConfig(
         url=url,
         host_label=args.host_label,
         auth=auth,
         auth_env=args.auth_env,
         verify_tls=not args.insecure,
+        access=access,
     )
 
 

@@ -8,6 +8,7 @@ feed.py: The Fleet pane's rows from every source it was given: an SSH group, a P
 groups.py: Host groups: a `[fleet]` file naming the profiles of several boxes, each with a label
 history.py: A host's recent history as the Fleet pane's sparklines draw it (frozen, no I/O)
 model.py: One row per host of a fleet: the shape every fleet source fills and `fleet --json` prints
+prom_access.py: How the fleet reaches a Prometheus behind a gateway: extra headers, mTLS, OAuth2
 prom_answer.py: The shape of a Prometheus API answer, checked before any of it is believed
 prom_body.py: A Prometheus answer's body, read with a cap on its decoded size
 prom_history.py: A host's recent history from Prometheus (`/api/v1/query_range`), for the Fleet pane's sparklines

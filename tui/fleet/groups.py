@@ -46,7 +46,11 @@ from tui.hosts.ssh_config import resolve_alias
 GROUPS_FOLDER = "groups"
 MAX_GROUP_HOSTS = 200
 # The [fleet] keys of a Prometheus source (checked by tui.fleet.prometheus.config_from_table).
-PROMETHEUS_KEYS = ("url", "host_label", "auth", "auth_env", "verify_tls", "queries")
+# (the access keys are tui.fleet.prom_access.ACCESS_KEYS, written out: no httpx import here)
+PROMETHEUS_KEYS = (
+    *("url", "host_label", "auth", "auth_env", "verify_tls", "queries", "headers_env"),
+    *("tls_cert", "tls_key", "tls_ca", "oauth2_token_url", "oauth2_client_id", "oauth2_scopes"),
+)
 
 
 @dataclass(frozen=True, slots=True)

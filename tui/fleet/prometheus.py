@@ -31,6 +31,14 @@ import httpx
 from tui.core.errors import ServedeckError
 from tui.core.formatting import printable
 from tui.fleet.model import FleetRow
+from tui.fleet.prom_access import (
+    ACCESS_KEYS,
+    OAuth2Auth,
+    PromAccess,
+    access_from_table,
+    header_values,
+    tls_verify,
+)
 from tui.fleet.prom_answer import (
     RangeSeries,
     answer_data,
@@ -47,7 +55,7 @@ MAX_HOSTS = 5_000  # hosts taken from one answer; the rest are counted, not show
 DEFAULT_DEADLINE_S = 30.0  # one query, connect to last byte
 HOST_KEY = "servedeck_host"
 COLUMN_KEY = "servedeck_column"
-AuthKind = Literal["none", "bearer", "basic"]
+AuthKind = Literal["none", "bearer", "basic", "oauth2"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,13 +116,14 @@ class PromFleetConfig:
     url: str
     host_label: str = "instance"
     auth: AuthKind = "none"
-    auth_env: str | None = None  # bearer: the token; basic: "user:password"
+    auth_env: str | None = None  # bearer: the token; basic: "user:password"; oauth2: the secret
     verify_tls: bool = True
     timeout_s: float = 5.0  # each connect or read
     deadline_s: float = DEFAULT_DEADLINE_S  # the whole query, however the server trickles
     rate_window: str = "1m"
     stale_window: str = "15m"
     columns: Mapping[str, Column] = field(default_factory=dict)  # overrides
+    access: PromAccess = field(default_factory=PromAccess)  # headers, mTLS, OAuth2
 
     def effective_columns(self) -> dict[str, Column]:
         return default_columns(self.rate_window, self.stale_window) | dict(self.columns)
@@ -130,6 +139,7 @@ def config_from_table(table: Mapping[str, Any], where: str = "[fleet]") -> PromF
         return value
 
     known = {"source", "url", "host_label", "auth", "auth_env", "verify_tls", "queries"}
+    known |= set(ACCESS_KEYS)
     for key in table:
         if key not in known:
             raise ServedeckError(f"{where}.{key}: unknown key (known: {', '.join(sorted(known))})")
@@ -139,8 +149,8 @@ def config_from_table(table: Mapping[str, Any], where: str = "[fleet]") -> PromF
     if not url or not url.startswith(("http://", "https://")):
         raise ServedeckError(f"{where}.url: expected an http(s):// URL of a Prometheus server")
     auth = text("auth", "none")
-    if auth not in ("none", "bearer", "basic"):
-        raise ServedeckError(f"{where}.auth: expected none, bearer or basic, got {auth!r}")
+    if auth not in ("none", "bearer", "basic", "oauth2"):
+        raise ServedeckError(f"{where}.auth: expected none, bearer, basic or oauth2, got {auth!r}")
     if auth != "none" and not text("auth_env", None):
         raise ServedeckError(
             f"{where}.auth_env: name the environment variable holding the {auth} secret"
@@ -164,6 +174,7 @@ def config_from_table(table: Mapping[str, Any], where: str = "[fleet]") -> PromF
         auth_env=text("auth_env", None),
         verify_tls=verify,
         columns=columns,
+        access=access_from_table(table, auth, where),
     )
 
 
@@ -205,7 +216,7 @@ def shown_url(url: str) -> str:
 
 
 def _auth_headers(config: PromFleetConfig) -> dict[str, str]:
-    if config.auth == "none":
+    if config.auth in ("none", "oauth2"):  # oauth2: OAuth2Auth sets it per request
         return {}
     secret = os.environ.get(config.auth_env or "")
     if not secret:
@@ -355,15 +366,22 @@ class PrometheusFleet:
         self.where = f"prometheus {shown_url(config.url)}"  # its errors' prefix, no credentials
         self._rows: list[FleetRow] = []
         self._client: httpx.AsyncClient | None = None
+        self.oauth2: OAuth2Auth | None = None
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            read = min(self.config.timeout_s, self.config.deadline_s)
+            config = self.config
+            read = min(config.timeout_s, config.deadline_s)
+            verify = tls_verify(config.access, config.verify_tls)
+            if config.auth == "oauth2" and config.access.oauth2 is not None:
+                self.oauth2 = OAuth2Auth(config.access.oauth2, config.auth_env, verify)
+            extra = header_values(config.access)
             self._client = httpx.AsyncClient(
-                base_url=self.config.url.rstrip("/"),
+                base_url=config.url.rstrip("/"),
                 # gzip alone: the body is decoded here, under its cap (BoundedBody)
-                headers={**_auth_headers(self.config), "Accept-Encoding": "gzip"},
-                verify=self.config.verify_tls,
+                headers={**_auth_headers(config), **extra, "Accept-Encoding": "gzip"},
+                auth=self.oauth2,
+                verify=verify,
                 timeout=httpx.Timeout(read, connect=min(read, 3.0)),
                 follow_redirects=False,
             )
@@ -462,3 +480,5 @@ class PrometheusFleet:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self.oauth2 is not None:
+            await self.oauth2.aclose()
