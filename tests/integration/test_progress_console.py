@@ -116,3 +116,44 @@ async def test_a_stall_offers_d_and_r_and_d_attaches_the_stacks(
                 await until(lambda: isinstance(app.screen, ConfirmActionScreen), "the confirm", 15)
                 await pilot.press("escape")
                 await client.post("/_sim/fault", json={"stop_rank": None})
+
+
+async def test_no_stall_while_a_benchmark_from_this_console_warms_up(
+    sim_box_factory: Callable[..., SimBox],
+) -> None:
+    """A rank is stopped before `b`: the warm-up request waits past N with no token. While
+    the benchmark warms up the verdict is unknown (never stalled); cancelled, nothing waits."""
+    box = sim_box_factory(OPTIONS, load_seconds=1.5, gpu_count=4)
+    box.start()
+    assert box.wait_until_ready(60)
+    base = demo_profile()
+    profile = replace(base, service=replace(base.service, stall_after_s=N_S))
+    deck = demo_deck(box, profile)
+    app = ServedeckApp(deck.profile, deck)
+    async with httpx.AsyncClient(base_url=box.base_url, timeout=30) as client:
+        async with app.run_test(size=(160, 40)) as pilot:
+            while not app.ready:
+                await pilot.pause(0.25)
+            await client.post("/_sim/fault", json={"stop_rank": 0})
+            await pilot.press("b")
+            start = time.monotonic()
+            while not app.bench.warming_up:
+                assert time.monotonic() - start < 30, "the warm-up never started"
+                await pilot.pause(0.25)
+            seen: set[str] = set()
+            start = time.monotonic()
+            while time.monotonic() - start < N_S + 6:  # well past N with no token
+                verdict = app.engine_progress.verdict
+                if verdict is not None:
+                    seen.add(verdict.state)
+                assert "stalled" not in _line(app), _line(app)
+                await pilot.pause(0.25)
+            assert app.bench.warming_up and "stalled" not in seen, seen
+            assert app.engine_progress.verdict is not None
+            assert "warm-up" in " ".join(app.engine_progress.verdict.evidence)
+            await pilot.press("c")  # the warm-up request is dropped: nothing pending
+            start = time.monotonic()
+            while app.bench.warming_up or "idle" not in _line(app):
+                assert time.monotonic() - start < 20, _line(app)
+                await pilot.pause(0.25)
+            await client.post("/_sim/fault", json={"stop_rank": None})

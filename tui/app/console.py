@@ -638,7 +638,7 @@ class ServedeckApp(App[int]):
             self.post_message(messages.MetricsUpdate(metrics))
             main_pid = self.unit_state.main_pid if self.unit_state else None
             verdict = await self.engine_progress.observe(
-                self.deck.host, main_pid, metrics, self.last_gpu
+                self.deck.host, main_pid, metrics, self.last_gpu, warmup=self.bench.warming_up
             )
             self.post_message(messages.ProgressUpdate(verdict))
 
