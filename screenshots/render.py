@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def _shell() -> App:
     return ServedeckApp(profile, canned_deck(profile))
 
 
-def _demo(load_s: float) -> Callable[[], App]:
+def _demo(load_s: float, stall_after_s: float | None = None) -> Callable[[], App]:
     """The `servedeck demo` console over a fresh SimBox; history and audit go to a temp dir."""
 
     def make() -> App:
@@ -56,6 +56,9 @@ def _demo(load_s: float) -> Callable[[], App]:
         for name in ("CONFIG", "DATA", "LOG"):
             os.environ[f"SERVEDECK_{name}_DIR"] = str(scratch / name.lower())
         profile = demo_profile()
+        if stall_after_s is not None:
+            service = replace(profile.service, stall_after_s=stall_after_s)
+            profile = replace(profile, service=service)
         deck = open_deck(profile, demo_load_s=load_s, demo_autostart=True)
         return ServedeckApp(deck.profile, deck)
 
@@ -107,12 +110,44 @@ async def _bench_done(app: App) -> None:
     await asyncio.sleep(0.5)
 
 
+async def _stalled(app: App) -> None:
+    """A stream in flight, worker rank 3 SIGSTOPped (a real process): the Deck says stalled,
+    offers D and R, and D's stacks toast names where each rank is."""
+    import httpx
+
+    await _until(app, lambda: app.ready, "ready")  # type: ignore[attr-defined]
+    url = app.deck.box.base_url  # type: ignore[attr-defined]
+    body = {"model": "kimi-k2.5-int4", "prompt": "hi", "max_tokens": 4000, "stream": True}
+    client = httpx.AsyncClient(base_url=url, timeout=120)
+    stream = asyncio.ensure_future(client.post("/v1/completions", json=body))
+    stream.add_done_callback(lambda done: done.cancelled() or done.exception())  # cut at the end
+    app._screenshot_stream = (client, stream)  # type: ignore[attr-defined]  # kept until the render
+
+    def state() -> str | None:
+        verdict = app.engine_progress.verdict  # type: ignore[attr-defined]
+        return verdict.state if verdict is not None else None
+
+    await _until(app, lambda: state() == "serving", "serving")
+    await client.post("/_sim/fault", json={"stop_rank": 3})
+    await _until(app, lambda: state() == "stalled", "stalled")
+    app.action_show_tab("deck")  # type: ignore[attr-defined]
+    app.action_stacks()  # type: ignore[attr-defined]
+    await _until(
+        app,
+        lambda: any(n.title == "Engine stacks" and "rank" in n.message for n in app._notifications),
+        "the stacks",
+    )
+    await asyncio.sleep(0.5)
+
+
 SCENES: dict[str, Scene] = {
     "shell": Scene("shell", _shell),
     # `servedeck demo` (a real simulated box, about 15 s): loading, then serving.
     "demo-loading": Scene("demo-loading", _demo(20.0), prepare=_mid_load),
     "demo-serving": Scene("demo-serving", _demo(6.0), prepare=_serving_under_bench),
     "demo-bench": Scene("demo-bench", _demo(6.0), prepare=_bench_done),
+    # The same box stalled: a rank SIGSTOPped mid-stream, then D (about 20 s).
+    "stall": Scene("stall", _demo(6.0, stall_after_s=5.0), prepare=_stalled),
     # A real sweep against a simulated box (about 20 s).
     "bench-sweep": Scene("bench-sweep", BenchScreenshotApp, prepare=run_bench_sweep),
 }

@@ -31,6 +31,7 @@ COMMAND_MODULES: dict[str, str] = {
     "gpus": "tui.commands.gpus_cmd",
     "logs": "tui.commands.logs",
     "status": "tui.commands.status",
+    "stacks": "tui.commands.stacks_cmd",
     "hosts": "tui.commands.hosts_cmd",
     "procs": "tui.commands.procs_cmd",
     "kill": "tui.commands.kill_cmd",

@@ -47,6 +47,8 @@ def action_offered(
         return False  # a stopped service has nobody to answer: S starts it first
     if action == "kill_leftovers":
         return leftovers is None or leftovers > 0
+    if action == "stacks":  # the engine is found by the unit's main pid
+        return has_unit and active is not False
     if action == "kill_selected":  # a selection exists only on the Processes pane
         return tab in (None, "procs")
     if action != "service":

@@ -25,6 +25,7 @@ STATE_STYLE = {
     "serving": "green",
     "loading": "yellow",
     "failed": "bold red",
+    "stalled": "bold red",
     "unreachable": "bold red",
     "slow": "red",
     "stale": "bold yellow",
@@ -41,6 +42,7 @@ FULL_COLUMNS = (
     ("unit", "Unit"),
     ("load", "Load"),
     ("ready", "Ready"),
+    ("progress", "Progress"),
     ("reqs", "Run/Wait"),
     ("kv", "KV%"),
     ("toks", "tok/s"),
@@ -70,7 +72,7 @@ COMPACT_COLUMNS = (
 # Prometheus row's figures are, then the figures.
 KEEP_ORDER = (
     "host", "state", "alerts", "src", "load", "toks", "age", "mem", "fullest", "temp", "power",
-    "left", "ready", "reqs", "kv", "gpus", "util", "unit",
+    "left", "ready", "progress", "reqs", "kv", "gpus", "util", "unit",
 )  # fmt: skip
 SOURCE_WORD = {"prometheus": "prom", "ssh": "ssh", "demo": "demo"}
 # A Prometheus figure older than this is called out (yellow), whatever the scrape interval.
@@ -107,6 +109,14 @@ def load_cell(row: FleetRow) -> str:
     return row.phase
 
 
+def progress_cell(row: FleetRow) -> str:
+    """The engine's verdict as judged (its own word, `unknown` included); n/a: not judged."""
+    if row.progress is None:
+        return NA
+    style = STATE_STYLE.get(row.progress, "")
+    return f"[{style}]{row.progress}[/]" if style else row.progress
+
+
 def memory_cell(row: FleetRow, compact: bool) -> str:
     """The memory of all the host's GPUs together, in GiB: no bar or percentage to mistake
     for the fullest GPU's (that figure has its column, `fullest_cell`)."""
@@ -138,6 +148,7 @@ def values(row: FleetRow, compact: bool = False) -> dict[str, str]:
         "unit": free(row.unit_state, 12),
         "load": free(load_cell(row), 14),
         "ready": NA if row.health_ok is None else ("[green]yes[/]" if row.health_ok else "no"),
+        "progress": progress_cell(row),
         "reqs": NA if row.running is None else f"{row.running}/{_na(row.waiting)}",
         "kv": _na(row.kv_pct, "{:.0f}%"),
         "toks": _na(row.gen_tok_s, "{:.0f}"),

@@ -34,9 +34,11 @@ class ServiceLine(Static):
         leftovers: str | None = None,
         progress: ProgressVerdict | None = None,
         asleep: bool = False,
+        offer: str | None = None,
     ) -> None:
         """`leftovers`: what the last process listing found left on the GPUs, said next to
-        the state (after a stop it is what the operator must act on), before the rest."""
+        the state (after a stop it is what the operator must act on), before the rest.
+        `offer`: the keys offered while stalled ("D stacks · R restart"), after the verdict."""
         line = Text(no_wrap=True, overflow="ellipsis")
         if state is None:
             line.append("service: ", style="bold")
@@ -67,6 +69,8 @@ class ServiceLine(Static):
             line.append(f"  {leftovers}", style="bold yellow")
         if progress is not None and progress.state != "unknown" and not asleep:
             line.append(f"  {progress.headline()}", style=_PROGRESS_STYLES[progress.state])
+            if offer:
+                line.append(f"  [{offer}]", style="bold")
         extras: list[tuple[str, str]] = []
         if state.is_failed and state.result:
             extras.append((f"  result {state.result}", "red"))

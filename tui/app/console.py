@@ -37,6 +37,7 @@ from tui.app.console_load_live import LoadLivePart
 from tui.app.console_processes import ProcessesPart
 from tui.app.console_record import RecordPart
 from tui.app.console_restart_watch import RestartWatchPart
+from tui.app.console_stacks import StacksPart
 from tui.app.console_workers import WorkerFailed, console_worker, failure_text
 from tui.core.audit import append_audit
 from tui.core.config import Profile
@@ -177,6 +178,7 @@ class ServedeckApp(App[int]):
         self.handoff = HandoffPart(deck, self)
         self.load_live = LoadLivePart(deck, self, self.record)
         self.restart_watch = RestartWatchPart(deck, self, self.action_kill_leftovers)
+        self.stacks = StacksPart(deck, self, self.record, self.stall_incidents)
 
     def get_default_screen(self) -> Screen:
         """The main screen, whose partial updates draw only the changed lines (perf)."""
@@ -469,13 +471,15 @@ class ServedeckApp(App[int]):
             error = unknown_since_text(self.sources.service_unknown_since_s)
         listing = self.procs.listing
         note = None if listing is None else leftovers_note(listing.processes)
+        verdict = self.engine_progress.verdict if self.ready else None
         self.query_one(ServiceLine).show(
             self.unit_state,
             self.deck.host_label,
             self.ready,
             error=error,
             leftovers=note,
-            progress=self.engine_progress.verdict if self.ready else None,
+            progress=verdict,
+            offer=self.stacks.offer() if verdict and verdict.state == "stalled" else None,
             asleep=self.asleep,
         )
 
@@ -639,7 +643,7 @@ class ServedeckApp(App[int]):
             self.post_message(messages.MetricsUpdate(metrics))
             main_pid = self.unit_state.main_pid if self.unit_state else None
             verdict = await self.engine_progress.observe(
-                self.deck.host, main_pid, metrics, self.last_gpu
+                self.deck.host, main_pid, metrics, self.last_gpu, warmup=self.bench.warming_up
             )
             self.post_message(messages.ProgressUpdate(verdict))
 
@@ -649,7 +653,8 @@ class ServedeckApp(App[int]):
         recording = self.record.recording
         feed, monitor = (recording.feed, recording.monitor) if recording else (None, None)
         if self.stall_incidents.note(message.verdict, feed, monitor) == "entered":
-            self.notify(message.verdict.headline(), title="Engine stalled", severity="error")
+            headline = message.verdict.headline()
+            self.notify(self.stacks.stall_toast(headline), title="Engine stalled", severity="error")
         self.render_service_line()
 
     @while_open
@@ -768,6 +773,9 @@ class ServedeckApp(App[int]):
     @while_open
     def on_servedeck_app_kill_done(self, message: messages.KillDone) -> None:
         self.procs.kill_done(message)
+
+    def action_stacks(self) -> None:
+        self.stacks.dump()
 
     def action_kill_leftovers(self) -> None:
         self.procs.kill_leftovers()

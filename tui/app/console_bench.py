@@ -13,6 +13,7 @@ from tui.app import messages
 from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker, failure_text
 from tui.bench.best import result_toast
+from tui.bench.driver import BenchProgress, BenchStarted
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
 from tui.core.audit import append_audit
@@ -32,6 +33,9 @@ class BenchPart(Part):
     def __init__(self, deck: Deck, console: Console) -> None:
         super().__init__(deck, console)
         self.process: BenchProcess | CapacityProcess | None = None  # the run now, if any
+        # The run now sends its warm-up (awaited, never measured): a cold first request may
+        # take longer than the stall limit with no token, and that is no stall.
+        self.warming_up = False
 
     def _read_only_refuses(self, action: str, label: str) -> bool:
         """Reached read-only without a key (the palette): refused and audited all the same."""
@@ -229,6 +233,7 @@ class BenchPart(Part):
                 percentiles=self.profile.benchmark.percentiles,
             )
             process = self.process = BenchProcess(spec)
+            self.warming_up = spec.warmup_requests > 0
             self.console.refresh_bindings()  # c (cancel) joins the footer while it runs
             async for event in process.events():
                 self.post_message(messages.BenchEvent(event))
@@ -236,6 +241,7 @@ class BenchPart(Part):
             self.post_message(messages.BenchEvent(error))
         finally:
             self.process = None
+            self.warming_up = False
             self.console.refresh_bindings()
 
     def show_event(self, message: messages.BenchEvent) -> None:
@@ -257,6 +263,10 @@ class BenchPart(Part):
             )
             return
         view.show_event(event)
+        if isinstance(event, BenchProgress):  # level -1: the warm-up's answer awaited
+            self.warming_up = event.level < 0
+        elif not isinstance(event, BenchStarted):  # a level or the result: measuring now
+            self.warming_up = False
         if isinstance(event, BenchResult):
             append_result(event)
             if event.levels and not any(level.completed for level in event.levels):

@@ -27,6 +27,7 @@ replay_cmd.py: `servedeck replay`: the Deck as recorded at an instant, stepped t
 serve_cmd.py: `servedeck serve`: the console in a browser, one console process per visit
 service_cmd.py: `servedeck service start|restart|stop`: the unit, with consent and the restart guard
 sim_cmd.py: `servedeck sim`: run the simulated GPU box in the foreground
+stacks_cmd.py: `servedeck stacks`: the engine's stacks per rank (py-spy, read-only), saved to the data dir
 status.py: `servedeck status`: unit state, load phase, readiness and metrics in one look
 summary_cmd.py: `servedeck summary`: the Markdown state summary of a profile's deployment, written to a file
 timeline_cmd.py: `servedeck timeline`: the recorded events of a host, oldest first, as text or JSON lines

@@ -132,6 +132,7 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _app("service.start", "S", "service('start')", "Start", "Start the service (asks first; refused while leftovers hold GPU memory or the port: K first)", "Service", key_display="S"),
     _app("service.stop", "X", "service('stop')", "Stop", "Stop the service (asks first)", "Service", key_display="X"),
     _app("service.restart", "R", "service('restart')", "Restart", "Restart the service (asks first; refused like S while leftovers hold the GPUs)", "Service", False, "R"),
+    _app("engine.stacks", "D", "stacks", "Stacks", "Dump the engine's Python and kernel stacks per rank (py-spy, read-only) to the data dir; offered while stalled", "Service", False, "D"),
     _app("procs.cleanup", "K", "kill_leftovers", "Clean up", "End the service's leftover GPU processes (one dialog for all)", "Processes", key_display="K"),
     _app("procs.kill", "k", "kill_selected", "Kill", "End the selected GPU process (asks first; a foreign one only after typing its pid)", "Processes"),
     _app("bench.run", "b", "bench", "Bench", "Run the profile's default benchmark preset", "Bench"),

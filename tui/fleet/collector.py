@@ -33,6 +33,8 @@ from tui.procs.kill import leftovers
 from tui.procs.listing import list_gpu_processes
 from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.metrics import MetricsPoller, ServerMetrics, metrics_from_log
+from tui.serving.progress.model import ProgressVerdict
+from tui.serving.progress.watch import ProgressWatch
 from tui.serving.readiness import Readiness, ReadinessProbe
 from tui.serving.unit.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
 
@@ -87,6 +89,8 @@ class DeckProbe:
         )
         self._metrics: MetricsPoller | None = None
         self._metrics_url = ""
+        self._scraped: ServerMetrics | None = None  # this poll's /metrics (not the log's)
+        self._engine_watch = ProgressWatch(deck.profile.service.stall_after_s)
         self._http_client: httpx.AsyncClient | None = None
         self._leftovers_at: tuple[float, int] | None = None
         self._last: FleetRow | None = None
@@ -156,6 +160,8 @@ class DeckProbe:
             return self._slow_row(time.monotonic() - started, errors)
         readiness, metrics = await self._http(progress, failed)
         mark = self._took("http", mark)
+        verdict = await self._judge(unit, progress, gpus)
+        mark = self._took("progress", mark)
         leftovers = None
         if unit is not None:  # unknown (n/a) only until the host's processes were listed
             leftovers = await self._leftovers_every(failed, wait=not unit.is_active)
@@ -169,6 +175,22 @@ class DeckProbe:
             gpus=gpus,
             leftovers=leftovers,
             errors=tuple(errors),
+            verdict=verdict,
+        )
+
+    async def _judge(
+        self, unit: UnitState | None, progress: LoadProgress | None, gpus: GpuBoxSnapshot | None
+    ) -> ProgressVerdict | None:
+        """The engine's verdict from this poll's /metrics (None, unknown, without them: the
+        log's stats are minutes apart), the GPUs and the ranks under the unit's main pid."""
+        if self._scraped is None:
+            return None
+        return await self._engine_watch.observe(
+            self.deck.host,
+            unit.main_pid if unit is not None else None,
+            self._scraped,
+            gpus,
+            loading=progress is not None and progress.is_loading,
         )
 
     def _one_session(self) -> bool:
@@ -339,13 +361,13 @@ class DeckProbe:
             return None, None
         client = self._client()
         readiness = await ReadinessProbe(url, api_key=self.deck.api_key).check(progress, client)
-        metrics = None
+        metrics = self._scraped = None
         if readiness.health_ok:
             if self._metrics is None or url != self._metrics_url:  # a reconnect moves the forward
                 self._metrics = MetricsPoller(url, api_key=self.deck.api_key)
                 self._metrics_url = url
             try:
-                metrics = await self._metrics.poll(client)
+                metrics = self._scraped = await self._metrics.poll(client)
             except ServedeckError as error:
                 failed(error)
         if metrics is None and progress is not None and progress.engine_stats is not None:

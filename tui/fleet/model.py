@@ -24,6 +24,8 @@ JSON_KEYS: tuple[str, ...] = (
     "shards_total",
     "eta_s",
     "health_ok",
+    "progress",
+    "progress_kind",
     "running",
     "waiting",
     "kv_pct",
@@ -55,6 +57,10 @@ class FleetRow:
     shards_total: int | None = None
     eta_s: float | None = None  # "ready in about X", all remaining phases
     health_ok: bool | None = None
+    # The engine's progress verdict (idle/serving/slow/stalled/unknown); None: not judged
+    # (not serving, or no servedeck_engine_progress series). A stall's kind when known.
+    progress: str | None = None
+    progress_kind: str | None = None
     running: int | None = None
     waiting: int | None = None
     kv_pct: float | None = None

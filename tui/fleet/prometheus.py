@@ -48,6 +48,7 @@ from tui.fleet.prom_answer import (
     vector_samples,
 )
 from tui.fleet.prom_body import MIB, BoundedBody, PrometheusError
+from tui.serving.progress.model import PROGRESS_STATES
 
 __all__ = ["PrometheusError"]  # raised here, defined beside the body it may be about
 
@@ -104,6 +105,7 @@ def default_columns(rate_window: str, stale_window: str) -> dict[str, Column]:
         "shards_total": Column("max", "servedeck_load_shards_total"),
         "eta_s": Column("max", "servedeck_load_eta_seconds"),
         "ready": Column("max", "servedeck_ready"),
+        "progress": Column("max", "servedeck_engine_progress == 1", ("state",)),
         "leftovers": Column("max", "servedeck_leftover_processes"),
         "alert": Column("max", "servedeck_alert_firing == 1", ("alert",)),
     }
@@ -273,6 +275,9 @@ def fleet_answer(
             cols[column] = metric.get("state")
         elif column == "phase":
             cols[column] = metric.get("phase")
+        elif column == "progress":  # the exporter's own words only; another is not a verdict
+            state = metric.get("state")
+            cols[column] = state if state in PROGRESS_STATES else None
         elif column == "alert":
             cols.setdefault("alerts", []).append(str(metric.get("alert")))
         elif column == "xid":
@@ -331,6 +336,7 @@ def _row(host: str, cols: Mapping[str, Any], now_s: float) -> FleetRow:
         shards_total=_int(cols.get("shards_total")),
         eta_s=cols.get("eta_s"),
         health_ok=None if ready is None else ready >= 1,
+        progress=cols.get("progress"),
         running=_int(cols.get("running")),
         waiting=_int(cols.get("waiting")),
         kv_pct=cols.get("kv_pct"),

@@ -9,6 +9,7 @@ from tui.fleet.model import FleetRow
 from tui.gpu.model import GpuBoxSnapshot, total_memory_bytes
 from tui.serving.load.tracker import LoadProgress
 from tui.serving.metrics import ServerMetrics
+from tui.serving.progress.model import ProgressVerdict
 from tui.serving.readiness import Readiness
 from tui.serving.unit.service import UnitState
 
@@ -47,10 +48,12 @@ def gpu_fields(snapshot: GpuBoxSnapshot | None) -> dict[str, object]:
 
 
 def alerts_for(row: FleetRow, lost_gpus: int = 0) -> tuple[str, ...]:
-    """The few fleet-level alerts a row shows: failed load, hot or lost GPU, leftovers."""
+    """The few fleet-level alerts a row shows: failed load, a stall, hot or lost GPU, leftovers."""
     found = []
     if row.phase == "failed" or row.unit_state == "failed":
         found.append("load failed" if row.phase == "failed" else "unit failed")
+    if row.progress == "stalled":
+        found.append(f"stalled: {row.progress_kind}" if row.progress_kind else "stalled")
     if row.temp_c_max is not None and row.temp_c_max >= HOT_GPU_C:
         found.append(f"GPU hot {row.temp_c_max:.0f}C")
     if lost_gpus:
@@ -70,6 +73,7 @@ def build_row(
     gpus: GpuBoxSnapshot | None = None,
     leftovers: int | None = None,
     errors: tuple[str, ...] = (),
+    verdict: ProgressVerdict | None = None,
 ) -> FleetRow:
     """One row from whatever the sources returned; a missing part stays None (n/a)."""
     changes: dict[str, object] = dict(gpu_fields(gpus))
@@ -96,6 +100,8 @@ def build_row(
             kv_pct=metrics.kv_cache_usage_pct,
             gen_tok_s=metrics.generation_tokens_per_s,
         )
+    if verdict is not None:
+        changes.update(progress=verdict.state, progress_kind=verdict.kind_text)
     changes["leftovers"] = leftovers
     changes["error"] = "; ".join(errors) or None
     changes["taken_at_s"] = time.time()

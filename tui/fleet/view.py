@@ -8,7 +8,9 @@ from typing import Any
 
 from tui.fleet.model import FleetRow
 
-STATES = ("unreachable", "slow", "stale", "failed", "loading", "serving", "stopped", "unknown")
+STATES = (
+    "unreachable", "slow", "stale", "failed", "stalled", "loading", "serving", "stopped", "unknown",
+)  # fmt: skip
 
 
 def is_stale(row: FleetRow) -> bool:
@@ -17,13 +19,16 @@ def is_stale(row: FleetRow) -> bool:
 
 
 def host_state(row: FleetRow) -> str:
-    """One word for the row: unreachable/slow/stale, failed, loading, serving, stopped, unknown."""
+    """One word for the row: unreachable/slow/stale, failed, stalled, loading, serving,
+    stopped, unknown."""
     if not row.reachable:
         return "slow" if row.error and "no answer for" in row.error else "unreachable"
     if is_stale(row):
         return "stale"
     if row.phase == "failed" or row.unit_state == "failed":
         return "failed"
+    if row.progress == "stalled":  # /health may well answer: the verdict says more
+        return "stalled"
     if row.phase in ("starting", "weights", "compile", "kv_cache", "cuda_graphs"):
         return "loading"
     if row.health_ok or row.phase == "serving":
@@ -48,6 +53,7 @@ SORT_KEYS: dict[str, Callable[[FleetRow], Any]] = {
     "phase": lambda r: r.phase,
     "load": lambda r: r.eta_s,
     "ready": lambda r: r.health_ok,
+    "progress": lambda r: r.progress,
     "reqs": lambda r: r.running,
     "kv": lambda r: r.kv_pct,
     "toks": lambda r: r.gen_tok_s,

@@ -6,7 +6,7 @@ export_summary(text, ...) writes it atomically.
 collect.py: Gather a SummaryInputs from a Deck: every collector at once, each under its own timeout
 export.py: Writing a summary to disk: atomic, and never over an existing file unless asked
 hardware_section.py: The state summary's "Hardware health" section: doctor findings, GPU health, last probe
-incidents.py: Incidents for the summary: kills of leftover GPU processes and service actions, from the audit log
+incidents.py: Incidents for the summary: kills of leftover GPU processes, service actions and stalls, from the audit log
 inputs.py: What a state summary is made of: one frozen SummaryInputs, gathered once, rendered many ways
 last_load.py: The summary's "Last load" section: why the last load took as long as it did
 mdtable.py: Small Markdown building blocks for the summary: tables that always parse, and value formats

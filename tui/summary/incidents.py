@@ -1,4 +1,4 @@
-"""Incidents for the summary: kills of leftover GPU processes and service actions, from the audit log.
+"""Incidents for the summary: kills of leftover GPU processes, service actions and stalls, from the audit log.
 
 Records are read as written by tui.procs.kill and tui.serving.unit.service; anything else
 in the log (or a record missing a field) is skipped, never a crash.
@@ -19,7 +19,8 @@ SERVICE_EVENTS = (
     "service.refused",
     "service.restart-loop",
 )
-STALL_EVENTS = ("engine.stalled", "engine.stall-ended")  # tui.serving.progress.incident
+# tui.serving.progress.incident; a stack dump is an incident while a stall is open
+STALL_EVENTS = ("engine.stalled", "engine.stall-ended", "engine.stacks")
 MAX_INCIDENTS = 20
 
 
@@ -49,6 +50,8 @@ def _text(record: Mapping[str, Any]) -> str | None:
     if event == "engine.stalled":
         evidence = "; ".join(str(line) for line in record.get("evidence") or ())
         return f"engine stalled ({record.get('kind')}): {evidence[:300]}"
+    if event == "engine.stacks":
+        return f"engine stacks: {str(record.get('summary'))[:300]} (saved to {record.get('file')})"
     if event == "engine.stall-ended":
         return f"engine {record.get('state')} again after a {record.get('stalled_s')} s stall"
     if event in SERVICE_EVENTS:
@@ -76,10 +79,16 @@ def incidents_from_audit(
 ) -> tuple[Incident, ...]:
     """The newest `limit` kill and service records of one host, oldest first."""
     found: list[Incident] = []
+    stall_open = False  # a dump outside a stall (`servedeck stacks` on a healthy engine) is none
     for record in records:
         if record.get("host") != host_label:
             continue
-        if record.get("event") not in KILL_EVENTS + SERVICE_EVENTS + STALL_EVENTS:
+        event = record.get("event")
+        if event not in KILL_EVENTS + SERVICE_EVENTS + STALL_EVENTS:
+            continue
+        if event in STALL_EVENTS[:2]:
+            stall_open = event == "engine.stalled"
+        elif event == "engine.stacks" and not (stall_open or record.get("stalled")):
             continue
         text = _text(record)
         if text:

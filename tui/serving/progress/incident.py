@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 STALLED_EVENT = "engine.stalled"
 RESUMED_EVENT = "engine.stall-ended"
+STACKS_EVENT = "engine.stacks"
 
 
 class StallIncidents:
@@ -50,3 +51,20 @@ class StallIncidents:
         if change is not None and feed is not None:
             feed.observe_stall(verdict.at_s, text, verdict.as_dict())
         return change
+
+    @property
+    def stalled(self) -> bool:
+        return self._stalled is not None
+
+    def attach_stacks(
+        self, at_s: float, summary: str, path: Path, feed: RecordFeed | None = None
+    ) -> str:
+        """A stack dump as evidence: an audit record (the handoff's Incidents entry while a
+        stall is open) and a Timeline event, each naming the file and the per-rank summary."""
+        stalled = self._stalled is not None
+        text = f"engine stacks{' while stalled' if stalled else ''}: {summary} (saved to {path})"
+        details = {"summary": summary, "file": str(path), "stalled": stalled}
+        append_audit(STACKS_EVENT, self.host_label, details, self.audit_path)
+        if feed is not None:
+            feed.observe_stall(at_s, text, {"stacks": details})
+        return text
