@@ -93,7 +93,7 @@ async def _serving_under_bench(app: App) -> None:
     app.action_show_tab("deck")  # type: ignore[attr-defined]
 
     def generating() -> bool:
-        metrics = app.metrics  # type: ignore[attr-defined]
+        metrics = app.serving.metrics  # type: ignore[attr-defined]
         return bool(metrics and metrics.generation_tokens_per_s and metrics.running_reqs)
 
     await _until(app, generating, "live serving metrics")

@@ -52,7 +52,6 @@ KEPT: dict[str, tuple[int, str]] = {
     "widgets/bench_view.py": (1, _COLD + ": the bench driver"),
     "widgets/plan_view.py": (3, _COLD + ": the planner"),
     "tui/app/__init__.py": (1, _COLD + ": `import tui.app` loads no Textual app yet"),
-    "tui/app/console.py": (2, _UI),
     "tui/app/console_bench.py": (13, _UI),
     "tui/app/console_handoff.py": (6, _UI),
     "tui/app/console_hardware.py": (10, _UI),

@@ -51,7 +51,7 @@ async def test_listing_repeats_slowly_while_steady_and_at_once_after_a_change(
         await pilot_wait(pilot, lambda: len(listed) >= 1, lambda: "no first listing", 15.0)
         # A holder appears: listed at the next tick. (The canned box has no GPU source; its
         # unavailable samples keep the last good one.)
-        app.last_gpu = app._last_good_gpu = gpu_with_holders(101)
+        app.gpus.last = app.gpus.last_good = gpu_with_holders(101)
         await pilot_wait(pilot, lambda: len(listed) >= 2, lambda: "no listing after a change")
         steady_from = len(listed)
         await pilot.pause(2.0)  # 10 ticks of 0.2 s, nothing changed, under the 4 s repeat
@@ -60,7 +60,7 @@ async def test_listing_repeats_slowly_while_steady_and_at_once_after_a_change(
             pilot, lambda: len(listed) > steady_from, lambda: "no repeat after 4 s", 10.0
         )
         changed_from = len(listed)
-        app.last_gpu = app._last_good_gpu = gpu_with_holders(101, 202)
+        app.gpus.last = app.gpus.last_good = gpu_with_holders(101, 202)
         await pilot_wait(
             pilot, lambda: len(listed) > changed_from, lambda: "no listing after a new holder"
         )
