@@ -51,9 +51,11 @@ KEPT: dict[str, tuple[int, str]] = {
     "widgets/bench_view.py": (1, _COLD + ": the bench driver"),
     "widgets/plan_view.py": (3, _COLD + ": the planner"),
     "tui/app/__init__.py": (1, _COLD + ": `import tui.app` loads no Textual app yet"),
+    "tui/app/console.py": (1, _COLD + ": Textual's terminal driver loads only in a terminal"),
     "tui/app/console_bench.py": (
-        6,
-        _COLD + ": the bench driver, capacity runner and workload (httpx) load when a run starts",
+        12,
+        _COLD + ": a run's driver, workload (httpx), context (hashlib), capacity search and"
+        " comparison load with the run or its history, after the first frame",
     ),
     "tui/app/console_handoff.py": (
         3,
@@ -65,8 +67,9 @@ KEPT: dict[str, tuple[int, str]] = {
     ),
     "tui/app/console_load_live.py": (4, _COLD + ": the load explainer loads when a load is seen"),
     "tui/app/console_record.py": (
-        3,
-        _COLD + ": the recorder (SQLite, httpx) after the first frame; Timeline and replay opened",
+        4,
+        _COLD + ": the recorder (SQLite, httpx) after the first frame; Timeline, replay and the"
+        " alerts firing (the alert engine) when opened",
     ),
     "tui/app/console_restart_watch.py": (2, _COLD + ": the restart guard loads at the first S/R"),
     "tui/app/fleet_app.py": (

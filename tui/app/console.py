@@ -42,7 +42,6 @@ from tui.app.console_restart_watch import RestartWatchPart
 from tui.app.console_service import ServicePart
 from tui.app.console_serving import ServingPart
 from tui.app.console_workers import WorkerFailed
-from tui.app.terminal_driver import QuietLinuxDriver
 from tui.core.config import Profile
 from tui.core.paths import demo_records_note
 from tui.deck import Deck
@@ -149,6 +148,8 @@ class ServedeckApp(App[int]):
         if driver_class.__name__ == "LinuxDriver" and driver_class.__module__.startswith(
             "textual."
         ):
+            from tui.app.terminal_driver import QuietLinuxDriver  # a terminal's only
+
             return QuietLinuxDriver
         return driver_class
 

@@ -13,17 +13,12 @@ from tui.app import messages
 from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker, failure_text
 from tui.bench.best import COMPLETE, NO_EARLIER, earlier_alike, result_toast, run_state
-from tui.bench.capacity.answer import bracket_text, capacity_line, is_finished, spread_text
-from tui.bench.capacity.history import append_capacity, read_capacity_history
-from tui.bench.compare import compare_runs, format_comparison
-from tui.bench.context import context_for_profile
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.screens.preset_picker import PresetPickerScreen
 from widgets.bench_view import BenchView
-from widgets.capacity_view import CapacityView
 
 if TYPE_CHECKING:
     from tui.bench.capacity.driver import CapacityProcess
@@ -120,6 +115,7 @@ class BenchPart(Part):
         """The capacity search on the default preset's workload, GPUs sampled per level."""
         from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
         from tui.bench.capacity.runner import CapacitySpec
+        from tui.bench.context import context_for_profile
         from tui.bench.workload import spec_from_preset
         from tui.commands.capacity_cmd import slo_from_profile
 
@@ -154,6 +150,8 @@ class BenchPart(Part):
         """The newest run against the last complete run of its workload on its configuration."""
         from textual.widgets import Static
 
+        from tui.bench.compare import compare_runs, format_comparison
+
         runs = runs_for_host(self.deck.host_label, limit=200)
         previous = earlier_alike(runs, newest)
         if run_state(newest) != COMPLETE:
@@ -173,6 +171,10 @@ class BenchPart(Part):
             view.mount(Static(text, id="bench-compare", markup=False), before="#bench-history")
 
     def _show_capacity(self, event: dict) -> None:
+        from tui.bench.capacity.answer import bracket_text, capacity_line, is_finished, spread_text
+        from tui.bench.capacity.history import append_capacity, read_capacity_history
+        from widgets.capacity_view import CapacityView
+
         bench_view = self._view()
         found = bench_view.query(CapacityView)
         if found:
@@ -207,6 +209,7 @@ class BenchPart(Part):
         user_action=True,
     )
     async def _run_bench(self, preset_name: str) -> None:
+        from tui.bench.context import context_for_profile
         from tui.bench.driver import BenchProcess
         from tui.bench.workload import spec_from_preset
 

@@ -20,7 +20,6 @@ from tui.logs.line import LineBatch, warning_indices, warnings_or_worse
 from tui.ops.gpu_hints import deck_context
 from tui.procs import list_gpu_processes
 from tui.record.execinfo import read_exec
-from tui.screens.alerts_firing import AlertsFiringScreen
 from tui.serving.load.tracker import Phase, vllm_line_times_s
 
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
@@ -285,6 +284,7 @@ class RecordPart(Part):
 
     def show_alerts(self) -> None:
         """A: the alerts firing now, from the monitor (not only toasts and the Timeline)."""
+        from tui.screens.alerts_firing import AlertsFiringScreen
 
         if isinstance(self.console.screen, AlertsFiringScreen):
             return
