@@ -96,7 +96,7 @@ async def _serving_under_bench(app: App) -> None:
     app.action_show_tab("deck")  # type: ignore[attr-defined]
 
     def generating() -> bool:
-        metrics = app.metrics  # type: ignore[attr-defined]
+        metrics = app.serving.metrics  # type: ignore[attr-defined]
         return bool(metrics and metrics.generation_tokens_per_s and metrics.running_reqs)
 
     await _until(app, generating, "live serving metrics")
@@ -124,7 +124,7 @@ async def _stalled(app: App) -> None:
     app._screenshot_stream = (client, stream)  # type: ignore[attr-defined]  # kept until the render
 
     def state() -> str | None:
-        verdict = app.engine_progress.verdict  # type: ignore[attr-defined]
+        verdict = app.serving.engine_progress.verdict  # type: ignore[attr-defined]
         return verdict.state if verdict is not None else None
 
     await _until(app, lambda: state() == "serving", "serving")

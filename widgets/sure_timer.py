@@ -11,13 +11,26 @@ again only by the drain itself; the log source then waits on its full backlog).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Protocol
 
-from textual.message_pump import MessagePump
 from textual.timer import Timer
 
 
+class TimerOwner(Protocol):
+    """What arms the timer: a Textual MessagePump, or the console as its parts see it."""
+
+    def set_timer(
+        self,
+        delay: float,
+        callback: Callable[[], Any] | None = None,
+        *,
+        name: str | None = None,
+        pause: bool = False,
+    ) -> Timer: ...
+
+
 def set_sure_timer(
-    pump: MessagePump, delay_s: float, callback: Callable[[], object], *, name: str | None = None
+    pump: TimerOwner, delay_s: float, callback: Callable[[], object], *, name: str | None = None
 ) -> Timer:
     """`pump.set_timer(delay_s, callback)` whose tick is never skipped: a timer run late
     calls back at once."""

@@ -17,7 +17,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 _CLI = "CLI start-up: `servedeck --help` and each parser load no source; run() imports it"
 _COLD = "cold start: the console's first frame (tests/integration/test_cold_start_imports.py)"
-_UI = "tui/app and tui/screens: recomposed by issue 37 section 2 (parts), their imports with them"
 
 # module -> (function-level tui/widgets imports it keeps, why)
 KEPT: dict[str, tuple[int, str]] = {
@@ -52,14 +51,32 @@ KEPT: dict[str, tuple[int, str]] = {
     "widgets/bench_view.py": (1, _COLD + ": the bench driver"),
     "widgets/plan_view.py": (3, _COLD + ": the planner"),
     "tui/app/__init__.py": (1, _COLD + ": `import tui.app` loads no Textual app yet"),
-    "tui/app/console.py": (2, _UI),
-    "tui/app/console_bench.py": (13, _UI),
-    "tui/app/console_handoff.py": (6, _UI),
-    "tui/app/console_hardware.py": (10, _UI),
-    "tui/app/console_load_live.py": (5, _UI),
-    "tui/app/console_record.py": (7, _UI),
-    "tui/app/fleet_app.py": (14, _UI),
-    "tui/app/console_restart_watch.py": (2, _UI),
+    "tui/app/console.py": (1, _COLD + ": Textual's terminal driver loads only in a terminal"),
+    "tui/app/console_bench.py": (
+        12,
+        _COLD + ": a run's driver, workload (httpx), context (hashlib), capacity search and"
+        " comparison load with the run or its history, after the first frame",
+    ),
+    "tui/app/console_handoff.py": (
+        3,
+        _COLD + ": the summary (SQLite, the recording) and markdown-it load when it is asked for",
+    ),
+    "tui/app/console_hardware.py": (
+        4,
+        _COLD + ": the journal follower and the interconnect rules load with the XIDs and probe",
+    ),
+    "tui/app/console_load_live.py": (4, _COLD + ": the load explainer loads when a load is seen"),
+    "tui/app/console_record.py": (
+        4,
+        _COLD + ": the recorder (SQLite, httpx) after the first frame; Timeline, replay and the"
+        " alerts firing (the alert engine) when opened",
+    ),
+    "tui/app/console_restart_watch.py": (2, _COLD + ": the restart guard loads at the first S/R"),
+    "tui/app/fleet_app.py": (
+        5,
+        "the Fleet's start: the console loads when a host opens, the simulator for the demo,"
+        " Prometheus for a Prometheus fleet, the summary at export",
+    ),
 }
 
 

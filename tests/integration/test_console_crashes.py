@@ -103,7 +103,7 @@ async def test_ssh_drop_while_waiting_for_readiness_keeps_the_console(sshd: Sshd
         def probe_failed() -> bool:
             # What the load clock does each second while the log shows a load.
             if not app.sources.health["readiness"].failing:
-                app._probe_readiness()
+                app.serving.probe_readiness()
             return app.sources.health["readiness"].failing
 
         await _until(pilot, probe_failed, "the readiness state")
@@ -212,7 +212,7 @@ async def test_a_benchmark_against_a_dead_server_says_so_and_is_audited() -> Non
             # systemd noticing): the benchmark is offered and fails.
             from dataclasses import replace as _replace
 
-            app.unit_state = _replace(app.unit_state, active_state="active")
+            app.service.unit_state = _replace(app.unit_state, active_state="active")
             app.action_bench()
             await _until(
                 pilot, lambda: any("Benchmark failed" in n for n in _notes(app)), "the failure"

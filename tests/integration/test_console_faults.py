@@ -135,7 +135,7 @@ async def test_faults_at_every_step_over_a_jump_host(
         )
         note = "" if not app.ready else "the server was ready before the cut"
         await day.cut("waiting for readiness", note=note)
-        await day.until(lambda: app.ready and app.metrics is not None, "ready and metrics")
+        await day.until(lambda: app.ready and app.serving.metrics is not None, "ready and metrics")
 
         # 4. Serving with metrics: cut, then sshd down; the metrics resume after each.
 
@@ -152,7 +152,7 @@ async def test_faults_at_every_step_over_a_jump_host(
                 "stale notes",
             )
             assert "(last sample " in deck_note(), deck_note()  # the age of what is shown
-            assert app.metrics is not None  # the last metrics stay on screen
+            assert app.serving.metrics is not None  # the last metrics stay on screen
             assert "retry in" in day.header.render().plain
 
         await day.cut(
@@ -330,9 +330,11 @@ async def test_server_killed_at_each_step_on_the_simulator(tmp_path: Path) -> No
                 "a shard loaded",
             )
             await kill_server(day, "loading")
-            await day.until(lambda: app.ready and app.metrics is not None, "ready and metrics")
+            await day.until(
+                lambda: app.ready and app.serving.metrics is not None, "ready and metrics"
+            )
             await kill_server(day, "serving")
-            await day.until(lambda: app.ready and app.metrics is not None, "ready again")
+            await day.until(lambda: app.ready and app.serving.metrics is not None, "ready again")
             app.action_bench("sweep")
             await day.until(lambda: app.bench.process is not None, "the benchmark start")
             await day.pause(1.0)

@@ -20,7 +20,7 @@ from textual.timer import Timer
 
 import tui.deck as deck_module
 from tests.support.console_support import local_console
-from tui.app.console import SERVICE_POLL_S
+from tui.app.console_service import SERVICE_POLL_S
 
 ROUNDS = 12
 
@@ -74,7 +74,7 @@ async def test_service_polled_on_demand_keeps_one_chain() -> None:
             if host.count(SERVICE_STATE) >= 1:
                 break
         for _ in range(4):  # what a start, stop or restart does after it finished
-            app._poll_service()
+            app.service.poll()
             await pilot.pause(0.1)
         window_start_s, window_s = time.monotonic(), 2 * SERVICE_POLL_S + 0.5
         await pilot.pause(window_s)
@@ -150,7 +150,7 @@ async def test_a_steady_unit_is_read_seldom_and_at_once_when_its_main_pid_ends(
     shortened here; the stand-in systemctl answers `active` with a real process's pid."""
     import subprocess
 
-    import tui.app.console as console_module
+    import tui.app.console_service as console_module
     from tests.support.procs_fixtures import install_systemctl, unit_show_text
 
     main = subprocess.Popen(["sleep", "600"])

@@ -143,14 +143,14 @@ async def test_no_stall_while_a_benchmark_from_this_console_warms_up(
             seen: set[str] = set()
             start = time.monotonic()
             while time.monotonic() - start < N_S + 6:  # well past N with no token
-                verdict = app.engine_progress.verdict
+                verdict = app.serving.engine_progress.verdict
                 if verdict is not None:
                     seen.add(verdict.state)
                 assert "stalled" not in _line(app), _line(app)
                 await pilot.pause(0.25)
             assert app.bench.warming_up and "stalled" not in seen, seen
-            assert app.engine_progress.verdict is not None
-            assert "warm-up" in " ".join(app.engine_progress.verdict.evidence)
+            assert app.serving.engine_progress.verdict is not None
+            assert "warm-up" in " ".join(app.serving.engine_progress.verdict.evidence)
             await pilot.press("c")  # the warm-up request is dropped: nothing pending
             start = time.monotonic()
             while app.bench.warming_up or "idle" not in _line(app):

@@ -90,7 +90,7 @@ async def test_operator_day_over_a_jump_host(
         await _until(pilot, lambda: app.query_one("#header").connection_state == "connected",
                      "the overview over SSH")  # fmt: skip
         assert box.unit.state == "inactive"
-        assert not app.ready and app.metrics is None
+        assert not app.ready and app.serving.metrics is None
         assert app.progress is None or not app.progress.is_loading
         times["1 stopped"] = time.monotonic() - started
 
@@ -125,10 +125,12 @@ async def test_operator_day_over_a_jump_host(
 
         # 3. The ready notification arrives and the metrics appear (through the SSH forward).
         started = time.monotonic()
-        await _until(pilot, lambda: app.ready and app.metrics is not None, "ready and metrics")
+        await _until(
+            pilot, lambda: app.ready and app.serving.metrics is not None, "ready and metrics"
+        )
         titles = [notification.title for notification in app._notifications]
         assert "Ready" in titles
-        assert app.metrics is not None and app.metrics.source
+        assert app.serving.metrics is not None and app.serving.metrics.source
         await _until(pilot, lambda: strip.metrics is not None, "metrics in the load strip")
         url = await deck.reachable_base_url()
         assert url != box.base_url  # the console talks to the forward, not the box's port

@@ -116,16 +116,18 @@ def child(args: argparse.Namespace) -> int:
         )  # relative paths resolve against this module
         ticks = 0
 
-        def show_gpus(self, snapshot):  # type: ignore[no-untyped-def]
+        def measured_show(self, snapshot):  # type: ignore[no-untyped-def]
             result["gpus"] = snapshot.gpu_count
             started = time.thread_time()
-            super().show_gpus(snapshot)
+            self.shown(snapshot)
             if spent["measuring"]:
                 spent["show_s"] += time.thread_time() - started
             self.ticks += 1
 
         def on_mount(self) -> None:
             super().on_mount()
+            # The GPU part's poll calls its show: each tick is timed there.
+            self.shown, self.gpus.show = self.gpus.show, self.measured_show
             self.set_timer(args.warmup, self._window_start)
 
         def _window_start(self) -> None:

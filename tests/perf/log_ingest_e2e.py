@@ -284,7 +284,7 @@ async def through_console(
 
 def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     """Each stage apart, µs per line, on the same vLLM-format lines."""
-    from tui.app.console import LOG_DRAIN_LINES
+    from tui.app.console_log import LOG_DRAIN_LINES
     from tui.core.redact import redact_lines, redact_text
     from tui.hosts.local import LocalHost
     from tui.logs.journal import JournalFollower, loads_entry

@@ -240,5 +240,5 @@ def kill_outcomes() -> int:
 def pane_lines(app: ServedeckApp) -> list[str]:
     pane = app.query_one(LogPane)
     queued = [LogLine(*entry) for entry in pane._pending]  # kept as the buffer keeps lines
-    lines = [*pane.buffer, *queued, *app._incoming_lines]
+    lines = [*pane.buffer, *queued, *app.logs.incoming]
     return [line.text for line in lines if not line.text.startswith("servedeck:")]

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from tui.app import ServedeckApp
-from tui.app.console import GC_YOUNG_OBJECTS
+from tui.app.console_lifecycle import GC_YOUNG_OBJECTS
 from tui.compose import open_deck
 from tui.core.config import Profile, ServiceConfig
 from widgets.log_pane import LogPane

@@ -24,7 +24,7 @@ from textual import _time
 from textual.app import App, ComposeResult
 
 from tests.support.console_support import append_once_following, log_file_console
-from tui.app.console import LOG_DRAIN_LINES
+from tui.app.console_log import LOG_DRAIN_LINES
 from tui.logs.line import LogLine
 from widgets.log_pane import LogPane
 from widgets.sure_timer import set_sure_timer
@@ -93,5 +93,5 @@ async def test_a_flood_is_drawn_whole_when_the_drain_timer_starts_late(
         while len(pane.buffer) < FLOOD_LINES and time.monotonic() < deadline:
             await pilot.pause(0.02)
         assert [line.text for line in pane.buffer] == texts
-        assert not app._incoming_lines
+        assert not app.logs.incoming
         await pilot.press("q")

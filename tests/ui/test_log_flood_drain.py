@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from tests.support.console_support import append_once_following, log_file_console
-from tui.app.console import LOG_BACKLOG_LINES, LOG_DRAIN_LINES
+from tui.app.console_log import LOG_BACKLOG_LINES, LOG_DRAIN_LINES
 from widgets.log_pane import LogPane
 
 FLOOD_LINES = 45_000  # over the backlog bound, under the pane's 50,000-line buffer
@@ -27,7 +27,7 @@ async def test_a_flood_is_drawn_whole_with_a_bounded_backlog(tmp_path: Path) -> 
         backlog = 0
         deadline = time.monotonic() + 120  # a loaded machine: generous
         while len(pane.buffer) < FLOOD_LINES and time.monotonic() < deadline:
-            backlog = max(backlog, len(app._incoming_lines))
+            backlog = max(backlog, len(app.logs.incoming))
             await pilot.pause(0.01)
         assert [line.text for line in pane.buffer] == texts
         assert backlog <= LOG_BACKLOG_LINES

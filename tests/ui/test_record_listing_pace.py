@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 import tui.app.console_record as console_record
-import tui.procs
 from tests.support.canned_host import canned_deck
 from tests.support.waiting import pilot_wait
 from tui.app import ServedeckApp
@@ -43,7 +42,7 @@ async def test_listing_repeats_slowly_while_steady_and_at_once_after_a_change(
         listed.append(time.monotonic())
         return ProcListing("canned", "boot-1", time.time(), ())
 
-    monkeypatch.setattr(tui.procs, "list_gpu_processes", counted_listing)
+    monkeypatch.setattr(console_record, "list_gpu_processes", counted_listing)
     monkeypatch.setattr(console_record, "RECORD_PROCS_S", 0.2)
     monkeypatch.setattr(console_record, "RECORD_PROCS_STEADY_S", 4.0)
     app = ServedeckApp(PROFILE, canned_deck(replace(PROFILE, name="pace")))
@@ -51,7 +50,7 @@ async def test_listing_repeats_slowly_while_steady_and_at_once_after_a_change(
         await pilot_wait(pilot, lambda: len(listed) >= 1, lambda: "no first listing", 15.0)
         # A holder appears: listed at the next tick. (The canned box has no GPU source; its
         # unavailable samples keep the last good one.)
-        app.last_gpu = app._last_good_gpu = gpu_with_holders(101)
+        app.gpus.last = app.gpus.last_good = gpu_with_holders(101)
         await pilot_wait(pilot, lambda: len(listed) >= 2, lambda: "no listing after a change")
         steady_from = len(listed)
         await pilot.pause(2.0)  # 10 ticks of 0.2 s, nothing changed, under the 4 s repeat
@@ -60,7 +59,7 @@ async def test_listing_repeats_slowly_while_steady_and_at_once_after_a_change(
             pilot, lambda: len(listed) > steady_from, lambda: "no repeat after 4 s", 10.0
         )
         changed_from = len(listed)
-        app.last_gpu = app._last_good_gpu = gpu_with_holders(101, 202)
+        app.gpus.last = app.gpus.last_good = gpu_with_holders(101, 202)
         await pilot_wait(
             pilot, lambda: len(listed) > changed_from, lambda: "no listing after a new holder"
         )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tui.app import messages
 from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker, failure_text
-from tui.bench.best import result_toast
+from tui.bench.best import COMPLETE, NO_EARLIER, earlier_alike, result_toast, run_state
 from tui.bench.driver import BenchProgress, BenchStarted
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
@@ -154,7 +154,6 @@ class BenchPart(Part):
         """The newest run against the last complete run of its workload on its configuration."""
         from textual.widgets import Static
 
-        from tui.bench.best import COMPLETE, NO_EARLIER, earlier_alike, run_state
         from tui.bench.compare import compare_runs, format_comparison
 
         runs = runs_for_host(self.deck.host_label, limit=200)

@@ -9,8 +9,11 @@ from textual.widgets import Static
 from tui.app import messages
 from tui.app.console_protocol import Part
 from tui.app.console_workers import console_worker, failure_text
+from tui.core import paths
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
+from tui.ops.plan import plan_for_deck
+from tui.plan.for_profile import profile_layout
 from widgets.plan_view import PlanView
 
 if TYPE_CHECKING:
@@ -25,8 +28,6 @@ class HandoffPart(Part):
 
     @console_worker("plan", pane="plan", what="plan the deployment layouts")
     async def show_plan(self) -> None:
-        from tui.ops.plan import plan_for_deck
-
         self._status().update("Reading the model and planning layouts ...")
         try:
             progress = self.console.progress
@@ -44,7 +45,6 @@ class HandoffPart(Part):
         if message.plan is None:
             self.plan_failed(str(message.error))
             return
-        from tui.plan.for_profile import profile_layout
 
         layout = profile_layout(self.profile)
         chosen = message.plan.find(layout.tp, layout.ep, layout.pp, layout.dp)
@@ -92,7 +92,6 @@ class HandoffPart(Part):
         return render_markdown(inputs, summary_secrets(self.deck))
 
     def _export_summary(self, markdown: str) -> Path:
-        from tui.core import paths
         from tui.summary import export_summary
 
         folder = paths.data_dir() / "summaries"

@@ -19,6 +19,10 @@ from tui.app.console_protocol import Console, Part
 from tui.app.console_record import RecordPart
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
+from tui.health.badge import badges
+from tui.health.report import with_events
+from tui.screens.confirm_action import ConfirmActionScreen
+from tui.serving.unit.service import ServiceAction
 from widgets.gpu_pane import GpuPane
 from widgets.health_view import HealthView
 
@@ -88,7 +92,6 @@ class HardwarePart(Part):
 
     def _show_hardware(self) -> None:
         """The merged report to the Health pane and the GPU table's badges."""
-        from tui.health.badge import badges
 
         if self._hw_report is None:
             return
@@ -96,14 +99,10 @@ class HardwarePart(Part):
         self.console.query_one("#gpu-pane", GpuPane).set_health(badges(self._hw_report))
 
     def counters_read(self, message: messages.HardwareCounters) -> None:
-        from tui.health.report import with_events
-
         self._hw_report = with_events(message.health, list(self._xids))
         self._show_hardware()
 
     def xid_seen(self, message: messages.XidSeen) -> None:
-        from tui.health.report import with_events
-
         event = message.event
         self._xids = (*self._xids, event)[-XIDS_KEPT:]
         self._record.xid(event)
@@ -160,9 +159,6 @@ class HardwarePart(Part):
         self.post_message(messages.ProbeChecked(why, gpus))
 
     def probe_checked(self, message: messages.ProbeChecked) -> None:
-        from tui.screens.confirm_action import ConfirmActionScreen
-        from tui.serving.unit.service import ServiceAction
-
         view = self.console.query_one(HealthView)
         if message.refusal:
             view.show_probe(f"Probe refused: {message.refusal}")
@@ -208,7 +204,6 @@ class HardwarePart(Part):
             view.show_error(f"Health unreadable: {message.error}")
             self._health_read_at_s = 0.0
             return
-        from tui.health.report import with_events
 
         self._hw_interconnect = message.interconnect
         if message.health is not None:

@@ -20,7 +20,7 @@ from tui.app.console_record import RecordPart
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.core.formatting import prediction_error
-from tui.serving.load.live import final_load
+from tui.serving.load.live import ended_load, final_load
 from tui.serving.load.tracker import LOADING_PHASES, LoadProgress, Phase
 from widgets.load_why import LoadWhy
 
@@ -68,7 +68,6 @@ class LoadLivePart(Part):
     @console_worker("load-live", pane="deck", what="explain the load while it runs")
     async def _watch_load_live(self) -> None:
         from tui.ops.load_explain import checkpoint_path
-        from tui.serving.load.live import ended_load
         from tui.serving.load.live_watch import LIVE_POLL_S, LiveLoadWatcher
 
         console = self.console

@@ -57,6 +57,14 @@ class Console(Protocol):
     def bell(self) -> None: ...
     def refresh_bindings(self) -> None: ...
     def call_later(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> bool: ...
+    def set_timer(
+        self,
+        delay: float,
+        callback: Callable[[], Any] | None = None,
+        *,
+        name: str | None = None,
+        pause: bool = False,
+    ) -> Timer: ...
     def set_interval(
         self,
         interval: float,

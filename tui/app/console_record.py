@@ -17,6 +17,9 @@ from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.logs.line import LineBatch, warning_indices, warnings_or_worse
+from tui.ops.gpu_hints import deck_context
+from tui.procs import list_gpu_processes
+from tui.record.execinfo import read_exec
 from tui.serving.load.tracker import Phase, vllm_line_times_s
 
 if TYPE_CHECKING:  # the recorder (SQLite, alerts, webhook) loads after the first frame
@@ -150,8 +153,6 @@ class RecordPart(Part):
         "record-exec", pane="record", what="record the service command line", exclusive=False
     )
     async def _record_exec(self, pid: int, started_s: float) -> None:
-        from tui.record.execinfo import read_exec
-
         if self.recording is None:
             return
         found = await read_exec(self.deck.host, pid, self.recording.feed.extra_secrets)
@@ -228,8 +229,6 @@ class RecordPart(Part):
         """Leftovers appear while nobody looks at Processes: list them now and then, quietly
         (every RECORD_PROCS_S when the GPU holders or the unit changed, else every
         RECORD_PROCS_STEADY_S)."""
-        from tui.ops.gpu_hints import deck_context
-        from tui.procs import list_gpu_processes
 
         if (
             self._listed_at_s is not None

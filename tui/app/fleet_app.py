@@ -22,18 +22,31 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from tui.app.console_workers import WorkerFailed, console_worker
+from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.core.formatting import printable
 from tui.core.keymap import COMMANDS, FLEET_SCOPES, effective_keys
 from tui.deck import Deck
-from tui.fleet.actions import CleanupPlan, ServicePlan, plan_cleanup, plan_service
-from tui.fleet.bench_action import BenchPlan, plan_bench
+from tui.fleet.actions import (
+    CleanupPlan,
+    ServicePlan,
+    plan_cleanup,
+    plan_service,
+    run_cleanup,
+    run_service,
+)
+from tui.fleet.bench_action import BenchPlan, bench_line, plan_bench, run_bench_on_host
 from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
-from tui.fleet.feed import FleetRowSource
+from tui.fleet.feed import FleetFeed, FleetRowSource
 from tui.fleet.history import HostHistory
 from tui.fleet.model import FleetRow
+from tui.fleet.summary import fleet_markdown
 from tui.fleet.view import SORT_KEYS, matches, sorted_rows, summarize
+from tui.procs.text import report_lines
+from tui.screens.confirm_action import ConfirmActionScreen
+from tui.screens.confirm_bench import ConfirmBenchScreen
 from tui.screens.help import HelpScreen
+from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from widgets.fleet_history import FleetHistoryView
 from widgets.fleet_table import FleetTable
 from widgets.footer import Footer
@@ -332,8 +345,6 @@ class FleetApp(App[str | None]):
 
     def action_export_summary(self) -> None:
         """The rows on screen as one Markdown file in the current folder (never overwrites)."""
-        from tui.core.audit import append_audit
-        from tui.fleet.summary import fleet_markdown
         from tui.summary.export import export_summary
 
         if not self.rows:
@@ -446,12 +457,8 @@ class FleetApp(App[str | None]):
         await asyncio.gather(*(plan(host, deck) for host, deck in chosen))
 
     def on_fleet_planned(self, message: FleetPlanned) -> None:
-        from tui.screens.confirm_action import ConfirmActionScreen
-        from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
-
         plan = message.plan
         if isinstance(plan, BenchPlan):
-            from tui.screens.confirm_bench import ConfirmBenchScreen
 
             def confirmed(yes: bool | None) -> None:
                 if yes:
@@ -493,10 +500,6 @@ class FleetApp(App[str | None]):
         exclusive=False,  # marked hosts' confirmed clean-ups run side by side, none cancelled
     )
     async def _run_planned(self, plan: ServicePlan | CleanupPlan | BenchPlan, verb: str) -> None:
-        from tui.fleet.actions import run_cleanup, run_service
-        from tui.fleet.bench_action import bench_line, run_bench_on_host
-        from tui.procs.text import report_lines
-
         probe = self.collector.probe(plan.host)
         if not isinstance(probe, DeckProbe):
             raise ServedeckError(f"{plan.host}: no longer in the fleet")
@@ -582,8 +585,6 @@ def run_fleet_console(
     """
 
     async def main() -> int:
-        from tui.fleet.feed import FleetFeed
-
         collector = FleetCollector(probes, host_timeout_s=host_timeout_s) if probes else None
         feed = FleetFeed(collector=collector)
         if prometheus is not None:
