@@ -19,7 +19,8 @@ FAKE_SMI = """#!/bin/sh
 echo "$*" >> "$FAKE_SMI_DIR/calls.log"
 case "$*" in
   *--query-gpu*)
-    if [ -n "$FAKE_SMI_STREAM_ONCE" ]; then
+    case " $* " in *" -lms "*) ;; *) NO_LOOP=1 ;; esac  # no -lms: one answer, as the real one
+    if [ -n "$FAKE_SMI_STREAM_ONCE$NO_LOOP" ]; then
       cat "$FAKE_SMI_DIR/handmade_8x_h200_query_gpu.csv" | head -n 8
       exit 0
     fi

@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 SERVICE_POLL_S = 1.0  # a crashed or stopped server shows within 2 s
 # A unit steady in its state (active, inactive or failed for SERVICE_SETTLE_S, no action
 # of ours since) is read only this often: each read is a `systemctl show` process here and
-# an SSH channel on a remote host. Meanwhile a second's look at what is free (the log's
-# load phase, the main pid in /proc here) reads it at once when it may have changed.
+# a request to the long-lived reader over SSH (tui/hosts/reader.py). Meanwhile a second's
+# look at what is free (the log's load phase, the main pid in /proc here) reads it at once
+# when it may have changed.
 SERVICE_SETTLED_POLL_S = 10.0
 SERVICE_SETTLE_S = 30.0
 _SETTLED_STATES = frozenset(("active", "inactive", "failed"))

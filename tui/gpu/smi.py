@@ -28,6 +28,7 @@ from tui.gpu.smi_parse import (
     parse_versions,
 )
 from tui.hosts.base import Host
+from tui.hosts.reader import run_read
 
 __all__ = [
     "SmiGpuSource",
@@ -156,7 +157,8 @@ class SmiGpuSource:
         while True:
             try:
                 with contextlib.suppress(ServedeckError):
-                    result = await self.host.run(compute_apps_argv(), timeout_s=15.0)
+                    # Every few seconds: in the host's long-lived reader, no session each.
+                    result = await run_read(self.host, compute_apps_argv(), timeout_s=15.0)
                     if result.ok:
                         index_by_uuid = {s.uuid: s.index for s in self._statics.values() if s.uuid}
                         self._processes = parse_compute_apps(result.stdout, index_by_uuid)

@@ -12,6 +12,7 @@ from tui.health.xid.decode import XidEvent
 from tui.health.xid.follow import journal_unreadable
 from tui.health.xid.kernel_log import KernelLogFollower, dmesg_events
 from tui.hosts.base import Host
+from tui.hosts.reader import run_read
 
 _SCRIPT = r"""
 echo "@@servedeck:ids"; nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>&1
@@ -46,7 +47,8 @@ async def read_counters(host: Host) -> tuple[list[HealthCounters], dict[str, int
     from_nvml = await nvml_counters(host)
     if from_nvml:
         return from_nvml, {c.bus_id: c.index for c in from_nvml}, None
-    result = await host.run(["/bin/sh", "-s"], timeout_s=30, stdin_text=_SCRIPT)
+    # The console re-reads these every few minutes: in the host's long-lived reader over SSH.
+    result = await run_read(host, ["/bin/sh", "-c", _SCRIPT], timeout_s=30)
     sections = split_sections(result.stdout)
     buses = bus_map(sections.get("ids", ""))
     counters = parse_counters(sections.get("q", ""), buses)

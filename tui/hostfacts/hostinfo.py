@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tui.hosts.base import Host
+from tui.hosts.reader import run_read
 
 OVERVIEW_SCRIPT = r"""
 echo "hostname=$(cat /proc/sys/kernel/hostname 2>/dev/null || hostname)"
@@ -118,14 +119,15 @@ VITALS_FILES = ("/proc/meminfo", "/proc/uptime", "/proc/loadavg")
 
 
 async def _vitals_text(host: Host, timeout_s: float) -> str:
-    """The three files' text: read in-process here (no `cat` per refresh), one `cat` there."""
+    """The three files' text: read in-process here (no `cat` per refresh); there a `cat` in
+    the host's long-lived reader (no SSH session per refresh)."""
     if host.is_local:
         parts = []
         for path in VITALS_FILES:
             with contextlib.suppress(OSError):
                 parts.append(Path(path).read_text())
         return "".join(parts)
-    return (await host.run(["cat", *VITALS_FILES], timeout_s=timeout_s)).stdout
+    return (await run_read(host, ["cat", *VITALS_FILES], timeout_s=timeout_s)).stdout
 
 
 async def refresh_vitals(

@@ -5,6 +5,7 @@ factory.py: The Host for a profile: this machine or SSH (the simulator's box ope
 identity.py: SSH identity files named by a profile, checked before a connection is tried
 local.py: LocalHost: commands as asyncio subprocesses on this machine
 profiles.py: Profiles with their SSH route: the core's reading plus the `ssh_alias` lookup
+reader.py: Periodic reads through one long-lived remote shell per connection, not a session per read
 ssh.py: SSHHost: commands on a remote machine over one shared asyncssh connection
 ssh_config.py: Hosts as the operator names them for `ssh`: a profile's `ssh_alias` read from ~/.ssh/config
 ssh_config_parser.py: asyncssh's ssh config parser, made safe to point at any file a user has

@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.hosts.base import Host
+from tui.hosts.reader import run_read
 
 SHOW_PROPERTIES = (
     "Id",
@@ -162,7 +163,7 @@ def parse_systemctl_show(unit: str, text: str) -> UnitState:
 
 async def read_unit_state(host: Host, unit: str, systemctl: str = "systemctl") -> UnitState:
     argv = [systemctl, "show", unit, "--no-pager", "-p", ",".join(SHOW_PROPERTIES)]
-    result = await host.run(argv, timeout_s=15.0)
+    result = await run_read(host, argv, timeout_s=15.0)  # over SSH: no session per read
     if not result.ok:
         detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise ServedeckError(f"{host.label}: systemctl show {unit} failed: {detail}")
@@ -289,8 +290,8 @@ class ServiceController(Protocol):
 class SystemdService:
     """A systemd unit on a Host."""
 
-    # Each state read runs `systemctl show` (a process here, a channel over SSH): the
-    # console reads a unit steady in its state less often (tui.app.console).
+    # Each state read runs `systemctl show` (a process here; over SSH one on the box, in the
+    # host's long-lived reader, no channel): the console reads a steady unit less often.
     state_costs_a_command = True
 
     def __init__(
