@@ -7,6 +7,7 @@ writes a `BenchSpec` as JSON on its stdin and reads JSON-line events back.
 best.py: Which benchmark runs are measurements, which runs are alike, and the best of each kind
 capacity/: Capacity under an SLO: how many users a configuration serves, found by a search over levels
 chat_loop.py: The `chat` workload: multi-turn conversations that send back the assistant's real answers
+client_load.py: Is the client the bottleneck: send lag, event-loop lag and CPU share of a level
 client.py: The streaming HTTP client: httpx's API over aiohttp, and a measured SSE fast path
 compare.py: Compare two benchmark runs: what changed in the configuration, and which metrics moved
 context.py: What a run is recorded against: profile, host, TP/EP and a hash of the serving config

@@ -14,6 +14,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tui.bench.client_load import ClientLoad, ClientSample, client_load, send_lags_s
 from tui.bench.model import (
     OUTPUT_TOKENS_FROM_CHUNKS,
     OUTPUT_TOKENS_FROM_USAGE,
@@ -116,9 +117,11 @@ def summarize_level(
     server: ServerView | None = None,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
     seed: int = 0,
+    client_samples: Sequence[ClientSample] = (),
 ) -> LevelResult:
     """Aggregate one level's outcomes; failures are counted, never in latency lists.
-    `seed` seeds the bootstrap of the intervals."""
+    `seed` seeds the bootstrap of the intervals; `client_samples` (each process's loop lag
+    and CPU) with the requests' send lags say whether the client kept up."""
     good = [outcome for outcome in outcomes if outcome.success]
     failed = [outcome for outcome in outcomes if not outcome.success]
     ttfts = [outcome.ttft_s for outcome in good]
@@ -169,7 +172,15 @@ def summarize_level(
         server=server,
         input_tok_s=_finite(total_input / duration) if total_input else None,
         uncertainty=_uncertainty(good, failed, ttfts, tpots, e2els, slos, percentiles, seed),
+        client_load=_client_load(outcomes, client_samples),
     )
+
+
+def _client_load(
+    outcomes: Sequence[RequestOutcome], samples: Sequence[ClientSample]
+) -> ClientLoad | None:
+    lags = send_lags_s(outcomes)
+    return client_load(lags, samples) if lags or samples else None
 
 
 def _uncertainty(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from tui.bench.client_load import ClientLoad, client_load_from_dict
 from tui.bench.uncertainty import LevelUncertainty, uncertainty_from_dict
 
 OUTPUT_TOKENS_FROM_USAGE = "usage"
@@ -92,6 +93,12 @@ class LevelResult:
     input_tok_s: float | None = None
     # 95 % intervals over the requests (tui.bench.uncertainty; None in older runs)
     uncertainty: LevelUncertainty | None = None
+    # send lag, loop lag, CPU share; client-bound when past a limit (None in older runs)
+    client_load: ClientLoad | None = None
+
+    @property
+    def client_bound(self) -> bool:
+        return self.client_load is not None and self.client_load.bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +189,7 @@ def level_from_dict(data: dict[str, Any]) -> LevelResult:
     values["server"] = _build(ServerView, server) if server else None
     values["errors"] = tuple(values.get("errors") or ())
     values["uncertainty"] = uncertainty_from_dict(values.get("uncertainty"))
+    values["client_load"] = client_load_from_dict(values.get("client_load"))
     return _build(LevelResult, values)
 
 
@@ -211,6 +219,7 @@ class RequestOutcome:
     prompt_tokens: int = 0  # from usage, else the workload's target
     usage_seen: bool = False
     end_s: float = 0.0  # completion time (last byte or failure)
+    scheduled_s: float = 0.0  # when it was due to be sent (0: unknown); start_s is when it was
     error: str = ""
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ sample stands behind is n/a, never 0.
 
 from __future__ import annotations
 
+from tui.bench.client_load import ClientLoad
 from tui.bench.model import LatencyStats, LevelResult, percentile_word
 from tui.bench.uncertainty import LevelUncertainty
 
@@ -64,8 +65,27 @@ def report_lines(level: LevelResult) -> list[str]:
         f"{'  tok/s':<{_LABEL}}input {rate(level.input_tok_s)}"
         f"  output {rate(level.output_throughput)}  total {rate(level.total_token_throughput)}"
     )
+    if level.client_load is not None:
+        lines += client_lines(level.client_load)
     if level.uncertainty is not None:
         lines += interval_lines(level.uncertainty)
+    return lines
+
+
+def client_lines(load: ClientLoad) -> list[str]:
+    """The client's send lag, loop lag and CPU; a client-bound level says whose limit it is."""
+
+    def ms(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:,.1f} ms"
+
+    cpu = "n/a" if load.cpu_share is None else f"{100 * load.cpu_share:.0f}%"
+    lines = [
+        f"{'  client':<{_LABEL}}send lag p99 {ms(load.send_lag_p99_ms)}"
+        f"  loop lag p99 {ms(load.loop_lag_p99_ms)}  CPU {cpu}"
+    ]
+    if load.bound:
+        lines.append("  CLIENT-BOUND: the client's limit, not the server's")
+        lines += [f"    {reason}" for reason in load.reasons]
     return lines
 
 

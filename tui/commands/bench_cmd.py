@@ -293,6 +293,7 @@ def format_level(level: LevelResult) -> str:
     """One level per line, 80 columns at most; `*` after the load marks a partial level."""
     load = f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
     load += "*" if level.partial else ""
+    load += "!" if level.client_bound else ""
     return (
         f"{load:>7} {level.completed:>5}/{level.num_requests:<5} {level.failed:>4} "
         f"{_ms(level.ttft.median_ms):>8} {_ms(level.ttft.p99_ms):>8} "
@@ -367,6 +368,10 @@ def format_result(result: BenchResult) -> str:
             f"prefix cache hit rate: measured {shown}, intended {100 * intended:.1f}% "
             f"({result.client.get('workload')}; reset: {result.client.get('prefix_cache_reset')})"
         )
+    bound = [lv for lv in result.levels if lv.client_bound]
+    if bound:
+        loads = ", ".join(f"c={lv.concurrency}" for lv in bound)
+        lines.append(f"! CLIENT-BOUND at {loads}: the client's limit, not the server's")
     if result.partial:
         lines.append("PARTIAL: the run was cancelled or did not finish every level")
     return "\n".join(lines)
