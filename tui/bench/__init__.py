@@ -13,6 +13,7 @@ compare.py: Compare two benchmark runs: what changed in the configuration, and w
 context.py: What a run is recorded against: profile, host, TP/EP and a hash of the serving config
 driver.py: Drive the benchmark process from the console, the CLI or a test: one code path
 export.py: Export a level in `vllm bench serve --save-result` field names, so tools compare
+http_phases.py: Each request's HTTP phases from the client's trace hooks: connect, send, wait
 history.py: Benchmark history: one BenchResult per line of a JSONL file in the data dir
 lengths.py: Per-request prompt and output lengths: fixed, drawn from a distribution, or a class mix
 loadgen.py: One level of load in one process: closed loop or open loop, cancellable

@@ -19,10 +19,12 @@ from tui.bench.model import (
     OUTPUT_TOKENS_FROM_CHUNKS,
     OUTPUT_TOKENS_FROM_USAGE,
     OUTPUT_TOKENS_MIXED,
+    HttpPhases,
     LatencyStats,
     LevelResult,
     RequestOutcome,
     ServerView,
+    Spread,
 )
 from tui.bench.uncertainty import (
     CONFIDENCE,
@@ -47,6 +49,33 @@ def percentile(values: Sequence[float], q: float) -> float:
     high = min(low + 1, len(ordered) - 1)
     fraction = rank - low
     return ordered[low] + (ordered[high] - ordered[low]) * fraction
+
+
+def spread(values: Sequence[float], percentiles: Sequence[float]) -> Spread | None:
+    """Mean, median, population std and the asked percentiles, in the values' own unit."""
+    if not values:
+        return None
+    stats = latency_stats(values, percentiles)  # in ms: back to the unit
+    return Spread(
+        count=stats.count,
+        mean=stats.mean_ms / 1000,
+        median=stats.median_ms / 1000,
+        std=stats.std_ms / 1000,
+        percentiles=tuple((p, v / 1000) for p, v in stats.percentiles_ms),
+    )
+
+
+def http_phases(good: Sequence[RequestOutcome], percentiles: Sequence[float]) -> HttpPhases | None:
+    """The level's connect, send and wait times; None when the transport gave no marks."""
+    timed = [o for o in good if o.wait_s is not None]
+    if not timed:
+        return None
+    return HttpPhases(
+        connect=latency_stats([o.connect_s for o in timed if o.connect_s is not None], percentiles),
+        send=latency_stats([o.send_s for o in timed if o.send_s is not None], percentiles),
+        wait=latency_stats([o.wait_s for o in timed if o.wait_s is not None], percentiles),
+        new_connections=sum(bool(o.connect_s) for o in timed),
+    )
 
 
 def latency_stats(
@@ -142,6 +171,8 @@ def summarize_level(
     if slos is not None and slos.any:
         goodput = sum(_meets(outcome, slos) for outcome in good) / duration
     tpot_stats = latency_stats(tpots, percentiles)
+    user_tok_s = [output_tokens_of(o) / o.latency_s for o in good if o.latency_s > 0]
+    ttsts = [o.ttft_s + o.itl_s[0] for o in good if o.itl_s]
     prefill_rates = [o.prompt_tokens / o.ttft_s for o in good if o.ttft_s > 0 and o.prompt_tokens]
     return LevelResult(
         concurrency=concurrency,
@@ -171,8 +202,13 @@ def summarize_level(
         errors=tuple(outcome.error for outcome in failed),
         server=server,
         input_tok_s=_finite(total_input / duration) if total_input else None,
-        uncertainty=_uncertainty(good, failed, ttfts, tpots, e2els, slos, percentiles, seed),
+        uncertainty=_uncertainty(
+            good, failed, ttfts, tpots, e2els, user_tok_s, slos, percentiles, seed
+        ),
         client_load=_client_load(outcomes, client_samples),
+        ttst=latency_stats(ttsts, percentiles) if ttsts else None,
+        user_tok_s=spread(user_tok_s, percentiles),
+        http=http_phases(good, percentiles),
     )
 
 
@@ -189,6 +225,7 @@ def _uncertainty(
     ttfts: Sequence[float],
     tpots: Sequence[float],
     e2els: Sequence[float],
+    user_tok_s: Sequence[float],
     slos: Slos | None,
     percentiles: Sequence[float],
     seed: int,
@@ -197,7 +234,6 @@ def _uncertainty(
     if not good:
         return None
     boot = RankBootstrap(random.Random(seed ^ 0xB007))
-    user_tok_s = [output_tokens_of(o) / o.latency_s for o in good if o.latency_s > 0]
     found = [
         metric_intervals("ttft_ms", ttfts, percentiles, boot, 1000.0),
         metric_intervals("tpot_ms", tpots, percentiles, boot, 1000.0),

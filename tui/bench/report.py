@@ -8,7 +8,7 @@ sample stands behind is n/a, never 0.
 from __future__ import annotations
 
 from tui.bench.client_load import ClientLoad
-from tui.bench.model import LatencyStats, LevelResult, percentile_word
+from tui.bench.model import LatencyStats, LevelResult, Spread, percentile_word
 from tui.bench.uncertainty import LevelUncertainty
 
 _LABEL = 10  # "  TTFT ms", or the level's load above them
@@ -38,23 +38,41 @@ def _head(percentile: float) -> str:
     return f"p{word}" if len(word) < _REPORT_CELL - 1 else f"p{percentile:.4g}"[: _REPORT_CELL - 1]
 
 
+def _spread_cells(spread: Spread | None, width: int) -> list[str]:
+    if spread is None or not spread.count:
+        return ["n/a"] * width
+    values = [spread.mean, spread.median, *(value for _, value in spread.percentiles)]
+    return [_ms(value) for value in values]
+
+
 def report_lines(level: LevelResult) -> list[str]:
     """vLLM's report of one level: mean, median and percentiles of TTFT, TPOT, ITL and
-    E2EL in ms, then input, output and total tok/s; 80 columns at most."""
+    E2EL in ms, then input, output and total tok/s; 80 columns at most. Below vLLM's
+    rows: time to second token, per-user tok/s and the HTTP phases, where measured."""
     load = f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
     metrics = (("TTFT", level.ttft), ("TPOT", level.tpot), ("ITL", level.itl), ("E2EL", level.e2el))
     measured_stats = [stats for _, stats in metrics if stats.count]
     asked = (measured_stats[0] if measured_stats else level.ttft).selected_ms()
     heads = ["mean", "median", *(_head(p) for p, _ in asked)]
-    rows = [(name, _stat_cells(stats, len(heads))) for name, stats in metrics]
+    rows = [(f"  {name} ms", _stat_cells(stats, len(heads))) for name, stats in metrics]
+    if level.ttst is not None:
+        rows.append(("  TTST ms", _stat_cells(level.ttst, len(heads))))
+    if level.user_tok_s is not None:
+        rows.append(("  tok/s/u", _spread_cells(level.user_tok_s, len(heads))))
+    if level.http is not None:
+        rows += [
+            ("  conn ms", _stat_cells(level.http.connect, len(heads))),
+            ("  send ms", _stat_cells(level.http.send, len(heads))),
+            ("  wait ms", _stat_cells(level.http.wait, len(heads))),
+        ]
     lines: list[str] = []
     for start in range(0, len(heads), _REPORT_FIGURES):
         cut = slice(start, start + _REPORT_FIGURES)
         title = load if start == 0 else ""
         lines.append(f"{title:<{_LABEL}}" + "".join(f"{h:>{_REPORT_CELL}}" for h in heads[cut]))
         lines += [
-            f"{'  ' + name + ' ms':<{_LABEL}}" + "".join(f"{c:>{_REPORT_CELL}}" for c in cells[cut])
-            for name, cells in rows
+            f"{label:<{_LABEL}}" + "".join(f"{c:>{_REPORT_CELL}}" for c in cells[cut])
+            for label, cells in rows
         ]
     measured = level.completed > 0
 
