@@ -25,6 +25,7 @@ runner.py: The benchmark process: `python -m tui.bench.runner`, a BenchSpec in, 
 server_view.py: The server's side of a run: vLLM /metrics before and after, as deltas
 telemetry.py: The engine's side of a capacity level: vLLM /metrics polled while the level runs
 trace.py: The `trace` workload: replay a JSONL request trace at a chosen speed
+over_time.py: A level over time: per-second output tok/s, requests running and TTFT
 uncertainty.py: How sure a level's figures are: 95 % bootstrap intervals over its requests, seeded
 workload.py: What a run sends: the spec, synthetic prompts of a token length, arrival times
 workloads.py: Workload presets beyond random prompts; the same seed always gives byte-identical prompts

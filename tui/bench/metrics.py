@@ -26,6 +26,7 @@ from tui.bench.model import (
     ServerView,
     Spread,
 )
+from tui.bench.over_time import time_slices
 from tui.bench.uncertainty import (
     CONFIDENCE,
     RESAMPLES,
@@ -41,9 +42,12 @@ def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0-100) by linear interpolation between closest ranks."""
     if not values:
         return 0.0
+    return _percentile_of_sorted(sorted(values), q)
+
+
+def _percentile_of_sorted(ordered: Sequence[float], q: float) -> float:
     if not 0 <= q <= 100:
         raise ValueError(f"percentile must be within 0..100, got {q}")
-    ordered = sorted(values)
     rank = (len(ordered) - 1) * q / 100.0
     low = math.floor(rank)
     high = min(low + 1, len(ordered) - 1)
@@ -84,16 +88,21 @@ def latency_stats(
     """Mean, median, population std, p90, p99 and the asked percentiles of seconds, in ms."""
     if not values_s:
         return LatencyStats()
-    mean = sum(values_s) / len(values_s)
-    variance = sum((value - mean) ** 2 for value in values_s) / len(values_s)
+    ordered = sorted(values_s)  # once: a level's pooled ITLs are a million values
+    mean = sum(ordered) / len(ordered)
+    variance = sum((value - mean) ** 2 for value in ordered) / len(ordered)
+
+    def at(q: float) -> float:
+        return _percentile_of_sorted(ordered, q) * 1000
+
     return LatencyStats(
-        count=len(values_s),
+        count=len(ordered),
         mean_ms=mean * 1000,
-        median_ms=percentile(values_s, 50) * 1000,
+        median_ms=at(50),
         std_ms=math.sqrt(variance) * 1000,
-        p90_ms=percentile(values_s, 90) * 1000,
-        p99_ms=percentile(values_s, 99) * 1000,
-        percentiles_ms=tuple((float(q), percentile(values_s, q) * 1000) for q in percentiles),
+        p90_ms=at(90),
+        p99_ms=at(99),
+        percentiles_ms=tuple((float(q), at(q)) for q in percentiles),
     )
 
 
@@ -209,6 +218,7 @@ def summarize_level(
         ttst=latency_stats(ttsts, percentiles) if ttsts else None,
         user_tok_s=spread(user_tok_s, percentiles),
         http=http_phases(good, percentiles),
+        over_time=time_slices(outcomes),
     )
 
 

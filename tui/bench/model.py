@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from tui.bench.client_load import ClientLoad, client_load_from_dict
+from tui.bench.over_time import TimeSlice, slices_from_dicts
 from tui.bench.uncertainty import LevelUncertainty, uncertainty_from_dict
 
 OUTPUT_TOKENS_FROM_USAGE = "usage"
@@ -122,6 +123,8 @@ class LevelResult:
     ttst: LatencyStats | None = None
     user_tok_s: Spread | None = None
     http: HttpPhases | None = None
+    # per-second output tok/s, requests running and TTFT (tui.bench.over_time)
+    over_time: tuple[TimeSlice, ...] = ()
 
     @property
     def client_bound(self) -> bool:
@@ -242,6 +245,7 @@ def level_from_dict(data: dict[str, Any]) -> LevelResult:
     values["errors"] = tuple(values.get("errors") or ())
     values["uncertainty"] = uncertainty_from_dict(values.get("uncertainty"))
     values["client_load"] = client_load_from_dict(values.get("client_load"))
+    values["over_time"] = slices_from_dicts(values.get("over_time"))
     return _build(LevelResult, values)
 
 

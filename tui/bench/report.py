@@ -7,8 +7,11 @@ sample stands behind is n/a, never 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tui.bench.client_load import ClientLoad
 from tui.bench.model import LatencyStats, LevelResult, Spread, percentile_word
+from tui.bench.over_time import TimeSlice
 from tui.bench.uncertainty import LevelUncertainty
 
 _LABEL = 10  # "  TTFT ms", or the level's load above them
@@ -83,10 +86,53 @@ def report_lines(level: LevelResult) -> list[str]:
         f"{'  tok/s':<{_LABEL}}input {rate(level.input_tok_s)}"
         f"  output {rate(level.output_throughput)}  total {rate(level.total_token_throughput)}"
     )
+    lines += over_time_lines(level.over_time)
     if level.client_load is not None:
         lines += client_lines(level.client_load)
     if level.uncertainty is not None:
         lines += interval_lines(level.uncertainty)
+    return lines
+
+
+_TICKS = "▁▂▃▄▅▆▇█"
+_SPARK = 48  # slices drawn: the last ones of a longer level, averaged in pairs first
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One block per value from its share of the highest; a space where none was measured."""
+    top = max((v for v in values if v is not None), default=0.0)
+    return "".join(
+        " " if v is None else _TICKS[min(7, int(8 * v / top)) if top > 0 else 0] for v in values
+    )
+
+
+def _fit(values: Sequence[float | None]) -> list[float | None]:
+    """At most _SPARK values: neighbours averaged until they fit."""
+    fitted = list(values)
+    while len(fitted) > _SPARK:
+        pairs = [fitted[i : i + 2] for i in range(0, len(fitted), 2)]
+        fitted = [
+            None if not (seen := [v for v in pair if v is not None]) else sum(seen) / len(seen)
+            for pair in pairs
+        ]
+    return fitted
+
+
+def over_time_lines(slices: Sequence[TimeSlice]) -> list[str]:
+    """The level over time, one sparkline a figure, with its range (the pane and the CLI)."""
+    if len(slices) < 2:
+        return []
+    width = slices[1].start_s - slices[0].start_s
+    rows = (
+        ("tok/s", [s.output_tok_s for s in slices], ",.0f"),
+        ("running", [s.running for s in slices], ",.1f"),
+        ("TTFT ms", [s.ttft_p50_ms for s in slices], ",.0f"),
+    )
+    lines = [f"  over time: {len(slices)} slices of {width:g} s (TTFT: median of the slice)"]
+    for label, values, spec in rows:
+        seen = [v for v in values if v is not None]
+        span = f"{format(min(seen), spec)}-{format(max(seen), spec)}" if seen else "n/a"
+        lines.append(f"{'  ' + label:<{_LABEL}}{sparkline(_fit(values))} {span}")
     return lines
 
 
