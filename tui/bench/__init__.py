@@ -13,6 +13,7 @@ compare.py: Compare two benchmark runs: what changed in the configuration, and w
 context.py: What a run is recorded against: profile, host, TP/EP and a hash of the serving config
 driver.py: Drive the benchmark process from the console, the CLI or a test: one code path
 export.py: Export a level in `vllm bench serve --save-result` field names, so tools compare
+html_report.py: `--report run.html`: one self-contained page per run, inline CSS and SVG charts
 http_phases.py: Each request's HTTP phases from the client's trace hooks: connect, send, wait
 history.py: Benchmark history: one BenchResult per line of a JSONL file in the data dir
 lengths.py: Per-request prompt and output lengths: fixed, drawn from a distribution, or a class mix
@@ -21,6 +22,7 @@ metrics.py: Metric definitions of `vllm bench serve` (docs/DESIGN.md section 5),
 model.py: Frozen result types of a benchmark run, and their JSON round trip
 prompt_fit.py: Prompts of an exact token count: calibrate which words are one token each, then count
 report.py: vLLM's `bench serve` report of one level, as text lines (the CLI and the Bench pane)
+requests_file.py: `--requests run.csv|run.jsonl`: one row per request of every level
 runner.py: The benchmark process: `python -m tui.bench.runner`, a BenchSpec in, JSON-line events out
 server_view.py: The server's side of a run: vLLM /metrics before and after, as deltas
 telemetry.py: The engine's side of a capacity level: vLLM /metrics polled while the level runs

@@ -39,6 +39,7 @@ from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import Slos, summarize_level
 from tui.bench.model import BenchResult, LevelResult, RequestOutcome
 from tui.bench.prompt_fit import PromptPlan, plan_prompts
+from tui.bench.requests_file import append_requests, request_rows
 from tui.bench.server_view import scrape, server_delta
 from tui.bench.trace import load_trace, replay, trace_prompts
 from tui.bench.workload import (
@@ -351,6 +352,9 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                     seed=seed,
                     client_samples=samples,
                 )  # fmt: skip
+                if spec.requests_path:
+                    rows = request_rows(index, concurrency, rate, run.outcomes)
+                    append_requests(spec.requests_path, rows, first=not results)
                 results.append(level)
                 emit("level", level=level_to_dict(level))
     partial = cancel.is_set() or any(level.partial for level in results)
@@ -484,7 +488,7 @@ async def _main(argv: list[str], read_stdin: Callable[[], str]) -> int:
             result = await run_spec(spec, cancel)
         finally:
             watchdog.cancel()
-    except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as error:
+    except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError, OSError) as error:
         emit("error", message=_describe(error))
         return 1
     if watchdog.done() and not watchdog.cancelled() and watchdog.result():
