@@ -134,8 +134,9 @@ class BenchView(VerticalScroll):
         if key in table.rows:
             table.remove_row(key)
         measured = level.completed > 0  # nothing completed: nothing measured, never 0
+        marks = (" *" if level.partial else "") + (" !" if level.client_bound else "")
         table.add_row(
-            _load_label(level) + (" *" if level.partial else ""),
+            _load_label(level) + marks,
             f"{level.completed}/{level.num_requests}",
             fail,
             _figure(level.ttft.median_ms, level.ttft.count, ",.1f"),

@@ -33,6 +33,8 @@ def _verdict(level: dict[str, Any]) -> Text:
         return Text("unknown", style="dim")
     if meets:
         return Text("meets", style="bold green")
+    if level.get("client_bound"):
+        return Text("client-bound", style="bold yellow")  # the client's limit, not a miss
     return Text(f"miss: {level.get('limited_by') or 'partial'}", style="bold red")
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from tui.bench.http_phases import CURRENT, PhaseMarks, aiohttp_trace, httpcore_trace
 from tui.bench.model import RequestOutcome
 
 TRANSPORTS = ("httpx-aiohttp", "httpx")
@@ -53,10 +54,18 @@ def make_client(
         return httpx.AsyncClient(limits=limits, timeout=timeout, headers=headers)
     if transport != "httpx-aiohttp":
         raise ValueError(f"unknown transport {transport!r}; expected one of {TRANSPORTS}")
+    import aiohttp
     from httpx_aiohttp import AiohttpTransport
 
+    def session() -> aiohttp.ClientSession:
+        """The transport's own session, with the hooks that time each request's phases."""
+        connector = aiohttp.TCPConnector(
+            keepalive_timeout=limits.keepalive_expiry, limit=limits.max_connections or 0
+        )
+        return aiohttp.ClientSession(connector=connector, trace_configs=[aiohttp_trace()])
+
     return httpx.AsyncClient(
-        transport=AiohttpTransport(limits=limits),
+        transport=AiohttpTransport(limits=limits, client=session),
         limits=limits,
         timeout=timeout,
         headers=headers,
@@ -193,8 +202,14 @@ async def _stream(
     outcome.start_s = start
     last_choice_at = 0.0
     done = False
+    marks = PhaseMarks(send_start=start)
+    phases = CURRENT.set(marks)
     try:
-        async with client.stream("POST", url, json=payload) as response:
+        async with client.stream(
+            "POST", url, json=payload, extensions={"trace": httpcore_trace}
+        ) as response:
+            CURRENT.reset(phases)
+            outcome.connect_s, outcome.send_s, outcome.wait_s = marks.phases()
             if response.status_code != 200:
                 body = (await response.aread()).decode(errors="replace")
                 outcome.error = f"HTTP {response.status_code}: {_short(body)}"
@@ -262,6 +277,8 @@ async def _stream(
         outcome.error = f"bad SSE data: {_short(str(error)) or type(error).__name__}"
     finally:
         outcome.end_s = perf_counter()
+        if CURRENT.get() is marks:
+            CURRENT.reset(phases)
     if outcome.error:
         return outcome
     if outcome.chunks == 0:

@@ -61,6 +61,8 @@ def level_to_vllm(result: BenchResult, level: LevelResult) -> dict[str, Any]:
         "input_tok_s": level.input_tok_s,
         "intervals": None if level.uncertainty is None else asdict(level.uncertainty),
         "server": None if level.server is None else _server(level),
+        "client_load": None if level.client_load is None else asdict(level.client_load),
+        "client_bound": level.client_bound,
         "context": {
             key: getattr(result.context, key) for key in result.context.__dataclass_fields__
         },

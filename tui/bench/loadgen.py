@@ -10,6 +10,8 @@ in-flight streams; what completed before is kept.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +55,7 @@ async def drive_requests(
     *,
     concurrency: int,
     cancel: asyncio.Event,
-    pace: Callable[[int], Awaitable[None]],
+    pace: Callable[[int], Awaitable[float | None]],
     request: Callable[[int], tuple[dict[str, Any], int]],
     read_timeout_s: float | None,
     total_timeout_s: float | None = None,
@@ -64,13 +66,18 @@ async def drive_requests(
     The one dispatch loop of every level (closed, open and trace replay):
     `request(index)` gives the payload and its prompt tokens. Cancelling stops
     dispatch and ends the in-flight streams; what completed before is kept.
+    Each request knows when it was due (`scheduled_s`): the time `pace` returns (its
+    arrival), or, when a slot was the wait, the moment that slot freed, so a client
+    that falls behind shows as send lag (tui.bench.client_load).
     """
     slots = asyncio.Semaphore(max(1, concurrency))
     tasks: set[asyncio.Task[None]] = set()
+    started = time.perf_counter()
+    freed = deque([started] * max(1, concurrency))  # slots in the order they free
 
-    async def one(index: int) -> None:
+    async def one(index: int, due_s: float) -> None:
         payload, prompt_tokens = request(index)
-        outcome = RequestOutcome(prompt_tokens=prompt_tokens)
+        outcome = RequestOutcome(prompt_tokens=prompt_tokens, scheduled_s=due_s)
         run.live[index] = outcome
         try:
             await stream_request(
@@ -82,6 +89,7 @@ async def drive_requests(
                 total_timeout_s=total_timeout_s,
             )
         finally:
+            freed.append(time.perf_counter())
             slots.release()
             run.live.pop(index, None)
         run.outcomes.append(outcome)
@@ -90,9 +98,9 @@ async def drive_requests(
 
     async def dispatch() -> None:
         for index in range(count):
-            await pace(index)
+            due = await pace(index)
             await slots.acquire()
-            task = asyncio.create_task(one(index))
+            task = asyncio.create_task(one(index, max(due or started, freed.popleft())))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         while tasks:
@@ -130,10 +138,18 @@ async def run_level(
 ) -> LevelRun:
     """Send every prompt under the level's discipline; returns when done or cancelled."""
     gaps = arrival_gaps_s(rate or 0.0, spec.burstiness, seed)
+    due = [time.perf_counter()]
 
-    async def pace(index: int) -> None:
-        if index and rate:
-            await asyncio.sleep(next(gaps))
+    async def pace(index: int) -> float | None:
+        """Open loop: sleep until the next arrival, on one schedule (late sends catch up)."""
+        if not rate:
+            return None
+        if index:
+            due[0] += next(gaps)
+            delay = due[0] - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        return due[0]
 
     drawn = spec.drawn_lengths(len(prompts), seed)  # the lengths the prompts were made to
 

@@ -14,15 +14,19 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tui.bench.client_load import ClientLoad, ClientSample, client_load, send_lags_s
 from tui.bench.model import (
     OUTPUT_TOKENS_FROM_CHUNKS,
     OUTPUT_TOKENS_FROM_USAGE,
     OUTPUT_TOKENS_MIXED,
+    HttpPhases,
     LatencyStats,
     LevelResult,
     RequestOutcome,
     ServerView,
+    Spread,
 )
+from tui.bench.over_time import time_slices
 from tui.bench.uncertainty import (
     CONFIDENCE,
     RESAMPLES,
@@ -38,14 +42,44 @@ def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0-100) by linear interpolation between closest ranks."""
     if not values:
         return 0.0
+    return _percentile_of_sorted(sorted(values), q)
+
+
+def _percentile_of_sorted(ordered: Sequence[float], q: float) -> float:
     if not 0 <= q <= 100:
         raise ValueError(f"percentile must be within 0..100, got {q}")
-    ordered = sorted(values)
     rank = (len(ordered) - 1) * q / 100.0
     low = math.floor(rank)
     high = min(low + 1, len(ordered) - 1)
     fraction = rank - low
     return ordered[low] + (ordered[high] - ordered[low]) * fraction
+
+
+def spread(values: Sequence[float], percentiles: Sequence[float]) -> Spread | None:
+    """Mean, median, population std and the asked percentiles, in the values' own unit."""
+    if not values:
+        return None
+    stats = latency_stats(values, percentiles)  # in ms: back to the unit
+    return Spread(
+        count=stats.count,
+        mean=stats.mean_ms / 1000,
+        median=stats.median_ms / 1000,
+        std=stats.std_ms / 1000,
+        percentiles=tuple((p, v / 1000) for p, v in stats.percentiles_ms),
+    )
+
+
+def http_phases(good: Sequence[RequestOutcome], percentiles: Sequence[float]) -> HttpPhases | None:
+    """The level's connect, send and wait times; None when the transport gave no marks."""
+    timed = [o for o in good if o.wait_s is not None]
+    if not timed:
+        return None
+    return HttpPhases(
+        connect=latency_stats([o.connect_s for o in timed if o.connect_s is not None], percentiles),
+        send=latency_stats([o.send_s for o in timed if o.send_s is not None], percentiles),
+        wait=latency_stats([o.wait_s for o in timed if o.wait_s is not None], percentiles),
+        new_connections=sum(bool(o.connect_s) for o in timed),
+    )
 
 
 def latency_stats(
@@ -54,16 +88,21 @@ def latency_stats(
     """Mean, median, population std, p90, p99 and the asked percentiles of seconds, in ms."""
     if not values_s:
         return LatencyStats()
-    mean = sum(values_s) / len(values_s)
-    variance = sum((value - mean) ** 2 for value in values_s) / len(values_s)
+    ordered = sorted(values_s)  # once: a level's pooled ITLs are a million values
+    mean = sum(ordered) / len(ordered)
+    variance = sum((value - mean) ** 2 for value in ordered) / len(ordered)
+
+    def at(q: float) -> float:
+        return _percentile_of_sorted(ordered, q) * 1000
+
     return LatencyStats(
-        count=len(values_s),
+        count=len(ordered),
         mean_ms=mean * 1000,
-        median_ms=percentile(values_s, 50) * 1000,
+        median_ms=at(50),
         std_ms=math.sqrt(variance) * 1000,
-        p90_ms=percentile(values_s, 90) * 1000,
-        p99_ms=percentile(values_s, 99) * 1000,
-        percentiles_ms=tuple((float(q), percentile(values_s, q) * 1000) for q in percentiles),
+        p90_ms=at(90),
+        p99_ms=at(99),
+        percentiles_ms=tuple((float(q), at(q)) for q in percentiles),
     )
 
 
@@ -116,9 +155,11 @@ def summarize_level(
     server: ServerView | None = None,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
     seed: int = 0,
+    client_samples: Sequence[ClientSample] = (),
 ) -> LevelResult:
     """Aggregate one level's outcomes; failures are counted, never in latency lists.
-    `seed` seeds the bootstrap of the intervals."""
+    `seed` seeds the bootstrap of the intervals; `client_samples` (each process's loop lag
+    and CPU) with the requests' send lags say whether the client kept up."""
     good = [outcome for outcome in outcomes if outcome.success]
     failed = [outcome for outcome in outcomes if not outcome.success]
     ttfts = [outcome.ttft_s for outcome in good]
@@ -139,6 +180,8 @@ def summarize_level(
     if slos is not None and slos.any:
         goodput = sum(_meets(outcome, slos) for outcome in good) / duration
     tpot_stats = latency_stats(tpots, percentiles)
+    user_tok_s = [output_tokens_of(o) / o.latency_s for o in good if o.latency_s > 0]
+    ttsts = [o.ttft_s + o.itl_s[0] for o in good if o.itl_s]
     prefill_rates = [o.prompt_tokens / o.ttft_s for o in good if o.ttft_s > 0 and o.prompt_tokens]
     return LevelResult(
         concurrency=concurrency,
@@ -168,8 +211,22 @@ def summarize_level(
         errors=tuple(outcome.error for outcome in failed),
         server=server,
         input_tok_s=_finite(total_input / duration) if total_input else None,
-        uncertainty=_uncertainty(good, failed, ttfts, tpots, e2els, slos, percentiles, seed),
+        uncertainty=_uncertainty(
+            good, failed, ttfts, tpots, e2els, user_tok_s, slos, percentiles, seed
+        ),
+        client_load=_client_load(outcomes, client_samples),
+        ttst=latency_stats(ttsts, percentiles) if ttsts else None,
+        user_tok_s=spread(user_tok_s, percentiles),
+        http=http_phases(good, percentiles),
+        over_time=time_slices(outcomes),
     )
+
+
+def _client_load(
+    outcomes: Sequence[RequestOutcome], samples: Sequence[ClientSample]
+) -> ClientLoad | None:
+    lags = send_lags_s(outcomes)
+    return client_load(lags, samples) if lags or samples else None
 
 
 def _uncertainty(
@@ -178,6 +235,7 @@ def _uncertainty(
     ttfts: Sequence[float],
     tpots: Sequence[float],
     e2els: Sequence[float],
+    user_tok_s: Sequence[float],
     slos: Slos | None,
     percentiles: Sequence[float],
     seed: int,
@@ -186,7 +244,6 @@ def _uncertainty(
     if not good:
         return None
     boot = RankBootstrap(random.Random(seed ^ 0xB007))
-    user_tok_s = [output_tokens_of(o) / o.latency_s for o in good if o.latency_s > 0]
     found = [
         metric_intervals("ttft_ms", ttfts, percentiles, boot, 1000.0),
         metric_intervals("tpot_ms", tpots, percentiles, boot, 1000.0),

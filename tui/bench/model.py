@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from tui.bench.client_load import ClientLoad, client_load_from_dict
+from tui.bench.over_time import TimeSlice, slices_from_dicts
 from tui.bench.uncertainty import LevelUncertainty, uncertainty_from_dict
 
 OUTPUT_TOKENS_FROM_USAGE = "usage"
@@ -40,6 +42,28 @@ class LatencyStats:
 def percentile_word(percentile: float) -> str:
     """vLLM's spelling of a percentile in keys and labels: 99 -> "99", 99.9 -> "99.9"."""
     return str(int(percentile)) if int(percentile) == percentile else str(percentile)
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """A distribution in the unit its field names (per-user tok/s): mean, median, std and
+    the asked percentiles, as (percentile, value)."""
+
+    count: int = 0
+    mean: float = 0.0
+    median: float = 0.0
+    std: float = 0.0
+    percentiles: tuple[tuple[float, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HttpPhases:
+    """Each request's HTTP phases over a level (tui.bench.http_phases), in ms."""
+
+    connect: LatencyStats  # 0 for a reused connection
+    send: LatencyStats
+    wait: LatencyStats  # request sent to the response's headers
+    new_connections: int  # requests that opened one (the rest reused a kept-alive one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +116,19 @@ class LevelResult:
     input_tok_s: float | None = None
     # 95 % intervals over the requests (tui.bench.uncertainty; None in older runs)
     uncertainty: LevelUncertainty | None = None
+    # send lag, loop lag, CPU share; client-bound when past a limit (None in older runs)
+    client_load: ClientLoad | None = None
+    # time to second token (TTFT + the first gap), per-user output tok/s (output tokens /
+    # E2EL) and the HTTP phases, each a distribution (None in older runs)
+    ttst: LatencyStats | None = None
+    user_tok_s: Spread | None = None
+    http: HttpPhases | None = None
+    # per-second output tok/s, requests running and TTFT (tui.bench.over_time)
+    over_time: tuple[TimeSlice, ...] = ()
+
+    @property
+    def client_bound(self) -> bool:
+        return self.client_load is not None and self.client_load.bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,17 +208,44 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
     return cls(**{key: value for key, value in data.items() if key in known})
 
 
+def _pairs(pairs: Any) -> tuple[tuple[float, float], ...]:
+    return tuple((float(p), float(v)) for p, v in pairs or ())
+
+
+def _latency(data: dict[str, Any] | None) -> LatencyStats:
+    stats = dict(data or {})
+    stats["percentiles_ms"] = _pairs(stats.get("percentiles_ms"))
+    return _build(LatencyStats, stats)
+
+
 def level_from_dict(data: dict[str, Any]) -> LevelResult:
     values = dict(data)
     for name in ("ttft", "tpot", "itl", "e2el"):
-        stats = dict(values.get(name) or {})
-        pairs = stats.get("percentiles_ms") or ()
-        stats["percentiles_ms"] = tuple((float(p), float(v)) for p, v in pairs)
-        values[name] = _build(LatencyStats, stats)
+        values[name] = _latency(values.get(name))
+    values["ttst"] = _latency(values["ttst"]) if values.get("ttst") else None
+    spread = values.get("user_tok_s")
+    values["user_tok_s"] = (
+        _build(Spread, {**spread, "percentiles": _pairs(spread.get("percentiles"))})
+        if spread
+        else None
+    )
+    http = values.get("http")
+    values["http"] = (
+        HttpPhases(
+            _latency(http.get("connect")),
+            _latency(http.get("send")),
+            _latency(http.get("wait")),
+            int(http.get("new_connections", 0)),
+        )
+        if http
+        else None
+    )
     server = values.get("server")
     values["server"] = _build(ServerView, server) if server else None
     values["errors"] = tuple(values.get("errors") or ())
     values["uncertainty"] = uncertainty_from_dict(values.get("uncertainty"))
+    values["client_load"] = client_load_from_dict(values.get("client_load"))
+    values["over_time"] = slices_from_dicts(values.get("over_time"))
     return _build(LevelResult, values)
 
 
@@ -211,6 +275,11 @@ class RequestOutcome:
     prompt_tokens: int = 0  # from usage, else the workload's target
     usage_seen: bool = False
     end_s: float = 0.0  # completion time (last byte or failure)
+    scheduled_s: float = 0.0  # when it was due to be sent (0: unknown); start_s is when it was
+    # HTTP phases (tui.bench.http_phases); None: not measured
+    connect_s: float | None = None  # 0.0: a kept-alive connection reused
+    send_s: float | None = None
+    wait_s: float | None = None  # request sent to the response's headers
     error: str = ""
 
     def to_dict(self) -> dict[str, Any]:

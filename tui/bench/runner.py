@@ -34,10 +34,12 @@ import httpx
 
 from tui.bench.chat_loop import PrefixIntent, chat_questions, run_conversations
 from tui.bench.client import make_client
+from tui.bench.client_load import ClientMeter, ClientSample
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import Slos, summarize_level
 from tui.bench.model import BenchResult, LevelResult, RequestOutcome
 from tui.bench.prompt_fit import PromptPlan, plan_prompts
+from tui.bench.requests_file import append_requests, request_rows
 from tui.bench.server_view import scrape, server_delta
 from tui.bench.trace import load_trace, replay, trace_prompts
 from tui.bench.workload import (
@@ -111,8 +113,10 @@ async def _sharded_level(
     cancel: asyncio.Event,
     run: LevelRun,
     worker_tokens: dict[int, int],
+    samples: list[ClientSample],
 ) -> None:
-    """Split a level over worker processes; their outcomes land in `run`."""
+    """Split a level over worker processes; their outcomes land in `run`, their client
+    samples in `samples`."""
     shares = [concurrency // processes + (i < concurrency % processes) for i in range(processes)]
     counts = [num_requests // processes + (i < num_requests % processes) for i in range(processes)]
     workers = []
@@ -151,6 +155,8 @@ async def _sharded_level(
             elif message["event"] == "end":
                 run.cancelled += message["cancelled"]
                 run.partial = run.partial or message["partial"]
+                if message.get("client"):
+                    samples.append(ClientSample.from_dict(message["client"]))
         await worker.wait()
 
     async def forward_cancel() -> None:
@@ -283,6 +289,9 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                 before = await scrape(control, metrics_url) if spec.scrape_metrics else None
                 run = LevelRun()
                 worker_tokens: dict[int, int] = {}
+                samples: list[ClientSample] = []
+                meter = ClientMeter()
+                meter.start()
                 progress = asyncio.create_task(
                     _progress_loop(
                         index, concurrency, rate, total, run, worker_tokens,
@@ -319,10 +328,11 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                         await _sharded_level(
                             spec, words, plan, processes=processes, concurrency=concurrency,
                             rate=rate, num_requests=total, seed=seed, cancel=cancel,
-                            run=run, worker_tokens=worker_tokens,
+                            run=run, worker_tokens=worker_tokens, samples=samples,
                         )  # fmt: skip
                 finally:
                     progress.cancel()
+                    samples.append(await meter.stop())
                 after = await scrape(control, metrics_url) if spec.scrape_metrics else None
                 level = summarize_level(
                     run.outcomes,
@@ -340,7 +350,11 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                     server=server_delta(before, after),
                     percentiles=spec.percentiles,
                     seed=seed,
+                    client_samples=samples,
                 )  # fmt: skip
+                if spec.requests_path:
+                    rows = request_rows(index, concurrency, rate, run.outcomes)
+                    append_requests(spec.requests_path, rows, first=not results)
                 results.append(level)
                 emit("level", level=level_to_dict(level))
     partial = cancel.is_set() or any(level.partial for level in results)
@@ -442,6 +456,8 @@ async def _worker(job: dict[str, Any], cancel: asyncio.Event) -> None:
         api_key=api_key_for(spec),
     ) as client:
         ticker = asyncio.create_task(live())
+        meter = ClientMeter()
+        meter.start()
         try:
             await run_level(
                 client, url, spec, prompts, concurrency=job["concurrency"], rate=job["rate"],
@@ -449,8 +465,9 @@ async def _worker(job: dict[str, Any], cancel: asyncio.Event) -> None:
             )  # fmt: skip
         finally:
             ticker.cancel()
+            sample = await meter.stop()
     emit("live", tokens=0)
-    emit("end", cancelled=run.cancelled, partial=run.partial)
+    emit("end", cancelled=run.cancelled, partial=run.partial, client=sample.to_dict())
 
 
 async def _main(argv: list[str], read_stdin: Callable[[], str]) -> int:
@@ -471,7 +488,7 @@ async def _main(argv: list[str], read_stdin: Callable[[], str]) -> int:
             result = await run_spec(spec, cancel)
         finally:
             watchdog.cancel()
-    except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as error:
+    except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError, OSError) as error:
         emit("error", message=_describe(error))
         return 1
     if watchdog.done() and not watchdog.cancelled() and watchdog.result():

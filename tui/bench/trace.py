@@ -118,10 +118,12 @@ async def replay(
     speed = spec.trace_speed if spec.trace_speed > 0 else 1.0
     start = time.perf_counter()
 
-    async def pace(index: int) -> None:
-        delay = start + trace[index].at_s / speed - time.perf_counter()
+    async def pace(index: int) -> float:
+        due = start + trace[index].at_s / speed
+        delay = due - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
+        return due
 
     def request(index: int) -> tuple[dict[str, Any], int]:
         wanted = trace[index]

@@ -190,6 +190,7 @@ class BenchSpec:
     slos: SloSpec = field(default_factory=SloSpec)
     context: RunContext = field(default_factory=RunContext)
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES  # vLLM's --metric-percentiles
+    requests_path: str = ""  # --requests: every request to this .csv or .jsonl, level by level
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

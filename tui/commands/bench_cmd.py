@@ -16,6 +16,7 @@ from tui.bench.context import context_for_profile
 from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
 from tui.bench.export import result_to_json
 from tui.bench.history import append_result
+from tui.bench.html_report import html_report
 from tui.bench.model import BenchResult, LevelResult, RunContext
 from tui.bench.report import report_lines
 from tui.bench.workload import BenchSpec, spec_from_preset
@@ -68,6 +69,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         "default: the profile's [benchmark] percentiles, else 90,95,99)",
     )
     parser.add_argument("--json", action="store_true", help="print vLLM-style JSON only")
+    parser.add_argument(
+        "--report", metavar="FILE.html", help="also write a self-contained HTML report (charts)"
+    )
+    parser.add_argument(
+        "--requests", metavar="FILE", help="also write every request to FILE.csv or FILE.jsonl"
+    )
     parser.add_argument("--save", action="store_true", help="append the result to the history")
     parser.add_argument(
         "--workload",
@@ -140,11 +147,26 @@ def check_args(args: argparse.Namespace, presets: Mapping[str, BenchmarkPreset] 
     for level in args.concurrency or ():
         _positive("concurrency", level)
     parse_percentiles(getattr(args, "percentiles", None))
+    _output_file("report", getattr(args, "report", None), (".html", ".htm"))
+    _output_file("requests", getattr(args, "requests", None), (".csv", ".jsonl"))
     known = default_presets() if presets is None else presets
     if args.preset is not None and args.preset not in known:
         raise UsageError(
             f"unknown preset {args.preset!r}; known presets: {', '.join(sorted(known))}"
         )
+
+
+def _output_file(flag: str, path: str | None, suffixes: tuple[str, ...]) -> None:
+    """A file the run will write: the right suffix, and writable now (not after the run)."""
+    if not path:
+        return
+    if Path(path).suffix.lower() not in suffixes:
+        raise UsageError(f"--{flag} {path}: expected a {' or '.join(suffixes)} file")
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        raise UsageError(f"--{flag} {path}: {error.strerror or error}") from None
 
 
 def parse_percentiles(text: str | None) -> tuple[float, ...] | None:
@@ -257,6 +279,7 @@ def build_spec(
         context=replace(context, base_url=base_url),
         percentiles=percentiles,
         seed=getattr(args, "seed", None),
+        requests_path=os.path.abspath(args.requests) if getattr(args, "requests", None) else None,
         mix=getattr(args, "mix", None),
         **_length_flags(args),
     )
@@ -293,6 +316,7 @@ def format_level(level: LevelResult) -> str:
     """One level per line, 80 columns at most; `*` after the load marks a partial level."""
     load = f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
     load += "*" if level.partial else ""
+    load += "!" if level.client_bound else ""
     return (
         f"{load:>7} {level.completed:>5}/{level.num_requests:<5} {level.failed:>4} "
         f"{_ms(level.ttft.median_ms):>8} {_ms(level.ttft.p99_ms):>8} "
@@ -367,6 +391,10 @@ def format_result(result: BenchResult) -> str:
             f"prefix cache hit rate: measured {shown}, intended {100 * intended:.1f}% "
             f"({result.client.get('workload')}; reset: {result.client.get('prefix_cache_reset')})"
         )
+    bound = [lv for lv in result.levels if lv.client_bound]
+    if bound:
+        loads = ", ".join(f"c={lv.concurrency}" for lv in bound)
+        lines.append(f"! CLIENT-BOUND at {loads}: the client's limit, not the server's")
     if result.partial:
         lines.append("PARTIAL: the run was cancelled or did not finish every level")
     return "\n".join(lines)
@@ -454,6 +482,11 @@ def _bench(args: argparse.Namespace) -> int:
     else:
         result = asyncio.run(_bench_profile(args, show_progress))
     saved = append_result(result) if args.save else None
+    if getattr(args, "report", None):
+        try:
+            Path(args.report).write_text(html_report(result), encoding="utf-8")
+        except OSError as error:
+            raise ServedeckError(f"--report {args.report}: {error.strerror or error}") from None
     print(result_to_json(result) if args.json else format_result(result))
     if not args.json and saved is not None:
         print(hanging("saved to ", str(saved)))

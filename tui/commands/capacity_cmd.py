@@ -59,6 +59,7 @@ def format_capacity(result: dict[str, Any]) -> str:
         util = f"{gpu['util_mean_pct']:.0f}" if gpu else "-"
         per_joule = gpu.get("tokens_per_joule") if gpu else None
         verdict = "ok" if level["meets_slo"] else f"miss: {level['limited_by'] or 'partial'}"
+        verdict = "client-bound (not the server's limit)" if level.get("client_bound") else verdict
         lines.append(
             f"{_load(level):>7} {level['ttft_p99_ms']:>9,.0f} {level['itl_p99_ms']:>8,.0f} "
             f"{level['per_user_tok_s']:>7,.1f} {level['output_throughput']:>9,.0f} "

@@ -47,6 +47,7 @@ from tui.bench.capacity.workloads import (
 )
 from tui.bench.chat_loop import PrefixIntent
 from tui.bench.client import make_client, stream_request
+from tui.bench.client_load import ClientMeter, client_load, send_lags_s
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import output_tokens_of, percentile, tpot_of
 from tui.bench.model import RequestOutcome
@@ -222,16 +223,20 @@ async def run_users(
     rounds = rounds_for(spec, concurrency)
     length_key = "max_completion_tokens" if bench.endpoint == "chat" else "max_tokens"
 
+    started = time.perf_counter()
+
     async def user(index: int) -> None:
+        due = started  # a user's next request is due when its last one ended
         for turn in range(rounds):
             if stop.is_set():
                 return
             payload = request_payload(bench, prompts[(turn * concurrency + index) % len(prompts)])
             if turn == 0:
                 payload[length_key] = first_round_tokens(bench.output_tokens, concurrency, index)
-            outcome = RequestOutcome(prompt_tokens=bench.input_tokens)
+            outcome = RequestOutcome(prompt_tokens=bench.input_tokens, scheduled_s=due)
             await stream_request(client, url, payload, outcome, read_timeout_s=bench.read_timeout_s)
             (loop_run.warmup if turn == 0 else loop_run.measured).append(outcome)
+            due = outcome.end_s
 
     users = [asyncio.create_task(user(index)) for index in range(concurrency)]
     stopper = asyncio.create_task(stop.wait())
@@ -272,6 +277,8 @@ async def measure_level(
                 stop.set()
 
     watcher = asyncio.create_task(watch())
+    meter = ClientMeter()
+    meter.start()
     try:
         if bench.workload == "chat":
             await run_chat_users(
@@ -291,6 +298,7 @@ async def measure_level(
         stop.set()
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
+    sample = await meter.stop()
     await poller.sample(steady=True)
     server = poller.stats(concurrency)
     # Stopped by the watchdog for over-saturation is a finding; stopped by a cancel is not.
@@ -302,7 +310,8 @@ async def measure_level(
         partial=cancel.is_set(),
         server=server if server.samples else None,
     )
-    return _with_intent(level, bench, intent)
+    load = client_load(send_lags_s(loop_run.measured), [sample])
+    return replace(_with_intent(level, bench, intent), client_bound=load.describe())
 
 
 def _with_intent(level: CapacityLevel, bench: BenchSpec, intent: PrefixIntent) -> CapacityLevel:
@@ -349,6 +358,8 @@ async def measure_rate_level(
                 stop.set()
 
     watcher = asyncio.create_task(watch())
+    meter = ClientMeter()
+    meter.start()
     try:
         if bench.workload == "trace":
             await replay_trace_level(
@@ -366,6 +377,7 @@ async def measure_rate_level(
         stop.set()
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
+    sample = await meter.stop()
     await poller.sample(steady=True)
     server = poller.stats(nominal)
     ordered = sorted(run.outcomes, key=lambda o: o.start_s)
@@ -378,7 +390,13 @@ async def measure_rate_level(
         partial=cancel.is_set(),
         server=server if server.samples else None,
     )
-    return replace(_with_intent(level, bench, intent), request_rate=rate, peak_in_flight=peak)
+    load = client_load(send_lags_s(ordered[warm:]), [sample])
+    return replace(
+        _with_intent(level, bench, intent),
+        request_rate=rate,
+        peak_in_flight=peak,
+        client_bound=load.describe(),
+    )
 
 
 async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:

@@ -128,6 +128,9 @@ class CapacityLevel:
     # chat, trace: the share of prompt tokens the workload meant to reuse (0-100);
     # server.prefix_hit_rate_pct is what the engine measured.
     intended_prefix_hit_rate_pct: float | None = None
+    # why the client, not the server, set this level's figures (tui.bench.client_load);
+    # "" when it kept up. Such a level neither meets nor misses: the search stops there.
+    client_bound: str = ""
 
     @property
     def load(self) -> str:
@@ -146,7 +149,9 @@ class CapacityLevel:
 
     @property
     def meets_slo(self) -> bool:
-        return not self.failures and not self.partial and self.completed > 0
+        return (
+            not self.failures and not self.partial and self.completed > 0 and not self.client_bound
+        )
 
     def margin(self, slo: CapacitySlo) -> float:
         """The binding objective's ratio to its limit (>1: missed); inf when over-saturated."""
@@ -220,7 +225,9 @@ class CapacitySearch:
         above = [
             lv
             for lv in self.levels
-            if not lv.meets_slo and (low is None or lv.concurrency > low.concurrency)
+            if not lv.meets_slo
+            and not lv.client_bound
+            and (low is None or lv.concurrency > low.concurrency)
         ]
         high = min(above, key=lambda lv: lv.concurrency, default=None)
         return low, high
@@ -233,8 +240,8 @@ class CapacitySearch:
         """The next level to measure, or None when the answer is known (or levels ran out)."""
         if not self.levels:
             return max(1, min(self.start, self.max_concurrency))
-        if len(self.levels) >= self.max_levels:
-            return None
+        if len(self.levels) >= self.max_levels or self.client_bound() is not None:
+            return None  # a client-bound level says nothing of the server: no level beyond
         low, high = self._bounds()
         if low is None:
             smallest = min(lv.concurrency for lv in self.levels)
@@ -276,11 +283,29 @@ class CapacitySearch:
         """(highest level meeting the SLO, lowest level above it that missed)."""
         return self._bounds()
 
+    def client_bound(self) -> CapacityLevel | None:
+        """The first level whose client could not keep up, if any."""
+        return next((lv for lv in self.levels if lv.client_bound), None)
+
 
 def answer_sentence(
-    slo: CapacitySlo, best: CapacityLevel | None, above: CapacityLevel | None
+    slo: CapacitySlo,
+    best: CapacityLevel | None,
+    above: CapacityLevel | None,
+    bound: CapacityLevel | None = None,
 ) -> str:
-    """The result in one sentence, as an operator would say it."""
+    """The result in one sentence, as an operator would say it; a client-bound level is
+    named as the client's limit, never the server's."""
+    text = _answer(slo, best, above)
+    if bound is None or (above is not None and above.concurrency < bound.concurrency):
+        return text
+    return (
+        f"{text.split('; ')[0]}; the client could not drive {bound.load} ({bound.client_bound}):"
+        " the server's limit is not known above it"
+    )
+
+
+def _answer(slo: CapacitySlo, best: CapacityLevel | None, above: CapacityLevel | None) -> str:
     if best is None:
         if above is None:
             return "no level finished: capacity unknown"
@@ -323,8 +348,9 @@ def capacity_json(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The CLI contract of `servedeck bench --capacity --json`."""
+    bound = next((level for level in levels if level.client_bound), None)
     body: dict[str, Any] = {
-        "answer": answer_sentence(slo, best, above),
+        "answer": answer_sentence(slo, best, above, bound),
         "capacity": {
             "concurrency": (
                 best.peak_in_flight if best.request_rate is not None else best.concurrency
@@ -336,6 +362,8 @@ def capacity_json(
             "per_user_tok_s": best.per_user_tok_s if best else 0.0,
             "limited_by": limit_label(above) if above else "",
         },
+        # the first level whose client could not keep up: no server limit is known above it
+        "client_bound_at": bound.at if bound else None,
         "slo": asdict(slo),
         "levels": [level_dict(level) for level in levels],
     }
