@@ -17,6 +17,7 @@ console_processes.py: The console's Processes pane: listing, the kill dialog, an
 console_protocol.py: The console as its parts see it: the `Console` protocol, and `Part`, what every part holds
 console_record.py: The console's flight recorder: what the panes see goes to the recording; alerts; Timeline; replay
 console_restart_watch.py: The console's restart watch: the guard before S/R, and the restart-loop detector
+console_sleep.py: Part: vLLM's sleep mode on the Deck: Z puts the engine to sleep, W wakes it
 console_workers.py: The one way the console starts a background worker: a failure becomes a state, never an exit
 fleet_app.py: The Fleet pane: every host of a group on one screen; Enter opens one host's full Deck
 messages.py: Every message the console's workers post to the app, in one place

@@ -37,6 +37,7 @@ from tui.app.console_load_live import LoadLivePart
 from tui.app.console_processes import ProcessesPart
 from tui.app.console_record import RecordPart
 from tui.app.console_restart_watch import RestartWatchPart
+from tui.app.console_sleep import SleepPart
 from tui.app.console_workers import WorkerFailed, console_worker, failure_text
 from tui.core.audit import append_audit
 from tui.core.config import Profile
@@ -177,6 +178,7 @@ class ServedeckApp(App[int]):
         self.handoff = HandoffPart(deck, self)
         self.load_live = LoadLivePart(deck, self, self.record)
         self.restart_watch = RestartWatchPart(deck, self, self.action_kill_leftovers)
+        self.sleep = SleepPart(deck, self)
 
     def get_default_screen(self) -> Screen:
         """The main screen, whose partial updates draw only the changed lines (perf)."""
@@ -477,6 +479,7 @@ class ServedeckApp(App[int]):
             leftovers=note,
             progress=self.engine_progress.verdict if self.ready else None,
             asleep=self.asleep,
+            sleep_level=self.sleep.level,
         )
 
     @console_worker("log", pane="log", what="follow the service log")
@@ -607,6 +610,7 @@ class ServedeckApp(App[int]):
         if message.readiness.epoch != self.tracker.epoch or self._unit_active() is False:
             return  # asked before a stop (or a new start): it speaks of a server now gone
         self.record.readiness(message.readiness)
+        self.sleep.observe(message.readiness)
         if bool(message.readiness.asleep) != self.asleep:  # never "ready" nor "idle" asleep
             self.asleep = bool(message.readiness.asleep)
             self.render_service_line()
@@ -711,6 +715,16 @@ class ServedeckApp(App[int]):
 
         # start/restart: the guard first (leftovers holding GPU memory or the port).
         self.restart_watch.guard_then_confirm(verb, ask)
+
+    def action_sleep_mode(self, verb: str) -> None:
+        self.sleep.act(verb)
+
+    @while_open
+    def on_servedeck_app_sleep_done(self, message: messages.SleepDone) -> None:
+        self.sleep.done(message)
+        self.ready = False  # asleep is never ready; awake, the probe says ready again
+        self._last_probe_s = 0.0
+        self._probe_readiness()
 
     @console_worker(
         "service-action",
@@ -925,6 +939,7 @@ class ServedeckApp(App[int]):
             leftovers=None if listing is None else len(leftovers(listing.processes)),
             tab=self.active_tab(),
             bench_running=self.bench.process is not None,
+            asleep=self.sleep.asleep,
         )
 
     @property

@@ -5,6 +5,7 @@ load/: A model load: its progress from the log (one state machine), the ready ET
 metrics.py: Server metrics from Prometheus /metrics (vLLM and SGLang names), with a log fallback
 progress/: Is the engine making progress: the stall verdict, its kind and evidence, and the stall as an incident
 readiness.py: Is the server answering? /health and /v1/models, polled only once the log says it is starting
+sleep.py: vLLM's sleep mode as an action: put the engine to sleep or wake it, confirmed and audited
 spec_decode.py: Speculative decoding's acceptance from vLLM's spec-decode counters
 unit/: The systemd unit that runs the server: its state and actions, and what keeps it from looping
 """

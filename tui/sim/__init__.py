@@ -27,6 +27,7 @@ procs.py: Simulated vLLM child processes: `VLLM::EngineCore` and its `VLLM::Work
 server.py: `python -m tui.sim.server`: a simulated vLLM server process on 127.0.0.1
 service.py: The simulator's unit behind the same ServiceController the console uses for systemd
 shards.py: The simulator's slow-disk mode: real checkpoint shards, read at a set disk rate
+sleep_state.py: The simulator's `vllm:engine_sleep_state` gauge, as vLLM writes it
 spec_decode.py: The simulator's speculative-decoding counters, as vLLM's SpecDecodingProm counts them
 spec.py: The seed deployment the simulator models, and the server's settings
 sweep.py: Temporary simulator state dirs outlive a console killed with SIGKILL: the next start sweeps them

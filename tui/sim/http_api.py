@@ -28,6 +28,7 @@ from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.hang import HANGS, SLOW_FACTOR
 from tui.sim.metrics import build_registry, exposition
 from tui.sim.prefix_cache import BLOCK_TOKENS, PrefixCache
+from tui.sim.sleep_state import SleepStateCollector
 from tui.sim.spec import VLLM_VERSION, ServerSettings
 
 SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
@@ -79,6 +80,11 @@ class SimApi:
         self.sleep_level = 0  # 0 awake; 1 weights offloaded; 2 weights discarded
         self.faults = faults
         self.registry = build_registry(self.engines, settings.served_model_name)
+        self.registry.register(  # vLLM registers it with or without sleep mode
+            SleepStateCollector(
+                lambda: self.sleep_level, len(self.engines), settings.served_model_name
+            )
+        )
         self.rng = random.Random(settings.seed)
         self.created = int(time.time())
         self.fingerprint = f"vllm-{VLLM_VERSION}-sim"
