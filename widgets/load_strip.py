@@ -10,6 +10,7 @@ from tui.serving.engines import EngineMetrics, idle_engine_warnings
 from tui.serving.load.eta import ReadyEstimate
 from tui.serving.load.tracker import LoadProgress, silence_note
 from tui.serving.metrics import ServerMetrics
+from tui.serving.prefix_cache import explain_metrics
 from tui.serving.spec_decode import spec_decode_line
 from widgets.quiet_update import update_static
 
@@ -102,6 +103,10 @@ def render_strip(
         if spec is not None:
             text.append(f"  {spec}")
         text.append(f"  ({metrics.source})", style="dim")
+        cache = explain_metrics(metrics)
+        # Off is worth a line only while prompts arrive (then every one is prefilled whole).
+        if cache is not None and (cache.reason != "off" or (metrics.prompt_tokens_per_s or 0) > 0):
+            text.append(f"\n ⓘ {cache.text}", style="yellow")
         if len(metrics.engines) > 1:  # data-parallel: each engine's row under the sum
             for engine in metrics.engines:
                 text.append("\n")

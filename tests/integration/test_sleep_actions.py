@@ -21,7 +21,7 @@ from tui.serving.sleep import describe_sleep, perform_sleep, sleep_level
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.spec import SERVED_MODEL_NAME
 
-FIXTURE = Path("/work/shared/fixtures/vllm-0.32-cpu/metrics.txt")
+FIXTURE = Path(__file__).parents[1] / "support" / "fixtures" / "vllm-0.32-cpu" / "metrics.txt"
 OPTIONS = SimServerOptions(shards=2, extra_args=("--enable-sleep-mode",))
 MODELS = (SERVED_MODEL_NAME,)
 

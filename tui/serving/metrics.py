@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from tui.core.errors import ServedeckError
 from tui.serving.engines import EngineMetrics
 from tui.serving.load.tracker import EngineStats
+from tui.serving.prefix_cache import PREFIX_CACHE_FAMILIES, PrefixCacheFigures, prefix_cache_figures
 from tui.serving.spec_decode import FAMILIES as SPEC_DECODE_FAMILIES
 from tui.serving.spec_decode import SpecDecode, spec_decode
 
@@ -101,6 +102,7 @@ class ServerMetrics:
     # One row per `engine` label (data-parallel ranks); empty when the page has none.
     engines: tuple[EngineMetrics, ...] = ()
     spec_decode: SpecDecode | None = None  # None: no speculative decoding exposed
+    prefix_cache: PrefixCacheFigures | None = None  # None: the server exposes none of it
 
 
 USED_FAMILIES = frozenset(
@@ -115,6 +117,7 @@ USED_FAMILIES = frozenset(
         *ITL,
         *ENGINE_HEALTHY,
         *SPEC_DECODE_FAMILIES,
+        *PREFIX_CACHE_FAMILIES,
     )
 )
 _SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
@@ -315,6 +318,7 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         engine_healthy=current.first(ENGINE_HEALTHY),
         engines=_per_engine(current, previous),
         spec_decode=spec_decode(current, previous),
+        prefix_cache=prefix_cache_figures(current, previous),
     )
 
 
