@@ -9,6 +9,7 @@ from tui.core.formatting import duration_clock
 from tui.serving.engines import EngineMetrics, idle_engine_warnings
 from tui.serving.load.eta import ReadyEstimate
 from tui.serving.load.tracker import LoadProgress, silence_note
+from tui.serving.lora import lora_line
 from tui.serving.metrics import ServerMetrics
 from tui.serving.prefix_cache import explain_metrics
 from tui.serving.spec_decode import spec_decode_line
@@ -103,6 +104,9 @@ def render_strip(
         if spec is not None:
             text.append(f"  {spec}")
         text.append(f"  ({metrics.source})", style="dim")
+        lora = lora_line(metrics.lora)
+        if lora is not None:
+            text.append(f"\n {lora}")
         cache = explain_metrics(metrics)
         # Off is worth a line only while prompts arrive (then every one is prefilled whole).
         if cache is not None and (cache.reason != "off" or (metrics.prompt_tokens_per_s or 0) > 0):

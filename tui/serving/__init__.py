@@ -2,6 +2,7 @@
 
 engines.py: Per-engine figures of a data-parallel deployment, and an engine idle while another queues
 load/: A model load: its progress from the log (one state machine), the ready ETA, the load explainer
+lora.py: LoRA adapters: which are loaded, and which have requests running or waiting
 metrics.py: Server metrics from Prometheus /metrics (vLLM and SGLang names), with a log fallback
 prefix_cache.py: Why the prefix cache does not hit: the reason, when one can be known, else "unknown"
 progress/: Is the engine making progress: the stall verdict, its kind and evidence, and the stall as an incident

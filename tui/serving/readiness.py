@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tui.core.errors import ServedeckError
 from tui.serving.load.tracker import LoadProgress, Phase
+from tui.serving.lora import adapters_from_models
 from tui.serving.metrics import parse_metrics
 from tui.serving.sleep import SLEEP_STATE, sleep_level
 
@@ -34,6 +35,8 @@ class Readiness:
     # 1 weights offloaded, 2 discarded, from vllm:engine_sleep_state (tui.serving.sleep);
     # None awake or not exposed.
     sleep_level: int | None = None
+    # LoRA adapters loaded: the /v1/models entries with a `parent` (tui.serving.lora).
+    adapters: tuple[str, ...] = ()
 
     @property
     def ready(self) -> bool:
@@ -87,6 +90,7 @@ class ReadinessProbe:
             models: tuple[str, ...] = ()
             asleep: bool | None = None
             level: int | None = None
+            adapters: tuple[str, ...] = ()
             if health.status_code == 200:
                 listing = await http.get(
                     f"{self.base_url}/v1/models", headers=self._headers, timeout=self._timeout
@@ -94,6 +98,7 @@ class ReadinessProbe:
                 if listing.status_code == 200:
                     data = listing.json().get("data", [])
                     models = tuple(str(m.get("id", "?")) for m in data if isinstance(m, dict))
+                    adapters = tuple(name for name, _ in adapters_from_models(data))
                 asleep = await self._asleep(http)
                 if asleep:
                     level = await self._sleep_level(http)
@@ -113,6 +118,7 @@ class ReadinessProbe:
             epoch,
             asleep=asleep if ok else None,
             sleep_level=level,
+            adapters=adapters,
         )
 
     async def _sleep_level(self, http: httpx.AsyncClient) -> int | None:

@@ -20,6 +20,7 @@ health.py: The simulated box's GPU health: `nvidia-smi -q` counters and kernel X
 http_api.py: The simulator's HTTP surface: vLLM's OpenAI-compatible API on aiohttp
 interconnect.py: The simulated box's interconnect, printed in the real tools' formats
 load.py: The model load, phase by phase, in vLLM's log lines and worker memory
+lora.py: The simulator's vLLM 2026 engine options (data-parallel, drafts, sleep, LoRA) and its LoRA adapters
 metrics.py: /metrics for the simulator: vLLM's metric names and labels, via prometheus_client
 overview.py: What the Host overview shows for the simulator: the seed deployment's machine
 prefix_cache.py: The simulator's prefix cache: vLLM's automatic prefix caching, block by block
