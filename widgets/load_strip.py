@@ -104,19 +104,21 @@ def render_strip(
         if spec is not None:
             text.append(f"  {spec}")
         text.append(f"  ({metrics.source})", style="dim")
-        lora = lora_line(metrics.lora)
-        if lora is not None:
-            text.append(f"\n {lora}")
-        cache = explain_metrics(metrics)
-        # Off is worth a line only while prompts arrive (then every one is prefilled whole).
-        if cache is not None and (cache.reason != "off" or (metrics.prompt_tokens_per_s or 0) > 0):
-            text.append(f"\n ⓘ {cache.text}", style="yellow")
         if len(metrics.engines) > 1:  # data-parallel: each engine's row under the sum
             for engine in metrics.engines:
                 text.append("\n")
                 text.append_text(_engine_row(engine))
             for warning in idle_engine_warnings(metrics.engines):
                 text.append(f"\n ⚠ {warning}", style="bold yellow")
+        lora = lora_line(metrics.lora)
+        if lora is not None:
+            text.append(f"\n {lora}")
+        cache = explain_metrics(metrics)
+        # A known reason only (unknown stays in status and the handoff: a workload that
+        # shares nothing hits 0 % too); off only while prompts arrive.
+        arriving = (metrics.prompt_tokens_per_s or 0) > 0
+        if cache is not None and cache.reason not in ("unknown", *(() if arriving else ("off",))):
+            text.append(f"\n ⓘ {cache.text}", style="yellow")
     return text
 
 

@@ -127,3 +127,20 @@ def test_status_json_and_the_handoff_say_why() -> None:
         SummaryInputs(profile=deck.profile, host_label="sim", generated_at_s=0.0, metrics=metrics)
     )
     assert any("prefix cache" in line and "enable_prefix_caching=False" in line for line in lines)
+
+
+def test_the_serving_strip_says_a_known_reason_only() -> None:
+    """The Deck: a known reason as its own line; unknown (a workload may share nothing) not."""
+    from widgets.load_strip import render_strip
+
+    page = (FIXTURES / "metrics.txt").read_text()
+    unknown = compute_metrics(parse_metrics(page, at_s=1.0))
+    assert "prefix" not in render_strip(None, unknown).plain
+    off = page.replace('enable_prefix_caching="True"', 'enable_prefix_caching="False"')
+    before = parse_metrics(
+        (FIXTURES / "metrics_before.txt").read_text().replace("True", "False"), at_s=0.0
+    )
+    lines = render_strip(None, compute_metrics(parse_metrics(off, at_s=10.0), before)).plain
+    assert lines.splitlines()[-1].strip() == (
+        "ⓘ prefix caching is off in the engine's args (enable_prefix_caching=False)"
+    )
