@@ -7,7 +7,7 @@ palette and its `?` screen, so all four offer the same things.
 from __future__ import annotations
 
 # Actions that change the host: none of them in read-only mode.
-_CHANGING = frozenset({"service", "kill_leftovers", "kill_selected"})
+_CHANGING = frozenset({"service", "sleep_mode", "kill_leftovers", "kill_selected"})
 # Actions that send requests to the server: nothing to measure while its unit is stopped,
 # and load that a read-only console (a browser visitor's) must not put on a serving box.
 _LOADS_THE_SERVER = frozenset({"bench", "bench_pick", "bench_capacity"})
@@ -32,12 +32,15 @@ def action_offered(
     leftovers: int | None = None,
     tab: str | None = None,
     bench_running: bool = False,
+    asleep: bool | None = None,
 ) -> bool:
     """False when the action cannot be done now (Textual then hides its key and ignores it).
 
     `active` is the unit's state: None while it is unknown (nothing to offer then).
     `leftovers` counts the last listing's leftovers: None while none was taken (the
-    cleanup lists first, so it is offered). `tab` is the pane on screen.
+    cleanup lists first, so it is offered). `tab` is the pane on screen. `asleep` is
+    vLLM's sleep mode: None while the server has not answered /is_sleeping (no sleep
+    mode: neither sleep nor wake is offered), else whether the engine sleeps now.
     """
     if read_only and refused_read_only(action):
         return False
@@ -51,6 +54,10 @@ def action_offered(
         return has_unit and active is not False
     if action == "kill_selected":  # a selection exists only on the Processes pane
         return tab in (None, "procs")
+    if action == "sleep_mode":
+        if asleep is None or (has_unit and active is not True):
+            return False
+        return asleep if (parameters[0] if parameters else "") == "wake" else not asleep
     if action != "service":
         return True
     if not has_unit or active is None:

@@ -9,7 +9,9 @@ from tui.core.formatting import duration_clock
 from tui.serving.engines import EngineMetrics, idle_engine_warnings
 from tui.serving.load.eta import ReadyEstimate
 from tui.serving.load.tracker import LoadProgress, silence_note
+from tui.serving.lora import lora_line
 from tui.serving.metrics import ServerMetrics
+from tui.serving.prefix_cache import explain_metrics
 from tui.serving.spec_decode import spec_decode_line
 from widgets.quiet_update import update_static
 
@@ -108,6 +110,15 @@ def render_strip(
                 text.append_text(_engine_row(engine))
             for warning in idle_engine_warnings(metrics.engines):
                 text.append(f"\n ⚠ {warning}", style="bold yellow")
+        lora = lora_line(metrics.lora)
+        if lora is not None:
+            text.append(f"\n {lora}")
+        cache = explain_metrics(metrics)
+        # A known reason only (unknown stays in status and the handoff: a workload that
+        # shares nothing hits 0 % too); off only while prompts arrive.
+        arriving = (metrics.prompt_tokens_per_s or 0) > 0
+        if cache is not None and cache.reason not in ("unknown", *(() if arriving else ("off",))):
+            text.append(f"\n ⓘ {cache.text}", style="yellow")
     return text
 
 

@@ -35,6 +35,7 @@ class ServiceLine(Static):
         progress: ProgressVerdict | None = None,
         asleep: bool = False,
         offer: str | None = None,
+        sleep_level: int | None = None,
     ) -> None:
         """`leftovers`: what the last process listing found left on the GPUs, said next to
         the state (after a stop it is what the operator must act on), before the rest.
@@ -59,7 +60,8 @@ class ServiceLine(Static):
         # so the line fits 80 columns whole.
         if asleep and state.is_active:  # vLLM's sleep mode: answers /health, serves nothing
             line.append("  ")
-            line.append("◐ asleep", style="bold cyan")
+            level = f" (level {sleep_level})" if sleep_level else ""
+            line.append(f"◐ asleep{level}", style="bold cyan")
         elif ready or state.is_active or not leftovers:
             line.append("  ")
             line.append(

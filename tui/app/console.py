@@ -41,6 +41,7 @@ from tui.app.console_record import RecordPart
 from tui.app.console_restart_watch import RestartWatchPart
 from tui.app.console_service import ServicePart
 from tui.app.console_serving import ServingPart
+from tui.app.console_sleep import SleepPart
 from tui.app.console_stacks import StacksPart
 from tui.app.console_workers import WorkerFailed
 from tui.core.config import Profile
@@ -105,8 +106,9 @@ class ServedeckApp(App[int]):
         self.handoff = HandoffPart(deck, self)
         self.load_live = LoadLivePart(deck, self, self.record)
         self.restart_watch = RestartWatchPart(deck, self, self.action_kill_leftovers)
+        self.sleep = SleepPart(deck, self)
         self.serving = ServingPart(
-            deck, self, self.sources, self.record, self.load_live, self.bench
+            deck, self, self.sources, self.record, self.load_live, self.bench, self.sleep
         )
         self.stacks = StacksPart(deck, self, self.record, self.serving.stall_incidents)
         core = (self.sources, self.record)
@@ -283,6 +285,14 @@ class ServedeckApp(App[int]):
     def action_service(self, verb: str) -> None:
         self.service.act(verb)
 
+    def action_sleep_mode(self, verb: str) -> None:
+        self.sleep.act(verb)
+
+    @while_open
+    def on_servedeck_app_sleep_done(self, message: messages.SleepDone) -> None:
+        self.sleep.done(message)
+        self.serving.sleep_done()
+
     @while_open
     def on_servedeck_app_action_done(self, message: messages.ActionDone) -> None:
         self.service.action_done(message)
@@ -437,6 +447,7 @@ class ServedeckApp(App[int]):
             leftovers=None if listing is None else len(leftovers(listing.processes)),
             tab=self.active_tab(),
             bench_running=self.bench.process is not None,
+            asleep=self.sleep.asleep,
         )
 
     @property

@@ -169,6 +169,7 @@ class ServicePart(Part):
             progress=verdict,
             offer=self._stacks.offer() if verdict and verdict.state == "stalled" else None,
             asleep=serving.asleep,
+            sleep_level=serving.sleep_mode.level,
         )
 
     # --- service actions ------------------------------------------------------------

@@ -19,6 +19,7 @@ from tui.app.console_health import SourceHealthPart
 from tui.app.console_load_live import LoadLivePart
 from tui.app.console_protocol import Console, Part
 from tui.app.console_record import RecordPart
+from tui.app.console_sleep import SleepPart
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.serving.load.eta import ready_clock_for
@@ -51,12 +52,14 @@ class ServingPart(Part):
         record: RecordPart,
         load_live: LoadLivePart,
         bench: BenchPart,
+        sleep_mode: SleepPart,
     ) -> None:
         super().__init__(deck, console)
         self._sources = sources
         self._record = record
         self._load_live = load_live
         self._bench = bench  # its warm-up is no stall
+        self.sleep_mode = sleep_mode  # what the readiness probe says of vLLM's sleep mode
         self.tracker = LoadTracker()
         self.ready_clock = ready_clock_for(
             deck.host_label, deck.stated_load_s, deck.stated_phase_shares()
@@ -163,6 +166,7 @@ class ServingPart(Part):
         if message.readiness.epoch != self.tracker.epoch or self._unit_active() is False:
             return  # asked before a stop (or a new start): it speaks of a server now gone
         self._record.readiness(message.readiness)
+        self.sleep_mode.observe(message.readiness)
         if bool(message.readiness.asleep) != self.asleep:  # never "ready" nor "idle" asleep
             self.asleep = bool(message.readiness.asleep)
             self.console.render_service_line()
@@ -176,6 +180,12 @@ class ServingPart(Part):
             self.console.render_service_line()
             self.poll_metrics()
             self._load_live.explain_after_ready()
+
+    def sleep_done(self) -> None:
+        """A sleep or wake ran: asleep is never ready; awake, the probe says ready again."""
+        self.ready = False
+        self._last_probe_s = 0.0
+        self.probe_readiness()
 
     @console_worker("metrics", pane="metrics", what="read the server's metrics")
     async def poll_metrics(self) -> None:

@@ -20,6 +20,7 @@ from tui.procs import KillReport, ProcListing
 from tui.serving.metrics import ServerMetrics
 from tui.serving.progress.model import ProgressVerdict
 from tui.serving.readiness import Readiness
+from tui.serving.sleep import SleepOutcome
 from tui.serving.unit.service import ActionOutcome, UnitState
 
 if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
@@ -73,6 +74,15 @@ class ProcsUpdate(Message, namespace=NAMESPACE):
 class ActionDone(Message, namespace=NAMESPACE):
     verb: str
     outcome: ActionOutcome | None
+    error: str | None = None
+
+
+@dataclass
+class SleepDone(Message, namespace=NAMESPACE):
+    """A sleep or wake request's answer (Z/W)."""
+
+    verb: str
+    outcome: SleepOutcome | None
     error: str | None = None
 
 

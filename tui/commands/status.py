@@ -19,7 +19,9 @@ from tui.ops.restart_guard import leftovers_note
 from tui.serving.engines import idle_engine_warnings
 from tui.serving.load.tracker import LoadTracker, silence_note
 from tui.serving.load.waterfall import waterfall_lines
+from tui.serving.lora import lora_line
 from tui.serving.metrics import MetricsPoller, metrics_from_log
+from tui.serving.prefix_cache import args_from_log, explain_metrics
 from tui.serving.readiness import ReadinessProbe
 
 
@@ -107,6 +109,13 @@ async def status_report(deck: Deck, log_lines: int = 2000) -> dict[str, Any]:
     engines = metrics.engines if metrics is not None and metrics.source == "metrics" else None
     report["engines"] = [dataclasses.asdict(e) for e in engines] if engines is not None else None
     report["engine_warnings"] = list(idle_engine_warnings(engines or ()))
+    # Why the prefix cache misses, when /metrics or the log's args can tell; null otherwise.
+    cache = None
+    if metrics is not None and metrics.source == "metrics":
+        cache = explain_metrics(metrics, args_from_log([line.text for line in lines]))
+    report["prefix_cache"] = dataclasses.asdict(cache) if cache is not None else None
+    # The adapters loaded (/v1/models) and those with requests (vllm:lora_requests_info).
+    report["lora"] = lora_line(metrics.lora if metrics else None, readiness.adapters)
     report["progress"] = None
     if readiness.health_ok:
         try:
@@ -184,6 +193,10 @@ def _text(report: dict[str, Any]) -> str:
                 f"waiting {_na(engine['waiting_reqs'])}, KV {'n/a' if kv is None else f'{kv:.1f}%'}"
             )
     out.extend(f"warning {warning}" for warning in report.get("engine_warnings") or ())
+    if report.get("lora"):
+        out.append(f"lora    {report['lora']}")
+    if report.get("prefix_cache"):
+        out.append(f"cache   {report['prefix_cache']['text']}")
     progress = report.get("progress")
     if progress:
         kind = f": {progress['kind_text']}" if progress.get("kind_text") else ""

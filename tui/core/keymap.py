@@ -133,6 +133,8 @@ COMMANDS: tuple[ConsoleCommand, ...] = (
     _app("service.stop", "X", "service('stop')", "Stop", "Stop the service (asks first)", "Service", key_display="X"),
     _app("service.restart", "R", "service('restart')", "Restart", "Restart the service (asks first; refused like S while leftovers hold the GPUs)", "Service", False, "R"),
     _app("engine.stacks", "D", "stacks", "Stacks", "Dump the engine's Python and kernel stacks per rank (py-spy, read-only) to the data dir; offered while stalled", "Service", False, "D"),
+    _app("service.sleep", "Z", "sleep_mode('sleep')", "Sleep", "Put the engine to sleep, level 1 (vLLM sleep mode: offered when the server answers /is_sleeping; asks first)", "Service", False, "Z"),
+    _app("service.wake", "W", "sleep_mode('wake')", "Wake", "Wake the sleeping engine (asks first; in the footer while it sleeps)", "Service", key_display="W"),
     _app("procs.cleanup", "K", "kill_leftovers", "Clean up", "End the service's leftover GPU processes (one dialog for all)", "Processes", key_display="K"),
     _app("procs.kill", "k", "kill_selected", "Kill", "End the selected GPU process (asks first; a foreign one only after typing its pid)", "Processes"),
     _app("bench.run", "b", "bench", "Bench", "Run the profile's default benchmark preset", "Bench"),

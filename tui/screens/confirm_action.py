@@ -1,4 +1,4 @@
-"""Confirmation for start/stop/restart: where, which unit, the exact command. It only asks."""
+"""Confirmation for start/stop/restart and sleep/wake: where, what, the exact command. It only asks."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
 from tui.screens.dialog import YesNoDialog
+from tui.serving.sleep import SleepAction
 from tui.serving.unit.service import ServiceAction
 
 
 class ConfirmActionScreen(YesNoDialog):
-    def __init__(self, action: ServiceAction, note: str = "") -> None:
+    def __init__(self, action: ServiceAction | SleepAction, note: str = "") -> None:
         super().__init__()
         self.action = action
         self.note = note
@@ -22,7 +23,9 @@ class ConfirmActionScreen(YesNoDialog):
         table.add_column(style="bold")
         table.add_column()
         table.add_row("Host", self.action.host_label)
-        table.add_row("Unit", self.action.unit)
+        table.add_row(
+            "Unit" if isinstance(self.action, ServiceAction) else "Server", self.action.unit
+        )
         table.add_row("Command", self.action.command_line)
         with Vertical(classes="dialog-frame"):
             yield Label(f"{self.action.verb.capitalize()} {self.action.unit}?", id="confirm-title")

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from tui.core.errors import ServedeckError
 from tui.serving.engines import EngineMetrics
 from tui.serving.load.tracker import EngineStats
+from tui.serving.lora import LORA_FAMILIES, LoraRequests, lora_requests
+from tui.serving.prefix_cache import PREFIX_CACHE_FAMILIES, PrefixCacheFigures, prefix_cache_figures
 from tui.serving.spec_decode import FAMILIES as SPEC_DECODE_FAMILIES
 from tui.serving.spec_decode import SpecDecode, spec_decode
 
@@ -101,6 +103,8 @@ class ServerMetrics:
     # One row per `engine` label (data-parallel ranks); empty when the page has none.
     engines: tuple[EngineMetrics, ...] = ()
     spec_decode: SpecDecode | None = None  # None: no speculative decoding exposed
+    prefix_cache: PrefixCacheFigures | None = None  # None: the server exposes none of it
+    lora: LoraRequests | None = None  # None: no LoRA gauge (LoRA off)
 
 
 USED_FAMILIES = frozenset(
@@ -115,9 +119,13 @@ USED_FAMILIES = frozenset(
         *ITL,
         *ENGINE_HEALTHY,
         *SPEC_DECODE_FAMILIES,
+        *PREFIX_CACHE_FAMILIES,
+        *LORA_FAMILIES,
     )
 )
 _SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
+_BAD_TEXT = (ValueError, KeyError, TypeError, IndexError, AttributeError)
+_PARSE_ERRORS = (*_BAD_TEXT, RecursionError, OverflowError)  # what the parser raises on junk
 
 
 def _family_of(line: str) -> str:
@@ -185,15 +193,7 @@ def parse_metrics(
                     samples.append(
                         (family.name, tuple(sorted(sample.labels.items())), sample.value)
                     )
-    except (
-        ValueError,
-        KeyError,
-        TypeError,
-        IndexError,
-        AttributeError,
-        RecursionError,
-        OverflowError,
-    ) as error:
+    except _PARSE_ERRORS as error:
         raise ServedeckError(f"/metrics: not Prometheus text ({error})") from None
     at = at_s if at_s is not None else time.time()
 
@@ -315,6 +315,8 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         engine_healthy=current.first(ENGINE_HEALTHY),
         engines=_per_engine(current, previous),
         spec_decode=spec_decode(current, previous),
+        prefix_cache=prefix_cache_figures(current, previous),
+        lora=lora_requests(current),
     )
 
 

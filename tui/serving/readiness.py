@@ -10,7 +10,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tui.core.errors import ServedeckError
 from tui.serving.load.tracker import LoadProgress, Phase
+from tui.serving.lora import adapters_from_models
+from tui.serving.metrics import parse_metrics
+from tui.serving.sleep import SLEEP_STATE, sleep_level
 
 if TYPE_CHECKING:  # httpx loads on the first probe, not at console start
     import httpx
@@ -28,6 +32,11 @@ class Readiness:
     # vLLM's sleep mode (GET /is_sleeping, a dev-mode endpoint: vllm/entrypoints/serve/dev/
     # sleep/api_router.py): True asleep, False awake, None not exposed (sleep mode unknown).
     asleep: bool | None = None
+    # 1 weights offloaded, 2 discarded, from vllm:engine_sleep_state (tui.serving.sleep);
+    # None awake or not exposed.
+    sleep_level: int | None = None
+    # LoRA adapters loaded: the /v1/models entries with a `parent` (tui.serving.lora).
+    adapters: tuple[str, ...] = ()
 
     @property
     def ready(self) -> bool:
@@ -80,6 +89,8 @@ class ReadinessProbe:
             latency = time.monotonic() - started
             models: tuple[str, ...] = ()
             asleep: bool | None = None
+            level: int | None = None
+            adapters: tuple[str, ...] = ()
             if health.status_code == 200:
                 listing = await http.get(
                     f"{self.base_url}/v1/models", headers=self._headers, timeout=self._timeout
@@ -87,14 +98,43 @@ class ReadinessProbe:
                 if listing.status_code == 200:
                     data = listing.json().get("data", [])
                     models = tuple(str(m.get("id", "?")) for m in data if isinstance(m, dict))
+                    adapters = tuple(name for name, _ in adapters_from_models(data))
                 asleep = await self._asleep(http)
+                if asleep:
+                    level = await self._sleep_level(http)
         except (httpx.HTTPError, ValueError) as error:
             return Readiness(True, False, (), None, f"{type(error).__name__}: {error}", now, epoch)
         finally:
             if own_client:
                 await http.aclose()
         ok = health.status_code == 200
-        return Readiness(True, ok, models, latency, None, now, epoch, asleep=asleep if ok else None)
+        return Readiness(
+            True,
+            ok,
+            models,
+            latency,
+            None,
+            now,
+            epoch,
+            asleep=asleep if ok else None,
+            sleep_level=level,
+            adapters=adapters,
+        )
+
+    async def _sleep_level(self, http: httpx.AsyncClient) -> int | None:
+        """The level from /metrics' vllm:engine_sleep_state; None when it cannot be read."""
+        import httpx
+
+        try:
+            page = await http.get(
+                f"{self.base_url}/metrics", headers=self._headers, timeout=self._timeout
+            )
+            if page.status_code != 200:
+                return None
+            level = sleep_level(parse_metrics(page.text, families=frozenset((SLEEP_STATE,))))
+        except (httpx.HTTPError, ServedeckError):
+            return None
+        return level or None
 
     async def _asleep(self, http: httpx.AsyncClient) -> bool | None:
         """GET /is_sleeping: {"is_sleeping": bool}; anything else (404 without

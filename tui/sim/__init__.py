@@ -20,6 +20,7 @@ health.py: The simulated box's GPU health: `nvidia-smi -q` counters and kernel X
 http_api.py: The simulator's HTTP surface: vLLM's OpenAI-compatible API on aiohttp
 interconnect.py: The simulated box's interconnect, printed in the real tools' formats
 load.py: The model load, phase by phase, in vLLM's log lines and worker memory
+lora.py: The simulator's vLLM 2026 engine options (data-parallel, drafts, sleep, LoRA) and its LoRA adapters
 metrics.py: /metrics for the simulator: vLLM's metric names and labels, via prometheus_client
 overview.py: What the Host overview shows for the simulator: the seed deployment's machine
 prefix_cache.py: The simulator's prefix cache: vLLM's automatic prefix caching, block by block
@@ -27,6 +28,7 @@ procs.py: Simulated vLLM child processes: `VLLM::EngineCore` and its `VLLM::Work
 server.py: `python -m tui.sim.server`: a simulated vLLM server process on 127.0.0.1
 service.py: The simulator's unit behind the same ServiceController the console uses for systemd
 shards.py: The simulator's slow-disk mode: real checkpoint shards, read at a set disk rate
+sleep_state.py: The simulator's `vllm:engine_sleep_state` gauge, as vLLM writes it
 spec_decode.py: The simulator's speculative-decoding counters, as vLLM's SpecDecodingProm counts them
 spec.py: The seed deployment the simulator models, and the server's settings
 sweep.py: Temporary simulator state dirs outlive a console killed with SIGKILL: the next start sweeps them

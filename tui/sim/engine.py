@@ -71,6 +71,7 @@ class SimRequest:
     first_sent_s: float | None = None  # loop time the first token chunk was written
     last_sent_s: float | None = None  # loop time the latest token chunk was written
     record: dict[str, object] | None = None  # its ground truth, once finished
+    lora: str | None = None  # the LoRA adapter it names as its model (None: the base model)
 
 
 # How late a step may start and still be pulled back onto the ideal timeline (real s).

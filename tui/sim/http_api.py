@@ -26,8 +26,10 @@ from tui.sim import tokens
 from tui.sim.capacity import SloTarget, true_capacity
 from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.hang import HANGS, SLOW_FACTOR
+from tui.sim.lora import LoraCollector, adapter_entries, adapter_names
 from tui.sim.metrics import build_registry, exposition
 from tui.sim.prefix_cache import BLOCK_TOKENS, PrefixCache
+from tui.sim.sleep_state import SleepStateCollector
 from tui.sim.spec import VLLM_VERSION, ServerSettings
 
 SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
@@ -79,6 +81,13 @@ class SimApi:
         self.sleep_level = 0  # 0 awake; 1 weights offloaded; 2 weights discarded
         self.faults = faults
         self.registry = build_registry(self.engines, settings.served_model_name)
+        if settings.lora_modules:
+            self.registry.register(LoraCollector(self.engines, settings.max_loras))
+        self.registry.register(  # vLLM registers it with or without sleep mode
+            SleepStateCollector(
+                lambda: self.sleep_level, len(self.engines), settings.served_model_name
+            )
+        )
         self.rng = random.Random(settings.seed)
         self.created = int(time.time())
         self.fingerprint = f"vllm-{VLLM_VERSION}-sim"
@@ -169,7 +178,8 @@ class SimApi:
             "max_model_len": self.settings.max_model_len,
             "permission": [permission],
         }
-        return _json_response({"object": "list", "data": [model]})
+        adapters = adapter_entries(self.settings, self.created)
+        return _json_response({"object": "list", "data": [model, *adapters]})
 
     async def metrics(self, _request: web.Request) -> web.Response:
         return web.Response(
@@ -272,7 +282,7 @@ class SimApi:
 
     def _check(self, body: dict[str, Any]) -> web.Response | None:
         model = body.get("model")
-        if model is not None and model != self.settings.served_model_name:
+        if model not in (None, self.settings.served_model_name, *adapter_names(self.settings)):
             return _error(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
         if self.faults.http_5xx_rate and self.rng.random() < self.faults.http_5xx_rate:
             return _error(500, "simulated internal server error", "InternalServerError")
@@ -345,6 +355,8 @@ class SimApi:
         engine = self._route()
         sim_request = engine.submit(prompt_tokens, max_tokens, cached)
         self._owner[sim_request] = engine
+        if body.get("model") in adapter_names(self.settings):
+            sim_request.lora = str(body["model"])
         try:
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

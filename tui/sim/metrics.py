@@ -21,6 +21,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from tui.sim.engine import SimEngine
+from tui.sim.prefix_cache import BLOCK_TOKENS
 
 FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 HISTOGRAM_HELP = {
@@ -130,10 +131,11 @@ class VllmCollector(Collector):
         info = GaugeMetricFamily(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
-            labels=["block_size", "cache_dtype", "gpu_memory_utilization", "num_gpu_blocks"],
+            labels=["block_size", "cache_dtype", "enable_prefix_caching", "num_gpu_blocks"],
         )
-        blocks = self._engines[0].settings.kv_cache_tokens // 64
-        info.add_metric(["64", "auto", "0.9", str(blocks)], 1.0)
+        settings = self._engines[0].settings
+        blocks = settings.kv_cache_tokens // BLOCK_TOKENS
+        info.add_metric([str(BLOCK_TOKENS), "auto", str(settings.prefix_caching), str(blocks)], 1.0)
         yield info
 
     def _spec_decode(self, ranks: list[tuple[str, SimEngine]], created: float) -> Iterator[Metric]:

@@ -27,6 +27,7 @@ from tui.sim.engine import SimEngine
 from tui.sim.hang import SHM_WARNING, HangState
 from tui.sim.http_api import RuntimeFaults, SimApi
 from tui.sim.load import LoadFailed, LoadSequence
+from tui.sim.lora import add_engine_args, engine_settings
 from tui.sim.procs import is_alive, register_pid, write_json_atomic
 from tui.sim.spec import CUDA_CONTEXT_BYTES, CUDA_GRAPHS_BYTES, ServerFaults, ServerSettings
 from tui.sim.vlog import VllmLog
@@ -333,11 +334,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--log-interval-s", type=float, default=d.log_interval_s)
     p.add_argument("--time-scale", type=float, default=d.time_scale)
     p.add_argument("--enable-prefix-caching", action="store_true")
-    p.add_argument("--data-parallel-size", type=int, default=1)
-    p.add_argument("--starve-engine", type=int, default=None)
-    p.add_argument("--num-speculative-tokens", type=int, default=0)
-    p.add_argument("--spec-acceptance", type=float, default=0.7)
-    p.add_argument("--enable-sleep-mode", action="store_true")
+    add_engine_args(p)
     p.add_argument("--fail-at-shard", type=int, default=None)
     p.add_argument("--orphans-on-stop", type=int, default=0)
     p.add_argument("--stubborn-orphans", action="store_true")
@@ -375,11 +372,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
         log_interval_s=a.log_interval_s,
         time_scale=a.time_scale if a.time_scale > 0 else 1.0,
         prefix_caching=a.enable_prefix_caching,
-        data_parallel_size=max(a.data_parallel_size, 1),
-        starved_engine=a.starve_engine,
-        num_speculative_tokens=max(a.num_speculative_tokens, 0),
-        spec_acceptance=a.spec_acceptance,
-        sleep_mode=a.enable_sleep_mode,
+        **engine_settings(a),
         faults=faults,
         shard_dir=a.shard_dir,
         disk_bytes_per_s=a.disk_bytes_per_s,

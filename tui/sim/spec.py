@@ -124,6 +124,9 @@ class ServerSettings:
     # vLLM's --enable-sleep-mode with VLLM_SERVER_DEV_MODE=1: /sleep, /wake_up, /is_sleeping.
     sleep_mode: bool = False
     spec_acceptance: float = 0.7
+    # vLLM's --enable-lora --lora-modules name=path ... --max-loras (tui.sim.lora).
+    lora_modules: tuple[tuple[str, str], ...] = ()
+    max_loras: int = 1
     faults: ServerFaults = field(default_factory=ServerFaults)
     shard_dir: str | None = None
     disk_bytes_per_s: float | None = None

@@ -10,6 +10,7 @@ from tui.core.formatting import NA, duration_markdown, gib
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hostfacts.facts import PACKAGES
 from tui.serving.engines import idle_engine_warnings
+from tui.serving.prefix_cache import explain_metrics
 from tui.serving.spec_decode import spec_decode_line
 from tui.summary.inputs import SummaryInputs
 from tui.summary.mdtable import clock, gb, index_ranges, ms, num, table
@@ -325,6 +326,9 @@ def now(inputs: SummaryInputs) -> list[str]:
             if len(m.engines) > 1
         ]
         rows += [("engine imbalance", warning) for warning in idle_engine_warnings(m.engines)]
+        cache = explain_metrics(m) if m.source == "metrics" else None
+        if cache is not None:
+            rows.append(("prefix cache", cache.text))
     if stats is not None:
         rows += [
             ("prompt tok/s (last engine stats line)", num(stats.prompt_tokens_per_s)),
