@@ -30,5 +30,6 @@ sim_cmd.py: `servedeck sim`: run the simulated GPU box in the foreground
 status.py: `servedeck status`: unit state, load phase, readiness and metrics in one look
 summary_cmd.py: `servedeck summary`: the Markdown state summary of a profile's deployment, written to a file
 timeline_cmd.py: `servedeck timeline`: the recorded events of a host, oldest first, as text or JSON lines
+tune_cmd.py: `servedeck tune`: a space of serving configurations tried on the unit, measured, ranked and restored
 unit_lint_out.py: `servedeck doctor --unit`: print the unit lint's findings (text or JSON)
 """
