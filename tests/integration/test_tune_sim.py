@@ -1,9 +1,9 @@
 """`servedeck tune` on the simulator: real processes, a real unit-like service and its drop-ins.
 
-The space has seven points: two the Plan refuses (TP=6 invalid, TP=4 too big), one that
+The space has eight points: two the Plan refuses (TP=6 invalid, TP=4 too big), one that
 runs out of CUDA memory at load (on demand, through its drop-in's environment), one
 whose load is killed (SIGKILL of the server mid-load, as the OOM killer would) and
-three that serve. The winner must be the configuration the simulator's own capacity
+four that serve. The winner must be the configuration the simulator's own capacity
 model (tui.sim.capacity, the truth) ranks first; the unit must end as it began.
 """
 
