@@ -29,6 +29,7 @@ serving/: The service and its load: readiness, /metrics, load progress and its E
 sim/: The built-in simulator: a GPU box serving a model, for the demo, CI and benchmarks
 source_health.py: Source health: is a pane's data fresh, or stale since its source failed, and when is the retry
 summary/: The Markdown state summary of one deployment (no Textual here)
+tune/: `servedeck tune`: the deployment experiment, each configuration started, measured and undone
 web/: `servedeck serve`: the console in a browser, one console process per visit
 """
 

@@ -45,13 +45,16 @@ COMMAND_MODULES: dict[str, str] = {
     "exporter": "tui.commands.exporter_cmd",
     "fleet": "tui.commands.fleet_cmd",
     "mcp": "tui.commands.mcp_cmd",
+    "tune": "tui.commands.tune_cmd",
 }
 
 
 # Commands for which `--demo` means nothing: they are the simulator, or never open a box.
 WITHOUT_DEMO = frozenset({"demo", "sim", "profiles", "hosts", "replay"})
 # Commands that can change the host or load its server: the only ones `--read-only` limits.
-WITH_READ_ONLY = frozenset({"demo", "service", "kill", "bench", "probe", "health", "doctor", "mcp"})
+WITH_READ_ONLY = frozenset(
+    {"demo", "service", "kill", "bench", "probe", "health", "doctor", "mcp", "tune"}
+)
 
 
 def common_options(

@@ -81,6 +81,18 @@ class Deck:
         return self.profile.service.unit or None
 
     @property
+    def unit_dropin_dir(self) -> str | None:
+        """Where the unit's drop-ins go (systemd's `UNIT.d`); None without a unit to change."""
+        unit = self.systemd_unit
+        return f"/etc/systemd/system/{unit}.d" if unit else None
+
+    @property
+    def daemon_reload_argv(self) -> tuple[str, ...] | None:
+        """What makes the service manager read a changed drop-in; None: nothing to run."""
+        sudo = ("sudo", "-n") if self.profile.service.use_sudo else ()
+        return (*sudo, "systemctl", "daemon-reload") if self.systemd_unit else None
+
+    @property
     def unit_label(self) -> str:
         """The service's name in exported metrics."""
         return self.profile.service.unit or ""

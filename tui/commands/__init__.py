@@ -31,5 +31,6 @@ stacks_cmd.py: `servedeck stacks`: the engine's stacks per rank (py-spy, read-on
 status.py: `servedeck status`: unit state, load phase, readiness and metrics in one look
 summary_cmd.py: `servedeck summary`: the Markdown state summary of a profile's deployment, written to a file
 timeline_cmd.py: `servedeck timeline`: the recorded events of a host, oldest first, as text or JSON lines
+tune_cmd.py: `servedeck tune`: a space of serving configurations tried on the unit, measured, ranked and restored
 unit_lint_out.py: `servedeck doctor --unit`: print the unit lint's findings (text or JSON)
 """

@@ -10,6 +10,7 @@ capacity.py: The simulator's true capacity at an SLO: its own scheduler replayed
 checks.py: The simulated box's interconnect and health checks, read by the real parsers
 dcgm.py: A dcgm-exporter-compatible /metrics for the simulated GPUs
 deck.py: SimDeck: the Deck of a simulated box, answering every question the Deck is asked
+deployment.py: vLLM's deployment flags on the simulated server in a known way, and the unit's drop-ins
 doctor.py: `servedeck doctor --demo`: the same verdicts, about the simulator instead of this machine
 engine.py: The simulated engine: continuous batching with chunked prefill, like vLLM V1's scheduler
 facts.py: Host facts for the simulator: the seed deployment's software stack and model folder

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tui.gpu.model import GpuBoxSnapshot
 from tui.sim import spec
+from tui.sim.deployment import dropin_dir, dropin_words
 from tui.sim.gpu_model import SimGpuModel
 from tui.sim.procs import is_alive
 from tui.sim.sweep import PREFIX, claim, sweep_stale
@@ -158,7 +159,14 @@ class SimBox:
             argv.append("--defunct-worker")
         if o.prefix_caching:
             argv.append("--enable-prefix-caching")
-        return argv + list(o.extra_args)
+        flags, env = dropin_words(self.dropin_dir)
+        argv += [*o.extra_args, *flags]
+        return ["env", *env, *argv] if env else argv
+
+    @property
+    def dropin_dir(self) -> Path:
+        """The unit's drop-in folder: read at each start (tui.sim.deployment)."""
+        return dropin_dir(self.state_dir, self.unit.name)
 
     # -- service --------------------------------------------------------------
     def start(self) -> None:

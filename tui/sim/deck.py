@@ -71,6 +71,14 @@ class SimDeck(Deck):
         return None  # the simulated unit answers through SimService, never systemctl
 
     @property
+    def unit_dropin_dir(self) -> str | None:
+        return str(self.box.dropin_dir)  # read by the box at each start
+
+    @property
+    def daemon_reload_argv(self) -> tuple[str, ...] | None:
+        return None  # the simulated unit reads its drop-ins at each start
+
+    @property
     def unit_label(self) -> str:
         return self.profile.service.unit or "demo"
 

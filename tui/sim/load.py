@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tui.sim.deployment import load_error
 from tui.sim.procs import is_alive, read_json, write_json_atomic
 from tui.sim.shards import read_shard, shard_files
 from tui.sim.spec import (
@@ -291,6 +292,11 @@ class LoadSequence:
         self.set_phase("kv_cache")
         self.worker(0, "fused_moe.py:1066", MOE_CONFIG_WARNING, "WARNING")
         await asyncio.sleep(self._phase_s("kv_cache") / 2)
+        error = load_error(s)
+        if error is not None:
+            for rank in range(s.tp):
+                self._fail_lines(rank, ("Traceback (most recent call last):", error))
+            self._fail(error)
         self.worker(
             0, "gpu_worker.py:298", f"Available KV cache memory: {s.kv_bytes_per_gpu / GIB:.2f} GiB"
         )

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from tui.sim.deployment import add_vllm_flags, apply_vllm_flags
 from tui.sim.engine import SimEngine
 from tui.sim.hang import SHM_WARNING, HangState
 from tui.sim.http_api import RuntimeFaults, SimApi
@@ -333,8 +334,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--max-num-batched-tokens", type=int, default=d.max_num_batched_tokens)
     p.add_argument("--log-interval-s", type=float, default=d.log_interval_s)
     p.add_argument("--time-scale", type=float, default=d.time_scale)
-    p.add_argument("--enable-prefix-caching", action="store_true")
+    p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=False)
     add_engine_args(p)
+    add_vllm_flags(p)
     p.add_argument("--fail-at-shard", type=int, default=None)
     p.add_argument("--orphans-on-stop", type=int, default=0)
     p.add_argument("--stubborn-orphans", action="store_true")
@@ -377,6 +379,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
         shard_dir=a.shard_dir,
         disk_bytes_per_s=a.disk_bytes_per_s,
     )
+    settings = apply_vllm_flags(settings, a)
     return settings, RuntimeFaults(a.http_5xx_rate, a.cut_stream_after_tokens)
 
 

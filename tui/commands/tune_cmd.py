@@ -1,0 +1,159 @@
+"""`servedeck tune`: try a space of serving configurations on the profile's unit, safely.
+
+`--dry-run` prints the plan (what runs in which order, what is skipped and why) and
+starts nothing. A run writes each configuration as a drop-in, measures it and puts the
+unit back as it was on any exit (SIGTERM and Ctrl-C included); after a crash,
+`--restore` (or the next run) undoes the drop-in. `--apply` keeps the winner's drop-in
+once the operator confirms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from tui.commands._target import profile_from_args
+from tui.compose import open_deck
+from tui.core.errors import ServedeckError, UsageError
+from tui.deck import Deck
+from tui.ops.restart_guard import guarded_action
+from tui.tune.driver import Outcome, run_tune
+from tui.tune.dropin import (
+    DropIn,
+    clear_marker,
+    config_argv,
+    dropin_text,
+    exec_start_argv,
+    read_marker,
+)
+from tui.tune.preflight import plan_for_deck, plan_lines
+from tui.tune.results import (
+    context_key,
+    measured_before,
+    ranked,
+    result_lines,
+    save_outcome,
+)
+from tui.tune.space import TuneSpace, load_space
+
+
+def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "tune",
+        parents=[common],
+        help="try serving configurations (flags, env) on the unit, each measured, then restore",
+    )
+    parser.add_argument("--space", metavar="TOML", help="the tune.toml of configurations")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan; start nothing")
+    parser.add_argument("--resume", action="store_true", help="skip configurations measured before")
+    parser.add_argument("--apply", action="store_true", help="keep the winner's drop-in")
+    parser.add_argument(
+        "--restore", action="store_true", help="undo a drop-in a crashed tune left, then exit"
+    )
+    parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    parser.set_defaults(func=_tune)
+
+
+def _confirm(question: str, args: argparse.Namespace) -> bool:
+    if args.yes:
+        return True
+    if not sys.stdin.isatty():
+        raise UsageError(f"tune: not on a terminal, so --yes is required ({question})")
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
+async def restore_left_behind(deck: Deck) -> bool:
+    """Undo the drop-in of a tune that died on this host; True when there was one."""
+    marker = read_marker()
+    if marker is None or marker.host != deck.host_label:
+        return False
+    drop = DropIn(deck)
+    if drop.path != marker.dropin_path:
+        clear_marker()  # another box's (a simulator's gone state dir)
+        return False
+    print(f"a tune left {marker.dropin_path}: removing it")
+    await drop.remove()
+    if marker.was_active:
+        await guarded_action(deck, "start", confirmed=True)
+    clear_marker()
+    return True
+
+
+async def _apply(deck: Deck, best: Outcome, space: TuneSpace) -> None:
+    config = next(c for c in space.configs if c.key == best.key)
+    argv = config_argv(exec_start_argv((await deck.unit_file()).text), config)
+    drop = DropIn(deck)
+    await drop.write(dropin_text(config, argv))
+    service = deck.service()
+    assert service is not None
+    if (await service.state()).is_active:
+        await service.stop(confirmed=True)
+    await guarded_action(deck, "start", confirmed=True)
+    print(f"applied: {best.name} ({drop.path} kept)")
+
+
+async def _run(args: argparse.Namespace, space: TuneSpace | None) -> int:
+    serving = not args.dry_run
+    deck = open_deck(profile_from_args(args), demo_autostart=serving, demo_wait_ready=serving)
+    try:
+        if args.restore:
+            if not await restore_left_behind(deck):
+                print("nothing to restore")
+            return 0
+        assert space is not None
+        planned = await plan_for_deck(deck, space)
+        print("\n".join(plan_lines(planned)))
+        if args.dry_run:
+            return 0
+        if deck.profile.read_only:
+            raise ServedeckError("tune: read-only mode: nothing is started")
+        if not _confirm(f"run {sum(p.runnable for p in planned)} configuration(s) on "
+                        f"{deck.host_label}?", args):  # fmt: skip
+            print("nothing done")
+            return 1
+        await restore_left_behind(deck)
+        gpus = await deck.gpu_inventory()
+        context = context_key(deck.profile.model.name or "", f"{gpus.count}x {gpus.name}")
+        done = measured_before(context) if args.resume else {}
+        outcomes = await run_tune(
+            deck, space, planned, done=done, keep=lambda o: save_outcome(o, context)
+        )
+        print("\n".join(result_lines(outcomes, space.objective)))
+        best = ranked(outcomes, space.objective)[0] if outcomes else None
+        question = f"keep {best.name if best else ''} as the unit's drop-in and start it?"
+        if (
+            args.apply
+            and best is not None
+            and best.outcome == "served"
+            and _confirm(question, args)
+        ):
+            await _apply(deck, best, space)
+        return 0
+    finally:
+        await deck.close()
+
+
+def _tune(args: argparse.Namespace) -> int:
+    if not args.restore and not args.space:
+        raise UsageError("tune: give --space TOML (or --restore)")
+    space = load_space(Path(args.space)) if args.space else None
+
+    async def main() -> int:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        if task is not None:
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            return await _run(args, space)
+        except asyncio.CancelledError:
+            print("tune cancelled: the unit is as it was", file=sys.stderr)
+            return 130
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        print("tune cancelled: the unit is as it was", file=sys.stderr)
+        return 130

@@ -1,0 +1,168 @@
+"""A tune's results: ranked by the objective, the Pareto front, the winner's margin, resume.
+
+The margin is judged with the measurement's own resolution: a capacity search brackets
+its answer between the last level that met the SLO and the first that missed it, so a
+winner whose capacity is inside the runner-up's bracket is "within the noise". The
+results file (data dir, one JSON line per measured configuration) is keyed by the
+configuration, the servedeck version, the model and the GPUs: `--resume` reuses only
+what the same code measured on the same model and hardware.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+
+from tui import __version__
+from tui.core import paths
+from tui.core.formatting import NA, gib
+from tui.tune.driver import Outcome
+
+RESULTS_FILE = "tune-results.jsonl"
+OBJECTIVE_FIELDS = {
+    "capacity": "capacity_users",
+    "single_stream": "single_stream_tok_s",
+    "tok_per_gpu": "tok_per_gpu",
+}
+
+
+def objective_value(outcome: Outcome, objective: str) -> float | None:
+    value = getattr(outcome, OBJECTIVE_FIELDS[objective])
+    return float(value) if isinstance(value, int | float) else None
+
+
+def ranked(outcomes: Sequence[Outcome], objective: str) -> list[Outcome]:
+    """Measured configurations best first; the unmeasured after them in their order."""
+    measured = [o for o in outcomes if objective_value(o, objective) is not None]
+    measured.sort(key=lambda o: -(objective_value(o, objective) or 0.0))
+    return measured + [o for o in outcomes if o not in measured]
+
+
+def pareto_front(outcomes: Sequence[Outcome]) -> list[Outcome]:
+    """Configurations no other beats on both per-user and total tok/s (at capacity)."""
+    points = [o for o in outcomes if o.per_user_tok_s is not None and o.total_tok_s is not None]
+
+    def beaten(o: Outcome) -> bool:
+        return any(
+            p is not o
+            and (p.per_user_tok_s or 0) >= (o.per_user_tok_s or 0)
+            and (p.total_tok_s or 0) >= (o.total_tok_s or 0)
+            and ((p.per_user_tok_s or 0), (p.total_tok_s or 0))
+            != ((o.per_user_tok_s or 0), (o.total_tok_s or 0))
+            for p in points
+        )
+
+    return sorted((o for o in points if not beaten(o)), key=lambda o: -(o.total_tok_s or 0))
+
+
+def margin_line(outcomes: Sequence[Outcome], objective: str) -> str:
+    """The best configuration, its margin over the next, and whether it is beyond the noise."""
+    order = [o for o in ranked(outcomes, objective) if objective_value(o, objective) is not None]
+    if not order:
+        return "no configuration was measured"
+    best = order[0]
+    value = objective_value(best, objective) or 0.0
+    if len(order) == 1:
+        return f"best: {best.name} ({_value(value, objective)}); nothing else measured"
+    runner = order[1]
+    other = objective_value(runner, objective) or 0.0
+    pct = 100.0 * (value - other) / other if other else float("inf")
+    head = (
+        f"best: {best.name} ({_value(value, objective)}), "
+        f"+{pct:.0f}% over {runner.name} ({_value(other, objective)})"
+    )
+    if objective == "capacity" and runner.capacity_users_above is not None:
+        beyond = value >= runner.capacity_users_above
+        return head + (
+            f": beyond the noise (the runner-up missed the SLO at {runner.capacity_users_above:g})"
+            if beyond
+            else f": within the noise (the runner-up's bracket reaches {runner.capacity_users_above:g})"
+        )
+    return head + ": noise unknown (one run each)"
+
+
+def _value(value: float, objective: str) -> str:
+    return f"{value:.0f} users" if objective == "capacity" else f"{value:.1f} tok/s"
+
+
+def _num(value: float | None, spec: str = ".1f") -> str:
+    return NA if value is None else format(value, spec)
+
+
+def table_rows(outcomes: Sequence[Outcome], objective: str) -> list[list[str]]:
+    """Header and one row per configuration, ranked by the objective."""
+    rows = [
+        ["#", "configuration", "outcome", "load s", "1-stream tok/s", "capacity",
+         "total tok/s", "tok/s/GPU", "GPUs", "KV room/GPU"],
+    ]  # fmt: skip
+    for n, o in enumerate(ranked(outcomes, objective), 1):
+        outcome = o.outcome
+        if o.outcome in ("failed", "timeout"):
+            outcome = f"{o.outcome} at {o.phase or '?'}"
+        elif o.outcome == "skipped":
+            outcome = f"skipped: {o.reason}"
+        rows.append([
+            str(n), o.name, outcome, _num(o.load_s, ".0f"), _num(o.single_stream_tok_s),
+            NA if o.capacity_users is None else f"{o.capacity_users} users",
+            _num(o.total_tok_s, ".0f"), _num(o.tok_per_gpu), str(o.gpus),
+            gib(o.kv_room_bytes_per_gpu),
+        ])  # fmt: skip
+    return rows
+
+
+def result_lines(outcomes: Sequence[Outcome], objective: str) -> list[str]:
+    """The text the CLI prints: the table, the failures' lines, the front and the margin."""
+    rows = table_rows(outcomes, objective)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
+    ]
+    for o in outcomes:
+        if o.failure_line and o.outcome in ("failed", "timeout"):
+            lines.append(f"{o.name}: {o.failure_line}")
+    front = pareto_front(outcomes)
+    if front:
+        lines.append(
+            "Pareto front (per-user vs total tok/s): "
+            + "; ".join(f"{o.name} {o.per_user_tok_s:.1f}/{o.total_tok_s:.0f}" for o in front)
+        )
+    lines.append(margin_line(outcomes, objective))
+    return lines
+
+
+def results_path() -> Path:
+    return paths.data_dir() / RESULTS_FILE
+
+
+def context_key(model: str, gpus: str) -> str:
+    """Same code, same model, same hardware: what makes a measurement reusable."""
+    return f"{__version__}|{model}|{gpus}"
+
+
+def save_outcome(outcome: Outcome, context: str, path: Path | None = None) -> None:
+    path = path or results_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"context": context, **outcome.as_json()}) + "\n")
+
+
+def measured_before(context: str, path: Path | None = None) -> dict[str, Outcome]:
+    """Served configurations measured in this context, by key (the last one wins)."""
+    names = {f.name for f in fields(Outcome)}
+    found: dict[str, Outcome] = {}
+    try:
+        lines = (path or results_path()).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    for line in lines:
+        try:
+            data = json.loads(line)
+            if data.get("context") != context or data.get("outcome") != "served":
+                continue
+            outcome = Outcome(**{k: v for k, v in data.items() if k in names})
+        except (ValueError, TypeError, AttributeError):
+            continue
+        found[outcome.key] = outcome
+    return found
