@@ -71,6 +71,7 @@ class _VirtualEngine(SimEngine):
         self.generation_tokens_total = 0
         self.success = collections.Counter()
         self.done: list[SimRequest] = []
+        self.spec = None  # the truth of capacity is without speculative decoding
 
     def _finish(self, request: SimRequest, reason: str, end_s: float) -> None:
         request.finished = True
