@@ -88,9 +88,10 @@ def first_frame_s(tree: Path = REPO, bytecode: bool = True) -> tuple[float, floa
         cwd=tree,
         capture_output=True,
         text=True,
-        check=True,
         env=env,
     )
+    if result.returncode != 0:  # say why, not only that it failed
+        sys.exit(f"startup: the console in {tree} failed:\n{result.stderr[-3000:]}")
     first, settled = result.stdout.strip().splitlines()[-1].split()
     return float(first), float(settled)
 
