@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.core.formatting import duration_clock
+from tui.serving.disagg import pd_line, pd_warnings, role_from_metrics
 from tui.serving.engines import EngineMetrics, idle_engine_warnings
 from tui.serving.load.eta import ReadyEstimate
 from tui.serving.load.tracker import LoadProgress, silence_note
@@ -105,10 +106,16 @@ def render_strip(
             text.append(f"  {spec}")
         text.append(f"  ({metrics.source})", style="dim")
         if len(metrics.engines) > 1:  # data-parallel: each engine's row under the sum
+            role = role_from_metrics(metrics.kv_transfers)
             for engine in metrics.engines:
                 text.append("\n")
-                text.append_text(_engine_row(engine))
+                text.append_text(_engine_row(engine, role))
             for warning in idle_engine_warnings(metrics.engines):
+                text.append(f"\n ⚠ {warning}", style="bold yellow")
+        pd = pd_line(None, metrics.kv_transfers)
+        if pd is not None:  # the role /metrics shows (status adds the log's kv_role)
+            text.append(f"\n {pd}")
+            for warning in pd_warnings(None, metrics.kv_transfers, metrics.engines):
                 text.append(f"\n ⚠ {warning}", style="bold yellow")
         lora = lora_line(metrics.lora)
         if lora is not None:
@@ -122,8 +129,9 @@ def render_strip(
     return text
 
 
-def _engine_row(engine: EngineMetrics) -> Text:
-    row = Text(f"   engine {engine.engine}: run {_n(engine.running_reqs)}", style="")
+def _engine_row(engine: EngineMetrics, role: str | None = None) -> Text:
+    label = f"engine {engine.engine}" + (f" ({role})" if role else "")
+    row = Text(f"   {label}: run {_n(engine.running_reqs)}", style="")
     row.append(f"  wait {_n(engine.waiting_reqs)}")
     kv = engine.kv_cache_usage_pct
     row.append(f"  KV {'n/a' if kv is None else f'{kv:.1f}%'}")

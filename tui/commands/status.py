@@ -16,6 +16,7 @@ from tui.core.redact import redact_data
 from tui.deck import Deck
 from tui.ops.load_explain import load_explain_report
 from tui.ops.restart_guard import leftovers_note
+from tui.serving.disagg import pd_warnings, role_from_log, role_from_metrics
 from tui.serving.engines import idle_engine_warnings
 from tui.serving.load.tracker import LoadTracker, silence_note
 from tui.serving.load.waterfall import waterfall_lines
@@ -109,6 +110,12 @@ async def status_report(deck: Deck, log_lines: int = 2000) -> dict[str, Any]:
     engines = metrics.engines if metrics is not None and metrics.source == "metrics" else None
     report["engines"] = [dataclasses.asdict(e) for e in engines] if engines is not None else None
     report["engine_warnings"] = list(idle_engine_warnings(engines or ()))
+    # P/D: the role (the log's kv_role, else what /metrics shows), NIXL figures, warnings.
+    transfers = metrics.kv_transfers if metrics is not None else ()
+    role = role_from_log([line.text for line in lines]) or role_from_metrics(transfers)
+    report["kv_role"] = role
+    report["kv_transfers"] = [dataclasses.asdict(t) for t in transfers] if role else None
+    report["engine_warnings"] += list(pd_warnings(role, transfers, engines or ()))
     # Why the prefix cache misses, when /metrics or the log's args can tell; null otherwise.
     cache = None
     if metrics is not None and metrics.source == "metrics":

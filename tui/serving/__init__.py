@@ -1,5 +1,6 @@
 """The service and its load: readiness, /metrics, the load (load/), the engine's progress (progress/), and the unit (unit/).
 
+disagg.py: Prefill/decode disaggregation: the engine's KV-transfer role, its NIXL transfers, their warnings
 engines.py: Per-engine figures of a data-parallel deployment, and an engine idle while another queues
 load/: A model load: its progress from the log (one state machine), the ready ETA, the load explainer
 lora.py: LoRA adapters: which are loaded, and which have requests running or waiting

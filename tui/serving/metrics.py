@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tui.core.errors import ServedeckError
+from tui.serving.disagg import DISAGG_FAMILIES, KvTransfers, kv_transfers
 from tui.serving.engines import EngineMetrics
 from tui.serving.load.tracker import EngineStats
 from tui.serving.lora import LORA_FAMILIES, LoraRequests, lora_requests
@@ -100,11 +101,11 @@ class ServerMetrics:
     source: str  # "metrics" or "log"
     at_s: float
     engine_healthy: float | None = None  # vllm:engine_healthy where exposed (0: the engine died)
-    # One row per `engine` label (data-parallel ranks); empty when the page has none.
-    engines: tuple[EngineMetrics, ...] = ()
+    engines: tuple[EngineMetrics, ...] = ()  # one row per `engine` label (DP ranks); () without
     spec_decode: SpecDecode | None = None  # None: no speculative decoding exposed
     prefix_cache: PrefixCacheFigures | None = None  # None: the server exposes none of it
     lora: LoraRequests | None = None  # None: no LoRA gauge (LoRA off)
+    kv_transfers: tuple[KvTransfers, ...] = ()  # P/D: each engine's NIXL figures; () without
 
 
 USED_FAMILIES = frozenset(
@@ -121,6 +122,7 @@ USED_FAMILIES = frozenset(
         *SPEC_DECODE_FAMILIES,
         *PREFIX_CACHE_FAMILIES,
         *LORA_FAMILIES,
+        *DISAGG_FAMILIES,
     )
 )
 _SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
@@ -165,9 +167,7 @@ def parse_metrics(
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name.endswith("_created"):
-                    continue
-                if not math.isfinite(sample.value):
+                if sample.name.endswith("_created") or not math.isfinite(sample.value):
                     continue  # Prometheus allows NaN/+Inf/-Inf: not a number to show (n/a)
                 engine = sample.labels.get("engine")
                 if engine is not None and engine != "":
@@ -317,6 +317,7 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         spec_decode=spec_decode(current, previous),
         prefix_cache=prefix_cache_figures(current, previous),
         lora=lora_requests(current),
+        kv_transfers=kv_transfers(current, previous),
     )
 
 

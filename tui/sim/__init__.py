@@ -24,6 +24,7 @@ load.py: The model load, phase by phase, in vLLM's log lines and worker memory
 lora.py: The simulator's vLLM 2026 engine options (data-parallel, drafts, sleep, LoRA) and its LoRA adapters
 metrics.py: /metrics for the simulator: vLLM's metric names and labels, via prometheus_client
 overview.py: What the Host overview shows for the simulator: the seed deployment's machine
+pd.py: The simulator's prefill/decode role (--kv-transfer-config) and vLLM's NIXL metric families, faults on demand
 prefix_cache.py: The simulator's prefix cache: vLLM's automatic prefix caching, block by block
 procs.py: Simulated vLLM child processes: `VLLM::EngineCore` and its `VLLM::Worker_TPn`
 server.py: `python -m tui.sim.server`: a simulated vLLM server process on 127.0.0.1

@@ -28,6 +28,7 @@ from tui.sim.engine import SimEngine, SimRequest
 from tui.sim.hang import HANGS, SLOW_FACTOR
 from tui.sim.lora import LoraCollector, adapter_entries, adapter_names
 from tui.sim.metrics import build_registry, exposition
+from tui.sim.pd import NixlCollector
 from tui.sim.prefix_cache import BLOCK_TOKENS, PrefixCache
 from tui.sim.sleep_state import SleepStateCollector
 from tui.sim.spec import VLLM_VERSION, ServerSettings
@@ -83,6 +84,15 @@ class SimApi:
         self.registry = build_registry(self.engines, settings.served_model_name)
         if settings.lora_modules:
             self.registry.register(LoraCollector(self.engines, settings.max_loras))
+        if settings.kv_role is not None:
+            self.registry.register(
+                NixlCollector(
+                    self.engines,
+                    settings.served_model_name,
+                    settings.kv_role,
+                    settings.kv_transfer_fault,
+                )
+            )
         self.registry.register(  # vLLM registers it with or without sleep mode
             SleepStateCollector(
                 lambda: self.sleep_level, len(self.engines), settings.served_model_name

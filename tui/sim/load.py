@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tui.sim.deployment import load_error
+from tui.sim.pd import args_repr
 from tui.sim.procs import is_alive, read_json, write_json_atomic
 from tui.sim.shards import read_shard, shard_files
 from tui.sim.spec import (
@@ -157,6 +158,7 @@ class LoadSequence:
                 if s.data_parallel_size > 1
                 else ""
             )
+            + args_repr(s.kv_role)
             + "}",
         )
         self.api("model.py:733", "Resolved architecture: KimiK25ForConditionalGeneration")

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from tui.sim.pd import add_pd_args, pd_settings
+
 if TYPE_CHECKING:
     from tui.sim.engine import SimEngine
     from tui.sim.spec import ServerSettings
@@ -33,6 +35,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--enable-lora", action="store_true")
     p.add_argument("--lora-modules", nargs="*", default=[], metavar="NAME=PATH")
     p.add_argument("--max-loras", type=int, default=1)
+    add_pd_args(p)
 
 
 def engine_settings(a: argparse.Namespace) -> dict[str, Any]:
@@ -51,6 +54,7 @@ def engine_settings(a: argparse.Namespace) -> dict[str, Any]:
         "sleep_mode": a.enable_sleep_mode,
         "lora_modules": tuple(modules),
         "max_loras": max(a.max_loras, 1),
+        **pd_settings(a),
     }
 
 

@@ -127,6 +127,9 @@ class ServerSettings:
     # vLLM's --enable-lora --lora-modules name=path ... --max-loras (tui.sim.lora).
     lora_modules: tuple[tuple[str, str], ...] = ()
     max_loras: int = 1
+    # vLLM's --kv-transfer-config kv_role and a P/D fault to show (tui.sim.pd).
+    kv_role: str | None = None
+    kv_transfer_fault: str | None = None
     faults: ServerFaults = field(default_factory=ServerFaults)
     shard_dir: str | None = None
     disk_bytes_per_s: float | None = None
