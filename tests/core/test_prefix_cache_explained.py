@@ -144,3 +144,14 @@ def test_the_serving_strip_says_a_known_reason_only() -> None:
     assert lines.splitlines()[-1].strip() == (
         "ⓘ prefix caching is off in the engine's args (enable_prefix_caching=False)"
     )
+
+
+def test_a_p_d_engines_args_line_still_gives_caching_and_block_size() -> None:
+    """With --kv-transfer-config the line holds a config object's repr, no Python literal:
+    the two keys are read from its text (literal_eval alone lost both)."""
+    line = (  # as vLLM 0.32's parser printed it for a prefill engine
+        "(APIServer pid=1) INFO 12-06 19:50:00 [api_utils.py:286] non-default args: "
+        "{'enable_prefix_caching': False, 'block_size': 32, 'kv_transfer_config': "
+        "KVTransferConfig(kv_connector='NixlConnector', kv_role='kv_producer', kv_port=14579)}"
+    )
+    assert args_from_log([line]) == (False, 32)

@@ -112,7 +112,9 @@ def args_from_log(lines: list[str] | tuple[str, ...]) -> tuple[bool | None, int 
         try:
             args = ast.literal_eval(found.group(1))
         except (ValueError, SyntaxError, RecursionError):
-            return None, None
+            # A config object's repr (`KVTransferConfig(...)` with --kv-transfer-config) is
+            # no literal: the two keys are read from the text itself.
+            return _key_from_text(found.group(1))
         if not isinstance(args, dict):
             return None, None
         enabled = args.get("enable_prefix_caching")
@@ -122,6 +124,19 @@ def args_from_log(lines: list[str] | tuple[str, ...]) -> tuple[bool | None, int 
             block if isinstance(block, int) and not isinstance(block, bool) else None,
         )
     return None, None
+
+
+_ENABLED_TEXT = re.compile(r"""['"]enable_prefix_caching['"]\s*:\s*(True|False)\b""")
+_BLOCK_TEXT = re.compile(r"""['"]block_size['"]\s*:\s*(\d+)\b""")
+
+
+def _key_from_text(text: str) -> tuple[bool | None, int | None]:
+    enabled = _ENABLED_TEXT.search(text)
+    block = _BLOCK_TEXT.search(text)
+    return (
+        None if enabled is None else enabled.group(1) == "True",
+        None if block is None else int(block.group(1)),
+    )
 
 
 def _pct(rate: float | None) -> str:
