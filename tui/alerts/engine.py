@@ -27,14 +27,16 @@ class AlertChange:
     at_s: float
     since_s: float  # when the condition started to hold
     muted: bool = False
+    detail: str = ""  # the evidence behind the value, where the signal has words for it
 
     @property
     def text(self) -> str:
         where = f" on GPU {self.gpu}" if self.gpu is not None else ""
         what = self.rule.message or self.rule.name
+        why = f" ({self.detail})" if self.detail else ""
         if self.state == "firing":
-            return f"{self.rule.severity.upper()} {what}{where}: {self.rule.condition} (now {self.value:g})"
-        return f"resolved: {what}{where} (now {self.value:g})"
+            return f"{self.rule.severity.upper()} {what}{where}: {self.rule.condition} (now {self.value:g}){why}"
+        return f"resolved: {what}{where} (now {self.value:g}){why}"
 
     def payload(self, host_label: str) -> dict[str, object]:
         """The webhook's JSON body (redacted by the sender)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.alerts.engine import AlertChange, AlertEngine, Signals
@@ -26,6 +27,7 @@ from tui.core.alert_rules import AlertingConfig
 from tui.gpu.model import GpuBoxSnapshot
 from tui.serving.metrics import ServerMetrics
 from tui.serving.progress.model import ProgressVerdict
+from tui.serving.slo_live import LiveSloWatch
 from tui.serving.unit.service import UnitState
 
 if TYPE_CHECKING:
@@ -67,6 +69,7 @@ class AlertMonitor:
         self._leftovers: int | None = None
         self._xids: list[tuple[float, int, bool]] = []  # (time, GPU, critical), the window's
         self._gpus: list[int] = []
+        self.slo = LiveSloWatch(config.slo)
 
     def close(self) -> None:
         if self.webhook is not None:
@@ -97,8 +100,12 @@ class AlertMonitor:
             )
         return failures
 
-    def _observe(self, signals: Signals, now_s: float | None = None) -> list[AlertChange]:
+    def _observe(
+        self, signals: Signals, now_s: float | None = None, details: dict[str, str] | None = None
+    ) -> list[AlertChange]:
         changes = self.engine.observe(signals, now_s)
+        if details:
+            changes = [replace(c, detail=details.get(c.rule.metric, "")) for c in changes]
         for change in changes:
             self._deliver(change)
         if self.webhook is not None:
@@ -143,7 +150,13 @@ class AlertMonitor:
         return self._observe(signals, now_s)
 
     def observe_metrics(self, metrics: ServerMetrics) -> list[AlertChange]:
-        return self._observe(metrics_signals(metrics), metrics.at_s)
+        changes = self._observe(metrics_signals(metrics), metrics.at_s)
+        if metrics.slo is not None:  # the live SLO windows: each burn with its evidence
+            burns = self.slo.observe(metrics.slo)
+            signals: Signals = {name: {None: value} for name, (value, _) in burns.items()}
+            details = {name: words for name, (_, words) in burns.items()}
+            changes += self._observe(signals, metrics.at_s, details)
+        return changes
 
     def observe_progress(self, verdict: ProgressVerdict) -> list[AlertChange]:
         return self._observe(progress_signals(verdict), verdict.at_s)

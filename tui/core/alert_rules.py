@@ -36,6 +36,12 @@ SIGNALS: dict[str, str] = {
     "engine.running_reqs": "requests running",
     "engine.ready_lost": "1 while a server that was ready does not answer",
     "engine.stalled": "1 while requests wait and no token is generated ([service] stall_after_s)",
+    "slo.ttft_p99_burn": "p99 TTFT over its SLO ([alerting.slo]; 1: at it), the lower of the short and long windows",
+    "slo.itl_p99_burn": "p99 ITL over its SLO ([alerting.slo]; 1: at it), the lower of the short and long windows",
+    "slo.e2e_p99_burn": "p99 E2E latency over its SLO ([alerting.slo]; 1: at it), the lower of the two windows",
+    "slo.failed_burn": "aborted or errored requests over their SLO share ([alerting.slo] failed_pct), the lower of the two windows",
+    "slo.preemptions": "preemptions in each of the short and long windows, the lower",
+    "slo.queue_growth": "requests waiting added over each of the short and long windows, the lower",
     "unit.failed": "1 while the unit is failed or restarting",
     "procs.leftovers_while_inactive": "leftover GPU processes while the unit is inactive",
 }
@@ -89,6 +95,19 @@ class RecordConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveSlo:
+    """`[alerting.slo]`: live-traffic SLO targets (0 switches one off) and the two windows a
+    burn must hold over; TTFT and ITL default to `[benchmark.slo]`'s."""
+
+    ttft_p99_ms: float = 2000.0
+    itl_p99_ms: float = 100.0
+    e2e_p99_ms: float = 0.0
+    failed_pct: float = 5.0
+    short_window_s: float = 60.0
+    long_window_s: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
 class AlertingConfig:
     """The profile's `[alerting]` table plus its `[[alerts]]` rules."""
 
@@ -96,6 +115,7 @@ class AlertingConfig:
     use_defaults: bool = True
     webhook: WebhookConfig | None = None
     bell: bool = True
+    slo: LiveSlo = LiveSlo()
 
     def effective_rules(self) -> tuple[AlertRule, ...]:
         """The profile's rules; a default of the same name is replaced, not doubled."""
@@ -136,6 +156,14 @@ DEFAULT_RULES: tuple[AlertRule, ...] = (
     AlertRule(
         "engine-stalled", "engine.stalled", ">=", 1, 0, "critical", 0, "engine makes no progress"
     ),
+    AlertRule("slo-ttft", "slo.ttft_p99_burn", ">=", 1, 0, "warning", 0.1, "p99 TTFT over its SLO"),
+    AlertRule("slo-itl", "slo.itl_p99_burn", ">=", 1, 0, "warning", 0.1, "p99 ITL over its SLO"),
+    AlertRule("slo-e2e", "slo.e2e_p99_burn", ">=", 1, 0, "warning", 0.1, "p99 E2E over its SLO"),
+    AlertRule(
+        "slo-failed", "slo.failed_burn", ">=", 1, 0, "warning", 0.1, "requests failing over SLO"
+    ),
+    AlertRule("preempting", "slo.preemptions", ">=", 1, 0, "warning", 0, "engine preempting"),
+    AlertRule("queue-growing", "slo.queue_growth", ">=", 5, 0, "warning", 4, "queue growing"),
     AlertRule("gpu-lost", "gpu.lost", ">=", 1, 0, "critical", 0, "GPU fell off the bus"),
     AlertRule("gpu-xid", "gpu.xid_recent", ">=", 1, 0, "warning", 0, "XID in the kernel log"),
     AlertRule(

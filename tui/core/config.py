@@ -28,6 +28,7 @@ from tui.core.alert_rules import (
     WEBHOOK_TIMEOUT_S,
     AlertingConfig,
     AlertRule,
+    LiveSlo,
     RecordConfig,
     WebhookConfig,
 )
@@ -714,7 +715,32 @@ def _record(table: _Table) -> RecordConfig:
     return config
 
 
-def _alerting(table: _Table, rules: list[_Table]) -> AlertingConfig:
+def _live_slo(table: _Table, benchmark: BenchmarkSlo) -> LiveSlo:
+    """`[alerting.slo]`; TTFT and ITL targets default to `[benchmark.slo]`'s."""
+    base = replace(LiveSlo(), ttft_p99_ms=benchmark.ttft_p99_ms, itl_p99_ms=benchmark.itl_p99_ms)
+    low, high = 1.0, 86400.0  # a window, in seconds: a second to a day
+    slo = LiveSlo(
+        ttft_p99_ms=table.number("ttft_p99_ms", base.ttft_p99_ms, minimum=0),
+        itl_p99_ms=table.number("itl_p99_ms", base.itl_p99_ms, minimum=0),
+        e2e_p99_ms=table.number("e2e_p99_ms", base.e2e_p99_ms, minimum=0),
+        failed_pct=table.number("failed_pct", base.failed_pct, minimum=0, maximum=100),
+        short_window_s=table.number(
+            "short_window_s", base.short_window_s, minimum=low, maximum=high
+        ),
+        long_window_s=table.number("long_window_s", base.long_window_s, minimum=low, maximum=high),
+    )
+    if slo.long_window_s <= slo.short_window_s:
+        table.problem(
+            "long_window_s",
+            f"must be longer than short_window_s ({slo.short_window_s:g}), "
+            f"got {slo.long_window_s:g}",
+        )
+        slo = replace(slo, long_window_s=base.long_window_s, short_window_s=base.short_window_s)
+    table.finish()
+    return slo
+
+
+def _alerting(table: _Table, rules: list[_Table], benchmark: BenchmarkSlo) -> AlertingConfig:
     url = table.string(
         "webhook_url", pattern=re.compile(r"^https?://\S+$"), expected="an http(s) URL", secret=True
     )
@@ -737,6 +763,7 @@ def _alerting(table: _Table, rules: list[_Table]) -> AlertingConfig:
         use_defaults=table.boolean("defaults", True),
         webhook=webhook,
         bell=table.boolean("bell", True),
+        slo=_live_slo(table.table("slo"), benchmark),
     )
     table.finish()
     return config
@@ -749,6 +776,7 @@ def profile_from_data(
     problems: list[str] = []
     root = _Table(data, "", problems)
     section: Callable[[str], _Table] = root.table
+    benchmark = _benchmark(section("benchmark"))
     profile = Profile(
         name=root.string("name", name) or name,
         path=path,
@@ -758,10 +786,10 @@ def profile_from_data(
         service=_service(section("service")),
         model=_model(section("model")),
         gpu=_gpu(section("gpu")),
-        benchmark=_benchmark(section("benchmark")),
+        benchmark=benchmark,
         handoff=_handoff(section("handoff")),
         keys=keys_from(section("keys")),
-        alerting=_alerting(section("alerting"), root.tables("alerts")),
+        alerting=_alerting(section("alerting"), root.tables("alerts"), benchmark.slo),
         record=_record(section("record")),
     )
     root.finish()

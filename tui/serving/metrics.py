@@ -19,6 +19,7 @@ from tui.serving.engines import EngineMetrics
 from tui.serving.load.tracker import EngineStats
 from tui.serving.lora import LORA_FAMILIES, LoraRequests, lora_requests
 from tui.serving.prefix_cache import PREFIX_CACHE_FAMILIES, PrefixCacheFigures, prefix_cache_figures
+from tui.serving.slo_live import E2E, FINISHED, SloCounters, bucket_delta, slo_counters
 from tui.serving.spec_decode import FAMILIES as SPEC_DECODE_FAMILIES
 from tui.serving.spec_decode import SpecDecode, spec_decode
 
@@ -106,6 +107,7 @@ class ServerMetrics:
     prefix_cache: PrefixCacheFigures | None = None  # None: the server exposes none of it
     lora: LoraRequests | None = None  # None: no LoRA gauge (LoRA off)
     kv_transfers: tuple[KvTransfers, ...] = ()  # P/D: each engine's NIXL figures; () without
+    slo: SloCounters | None = None  # cumulative, for the live SLO windows (None: from the log)
 
 
 USED_FAMILIES = frozenset(
@@ -119,6 +121,8 @@ USED_FAMILIES = frozenset(
         *TTFT,
         *ITL,
         *ENGINE_HEALTHY,
+        *E2E,
+        *FINISHED,
         *SPEC_DECODE_FAMILIES,
         *PREFIX_CACHE_FAMILIES,
         *LORA_FAMILIES,
@@ -246,20 +250,6 @@ def histogram_quantile(q: float, cumulative: tuple[tuple[float, float], ...]) ->
     return cumulative[-1][0]
 
 
-def _bucket_delta(
-    now: tuple[tuple[float, float], ...] | None, before: tuple[tuple[float, float], ...] | None
-) -> tuple[tuple[float, float], ...] | None:
-    if now is None:
-        return None
-    if before is None:
-        return now
-    earlier = dict(before)
-    delta = tuple((upper, count - earlier.get(upper, 0.0)) for upper, count in now)
-    if any(count < 0 for _, count in delta):
-        return now  # counters reset (server restarted): the new life is the interval
-    return delta
-
-
 def _rate(now: float | None, before: float | None, interval_s: float | None) -> float | None:
     if now is None or before is None or not interval_s or interval_s <= 0:
         return None
@@ -282,9 +272,8 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         return previous.first(names) if previous is not None else None
 
     def quantiles(names: tuple[str, ...]) -> tuple[float | None, ...]:
-        delta = _bucket_delta(
-            current.histogram(names), previous.histogram(names) if previous else None
-        )
+        now = current.histogram(names)
+        delta = bucket_delta(now, previous.histogram(names) if previous else None) if now else None
         return tuple(histogram_quantile(q, delta) if delta else None for q in QUANTILES)
 
     ttft = quantiles(TTFT)
@@ -318,6 +307,7 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         prefix_cache=prefix_cache_figures(current, previous),
         lora=lora_requests(current),
         kv_transfers=kv_transfers(current, previous),
+        slo=slo_counters(current, {"ttft": TTFT, "itl": ITL, "e2e": E2E}, PREEMPTIONS),
     )
 
 
