@@ -51,3 +51,28 @@ def test_resume_reuses_only_served_results_of_the_same_context(tmp_path: Path) -
     path.write_text(path.read_text() + "not json\n")
     found = measured_before("0.1.0|m|8x G", path)
     assert sorted(found) == ["a", "b", "c", "d"] and found["b"] == OUTCOMES[2]
+
+
+def _tok(name: str, single: float, low: float, high: float, gpus: int = 1) -> Outcome:
+    return Outcome(name, name, "served", gpus, "TP=1", single_stream_tok_s=single,
+                   single_stream_tok_s_range=(low, high), total_tok_s=single * 10,
+                   total_tok_s_range=(low * 10, high * 10))  # fmt: skip
+
+
+def test_a_tok_s_margin_is_judged_by_the_benchs_intervals() -> None:
+    apart = [_tok("a", 30.0, 29.0, 31.0), _tok("b", 25.0, 24.0, 26.0)]
+    assert margin_line(apart, "single_stream") == (
+        "best: a (30.0 tok/s), +20% over b (25.0 tok/s): "
+        "beyond the noise (95 % intervals apart: 29.0 > 26.0)"
+    )
+    overlap = [_tok("a", 30.0, 27.0, 33.0), _tok("b", 29.0, 26.0, 32.0)]
+    assert margin_line(overlap, "single_stream").endswith(
+        "within the noise (95 % intervals overlap: 27.0 <= 32.0)"
+    )
+    # per GPU: the total's interval divided by the GPUs it took
+    per_gpu = [_tok("a", 30.0, 29.0, 31.0), _tok("b", 50.0, 49.0, 51.0, gpus=2)]
+    assert margin_line(per_gpu, "tok_per_gpu").endswith(
+        "beyond the noise (95 % intervals apart: 290.0 > 255.0)"
+    )
+    unknown = [OUTCOMES[1], OUTCOMES[2]]
+    assert margin_line(unknown, "tok_per_gpu").endswith("noise unknown (one run each)")

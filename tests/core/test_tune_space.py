@@ -118,3 +118,11 @@ def test_any_grid_parses_or_is_refused_in_one_line(grid: dict[str, list[object]]
         assert tp is None or (isinstance(tp, int) and tp >= 1)
         gmu = config.flag("--gpu-memory-utilization")
         assert gmu is None or (isinstance(gmu, float) and 0 < gmu <= 1)
+
+
+def test_the_example_space_parses() -> None:
+    """examples/tune-demo.toml, the one README names, is a space the demo can run."""
+    root = Path(__file__).resolve().parents[2]
+    space = load_space(root / "examples" / "tune-demo.toml")
+    assert space.objective == "capacity" and len(space.configs) == 4
+    assert {c.name for c in space.configs} >= {"ep", "tp6"}

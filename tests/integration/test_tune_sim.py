@@ -26,9 +26,11 @@ from tui.sim import spec
 from tui.sim.capacity import SloTarget, true_capacity
 from tui.sim.deck import SimDeck, open_sim_deck
 from tui.sim.deployment import add_vllm_flags, apply_vllm_flags
+from tui.summary.recorded import recorded_history
 from tui.tune.driver import run_tune
 from tui.tune.dropin import read_marker
 from tui.tune.preflight import plan_for_deck
+from tui.tune.record import TuneRecording
 from tui.tune.results import margin_line, ranked, result_lines
 from tui.tune.space import TuneConfig, parse_space
 
@@ -122,7 +124,13 @@ def test_tune_finds_the_best_skips_the_invalid_survives_failures_and_restores(
         try:
             planned = await plan_for_deck(deck, space)
             killer.start()
-            outcomes = await run_tune(deck, space, planned, say=lines.append)
+            recording = TuneRecording(deck, lines.append)
+            try:
+                outcomes = await run_tune(
+                    deck, space, planned, say=lines.append, recording=recording
+                )
+            finally:
+                recording.close()
             state = deck.box.unit.wait_for_state("active", 30)
             dropins = sorted(p.name for p in deck.box.dropin_dir.glob("*.conf"))
             return outcomes, state, not dropins
@@ -162,3 +170,9 @@ def test_tune_finds_the_best_skips_the_invalid_survives_failures_and_restores(
     assert no_dropin and state == "active" and read_marker() is None
     assert any(line.startswith("$ tee ") for line in lines)
     assert any(r["event"] == "tune.dropin" and r.get("what") == "remove" for r in audit)
+    # the recording: each runnable configuration's start an attempt, the tune on the Timeline
+    history = recorded_history(load_profile(None, demo=True), "simulator")
+    assert history is not None and history.tune is not None, history
+    outcomes_seen = [a.outcome for a in history.attempts]
+    assert len(outcomes_seen) >= 6 and outcomes_seen.count("served") >= 4, outcomes_seen
+    assert "best: " in history.tune.text

@@ -30,6 +30,7 @@ from tui.tune.dropin import (
     read_marker,
 )
 from tui.tune.preflight import plan_for_deck, plan_lines
+from tui.tune.record import TuneRecording
 from tui.tune.results import (
     context_key,
     measured_before,
@@ -118,9 +119,18 @@ async def _run(args: argparse.Namespace, space: TuneSpace | None) -> int:
         gpus = await deck.gpu_inventory()
         context = context_key(deck.profile.model.name or "", f"{gpus.count}x {gpus.name}")
         done = measured_before(context) if args.resume else {}
-        outcomes = await run_tune(
-            deck, space, planned, done=done, keep=lambda o: save_outcome(o, context)
-        )
+        recording = TuneRecording(deck, print)
+        try:
+            outcomes = await run_tune(
+                deck,
+                space,
+                planned,
+                done=done,
+                keep=lambda o: save_outcome(o, context),
+                recording=recording,
+            )
+        finally:
+            recording.close()
         print("\n".join(result_lines(outcomes, space.objective)))
         best = ranked(outcomes, space.objective)[0] if outcomes else None
         question = f"keep {best.name if best else ''} as the unit's drop-in and start it?"

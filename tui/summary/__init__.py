@@ -10,8 +10,8 @@ incidents.py: Incidents for the summary: kills of leftover GPU processes, servic
 inputs.py: What a state summary is made of: one frozen SummaryInputs, gathered once, rendered many ways
 last_load.py: The summary's "Last load" section: why the last load took as long as it did
 mdtable.py: Small Markdown building blocks for the summary: tables that always parse, and value formats
-recorded.py: The summary's view of the flight recorder: incidents and deployment attempts in a window
-recorded_render.py: Markdown for the flight recorder's parts of the summary: incidents and deployment attempts
+recorded.py: The summary's view of the flight recorder: incidents, deployment attempts and the last tune in a window
+recorded_render.py: Markdown for the flight recorder's parts of the summary: incidents, deployment attempts, the tune
 render.py: The state summary as Markdown: an "at a glance" block first, then one section per topic
 sections.py: The machine-facing sections of the summary: hardware, software, model, service, now
 """

@@ -1,4 +1,4 @@
-"""The summary's view of the flight recorder: incidents and deployment attempts in a window.
+"""The summary's view of the flight recorder: incidents, deployment attempts and the last tune in a window.
 
 The window runs from the last exported summary (the previous handoff) or, without
 one, the last 24 h, to now. No recording for the host means both stay empty.
@@ -13,6 +13,7 @@ from tui.core import paths
 from tui.core.config import Profile
 from tui.core.errors import ServedeckError
 from tui.record.attempts import Attempt, deployment_attempts, recorded_incidents
+from tui.record.model import Event
 from tui.record.query import RecordingReader
 from tui.record.where import recording_path
 from tui.summary.inputs import Incident
@@ -26,6 +27,7 @@ class RecordedHistory:
     since_what: str  # "the last summary" | "24 h"
     incidents: tuple[Incident, ...]
     attempts: tuple[Attempt, ...]
+    tune: Event | None = None  # the last `servedeck tune` finished in the window
 
 
 def last_summary_s() -> float | None:
@@ -73,4 +75,5 @@ def recorded_history(
         for a in deployment_attempts(starts)
         if a.started_s >= since_s or a.outcome == "in progress"
     )
-    return RecordedHistory(since_s, since_what, incidents, attempts)
+    tune = next((e for e in reversed(window) if e.source == "tune"), None)
+    return RecordedHistory(since_s, since_what, incidents, attempts, tune)

@@ -1,10 +1,10 @@
-"""Markdown for the flight recorder's parts of the summary: incidents and deployment attempts."""
+"""Markdown for the flight recorder's parts of the summary: incidents, deployment attempts, the tune."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tui.core.formatting import duration_markdown
+from tui.core.formatting import NA, duration_markdown
 from tui.summary.mdtable import clock, num, table
 
 
@@ -69,3 +69,34 @@ def deployment_attempts_lines(recorded: Any) -> list[str]:
         ],
         rows,
     )
+
+
+def tune_lines(recorded: Any) -> list[str]:
+    """The last `servedeck tune` of the window: ranked table, Pareto front, winner, skips."""
+    event = None if recorded is None else getattr(recorded, "tune", None)
+    if event is None:
+        return []
+    data = event.data
+    out = [
+        "## Tune",
+        "",
+        f"`servedeck tune` finished at {clock(event.ts_s)}, "
+        f"objective {data.get('objective', NA)}: {data.get('margin', NA)}.",
+        "",
+    ]
+    rows = data.get("table") or []
+    if rows:
+        out += table(rows[0], rows[1:])
+    front = data.get("pareto") or []
+    if front:
+        points = "; ".join(
+            f"{p['name']} {num(p.get('per_user_tok_s'))} / {num(p.get('total_tok_s'), 0)}"
+            for p in front
+        )
+        out += [f"Pareto front (per-user / total tok/s at capacity): {points}.", ""]
+    for failed in data.get("failed") or []:
+        out.append(f"- {failed['name']}: {failed['outcome']} at {failed.get('phase') or NA}: "
+                   f"{failed.get('line') or NA}")  # fmt: skip
+    for skip in data.get("skipped") or []:
+        out.append(f"- {skip['name']}: {skip['outcome']}: {skip.get('reason') or NA}")
+    return [*out, ""] if out[-1] else out

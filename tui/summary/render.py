@@ -20,7 +20,11 @@ from tui.summary.hardware_section import hardware_health_markdown
 from tui.summary.inputs import SummaryInputs
 from tui.summary.last_load import last_load_lines
 from tui.summary.mdtable import clock, ms, num, table
-from tui.summary.recorded_render import deployment_attempts_lines, recorded_incidents_lines
+from tui.summary.recorded_render import (
+    deployment_attempts_lines,
+    recorded_incidents_lines,
+    tune_lines,
+)
 
 
 def _load_seconds(inputs: SummaryInputs) -> float | None:
@@ -274,6 +278,7 @@ def render_markdown(inputs: SummaryInputs, extra_secrets: tuple[str, ...] = ()) 
         benchmarks(inputs),
         incidents(inputs),
         deployment_attempts_lines(inputs.recorded),
+        tune_lines(inputs.recorded),
         plan(inputs),
         notes(inputs),
         files(inputs),

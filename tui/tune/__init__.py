@@ -4,6 +4,7 @@ No Textual here: the CLI (and a console view) drive these modules over one Deck.
 
 driver.py: The run: each configuration's drop-in, leftovers, guarded start, load, benchmark, stop, restore
 dropin.py: Each configuration as a systemd drop-in (never the unit file), the restore marker, audited commands
+record.py: The tune in the flight recording: each start a Deployment attempt, the result a Timeline event
 preflight.py: Every configuration through the Plan: the invalid and too big skipped, the rest by load time
 results.py: The ranked table, the Pareto front, the winner's margin, and the results file --resume reads
 space.py: tune.toml: the configurations to try, the objective, the budget and each deadline

@@ -17,7 +17,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -42,6 +42,9 @@ from tui.tune.dropin import (
 )
 from tui.tune.preflight import PlannedConfig
 from tui.tune.space import TuneSpace
+
+if TYPE_CHECKING:  # the recording module imports Outcome from here
+    from tui.tune.record import TuneRecording
 
 Say = Callable[[str], None]
 FAILED_STATES = ("failed",)
@@ -69,10 +72,20 @@ class Outcome:
     per_user_tok_s: float | None = None  # each user's tok/s at capacity
     # The capacity's bracket: the first level above it that missed the SLO (None: unknown).
     capacity_users_above: float | None = None
+    # 95 % intervals (tui.bench.uncertainty over the level's requests; None: not known)
+    single_stream_tok_s_range: tuple[float, float] | None = None
+    total_tok_s_range: tuple[float, float] | None = None
 
     @property
     def tok_per_gpu(self) -> float | None:
         return None if self.total_tok_s is None or not self.gpus else self.total_tok_s / self.gpus
+
+    @property
+    def tok_per_gpu_range(self) -> tuple[float, float] | None:
+        if self.total_tok_s_range is None or not self.gpus:
+            return None
+        low, high = self.total_tok_s_range
+        return low / self.gpus, high / self.gpus
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "tok_per_gpu": self.tok_per_gpu}
@@ -158,7 +171,12 @@ async def _ready(client: httpx.AsyncClient, base_url: str) -> bool:
 
 
 async def _load(
-    deck: Deck, item: PlannedConfig, deadline_s: float, say: Say
+    deck: Deck,
+    item: PlannedConfig,
+    deadline_s: float,
+    say: Say,
+    recording: TuneRecording | None = None,
+    argv: list[str] | None = None,
 ) -> tuple[str, float, str | None, str | None]:
     """Start and follow one load: (served|failed|timeout, seconds, phase, failure line)."""
     service = deck.service()
@@ -169,17 +187,27 @@ async def _load(
         with watch:
             await asyncio.sleep(0.2)  # the follower opens the log before the first line
             await guarded_action(deck, "start", confirmed=True)
+            if recording is not None:
+                pid = (await service.state()).main_pid
+                recording.exec(pid, argv or [], dict(item.config.env))
             base_url = await deck.reachable_base_url()
             async with httpx.AsyncClient(timeout=2.0) as client:
                 while (elapsed := time.monotonic() - started) < deadline_s:
+                    if recording is not None:
+                        recording.progress(watch.tracker.snapshot())
                     state = await service.state()
                     if state.active_state in FAILED_STATES or (
                         state.active_state == "inactive" and elapsed > 2.0
                     ):
                         await asyncio.sleep(0.5)  # the last lines of the log
                         phase, line = watch.failed_phase()
+                        if recording is not None:
+                            recording.progress(watch.tracker.snapshot())
                         return "failed", elapsed, phase, line or f"unit {state.active_state}"
                     if state.is_active and await _ready(client, base_url):
+                        if recording is not None:
+                            recording.progress(watch.tracker.snapshot())
+                            recording.ready([deck.profile.model.name or ""])
                         return "served", elapsed, None, None
                     await asyncio.sleep(POLL_S)
             phase, _ = watch.failed_phase()
@@ -218,29 +246,61 @@ def _figures(result: dict[str, Any] | None) -> dict[str, Any]:
     capacity = result.get("capacity") or {}
     users = capacity.get("concurrency")
     _, above = bracket(result)
+    at = next((lv for lv in levels if lv.get("concurrency") == users), None)
+    total = capacity.get("output_tok_s")
     return {
         "single_stream_tok_s": one.get("per_user_tok_s") if one else None,
         "capacity_users": users if isinstance(users, int) else None,
-        "total_tok_s": capacity.get("output_tok_s"),
+        "total_tok_s": total,
         "per_user_tok_s": capacity.get("per_user_tok_s"),
         "capacity_users_above": above,
+        "single_stream_tok_s_range": _interval(one),
+        "total_tok_s_range": _scaled(_interval(at), at, total),
     }
 
 
+def _interval(level: dict[str, Any] | None) -> tuple[float, float] | None:
+    """A level's per-user tok/s interval (the capacity runner's, over its requests)."""
+    pair = (level or {}).get("per_user_tok_s_interval")
+    if isinstance(pair, list | tuple) and len(pair) == 2:
+        return float(pair[0]), float(pair[1])
+    return None
+
+
+def _scaled(
+    interval: tuple[float, float] | None, level: dict[str, Any] | None, total: Any
+) -> tuple[float, float] | None:
+    """The total's interval: the per-user interval's relative width (same users, same window)."""
+    per_user = (level or {}).get("per_user_tok_s")
+    if interval is None or not isinstance(total, int | float) or not per_user:
+        return None
+    return total * interval[0] / per_user, total * interval[1] / per_user
+
+
 async def run_config(
-    deck: Deck, space: TuneSpace, item: PlannedConfig, base_argv: list[str], drop: DropIn, say: Say
+    deck: Deck,
+    space: TuneSpace,
+    item: PlannedConfig,
+    base_argv: list[str],
+    drop: DropIn,
+    say: Say,
+    recording: TuneRecording | None = None,
 ) -> Outcome:
     """One configuration from drop-in to stop; a failed load is an outcome, not an error."""
     config = item.config
-    await drop.write(dropin_text(config, config_argv(base_argv, config)))
+    argv = config_argv(base_argv, config)
+    await drop.write(dropin_text(config, argv))
     await clean_leftovers(deck, say)
-    kind, load_s, phase, line = await _load(deck, item, space.deadline_s, say)
+    kind, load_s, phase, line = await _load(deck, item, space.deadline_s, say, recording, argv)
     figures: dict[str, Any] = {}
     if kind == "served":
         predicted = "unknown" if item.predicted_load_s is None else f"{item.predicted_load_s:.0f} s"
         say(f"  ready after {load_s:.0f} s (predicted {predicted})")
         try:
-            figures = _figures(await measure(deck, space, say))
+            result = await measure(deck, space, say)
+            figures = _figures(result)
+            if result and recording is not None:
+                recording.capacity(result)
         except ServedeckError as error:
             say(f"  benchmark failed: {error}")
     else:
@@ -248,6 +308,8 @@ async def run_config(
     service = deck.service()
     assert service is not None
     await service.stop(confirmed=True)
+    if recording is not None:
+        recording.stopped()
     return Outcome(
         config.name,
         config.key,
@@ -285,10 +347,12 @@ async def run_tune(
     say: Say = print,
     done: dict[str, Outcome] | None = None,
     keep: Callable[[Outcome], None] = lambda _: None,
+    recording: TuneRecording | None = None,
 ) -> list[Outcome]:
     """Every planned configuration in order, within the budget; the unit restored at the end.
 
     `done` holds outcomes already measured (resume): those configurations are not run.
+    `recording` (the profile's flight recording) gets each start as a Deployment attempt.
     """
     service = deck.service()
     if service is None:
@@ -318,9 +382,11 @@ async def run_tune(
                 outcomes.append(skipped(item, "over budget"))
                 continue
             say(f"{item.config.name}: {item.layout.label}")
-            outcome = await run_config(deck, space, item, base_argv, drop, say)
+            outcome = await run_config(deck, space, item, base_argv, drop, say, recording)
             outcomes.append(outcome)
             keep(outcome)
+        if recording is not None:
+            recording.finished(outcomes, space.objective)
     finally:
         await asyncio.shield(restore(deck, drop, was_active, say))
     return outcomes

@@ -2,7 +2,9 @@
 
 The margin is judged with the measurement's own resolution: a capacity search brackets
 its answer between the last level that met the SLO and the first that missed it, so a
-winner whose capacity is inside the runner-up's bracket is "within the noise". The
+winner whose capacity is inside the runner-up's bracket is "within the noise"; a tok/s
+objective (single stream, per GPU) compares the 95 % intervals over the requests
+(tui.bench.uncertainty): apart is beyond the noise, overlapping within it. The
 results file (data dir, one JSON line per measured configuration) is keyed by the
 configuration, the servedeck version, the model and the GPUs: `--resume` reuses only
 what the same code measured on the same model and hardware.
@@ -80,7 +82,27 @@ def margin_line(outcomes: Sequence[Outcome], objective: str) -> str:
             if beyond
             else f": within the noise (the runner-up's bracket reaches {runner.capacity_users_above:g})"
         )
+    ranges = (_range(best, objective), _range(runner, objective))
+    if objective != "capacity" and ranges[0] is not None and ranges[1] is not None:
+        best_low, runner_high = ranges[0][0], ranges[1][1]
+        return head + (
+            f": beyond the noise (95 % intervals apart: {best_low:.1f} > {runner_high:.1f})"
+            if best_low > runner_high
+            else f": within the noise (95 % intervals overlap: {best_low:.1f} <= {runner_high:.1f})"
+        )
     return head + ": noise unknown (one run each)"
+
+
+def _range(outcome: Outcome, objective: str) -> tuple[float, float] | None:
+    """The objective's 95 % interval (tui.bench.uncertainty, via the capacity runner)."""
+    pair = (
+        outcome.single_stream_tok_s_range
+        if objective == "single_stream"
+        else outcome.tok_per_gpu_range
+        if objective == "tok_per_gpu"
+        else None
+    )
+    return (float(pair[0]), float(pair[1])) if pair else None
 
 
 def _value(value: float, objective: str) -> str:

@@ -53,6 +53,7 @@ from tui.bench.metrics import output_tokens_of, percentile, tpot_of
 from tui.bench.model import RequestOutcome
 from tui.bench.runner import _describe, _discover, _install_cancel, api_key_for, emit
 from tui.bench.telemetry import MetricsPoller
+from tui.bench.uncertainty import mean_interval
 from tui.bench.workload import (
     BenchSpec,
     api_url,
@@ -144,6 +145,8 @@ def summarize(
     ttft_p99_ms = percentile(ttfts, 99) * 1000
     itl_p99_ms = percentile(itls, 99) * 1000
     per_user = 1.0 / mean_tpot if mean_tpot > 0 else 0.0
+    tpot_low, tpot_high = mean_interval(tpots) if len(tpots) >= 2 else (0.0, 0.0)
+    per_user_interval = (1.0 / tpot_high, 1.0 / tpot_low) if tpot_low > 0 else None
     failures = level_failures(
         slo,
         ttft_p99_ms=ttft_p99_ms,
@@ -173,6 +176,7 @@ def summarize(
         goodput=meeting / window if window > 0 else 0.0,
         failures=failures,
         partial=partial or not (good or failures),
+        per_user_tok_s_interval=per_user_interval,
         server=server,
     )
 

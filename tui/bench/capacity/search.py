@@ -131,6 +131,9 @@ class CapacityLevel:
     # why the client, not the server, set this level's figures (tui.bench.client_load);
     # "" when it kept up. Such a level neither meets nor misses: the search stops there.
     client_bound: str = ""
+    # the 95 % interval of per_user_tok_s (tui.bench.uncertainty's mean_interval over the
+    # requests' TPOT, inverted); None with fewer than two requests
+    per_user_tok_s_interval: tuple[float, float] | None = None
 
     @property
     def load(self) -> str:
