@@ -203,7 +203,7 @@ class ServicePart(Part):
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self._run_action(verb)
+                self.run_confirmed(verb)
 
         def ask() -> None:
             self.console.push_screen(ConfirmActionScreen(action, note), confirmed)
@@ -217,7 +217,8 @@ class ServicePart(Part):
         what=lambda part, verb: f"{verb} {part.profile.service.unit} on {part.deck.host_label}",
         user_action=True,
     )
-    async def _run_action(self, verb: str) -> None:
+    async def run_confirmed(self, verb: str) -> None:
+        """The action the operator confirmed (the guard passed), in its worker."""
         controller = self.deck.service()
         assert controller is not None
         try:
