@@ -47,7 +47,7 @@ async def test_a_stop_after_serving_is_not_a_load_and_the_next_start_loses_nothi
         app.record.recording.feed.listeners.append(events.append)
         stops: list[float] = []
         for round_ in range(2):
-            app._run_service_action("start")
+            app.service._run_action("start")
             await _until(pilot, lambda: app.ready, 120, f"ready, round {round_}")
             kept = round_ + 1
             await _until(pilot, lambda n=kept: len(_loads()) == n, 60, "the load kept")
@@ -56,7 +56,7 @@ async def test_a_stop_after_serving_is_not_a_load_and_the_next_start_loses_nothi
                     body = {"model": "m", "prompt": "hi", "max_tokens": 16}
                     await client.post("/v1/completions", json=body)
             stops.append(time.time())
-            app._run_service_action("stop")
+            app.service._run_action("stop")
             await _until(
                 pilot,
                 lambda: app.unit_state is not None and not app.unit_state.is_active,

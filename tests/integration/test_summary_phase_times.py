@@ -84,7 +84,7 @@ async def test_each_phase_has_one_duration_everywhere_in_the_summary() -> None:
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             await _until(pilot, lambda: app.unit_state is not None, 60, "the unit's state")
-            app._run_service_action("start")
+            app.service._run_action("start")
             await _until(pilot, lambda: app.ready, 120, "ready")
             await _until(pilot, lambda: len(_loads()) == 1, 60, "the load kept")
             await pilot.pause(1.0)
