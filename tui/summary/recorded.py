@@ -1,7 +1,9 @@
 """The summary's view of the flight recorder: incidents and deployment attempts in a window.
 
-The window runs from the last exported summary (the previous handoff) or, without
-one, the last 24 h, to now. No recording for the host means both stay empty.
+Incidents run from the last exported summary (the previous handoff) or, without one, the
+last 24 h, to now. Deployment attempts are the deployment's history, not news: they go
+back at least 24 h whenever the last summary was written (a handoff exported a minute
+after another still lists the starts the first one did). No recording, no sections.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class RecordedHistory:
     since_what: str  # "the last summary" | "24 h"
     incidents: tuple[Incident, ...]
     attempts: tuple[Attempt, ...]
+    attempts_since_what: str = "24 h"  # the attempts' window: at least the last 24 h
 
 
 def last_summary_s() -> float | None:
@@ -68,9 +71,12 @@ def recorded_history(
         )
         for event in recorded_incidents(window)
     )
+    day_s = now_s - DEFAULT_WINDOW_S
+    attempts_since_s = min(since_s, day_s)
     attempts = tuple(
         a
         for a in deployment_attempts(starts)
-        if a.started_s >= since_s or a.outcome == "in progress"
+        if a.started_s >= attempts_since_s or a.outcome == "in progress"
     )
-    return RecordedHistory(since_s, since_what, incidents, attempts)
+    attempts_since_what = since_what if since_s <= day_s else "24 h"
+    return RecordedHistory(since_s, since_what, incidents, attempts, attempts_since_what)
