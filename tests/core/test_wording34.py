@@ -96,3 +96,17 @@ def test_serve_says_this_host_when_every_name_is_the_loopback(
     monkeypatch.setattr(socket, "getfqdn", lambda: "localhost.localdomain")
     monkeypatch.setattr(socket, "gethostname", lambda: "localhost")
     assert launch.tunnel_host() == "<this-host>"
+
+
+def test_an_unknown_bound_is_not_called_unknown_bound() -> None:
+    """Walked in the demo: "weights 8.0 s (unknown-bound)" reads as a kind of bound."""
+    explain = _explain(None, None, None)
+    weights = explain.phases[0]
+    unknown = PhaseCost(weights.name, weights.wall_s, "unknown", None, weights.cpu_s)
+    text = diagnose(LoadExplain(**{**_fields(explain), "phases": (unknown,)}))
+    assert "unknown-bound" not in text, text
+    assert "weights 40 s, read rate unknown: no I/O reading" in text, text
+
+
+def _fields(explain: LoadExplain) -> dict[str, object]:
+    return {name: getattr(explain, name) for name in explain.__dataclass_fields__}

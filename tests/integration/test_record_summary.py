@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from tests.integration.test_record_core import _unit
+from tui.core import paths
 from tui.core.config import demo_profile
 from tui.record.attempts import config_of, deployment_attempts
 from tui.record.feed import RecordFeed
@@ -136,3 +138,28 @@ def _rest(event: Event) -> dict[str, object]:
         "gpu": event.gpu,
         "data": event.data,
     }
+
+
+def test_a_handoff_right_after_another_keeps_the_deployment_history(tmp_path: Path) -> None:
+    """A summary exported 26 s after the last one lists the same attempts (the history),
+    while its incidents start at the last summary (the news)."""
+    profile = demo_profile()
+    shift_s = 100_000_000.0
+    with Recorder(recording_path(profile), host_label="simulator") as recorder:
+        feed = RecordFeed(recorder, "simulator")
+        for event in _night():
+            feed.event(Event(event.ts_s + shift_s, **_rest(event)))
+    now_s = 1_800_000_000.0 + shift_s + 4000.0
+    earlier = paths.data_dir() / "summaries" / "summary-demo-earlier.md"
+    earlier.parent.mkdir(parents=True, exist_ok=True)
+    earlier.write_text("# State summary\n")
+    os.utime(earlier, (now_s - 26.0, now_s - 26.0))
+    history = recorded_history(profile, "simulator", now_s=now_s)
+    assert history is not None and history.since_what == "the last summary"
+    attempts = "\n".join(deployment_attempts_lines(history))
+    assert "| 1 |" in attempts and "| 2 |" in attempts, attempts
+    assert "failed at weights: ValueError" in attempts and "TP 8 -> 4" in attempts
+    assert "No service starts recorded" not in attempts
+    incidents = "\n".join(recorded_incidents_lines(history))
+    assert "since the last summary" in incidents
+    assert "load failed" not in incidents  # older than the last summary: not news

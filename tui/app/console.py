@@ -112,7 +112,14 @@ class ServedeckApp(App[int]):
         )
         self.stacks = StacksPart(deck, self, self.record, self.serving.stall_incidents)
         core = (self.sources, self.record)
-        self.gpus = GpusPart(deck, self, *core, self.hardware, self.serving.tracker)
+        self.gpus = GpusPart(
+            deck,
+            self,
+            *core,
+            self.hardware,
+            self.serving.tracker,
+            first_sample=lambda: self.procs.refresh(),  # K offered only with leftovers
+        )
         self.service = ServicePart(
             deck, self, *core, self.procs, self.restart_watch, self.serving, self.stacks
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tui.app.console_guard import console_closing
@@ -40,8 +41,12 @@ class GpusPart(Part):
         record: RecordPart,
         hardware: HardwarePart,
         tracker: LoadTracker,
+        first_sample: Callable[[], object] | None = None,
     ) -> None:
         super().__init__(deck, console)
+        # Told once, at the first good sample: the process list needs the GPUs' pids, and
+        # until it is taken the footer cannot know whether K has anything to clean up.
+        self._first_sample = first_sample
         self._sources = sources
         self._record = record
         self._hardware = hardware
@@ -75,7 +80,9 @@ class GpusPart(Part):
         if console_closing(self.console):
             return
         if snapshot.available:
-            self.last_good = snapshot
+            first, self.last_good = self.last_good is None, snapshot
+            if first and self._first_sample is not None:
+                self._first_sample()
         elif self.last_good is not None:
             # The source failed: keep the last good sample on screen; the note gives its age.
             return

@@ -196,6 +196,10 @@ class RecordFeed:
         now = progress.at_s
         if progress.phase != self._phase:
             previous, self._phase = self._phase, progress.phase
+            if previous is None and progress.phase == "stopped":
+                # Where the log reader begins, not something that happened: recorded, a
+                # console opened during a start put "load phase: stopped" on the Timeline.
+                return
             spans = [asdict(span) for span in progress.timeline]
             data: dict[str, Any] = {
                 "phase": progress.phase,
@@ -365,7 +369,7 @@ class RecordFeed:
         event = str(record.get("event", "?"))
         fields = (
             "verb", "unit", "action", "preset", "outcome", "ok", "message", "reason", "error",
-            "verdict",
+            "verdict", "summary",
         )  # fmt: skip
         detail = ", ".join(
             f"{name}={record[name]}" for name in fields if record.get(name) not in (None, "")

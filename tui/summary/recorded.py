@@ -1,7 +1,9 @@
 """The summary's view of the flight recorder: incidents, deployment attempts and the last tune in a window.
 
-The window runs from the last exported summary (the previous handoff) or, without
-one, the last 24 h, to now. No recording for the host means both stay empty.
+Incidents run from the last exported summary (the previous handoff) or, without one, the
+last 24 h, to now. Deployment attempts are the deployment's history, not news: they go
+back at least 24 h whenever the last summary was written (a handoff exported a minute
+after another still lists the starts the first one did). No recording, no sections.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class RecordedHistory:
     incidents: tuple[Incident, ...]
     attempts: tuple[Attempt, ...]
     tune: Event | None = None  # the last `servedeck tune` finished in the window
+    attempts_since_what: str = "24 h"  # the attempts' window: at least the last 24 h
 
 
 def last_summary_s() -> float | None:
@@ -70,10 +73,15 @@ def recorded_history(
         )
         for event in recorded_incidents(window)
     )
+    day_s = now_s - DEFAULT_WINDOW_S
+    attempts_since_s = min(since_s, day_s)
     attempts = tuple(
         a
         for a in deployment_attempts(starts)
-        if a.started_s >= since_s or a.outcome == "in progress"
+        if a.started_s >= attempts_since_s or a.outcome == "in progress"
     )
     tune = next((e for e in reversed(window) if e.source == "tune"), None)
-    return RecordedHistory(since_s, since_what, incidents, attempts, tune)
+    attempts_since_what = since_what if since_s <= day_s else "24 h"
+    return RecordedHistory(
+        since_s, since_what, incidents, attempts, tune=tune, attempts_since_what=attempts_since_what
+    )

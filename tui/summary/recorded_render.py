@@ -41,12 +41,13 @@ def _bench(attempt: Any) -> str:
 
 
 def deployment_attempts_lines(recorded: Any) -> list[str]:
-    """Every start of the service in the window: configuration diff, outcome, load time, best figures."""
+    """Every start of the service (at least the last 24 h): configuration diff, outcome, load
+    time, best figures."""
     if recorded is None:
         return []
     out = ["## Deployment attempts", ""]
     if not recorded.attempts:
-        return [*out, f"No service starts recorded since {recorded.since_what}.", ""]
+        return [*out, f"No service starts recorded since {recorded.attempts_since_what}.", ""]
     rows = [
         (
             str(n),

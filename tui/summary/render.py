@@ -8,6 +8,7 @@ or a profile note never reaches the page.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from tui.bench.best import COMPLETE, BenchFigure, best_benchmarks, figure_of
 from tui.bench.capacity.answer import capacity_line, latest_finished
@@ -36,6 +37,20 @@ def _load_seconds(inputs: SummaryInputs) -> float | None:
     if not serving:
         return None
     return serving[0].started_at_s - load.timeline[0].started_at_s
+
+
+def _load_started_s(inputs: SummaryInputs) -> float | None:
+    """When the current load began (its first phase), None without a load timeline."""
+    load = inputs.load
+    return load.timeline[0].started_at_s if load is not None and load.timeline else None
+
+
+def _run_started_s(started_at: str) -> float | None:
+    """A run's ISO 8601 start as epoch seconds (None when it cannot be read)."""
+    try:
+        return datetime.fromisoformat(started_at).timestamp()
+    except ValueError:
+        return None
 
 
 def glance(inputs: SummaryInputs) -> list[str]:
@@ -154,7 +169,7 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
             "No benchmark runs recorded for this host yet (press `b` in the console).",
             "",
         ]
-    startup = _load_seconds(inputs)
+    startup, load_started_s = _load_seconds(inputs), _load_started_s(inputs)
     rows = []
     for run in inputs.benchmarks:
         c = run.context
@@ -168,6 +183,9 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
             m.tp,
             m.ep,
         )
+        # An earlier load's run did not run on this load: its startup is not known here.
+        run_s = _run_started_s(run.started_at)
+        same = same and load_started_s is not None and run_s is not None and run_s >= load_started_s
         decode = figure.kind == "decode" and figure.tok_s is not None
         rows.append(
             (
@@ -209,8 +227,8 @@ def benchmarks(inputs: SummaryInputs) -> list[str]:
         "Decode and prefill are reported apart: single-stream tok/s is output tok/s at "
         "concurrency 1 (vLLM's output_throughput); prefill tok/s is prompt tokens / TTFT per request at the lowest "
         "concurrency; best tok/s is total output tokens / run duration at the best level. "
-        "Startup is the current load's start-to-serving time, shown for runs of the current "
-        "model and layout.",
+        "Startup is the current load's start-to-serving time, shown for the runs measured "
+        "on that load.",
         "",
     ]
     return out

@@ -251,7 +251,8 @@ def _weights_read(weights: PhaseCost, device: str | None) -> str:
     """How the weights were read, or what of it is unknown and why."""
     took = f"weights {duration_markdown(weights.wall_s)}"
     if weights.read_bytes is None or weights.wall_s <= 0:
-        return f"{took} ({weights.bound}-bound), read rate unknown: no I/O reading of the server's processes"
+        bound = "" if weights.bound == "unknown" else f" ({weights.bound}-bound)"
+        return f"{took}{bound}, read rate unknown: no I/O reading of the server's processes"
     rate = weights.read_bytes / weights.wall_s
     if rate < MEASURABLE_READ_BYTES_PER_S:
         return (
