@@ -194,3 +194,27 @@ def test_bad_profile_percentiles_name_the_file_and_field(  # type: ignore[no-unt
     message = str(raised.value)
     assert message.startswith(str(path)) and "benchmark.percentiles" in message
     assert expected in message and "\n" not in message
+
+
+# What `vllm bench serve` (0.32) writes without options: --metric-percentiles "99" for
+# --percentile-metrics "ttft,tpot,itl" (its serve.py argparse defaults).
+VLLM_DEFAULT_PERCENTILES = (99.0,)
+VLLM_DEFAULT_METRICS = ("ttft", "tpot", "itl")
+
+
+def test_default_percentiles_hold_every_figure_vllm_prints_by_default() -> None:
+    """servedeck's default (90, 95, 99) is vLLM's default p99 plus the tail an operator
+    reads between median and p99; every key vLLM writes by default is in the export."""
+    from tui.core.config import DEFAULT_PERCENTILES
+
+    assert set(VLLM_DEFAULT_PERCENTILES) <= set(DEFAULT_PERCENTILES)
+    level = summarize_level(
+        _outcomes(100, 11, 8), concurrency=1, request_rate=None, burstiness=1.0,
+        num_requests=8, duration_s=4.0,
+    )  # fmt: skip
+    record = level_to_vllm(_result(level), level)
+    for metric in VLLM_DEFAULT_METRICS:
+        for stat in ("mean", "median", "std"):
+            assert f"{stat}_{metric}_ms" in record
+        for p in VLLM_DEFAULT_PERCENTILES:
+            assert f"p{percentile_word(p)}_{metric}_ms" in record

@@ -47,6 +47,9 @@ APPROXIMATE = "approximate"
 ANCHOR = " the"  # four characters: additive after it under 4-character tokenizers too
 REPEATS = 4  # a word counts as one additive token when REPEATS of it cost REPEATS
 MIN_WORDS = 8  # fewer one-token words than this: prompts too alike to trust
+# Tried when too few of the common words are one token (a small vocabulary, as of a
+# test model's): a digit or a letter after a space is one token in most vocabularies.
+SHORT_PIECES = tuple(" " + c for c in "0123456789abcdefghijklmnopqrstuvwxyz")
 PROBE_PARALLEL = 16
 
 Counter = Callable[[str], Awaitable[int | str]]
@@ -98,35 +101,56 @@ def approximate(note: str, words_per_token: float = 1.0) -> PromptPlan:
     return PromptPlan(APPROXIMATE, note=note, words_per_token=words_per_token)
 
 
-async def calibrate(count: Counter, method: str, target: int, seed: int) -> PromptPlan | str:
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """Why a counter gave no exact plan, and the words per token it measured, if any."""
+
+    reason: str
+    words_per_token: float | None = None
+
+
+async def _one_token_words(count: Counter, base: int, words: tuple[str, ...]) -> list[str]:
+    """The words that cost one token each, REPEATS times in a row after the anchor."""
+    gate = asyncio.Semaphore(PROBE_PARALLEL)
+
+    async def one_token(word: str) -> bool:
+        async with gate:
+            counted = await count(ANCHOR + word * REPEATS)
+        return not isinstance(counted, str) and counted - base == REPEATS
+
+    flags = await asyncio.gather(*(one_token(word) for word in words))
+    return [word for word, flag in zip(words, flags, strict=True) if flag]
+
+
+async def calibrate(count: Counter, method: str, target: int, seed: int) -> PromptPlan | Miss:
     """The plan from a token counter, or why the words do not add up (one line)."""
     base = await count(ANCHOR)
     if isinstance(base, str):
-        return base
+        return Miss(base)
     words = vocabulary()
     whole = await count(ANCHOR + "".join(words))
     if isinstance(whole, str):
-        return whole
+        return Miss(whole)
+    ratio = len(words) / (whole - base) if whole > base else None
     if whole - base == len(words):
         single = list(words)
     else:
-        gate = asyncio.Semaphore(PROBE_PARALLEL)
-
-        async def one_token(word: str) -> bool:
-            async with gate:
-                counted = await count(ANCHOR + word * REPEATS)
-            return not isinstance(counted, str) and counted - base == REPEATS
-
-        flags = await asyncio.gather(*(one_token(word) for word in words))
-        single = [word for word, flag in zip(words, flags, strict=True) if flag]
+        single = await _one_token_words(count, base, words)
     if len(single) < MIN_WORDS:
-        return f"only {len(single)} of {len(words)} words are one token each"
+        pieces = await _one_token_words(count, base, SHORT_PIECES)
+        if len(single) + len(pieces) < MIN_WORDS:
+            return Miss(
+                f"only {len(single)} of {len(words)} words and {len(pieces)} of"
+                f" {len(SHORT_PIECES)} digits and letters are one token each",
+                ratio,
+            )
+        single += pieces
     plan = PromptPlan(method, anchor=ANCHOR, base_tokens=base, words=tuple(single))
     rng = random.Random(seed ^ 0xF17)
     for tokens in (target, max(target // 2, base + 1)):
         counted = await count(plan.prompt(tokens, rng))
         if counted != tokens:
-            return f"a fitted prompt of {tokens} tokens counted {counted}"
+            return Miss(f"a fitted prompt of {tokens} tokens counted {counted}", ratio)
     return replace(plan, words_per_token=1.0)
 
 
@@ -160,6 +184,13 @@ def local_tokenizer(spec: BenchSpec) -> tuple[Callable[[str], int], str] | str:
 async def plan_prompts(client: httpx.AsyncClient, spec: BenchSpec) -> PromptPlan:
     """The best plan this server and machine allow, trying each source of counts in turn."""
     reasons: list[str] = []
+    ratios: list[float] = []  # words per token as each counter measured it
+
+    def missed(prefix: str, miss: Miss) -> None:
+        reasons.append(prefix + miss.reason)
+        if miss.words_per_token is not None:
+            ratios.append(miss.words_per_token)
+
     local = local_tokenizer(spec)
     if isinstance(local, tuple):
         counter = local[0]
@@ -170,7 +201,7 @@ async def plan_prompts(client: httpx.AsyncClient, spec: BenchSpec) -> PromptPlan
         plan = await calibrate(by_tokenizer, EXACT_TOKENIZER, spec.input_tokens, spec.seed)
         if isinstance(plan, PromptPlan):
             return plan
-        reasons.append(f"tokenizer: {plan}")
+        missed("tokenizer: ", plan)
     elif spec.tokenizer_path:
         reasons.append(local)
 
@@ -180,12 +211,14 @@ async def plan_prompts(client: httpx.AsyncClient, spec: BenchSpec) -> PromptPlan
     plan = await calibrate(by_tokenize, CALIBRATED_TOKENIZE, spec.input_tokens, spec.seed)
     if isinstance(plan, PromptPlan):
         return plan
-    reasons.append(plan)
+    missed("", plan)
     plan = await calibrate(_usage_counter(client, spec), CALIBRATED_USAGE, spec.input_tokens, 0)
     if isinstance(plan, PromptPlan):
         return plan
-    reasons.append(f"usage: {plan}")
-    return approximate("; ".join(reasons))
+    missed("usage: ", plan)
+    # Approximate, but at the measured ratio: one word per token would be far off where
+    # a word costs several tokens (3.7 times the asked length was sent so).
+    return approximate("; ".join(reasons), ratios[0] if ratios else 1.0)
 
 
 def _as_chat(spec: BenchSpec, text: str) -> str | list[dict[str, str]]:
