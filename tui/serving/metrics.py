@@ -1,9 +1,8 @@
 """Server metrics from Prometheus /metrics (vLLM and SGLang names), with a log fallback.
 
-Parsing is prometheus_client's reference text parser. Rates and latency
-quantiles need two scrapes: tokens/s are counter deltas over the interval, and
-TTFT/ITL quantiles come from histogram bucket deltas, so they describe the
-last interval rather than the server's whole life.
+Parsing is prometheus_client's reference text parser. Rates and latency quantiles need two
+scrapes: tokens/s are counter deltas over the interval, and TTFT/ITL quantiles come from
+histogram bucket deltas, so they describe the last interval rather than the server's whole life.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from tui.serving.engines import EngineMetrics
 from tui.serving.load.tracker import EngineStats
 from tui.serving.lora import LORA_FAMILIES, LoraRequests, lora_requests
 from tui.serving.prefix_cache import PREFIX_CACHE_FAMILIES, PrefixCacheFigures, prefix_cache_figures
+from tui.serving.sleep import SLEEP_STATE, sleep_level
 from tui.serving.spec_decode import FAMILIES as SPEC_DECODE_FAMILIES
 from tui.serving.spec_decode import SpecDecode, spec_decode
 
@@ -106,6 +106,7 @@ class ServerMetrics:
     prefix_cache: PrefixCacheFigures | None = None  # None: the server exposes none of it
     lora: LoraRequests | None = None  # None: no LoRA gauge (LoRA off)
     kv_transfers: tuple[KvTransfers, ...] = ()  # P/D: each engine's NIXL figures; () without
+    sleep_level: int | None = None  # 0 awake, 1/2 asleep (tui.serving.sleep); None not exposed
 
 
 USED_FAMILIES = frozenset(
@@ -123,6 +124,7 @@ USED_FAMILIES = frozenset(
         *PREFIX_CACHE_FAMILIES,
         *LORA_FAMILIES,
         *DISAGG_FAMILIES,
+        SLEEP_STATE,
     )
 )
 _SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
@@ -318,16 +320,15 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         prefix_cache=prefix_cache_figures(current, previous),
         lora=lora_requests(current),
         kv_transfers=kv_transfers(current, previous),
+        sleep_level=sleep_level(current),
     )
 
 
-def _per_engine(
-    current: MetricsScrape, previous: MetricsScrape | None
-) -> tuple[EngineMetrics, ...]:
+def _per_engine(now: MetricsScrape, earlier: MetricsScrape | None) -> tuple[EngineMetrics, ...]:
     """Each engine label's own figures, computed as the whole page's are."""
     rows = []
-    for engine, scrape in current.engines.items():
-        before = previous.engines.get(engine) if previous is not None else None
+    for engine, scrape in now.engines.items():
+        before = earlier.engines.get(engine) if earlier is not None else None
         figures = compute_metrics(scrape, before)
         rows.append(
             EngineMetrics(
