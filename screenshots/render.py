@@ -48,7 +48,9 @@ def _shell() -> App:
     return ServedeckApp(profile, canned_deck(profile))
 
 
-def _demo(load_s: float, stall_after_s: float | None = None) -> Callable[[], App]:
+def _demo(
+    load_s: float, stall_after_s: float | None = None, server_args: tuple[str, ...] = ()
+) -> Callable[[], App]:
     """The `servedeck demo` console over a fresh SimBox; history and audit go to a temp dir."""
 
     def make() -> App:
@@ -59,7 +61,9 @@ def _demo(load_s: float, stall_after_s: float | None = None) -> Callable[[], App
         if stall_after_s is not None:
             service = replace(profile.service, stall_after_s=stall_after_s)
             profile = replace(profile, service=service)
-        deck = open_deck(profile, demo_load_s=load_s, demo_autostart=True)
+        deck = open_deck(
+            profile, demo_load_s=load_s, demo_autostart=True, demo_server_args=server_args
+        )
         return ServedeckApp(deck.profile, deck)
 
     return make
@@ -110,6 +114,21 @@ async def _bench_done(app: App) -> None:
     await asyncio.sleep(0.5)
 
 
+async def _dp_starved(app: App) -> None:
+    """Two data-parallel engines under the one-key benchmark: engine 1 gets nothing."""
+    await _until(app, lambda: app.ready, "ready")  # type: ignore[attr-defined]
+    app.action_bench()  # type: ignore[attr-defined]
+    app.action_show_tab("deck")  # type: ignore[attr-defined]
+
+    def one_busy() -> bool:
+        metrics = app.serving.metrics  # type: ignore[attr-defined]
+        engines = metrics.engines if metrics else ()
+        return len(engines) == 2 and bool(engines[0].running_reqs) and not engines[1].running_reqs
+
+    await _until(app, one_busy, "engine 0 serving, engine 1 starved")
+    await asyncio.sleep(1.5)  # a second scrape: both engines' tok/s over an interval
+
+
 async def _stalled(app: App) -> None:
     """A stream in flight, worker rank 3 SIGSTOPped (a real process): the Deck says stalled,
     offers D and R, and D's stacks toast names where each rank is."""
@@ -146,6 +165,12 @@ SCENES: dict[str, Scene] = {
     "demo-loading": Scene("demo-loading", _demo(20.0), prepare=_mid_load),
     "demo-serving": Scene("demo-serving", _demo(6.0), prepare=_serving_under_bench),
     "demo-bench": Scene("demo-bench", _demo(6.0), prepare=_bench_done),
+    # `servedeck demo --data-parallel-size 2 --starve-engine 1` under the benchmark.
+    "deck-dp": Scene(
+        "deck-dp",
+        _demo(6.0, server_args=("--data-parallel-size", "2", "--starve-engine", "1")),
+        prepare=_dp_starved,
+    ),
     # The same box stalled: a rank SIGSTOPped mid-stream, then D (about 20 s).
     "stall": Scene("stall", _demo(6.0, stall_after_s=5.0), prepare=_stalled),
     # A real sweep against a simulated box (about 20 s).

@@ -25,6 +25,7 @@ report.py: vLLM's `bench serve` report of one level, as text lines (the CLI and 
 requests_file.py: `--requests run.csv|run.jsonl`: one row per request of every level
 runner.py: The benchmark process: `python -m tui.bench.runner`, a BenchSpec in, JSON-line events out
 server_view.py: The server's side of a run: vLLM /metrics before and after, as deltas
+spec_level.py: A level's speculative decoding, from the server's /metrics deltas over that level
 telemetry.py: The engine's side of a capacity level: vLLM /metrics polled while the level runs
 trace.py: The `trace` workload: replay a JSONL request trace at a chosen speed
 over_time.py: A level over time: per-second output tok/s, requests running and TTFT

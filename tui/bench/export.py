@@ -73,8 +73,12 @@ def level_to_vllm(result: BenchResult, level: LevelResult) -> dict[str, Any]:
 
 
 def _server(level: LevelResult) -> dict[str, Any]:
-    assert level.server is not None
-    return {key: getattr(level.server, key) for key in level.server.__dataclass_fields__}
+    server = level.server
+    assert server is not None
+    out = {key: getattr(server, key) for key in server.__dataclass_fields__}
+    out["spec_acceptance_rate"] = server.spec_acceptance_rate  # None: no speculative decoding
+    out["tokens_per_chunk"] = server.tokens_per_chunk
+    return out
 
 
 def result_to_vllm(result: BenchResult) -> list[dict[str, Any]]:

@@ -78,10 +78,26 @@ class ServerView:
     generation_tokens: float = 0.0
     prefix_queries: float = 0.0  # prompt tokens looked up in the prefix cache
     prefix_hits: float = 0.0  # of which served from it
+    spec_drafts: float = 0.0  # speculative decoding: draft steps (0: none, or spec decode off)
+    spec_draft_tokens: float = 0.0  # tokens proposed by those drafts
+    spec_accepted_tokens: float = 0.0  # of which the target model accepted
 
     @property
     def prefix_hit_rate(self) -> float | None:
         return self.prefix_hits / self.prefix_queries if self.prefix_queries > 0 else None
+
+    @property
+    def spec_acceptance_rate(self) -> float | None:
+        """Accepted / proposed draft tokens over the level; None without a draft."""
+        if self.spec_draft_tokens <= 0:
+            return None
+        return self.spec_accepted_tokens / self.spec_draft_tokens
+
+    @property
+    def tokens_per_chunk(self) -> float | None:
+        """Tokens a request gets per engine step: 1 + accepted / drafts (vLLM's mean
+        acceptance length), so a streamed chunk bundles this many; None without a draft."""
+        return 1 + self.spec_accepted_tokens / self.spec_drafts if self.spec_drafts > 0 else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from tui.bench.client_load import ClientLoad
 from tui.bench.model import LatencyStats, LevelResult, Spread, percentile_word
 from tui.bench.over_time import TimeSlice
+from tui.bench.spec_level import spec_lines
 from tui.bench.uncertainty import LevelUncertainty
 
 _LABEL = 10  # "  TTFT ms", or the level's load above them
@@ -86,6 +87,7 @@ def report_lines(level: LevelResult) -> list[str]:
         f"{'  tok/s':<{_LABEL}}input {rate(level.input_tok_s)}"
         f"  output {rate(level.output_throughput)}  total {rate(level.total_token_throughput)}"
     )
+    lines += spec_lines(level)  # acceptance over the level; ITL per chunk and per token
     lines += over_time_lines(level.over_time)
     if level.client_load is not None:
         lines += client_lines(level.client_load)

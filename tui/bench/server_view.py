@@ -26,6 +26,10 @@ _WANTED = (
     "vllm:generation_tokens_total",
     "vllm:prefix_cache_queries_total",
     "vllm:prefix_cache_hits_total",
+    # speculative decoding: vllm/v1/spec_decode/metrics.py (SpecDecodingProm)
+    "vllm:spec_decode_num_drafts_total",
+    "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_total",
 )
 
 
@@ -75,4 +79,7 @@ def server_delta(
         generation_tokens=delta("vllm:generation_tokens_total"),
         prefix_queries=delta("vllm:prefix_cache_queries_total"),
         prefix_hits=delta("vllm:prefix_cache_hits_total"),
+        spec_drafts=delta("vllm:spec_decode_num_drafts_total"),
+        spec_draft_tokens=delta("vllm:spec_decode_num_draft_tokens_total"),
+        spec_accepted_tokens=delta("vllm:spec_decode_num_accepted_tokens_total"),
     )

@@ -8,11 +8,12 @@ left out of the exposition rather than written as 0, so Prometheus shows it as a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from tui.exporter.engine_series import ENGINE_METRICS, EngineView, engine_families
 from tui.serving.load.tracker import Phase
 from tui.serving.progress.model import PROGRESS_STATES
 
@@ -46,6 +47,7 @@ METRICS: dict[str, str] = {
         "When the best complete run of that preset started (Unix time)."
     ),
     "servedeck_source_up": "1 when servedeck could read that source on its last try, else 0.",
+    **ENGINE_METRICS,
 }
 
 
@@ -80,6 +82,9 @@ class ExporterView:
     bench: tuple[BenchSeries, ...] = ()  # one per preset: its best complete run
     sources_up: tuple[tuple[str, bool], ...] = ()
     progress: str | None = None  # tui.serving.progress.model.PROGRESS_STATES
+    engine: EngineView = field(
+        default_factory=EngineView
+    )  # DP engines, spec decode, sleep, adapters, P/D
 
 
 class ServedeckCollector(Collector):
@@ -125,6 +130,7 @@ class ServedeckCollector(Collector):
             for state in PROGRESS_STATES:
                 progress.add_metric([*base, state], 1.0 if state == v.progress else 0.0)
             yield progress
+        yield from engine_families(v.engine, base, gauge)
         yield from single("servedeck_leftover_processes", v.leftovers)
         yield from single("servedeck_leftover_gpu_memory_bytes", v.leftover_bytes)
         yield from single("servedeck_alerts_firing", len(v.alerts))

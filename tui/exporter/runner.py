@@ -25,12 +25,17 @@ from tui.bench.best import best_benchmarks
 from tui.bench.context import config_hash
 from tui.bench.history import history_path, runs_for_host
 from tui.deck import Deck
+from tui.exporter.engine_series import EngineView
 from tui.exporter.metrics import BenchSeries, ExporterView, ServedeckCollector
 from tui.gpu.model import GpuBoxSnapshot
+from tui.logs.line import LogLine
 from tui.procs.model import ProcListing
 from tui.record.feed import RecordFeed
 from tui.record.headless import Cadence, HeadlessRecorder
 from tui.record.model import Event, MetricsRow
+from tui.serving.disagg import role_from_log, role_from_metrics
+from tui.serving.metrics import ServerMetrics
+from tui.serving.readiness import Readiness
 from tui.serving.unit.service import UnitState
 
 
@@ -48,10 +53,45 @@ class _NoSink:
 
 
 class _ExporterFeed(RecordFeed):
-    """A feed that also keeps the last process listing and whether the host answered."""
+    """A feed that also keeps the last process listing and whether the host answered,
+    the last /metrics figures and readiness, and the P/D role the engine's args line says."""
 
     listing: ProcListing | None = None
     host_error: str | None = None
+    metrics: ServerMetrics | None = None
+    readiness: Readiness | None = None
+    kv_role: str | None = None
+
+    def observe_metrics(self, metrics: ServerMetrics) -> None:
+        super().observe_metrics(metrics)
+        self.metrics = metrics
+
+    def observe_readiness(self, readiness: Readiness) -> None:
+        super().observe_readiness(readiness)
+        if readiness.checked:
+            self.readiness = readiness
+
+    def observe_log(self, line: LogLine, now_s: float) -> None:
+        super().observe_log(line, now_s)
+        if "non-default args:" in line.text:  # a (re)start: its own role, or none
+            self.kv_role = role_from_log((line.text,))
+
+    def engine_view(self, serving: bool) -> EngineView:
+        """What the last poll said of the engines; nothing while the server is not serving."""
+        metrics = self.metrics if serving else None
+        if metrics is None or metrics.source != "metrics":
+            return EngineView()
+        adapters = None
+        if self.readiness is not None and (metrics.lora is not None or self.readiness.adapters):
+            adapters = len(self.readiness.adapters)
+        return EngineView(
+            engines=metrics.engines,
+            spec=metrics.spec_decode,
+            sleep_level=metrics.sleep_level,
+            adapters=adapters,
+            kv_role=self.kv_role or role_from_metrics(metrics.kv_transfers),
+            transfers=metrics.kv_transfers,
+        )
 
     def observe_listing(self, listing: ProcListing) -> None:
         super().observe_listing(listing)
@@ -164,6 +204,8 @@ class ExporterRunner:
             (alert, self.severity.get(alert.split(":")[0], "warning"))
             for alert in self.monitor.engine.firing()
         )
+        # A sleeping engine still answers /metrics: never "ready" (vllm:engine_sleep_state).
+        engine = self.feed.engine_view(recorder.ready)
         gpu = recorder.last_gpu
         sources: list[tuple[str, bool]] = []
         if gpu is not None:
@@ -181,13 +223,16 @@ class ExporterRunner:
             shards_done=progress.shards_done if progress is not None else None,
             shards_total=progress.shards_total if progress is not None else None,
             eta_s=progress.eta_s if progress is not None else None,
-            ready=recorder.ready if progress is not None or unit is not None else None,
+            ready=(recorder.ready and not engine.sleep_level)
+            if progress is not None or unit is not None
+            else None,
             leftovers=leftovers,
             leftover_bytes=leftover_bytes,
             alerts=firing,
             bench=self.bench.read(),
             sources_up=tuple(sources),
             progress=recorder.progress.verdict.state if recorder.progress.verdict else None,
+            engine=engine,
         )
         with self._lock:
             self._view = view

@@ -1,9 +1,8 @@
 """Server metrics from Prometheus /metrics (vLLM and SGLang names), with a log fallback.
 
-Parsing is prometheus_client's reference text parser. Rates and latency
-quantiles need two scrapes: tokens/s are counter deltas over the interval, and
-TTFT/ITL quantiles come from histogram bucket deltas, so they describe the
-last interval rather than the server's whole life.
+Parsing is prometheus_client's reference text parser. Rates and latency quantiles need two
+scrapes: tokens/s are counter deltas over the interval, and TTFT/ITL quantiles come from
+histogram bucket deltas, so they describe the last interval rather than the server's whole life.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from tui.serving.engines import EngineMetrics
 from tui.serving.load.tracker import EngineStats
 from tui.serving.lora import LORA_FAMILIES, LoraRequests, lora_requests
 from tui.serving.prefix_cache import PREFIX_CACHE_FAMILIES, PrefixCacheFigures, prefix_cache_figures
+from tui.serving.sleep import SLEEP_STATE, sleep_level
 from tui.serving.slo_live import E2E, FINISHED, SloCounters, bucket_delta, slo_counters
 from tui.serving.spec_decode import FAMILIES as SPEC_DECODE_FAMILIES
 from tui.serving.spec_decode import SpecDecode, spec_decode
@@ -108,6 +108,7 @@ class ServerMetrics:
     lora: LoraRequests | None = None  # None: no LoRA gauge (LoRA off)
     kv_transfers: tuple[KvTransfers, ...] = ()  # P/D: each engine's NIXL figures; () without
     slo: SloCounters | None = None  # cumulative, for the live SLO windows (None: from the log)
+    sleep_level: int | None = None  # 0 awake, 1/2 asleep (tui.serving.sleep); None not exposed
 
 
 USED_FAMILIES = frozenset(
@@ -127,6 +128,7 @@ USED_FAMILIES = frozenset(
         *PREFIX_CACHE_FAMILIES,
         *LORA_FAMILIES,
         *DISAGG_FAMILIES,
+        SLEEP_STATE,
     )
 )
 _SAMPLE_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
@@ -308,16 +310,15 @@ def compute_metrics(current: MetricsScrape, previous: MetricsScrape | None = Non
         lora=lora_requests(current),
         kv_transfers=kv_transfers(current, previous),
         slo=slo_counters(current, {"ttft": TTFT, "itl": ITL, "e2e": E2E}, PREEMPTIONS),
+        sleep_level=sleep_level(current),
     )
 
 
-def _per_engine(
-    current: MetricsScrape, previous: MetricsScrape | None
-) -> tuple[EngineMetrics, ...]:
+def _per_engine(now: MetricsScrape, earlier: MetricsScrape | None) -> tuple[EngineMetrics, ...]:
     """Each engine label's own figures, computed as the whole page's are."""
     rows = []
-    for engine, scrape in current.engines.items():
-        before = previous.engines.get(engine) if previous is not None else None
+    for engine, scrape in now.engines.items():
+        before = earlier.engines.get(engine) if earlier is not None else None
         figures = compute_metrics(scrape, before)
         rows.append(
             EngineMetrics(
