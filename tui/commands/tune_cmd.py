@@ -63,7 +63,19 @@ def _confirm(question: str, args: argparse.Namespace) -> bool:
         return True
     if not sys.stdin.isatty():
         raise UsageError(f"tune: not on a terminal, so --yes is required ({question})")
-    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    try:
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:  # the terminal closed: no answer is a no
+        print()
+        return False
+
+
+def _apply_confirmed(question: str, args: argparse.Namespace) -> bool:
+    """The apply question; no terminal and no --yes is a no (the run is over: no error)."""
+    try:
+        return _confirm(question, args)
+    except UsageError:
+        return False
 
 
 async def restore_left_behind(deck: Deck) -> bool:
@@ -73,8 +85,11 @@ async def restore_left_behind(deck: Deck) -> bool:
         return False
     drop = DropIn(deck)
     if drop.path != marker.dropin_path:
-        clear_marker()  # another box's (a simulator's gone state dir)
-        return False
+        # A simulated box lives as long as its servedeck: the dead tune's box, its
+        # drop-in and its processes were swept when this one started.
+        print(f"a tune left {marker.dropin_path} on a box that is gone: nothing left to undo")
+        clear_marker()
+        return True
     print(f"a tune left {marker.dropin_path}: removing it")
     await drop.remove()
     if marker.was_active:
@@ -94,6 +109,20 @@ async def _apply(deck: Deck, best: Outcome, space: TuneSpace) -> None:
         await service.stop(confirmed=True)
     await guarded_action(deck, "start", confirmed=True)
     print(f"applied: {best.name} ({drop.path} kept)")
+
+
+async def _apply_if_confirmed(
+    deck: Deck, best: Outcome | None, space: TuneSpace, args: argparse.Namespace
+) -> None:
+    """--apply: the winner's drop-in kept only when confirmed; otherwise say what stands."""
+    if best is None or best.outcome != "served":
+        print("not applied: no configuration served; the drop-in removed, the unit as before")
+        return
+    if _apply_confirmed(f"keep {best.name} as the unit's drop-in and start it?", args):
+        await _apply(deck, best, space)
+        return
+    why = "not confirmed" if sys.stdin.isatty() else "no terminal to confirm on and no --yes"
+    print(f"not applied ({why}): the drop-in removed, the unit as before")
 
 
 async def _run(args: argparse.Namespace, space: TuneSpace | None) -> int:
@@ -133,14 +162,8 @@ async def _run(args: argparse.Namespace, space: TuneSpace | None) -> int:
             recording.close()
         print("\n".join(result_lines(outcomes, space.objective)))
         best = ranked(outcomes, space.objective)[0] if outcomes else None
-        question = f"keep {best.name if best else ''} as the unit's drop-in and start it?"
-        if (
-            args.apply
-            and best is not None
-            and best.outcome == "served"
-            and _confirm(question, args)
-        ):
-            await _apply(deck, best, space)
+        if args.apply:
+            await _apply_if_confirmed(deck, best, space, args)
         return 0
     finally:
         await deck.close()

@@ -16,6 +16,8 @@ tune is checked against (`tui.sim.capacity` replays the same settings):
   scheduler's own limits, as vLLM's.
 - `SERVEDECK_SIM_OOM_AT_LOAD=1` in the environment: a CUDA out-of-memory at the KV cache
   step, on demand.
+- `SERVEDECK_SIM_LOAD_SLOWDOWN=N` in the environment: every load phase N times as long (a
+  load that outlives a tune's deadline, as a cold torch.compile cache does).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tui.sim import spec
 EP_DECODE_FACTOR = 0.8
 ACTIVATIONS_BYTES = 2 * spec.GIB
 OOM_ENV = "SERVEDECK_SIM_OOM_AT_LOAD"
+SLOWDOWN_ENV = "SERVEDECK_SIM_LOAD_SLOWDOWN"
 NO_KV_ERROR = (
     "ValueError: No available memory for the cache blocks. Try increasing "
     "`gpu_memory_utilization` when initializing the engine."
@@ -80,6 +83,15 @@ def load_error(settings: spec.ServerSettings) -> str | None:
     if settings.kv_bytes_per_gpu <= 0:
         return NO_KV_ERROR
     return None
+
+
+def load_slowdown() -> float:
+    """How many times as long each load phase lasts (1: as the settings say; a bad value: 1)."""
+    try:
+        factor = float(os.environ.get(SLOWDOWN_ENV, "1"))
+    except ValueError:
+        return 1.0
+    return factor if factor > 0 else 1.0
 
 
 # The flags the simulated server models (valued ones take the next word); any other

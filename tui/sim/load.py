@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tui.sim.deployment import load_error
+from tui.sim.deployment import load_error, load_slowdown
 from tui.sim.pd import args_repr
 from tui.sim.procs import is_alive, read_json, write_json_atomic
 from tui.sim.shards import read_shard, shard_files
@@ -138,7 +138,7 @@ class LoadSequence:
         write_json_atomic(self.progress_path, dict(self.progress))
 
     def _phase_s(self, phase: str) -> float:
-        return self.s.load_seconds * LOAD_PHASE_SHARES[phase]
+        return self.s.load_seconds * LOAD_PHASE_SHARES[phase] * load_slowdown()
 
     async def run(self) -> None:
         s = self.s

@@ -38,6 +38,7 @@ from tui.tune.dropin import (
     config_argv,
     dropin_text,
     exec_start_argv,
+    read_marker,
     write_marker,
 )
 from tui.tune.preflight import PlannedConfig
@@ -359,6 +360,13 @@ async def run_tune(
         raise ServedeckError(f"profile {deck.profile.name} names no unit: nothing to tune")
     base_argv = exec_start_argv((await deck.unit_file()).text)
     drop = DropIn(deck, say)
+    elsewhere = read_marker()
+    if elsewhere is not None and elsewhere.host != deck.host_label:
+        # One marker per data dir: overwriting it would lose what that host needs undone.
+        raise ServedeckError(
+            f"a tune on {elsewhere.host} left {elsewhere.dropin_path}: "
+            "run `servedeck tune --restore` on that host's profile first"
+        )
     was_active = (await service.state()).is_active
     write_marker(drop.marker(was_active))
     outcomes: list[Outcome] = []
