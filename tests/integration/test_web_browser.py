@@ -111,9 +111,11 @@ def test_demo_console_in_chromium_reads_keys_refuses_actions_and_ends_with_the_t
             assert not others, f"pane {key} shows another pane's text: {others}"
 
         press(page, "?")  # the help screen, closed with a lone Escape (the parser's timeout path)
-        wait_screen(page, lambda s: "Show every key and what it does" in s, 30, "the help screen")
+        wait_screen(page, lambda s: "Show the keys that work here" in s, 30, "the help screen")
         press(page, "Escape")
-        wait_screen(page, lambda s: "Show every key" not in s, 30, "the help screen to close")
+        wait_screen(
+            page, lambda s: "Show the keys that work here" not in s, 30, "the help screen to close"
+        )
 
         # Read-only offers no key that changes the host; X and K pressed anyway are refused
         # on screen (and audited below), never a dialog.
