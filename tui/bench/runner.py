@@ -38,7 +38,7 @@ from tui.bench.client_load import ClientMeter, ClientSample
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import Slos, summarize_level
 from tui.bench.model import BenchResult, LevelResult, RequestOutcome
-from tui.bench.prompt_fit import PromptPlan, plan_prompts
+from tui.bench.prompt_fit import PromptPlan, approximate, plan_prompts
 from tui.bench.requests_file import append_requests, request_rows
 from tui.bench.server_view import scrape, server_delta
 from tui.bench.trace import load_trace, replay, trace_prompts
@@ -204,6 +204,25 @@ async def _progress_loop(
         )
 
 
+async def _plan_unless_cancelled(
+    control: httpx.AsyncClient, spec: BenchSpec, cancel: asyncio.Event
+) -> PromptPlan:
+    """Calibrate the prompts, unless the run is cancelled meanwhile (a cancel or the wall
+    deadline): a hung server would hold a calibration probe for its whole read timeout."""
+    planning = asyncio.ensure_future(plan_prompts(control, spec))
+    cancelled = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({planning, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancelled.cancel()
+    if planning.done():
+        return planning.result()
+    planning.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await planning
+    return approximate("the run was stopped while the prompts were calibrated")
+
+
 async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
     """The whole run: discovery, prompts, warm-up, every level, server view."""
     api_key = api_key_for(spec)
@@ -223,7 +242,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
             context = replace(context, engine_version=version)
         plan: PromptPlan | None = None
         if spec.workload == "random":
-            plan = await plan_prompts(control, spec)
+            plan = await _plan_unless_cancelled(control, spec, cancel)
             words, prompt_method = plan.words_for(spec.input_tokens), plan.label
         else:
             words, prompt_method = await words_for_tokens(control, spec)
