@@ -36,8 +36,10 @@ pytestmark = pytest.mark.real_vllm
 
 STALL_AFTER_S = 5.0
 POLL_S = 1.0
-STREAMS = 2
-MAX_TOKENS = 48
+# Four streams of long requests keep the engine busy at any instant: vLLM's gauges freeze
+# at the core's last stats, so a stop between requests would read as idle, not stalled.
+STREAMS = 4
+MAX_TOKENS = 128
 PY_SPY = Path(sys.executable).parent / "py-spy"
 PROMPTS = (
     "The operator watched the console while the engine served a long stream of requests",
@@ -108,6 +110,11 @@ async def test_engine_core_sigstop_is_a_stopped_rank(real_vllm_server: VllmServe
         try:
             serving, _ = await until("serving", watch, poller, client, server.pid, 120.0)
             assert serving.state == "serving", serving
+            for _ in range(20):  # stop it while the core's last stats say requests run
+                metrics = await poller.poll(client)
+                if (metrics.running_reqs or 0) > 0:
+                    break
+                await asyncio.sleep(0.2)
 
             os.kill(core.pid, signal.SIGSTOP)
             stopped = True

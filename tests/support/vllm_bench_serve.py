@@ -40,6 +40,7 @@ import httpx
 
 from tui.bench.driver import run_bench
 from tui.bench.model import LevelResult
+from tui.bench.prompt_fit import plan_prompts
 from tui.bench.workload import BenchSpec, words_for_tokens
 from tui.bench.workloads import workload_prompts
 
@@ -211,7 +212,9 @@ async def servedeck_prompts(spec: BenchSpec, count: int) -> list[str]:
     """The prompts servedeck's runner sends at the spec's first level, in order."""
     async with httpx.AsyncClient(timeout=30.0) as client:
         words, _ = await words_for_tokens(client, spec)
-    return workload_prompts(spec, words, count, spec.seed + LEVEL_SEED_STEP)
+        # The random workload's prompts are made to the token with the runner's own plan.
+        plan = await plan_prompts(client, spec) if spec.workload == "random" else None
+    return workload_prompts(spec, words, count, spec.seed + LEVEL_SEED_STEP, plan)
 
 
 def write_sharegpt_dataset(prompts: list[str], path: Path) -> Path:
