@@ -240,6 +240,8 @@ class ServedeckApp(App[int]):
         self.refresh_bindings()  # keys of one pane (k on Processes) show only there
         if pane_id == "deck":
             self.gpus.redraw()
+        elif pane_id == "overview":
+            self.overview.redraw()
         elif pane_id == "procs":
             self.procs.refresh()
         elif pane_id == "plan":

@@ -39,6 +39,7 @@ class OverviewPart(Part):
         self._full_due = False
         self._wake = asyncio.Event()
         self._last_good: HostOverview | None = None
+        self._undrawn = False  # a good overview came while its pane was hidden
 
     def mount(self) -> None:
         self.console.query_one(HostOverviewView).show_waiting(
@@ -83,7 +84,20 @@ class OverviewPart(Part):
         self._sources.host_reached()
         self.console.query_one(HeaderBar).connection_detail = message.overview.hostname
         self._last_good = message.overview
-        self.console.query_one(HostOverviewView).show_overview(message.overview)
+        view = self.console.query_one(HostOverviewView)
+        if self.console.tab_visible("overview"):
+            view.show_overview(message.overview)
+        else:
+            # Drawn when its pane is shown: a Static's update re-lays out the whole screen,
+            # the largest main-thread cost of an idle console, for a pane nobody sees.
+            view.stale_note = ""
+            self._undrawn = True
+
+    def redraw(self) -> None:
+        """Its pane is shown: draw the overview that came while it was hidden."""
+        if self._undrawn and self._last_good is not None:
+            self._undrawn = False
+            self.console.query_one(HostOverviewView).show_overview(self._last_good)
 
     def failed(self, message: messages.HostFailed) -> None:
         host = self._sources.health
@@ -92,6 +106,7 @@ class OverviewPart(Part):
         reason = host["host"].reason
         view = self.console.query_one(HostOverviewView)
         if self._last_good is not None:  # keep what is known; say how old it is
+            self._undrawn = False
             view.show_overview(self._last_good, host["host"].describe())
         else:
             view.show_error(reason)
