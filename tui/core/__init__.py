@@ -2,7 +2,7 @@
 
 alert_rules.py: Alert rules as a profile's `[[alerts]]` tables describe them, and the defaults
 audit.py: The audit log: every destructive request and its outcome, one JSON object per line
-config.py: Profiles: TOML in (tomllib), validated frozen dataclasses out
+config/: Profiles: TOML in (tomllib), validated frozen dataclasses out (schema, tables, loading)
 errors.py: User-facing errors: each one prints as a single line, never as a traceback
 formatting.py: Human text for sizes and durations: the one formatting module of the panes, commands and summary
 keymap.py: One command table drives every key binding, the help screen, the footer and the palette
