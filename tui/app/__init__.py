@@ -31,7 +31,9 @@ console_sleep.py: The console's sleep mode (vLLM): Z puts the engine to sleep, W
 console_stacks.py: The console's evidence on demand: D dumps the engine's stacks per rank; a stall offers D and R
 console_tabs.py: The console's tabs: which pane is on screen, focus that follows it, a pane's first look
 console_workers.py: The one way the console starts a background worker: a failure becomes a state, never an exit
+fleet_actions.py: The Fleet's actions on a host: planned (host re-read), confirmed, re-checked, audited
 fleet_app.py: The Fleet pane: every host of a group on one screen; Enter opens one host's full Deck
+fleet_run.py: The Fleet's loop: the Fleet pane, then a host's full console, then the Fleet again
 messages.py: Every message the console's workers post to the app, in one place
 replay_app.py: `servedeck replay`'s app: only the replay screen over a recording file; no host is contacted
 terminal_driver.py: A terminal driver whose input thread sleeps while no key arrives
