@@ -9,6 +9,6 @@ keymap.py: One command table drives every key binding, the help screen, the foot
 keynames.py: Key names a profile's [keys] table may use, checked without importing Textual
 paths.py: Where servedeck keeps its files (platformdirs), overridable for tests
 profile_store.py: Finding, listing and creating profiles: explicit path, ./profiles/, then the user config dir
-redact.py: Secret redaction for everything servedeck writes or prints (`redact`, `Redactor`)
+redact/: Secret redaction for everything servedeck writes or prints: names, shapes, values, text, lines, data
 tasks.py: Ending background tasks so that closing a source or a fleet can never hang
 """
