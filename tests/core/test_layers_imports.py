@@ -72,10 +72,11 @@ KEPT: dict[str, tuple[int, str]] = {
         " alerts firing (the alert engine) when opened",
     ),
     "tui/app/console_restart_watch.py": (2, _COLD + ": the restart guard loads at the first S/R"),
-    "tui/app/fleet_app.py": (
-        5,
+    "tui/app/fleet_app.py": (1, "the Fleet's start: the summary loads at export"),
+    "tui/app/fleet_run.py": (
+        4,
         "the Fleet's start: the console loads when a host opens, the simulator for the demo,"
-        " Prometheus for a Prometheus fleet, the summary at export",
+        " Prometheus for a Prometheus fleet",
     ),
 }
 

@@ -17,14 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
-from tui.core.redact import (
-    _SHAPES,
-    _URL_CREDENTIALS,
-    _redact_named_values,
-    _redact_pem,
-    _url_credentials,
-    redact_text,
-)
+from tui.core.redact import redact_text
+from tui.core.redact.shapes import _SHAPES, _URL_CREDENTIALS, _url_credentials
+from tui.core.redact.text import _redact_pem
+from tui.core.redact.values import _redact_named_values
 from tui.logs.line import (
     _ERROR_WORDS,
     _EXCEPTION_LINE,

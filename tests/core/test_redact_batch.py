@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
-from tui.core import redact
 from tui.core.redact import REDACTED, redact_lines, redact_text
+from tui.core.redact import lines as redact_batch
+from tui.core.redact import names as redact_names
+from tui.core.redact import shapes as redact_shapes
 from tui.logs.line import LevelClassifier, LogLine
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
@@ -69,18 +71,18 @@ def line_by_line(texts: list[str], extra: tuple[str, ...] = ()) -> list[str]:
 def test_batch_needles_cover_every_word_and_shape() -> None:
     """A needle redact_text tests for, not covered by a batch needle, would skip lines."""
     words = [
-        *redact._STRONG_PREFIX,
-        *redact._RARE_WORDS,
+        *redact_names._STRONG_PREFIX,
+        *redact_names._RARE_WORDS,
         "-----BEGIN",  # a PEM private key's first line
         "://",  # URL credentials
-        *(n for needles, _ in redact._SHAPE_NEEDLES for n in needles),
+        *(n for needles, _ in redact_shapes._SHAPE_NEEDLES for n in needles),
     ]
     for word in words:
         lowered = word.lower()
-        assert any(needle in lowered for needle in redact._BATCH_NEEDLES) or (
-            redact._BATCH_GH.search(lowered)
+        assert any(needle in lowered for needle in redact_batch._BATCH_NEEDLES) or (
+            redact_batch._BATCH_GH.search(lowered)
         ), word
-    assert len(redact._BATCH_WEAK) == len(redact._WEAK_LAST)
+    assert len(redact_batch._BATCH_WEAK) == len(redact_names._WEAK_LAST)
 
 
 @pytest.mark.parametrize("size", [1, 2, 7, 64, 500, 2000])
@@ -128,7 +130,7 @@ def test_clean_lines_come_back_as_they_are() -> None:
 
 
 _WORDS = [
-    *redact._BATCH_NEEDLES,
+    *redact_batch._BATCH_NEEDLES,
     "key", "keys", "token", "Key", "TOKEN", "keyboard", "tokens", "api_key", "X-Api-Key",
     "Authorization", "Bearer", "Basic", "sk-", "ghp_", "ghx_", "xoxb-", "AKIA", "eyJ",
     "://", "user:pw@", "abcdefghijklmnopqrstuvwx", "0123456789ABCDEF", "S3cr3t",

@@ -11,7 +11,8 @@ import pytest
 
 from tests.support.screen_text import screen_text
 from tui.app import ServedeckApp
-from tui.app.fleet_app import FleetApp, _deck_for
+from tui.app.fleet_app import FleetApp
+from tui.app.fleet_run import _deck_for
 from tui.fleet.collector import FleetCollector
 from tui.fleet.demo import DemoFleet
 from widgets.fleet_table import FleetTable

@@ -7,6 +7,7 @@ which then checks nothing of it; these fail when either comes back.
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
 from tui.app import ServedeckApp
@@ -31,9 +32,29 @@ def test_no_method_is_typed_self_any() -> None:
     assert [hit for path in files for hit in _self_typed_any(path)] == []
 
 
-def test_the_app_mixes_in_nothing_of_its_own() -> None:
-    ours = [cls.__name__ for cls in ServedeckApp.__mro__ if cls.__module__.startswith("tui.")]
-    assert ours == ["ServedeckApp"]
+def _writes_attributes(cls: type) -> list[str]:
+    """Assignments to `self.<name>` anywhere in the class's source."""
+    tree = ast.parse(Path(inspect.getfile(cls)).read_text())
+    body = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
+    return [
+        ast.unparse(target)
+        for node in ast.walk(body)
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+    ]
+
+
+def test_the_app_mixes_in_only_its_stateless_key_actions() -> None:
+    """Textual finds `action_*` on the App only: the keys' one-line delegations may be a
+    base class, as long as it keeps no state (no `__init__`, no attribute written)."""
+    ours = [cls for cls in ServedeckApp.__mro__ if cls.__module__.startswith("tui.")]
+    assert [cls.__name__ for cls in ours] == ["ServedeckApp", "ConsoleActions"]
+    actions = ours[1]
+    assert "__init__" not in vars(actions) and _writes_attributes(actions) == []
+    assert all(
+        name.startswith("action_") for name in vars(actions) if callable(vars(actions)[name])
+    )
 
 
 def test_each_part_is_small() -> None:

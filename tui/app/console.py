@@ -3,76 +3,62 @@
 Workers run the sources and post Messages; message handlers own the UI (Textual's
 thread-safety rule). Every poll is re-armed only after the previous one finished,
 and panes nobody is looking at are not redrawn. Each pane's polls and state live in a
-part (tui/app/console_*.py); the App composes the panes, routes tabs and keys, and hands
-each message to its part in one line.
+part (tui/app/console_*.py); the App composes the panes, routes tabs, and hands each
+message to its part in one line; each key's action does the same (console_actions.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
-from textual.containers import Vertical
-from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.notifications import Notify
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent
 from textual.worker import Worker
 
 from tui.app import messages
+from tui.app.console_actions import ConsoleActions
 from tui.app.console_bench import BenchPart
 from tui.app.console_gpus import GpusPart
 from tui.app.console_guard import console_closing, while_open
 from tui.app.console_handoff import HandoffPart
 from tui.app.console_hardware import HardwarePart
-from tui.app.console_health import POLL_RESTART_S, SourceHealthPart
+from tui.app.console_health import SourceHealthPart
 from tui.app.console_keys import KeysPart
+from tui.app.console_layout import compose_panes
 from tui.app.console_lifecycle import CollectorTuning, let_workers_finish
 from tui.app.console_load_live import LoadLivePart
 from tui.app.console_log import LogPart
 from tui.app.console_overview import OverviewPart
 from tui.app.console_processes import ProcessesPart
 from tui.app.console_record import RecordPart
+from tui.app.console_recovery import RecoveryPart
 from tui.app.console_restart_watch import RestartWatchPart
 from tui.app.console_service import ServicePart
 from tui.app.console_serving import ServingPart
 from tui.app.console_sleep import SleepPart
 from tui.app.console_stacks import StacksPart
+from tui.app.console_tabs import TabsPart
 from tui.app.console_workers import WorkerFailed
 from tui.core.config import Profile
-from tui.core.paths import demo_records_note
 from tui.deck import Deck
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hints import short_setup_hint
-from tui.offered import action_offered, focus_target
+from tui.offered import action_offered
 from tui.procs.kill import leftovers
 from tui.screens.cropped_screen import CroppedScreen
-from tui.screens.help import HelpScreen
-from tui.screens.kill_confirm import KillConfirmScreen
 from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.unit.service import UnitState
-from widgets.bench_view import BenchView
-from widgets.footer import Footer
-from widgets.gpu_pane import GpuPane
-from widgets.header_bar import HeaderBar
-from widgets.health_view import HealthView
-from widgets.host_overview import HostOverviewView
 from widgets.keys import bindings_for
-from widgets.load_strip import LoadStrip
-from widgets.load_why import LoadWhy
-from widgets.log_pane import LogPane
-from widgets.plan_view import PlanView
-from widgets.procs_pane import ProcsPane
-from widgets.service_line import ServiceLine
 from widgets.sure_timer import set_sure_timer
 
 
-class ServedeckApp(App[int]):
+class ServedeckApp(ConsoleActions, App[int]):
     """One console for one profile's Deck, composed of parts (tui/app/console_*.py), each
     built with the Deck and this app as its Console."""
 
@@ -131,6 +117,36 @@ class ServedeckApp(App[int]):
             run_action=self.run_action,
             bench=self.action_bench,
         )
+        self.recovery = RecoveryPart(
+            deck,
+            self,
+            self.sources,
+            restarts={
+                "overview": self.overview.poll,
+                "gpu": self.gpus.poll,
+                "service": self.service.poll,
+                "log": self.logs.follow,
+                "metrics": self.serving.poll_metrics,
+                "procs": self.procs.refresh_if_shown,
+            },
+            told={
+                "readiness": lambda _: self.serving.probe_failed(),  # the load clock retries
+                "plan": self.handoff.plan_failed,
+                "bench": self.bench.failed,
+                "service-action": lambda _: self.service.poll(),  # what the service is now
+            },
+        )
+        self.tabs = TabsPart(
+            deck,
+            self,
+            on_shown={
+                "deck": self.gpus.redraw,
+                "overview": self.overview.redraw,
+                "procs": self.procs.refresh,
+                "plan": self.handoff.show_plan,
+                "health": self.hardware.show,
+            },
+        )
 
     # --- the core polls' state, as the Console protocol publishes it to the parts -----
     @property
@@ -170,43 +186,10 @@ class ServedeckApp(App[int]):
 
     # --- layout -------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        header = HeaderBar(id="header")
-        header.profile_name = self.profile.name
-        header.route = self.profile.host.route
-        header.simulated = self.profile.is_demo
-        header.read_only = self.profile.read_only
-        header.browser = self.is_web
-        yield header
-        with TabbedContent(id="panes", initial="deck"):
-            with TabPane("1 Deck", id="deck"), Vertical(id="deck-body"):
-                yield ServiceLine(id="service-line")
-                yield Static("", id="deck-note", classes="pane-note")
-                yield LoadStrip(id="load-strip")
-                yield LoadWhy(id="load-why")
-                yield GpuPane(id="gpu-pane")
-                yield LogPane(id="log-pane")
-            with TabPane("2 Overview", id="overview"):
-                yield HostOverviewView(id="host-overview")
-            with TabPane("3 Processes", id="procs"), Vertical():
-                yield Static("", id="procs-status", classes="pane-note")
-                yield ProcsPane(id="procs-pane")
-            with TabPane("4 Bench", id="bench"), Vertical():
-                if self.profile.is_demo:  # the operator's real records stay clean
-                    yield Static(demo_records_note(), id="bench-records", classes="pane-note")
-                yield BenchView(id="bench-view")
-            with TabPane("5 Plan", id="plan"), Vertical():
-                yield Static("", id="plan-status", classes="pane-note")
-                yield PlanView(id="plan-view")
-            with TabPane("7 Health", id="health"):
-                yield HealthView(id="health-view")
-        # The palette is on `?`, `:` and ctrl+p: 80 columns of footer go to the keys that work here.
-        yield Footer(show_command_palette=False)
+        yield from compose_panes(self.profile, browser=self.is_web)
 
     def on_mount(self) -> None:
-        self._tabs = self.query_one(TabbedContent)  # asked every tick: look it up once
-        # Tab goes between the panes' widgets that have keys; the tab bar has none of its
-        # own (the number keys switch panes), so it takes no focus.
-        self._tabs.query_one("ContentTabs").can_focus = False
+        self.tabs.mount()
         if self.profile.keys:
             self.set_keymap(dict(self.profile.keys))
         self.overview.mount()
@@ -230,24 +213,10 @@ class ServedeckApp(App[int]):
         self.sources.start()
 
     def tab_visible(self, tab_id: str) -> bool:
-        return self._tabs.active == tab_id and not isinstance(
-            self.screen, (HelpScreen, KillConfirmScreen)
-        )
+        return self.tabs.visible(tab_id)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        pane_id = event.pane.id
-        self._focus_pane(pane_id or "")
-        self.refresh_bindings()  # keys of one pane (k on Processes) show only there
-        if pane_id == "deck":
-            self.gpus.redraw()
-        elif pane_id == "overview":
-            self.overview.redraw()
-        elif pane_id == "procs":
-            self.procs.refresh()
-        elif pane_id == "plan":
-            self.handoff.show_plan()
-        elif pane_id == "health":
-            self.hardware.show()
+        self.tabs.activated(event.pane.id or "")
 
     def poll_later(self, delay_s: float, poll: Callable[[], object], name: str) -> None:
         """Arm the next run of a poll, replacing a pending one of the same name.
@@ -260,7 +229,7 @@ class ServedeckApp(App[int]):
             pending.stop()
         self._poll_timers[name] = set_sure_timer(self, delay_s, poll, name=name)
 
-    # --- the core panes' messages and keys: each handled by its part ------------------
+    # --- the core panes' messages: each handled by its part ---------------------------
     @while_open
     def on_servedeck_app_overview_ready(self, message: messages.OverviewReady) -> None:
         self.overview.shown(message)
@@ -291,12 +260,6 @@ class ServedeckApp(App[int]):
     def on_servedeck_app_metrics_update(self, message: messages.MetricsUpdate) -> None:
         self.serving.metrics_update(message)
 
-    def action_service(self, verb: str) -> None:
-        self.service.act(verb)
-
-    def action_sleep_mode(self, verb: str) -> None:
-        self.sleep.act(verb)
-
     @while_open
     def on_servedeck_app_sleep_done(self, message: messages.SleepDone) -> None:
         self.sleep.done(message)
@@ -306,14 +269,7 @@ class ServedeckApp(App[int]):
     def on_servedeck_app_action_done(self, message: messages.ActionDone) -> None:
         self.service.action_done(message)
 
-    def action_refresh(self) -> None:
-        # Said at once: the overview and process list may take seconds over SSH.
-        self.notify("refreshing the host overview and processes...", title="Refresh", timeout=3)
-        self.query_one(HeaderBar).connection_state = "connecting"
-        self.overview.read_whole_host()  # asked for: the whole overview again, not only its numbers
-        self.procs.refresh()
-
-    # --- the parts' messages and keys: each handled by its part --------------------------
+    # --- the parts' messages: each handled by its part ---------------------------------
     @while_open
     def on_servedeck_app_procs_update(self, message: messages.ProcsUpdate) -> None:
         self.procs.show_listing(message)
@@ -322,30 +278,9 @@ class ServedeckApp(App[int]):
     def on_servedeck_app_kill_done(self, message: messages.KillDone) -> None:
         self.procs.kill_done(message)
 
-    def action_stacks(self) -> None:
-        self.stacks.dump()
-
-    def action_kill_leftovers(self) -> None:
-        self.procs.kill_leftovers()
-
-    def action_kill_selected(self) -> None:
-        self.procs.kill_selected()
-
     @while_open
     def on_servedeck_app_bench_event(self, message: messages.BenchEvent) -> None:
         self.bench.show_event(message)
-
-    def action_bench(self, preset_name: str | None = None) -> None:
-        self.bench.run(preset_name)
-
-    def action_bench_pick(self) -> None:
-        self.bench.pick()
-
-    def action_bench_cancel(self) -> None:
-        self.bench.cancel()
-
-    def action_bench_capacity(self) -> None:
-        self.bench.capacity()
 
     @while_open
     def on_servedeck_app_hardware_counters(self, message: messages.HardwareCounters) -> None:
@@ -371,55 +306,17 @@ class ServedeckApp(App[int]):
     def on_servedeck_app_probe_done(self, message: messages.ProbeDone) -> None:
         self.hardware.probe_done(message)
 
-    def action_probe(self) -> None:
-        self.hardware.probe()
-
     @while_open
     def on_servedeck_app_plan_ready(self, message: messages.PlanReady) -> None:
         self.handoff.plan_ready(message)
-
-    def action_summary(self) -> None:
-        self.handoff.preview_summary()
-
-    def action_export_summary(self) -> None:
-        self.handoff.export_summary()
 
     @while_open
     def on_servedeck_app_load_live_update(self, message: messages.LoadLiveUpdate) -> None:
         self.load_live.show(message)
 
-    def action_timeline(self) -> None:
-        self.record.show_timeline()
-
-    def action_alerts(self) -> None:
-        self.record.show_alerts()
-
     @while_open
     def on_worker_failed(self, message: WorkerFailed) -> None:
-        """A worker raised: a state on its pane (and a toast when asked for), polls restart."""
-        self.sources.worker_failed(message)
-        restart = self._restarts().get(message.pane)
-        if restart is not None:
-            self.poll_later(POLL_RESTART_S, restart, f"{message.pane}-restart")
-        if message.pane == "readiness":
-            self.serving.probe_failed()  # the next tick of the load clock retries
-        elif message.pane == "plan":
-            self.handoff.plan_failed(message.reason)
-        elif message.pane == "bench":
-            self.bench.failed(message.reason)
-        elif message.pane == "service-action":
-            self.service.poll()  # show what the service is now, whatever the action did
-
-    def _restarts(self) -> dict[str, Callable[[], object]]:
-        """Polls that restart by themselves after an unexpected failure."""
-        return {
-            "overview": self.overview.poll,
-            "gpu": self.gpus.poll,
-            "service": self.service.poll,
-            "log": self.logs.follow,
-            "metrics": self.serving.poll_metrics,
-            "procs": self.procs.refresh_if_shown,
-        }
+        self.recovery.worker_failed(message)
 
     # --- general --------------------------------------------------------------------
     def on_notify(self, event: Notify) -> None:
@@ -432,9 +329,6 @@ class ServedeckApp(App[int]):
             self._unnotify(note, refresh=False)
         if expired:
             self._refresh_notifications()
-
-    def action_help(self) -> None:
-        self.keys.help()
 
     def on_key(self, event: events.Key) -> None:
         self.keys.pressed(event.key)
@@ -471,19 +365,8 @@ class ServedeckApp(App[int]):
             worker.cancel()
         return worker
 
-    def action_show_tab(self, tab_id: str) -> None:
-        self.query_one(TabbedContent).active = tab_id
-
     def active_tab(self) -> str | None:
-        """The pane whose tab is active (None before the first frame)."""
-        return self._tabs.active if hasattr(self, "_tabs") else None
-
-    def _focus_pane(self, tab_id: str) -> None:
-        """Focus follows the pane on screen: its keys work without Tab and show in the footer."""
-        target = focus_target(tab_id)
-        if target is not None and not isinstance(self.screen, ModalScreen):
-            with contextlib.suppress(NoMatches):  # the pane may still be mounting
-                self.query_one(target).focus()
+        return self.tabs.active()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         return self.keys.palette(list(super().get_system_commands(screen)))

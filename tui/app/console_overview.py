@@ -80,6 +80,14 @@ class OverviewPart(Part):
         self._full_due = True
         self._wake.set()
 
+    def refresh_asked(self) -> None:
+        """`r`: the whole overview again, not only its numbers, said at once (SSH takes seconds)."""
+        self.console.notify(
+            "refreshing the host overview and processes...", title="Refresh", timeout=3
+        )
+        self.console.query_one(HeaderBar).connection_state = "connecting"
+        self.read_whole_host()
+
     def shown(self, message: messages.OverviewReady) -> None:
         self._sources.host_reached()
         self.console.query_one(HeaderBar).connection_detail = message.overview.hostname

@@ -1,9 +1,7 @@
 """The Fleet pane: every host of a group on one screen; Enter opens one host's full Deck.
 
-The collector (tui.fleet.collector) owns one Deck per host and outlives this app:
-`run_fleet_console` runs the fleet app, and when a host is chosen runs the console
-(ServedeckApp) on a borrowed view of that host's Deck in the same event loop, so the
-host's SSH connection is reused, not reopened; quitting that console returns here.
+`FleetApp` exits with the host chosen; tui/app/fleet_run.py then runs that host's console
+and comes back here. The actions on a host are tui/app/fleet_actions.py's.
 """
 
 from __future__ import annotations
@@ -22,31 +20,17 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from tui.app.console_workers import WorkerFailed, console_worker
+from tui.app.fleet_actions import FleetActionDone, FleetActions, FleetPlanned
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.core.formatting import printable
 from tui.core.keymap import COMMANDS, FLEET_SCOPES, effective_keys
-from tui.deck import Deck
-from tui.fleet.actions import (
-    CleanupPlan,
-    ServicePlan,
-    plan_cleanup,
-    plan_service,
-    run_cleanup,
-    run_service,
-)
-from tui.fleet.bench_action import BenchPlan, bench_line, plan_bench, run_bench_on_host
-from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
-from tui.fleet.feed import FleetFeed, FleetRowSource
+from tui.fleet.feed import FleetRowSource
 from tui.fleet.history import HostHistory
 from tui.fleet.model import FleetRow
 from tui.fleet.summary import fleet_markdown
 from tui.fleet.view import SORT_KEYS, matches, sorted_rows, summarize
-from tui.procs.text import report_lines
-from tui.screens.confirm_action import ConfirmActionScreen
-from tui.screens.confirm_bench import ConfirmBenchScreen
 from tui.screens.help import HelpScreen
-from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 from widgets.fleet_history import FleetHistoryView
 from widgets.fleet_table import FleetTable
 from widgets.footer import Footer
@@ -54,7 +38,6 @@ from widgets.keys import bindings_for
 
 if TYPE_CHECKING:  # httpx is imported only when a Prometheus source is made
     from tui.fleet.prom_history import PrometheusHistory
-    from tui.fleet.prometheus import PromFleetConfig
 
 BASE_INTERVAL_S = 2.0
 HISTORY_EVERY_S = 15.0
@@ -75,22 +58,6 @@ class FleetRows(Message):
 @dataclass
 class FleetHistoryFetched(Message):
     history: HostHistory
-
-
-@dataclass
-class FleetPlanned(Message):
-    """A fleet action is planned (host re-read): the app asks the operator now."""
-
-    plan: ServicePlan | CleanupPlan | BenchPlan
-
-
-@dataclass
-class FleetActionDone(Message):
-    """What a confirmed fleet action did, in one line (also in the audit log)."""
-
-    host: str
-    text: str
-    ok: bool
 
 
 class FleetApp(App[str | None]):
@@ -139,6 +106,7 @@ class FleetApp(App[str | None]):
         self.last_action = ""
         self.title_text = title
         self.marked: list[str] = []  # hosts marked with space: K cleans up each of them
+        self.actions = FleetActions(self)
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first refresh…", id="summary")
@@ -361,27 +329,11 @@ class FleetApp(App[str | None]):
         self.last_action = f"wrote {path}"
         self.notify(f"fleet summary written to {path}", markup=False)
 
-    # -- actions on the selected host: planned, confirmed, re-checked, audited --------------
-
-    def _selected_deck(self, what: str) -> tuple[str, Deck] | None:
-        host = self.query_one(FleetTable).selected_host()
-        if host is None:
-            return None
-        probe = self.collector.probe(host)
-        if not isinstance(probe, DeckProbe):
-            self.notify(f"{host}: {what} is not available on a simulated box", markup=False)
-            return None
-        return host, probe.deck
-
     def action_fleet_service(self, verb: str) -> None:
-        chosen = self._selected_deck(verb)
-        if chosen is not None:
-            self._plan_service(*chosen, verb)
+        self.actions.service(verb)
 
     def action_fleet_bench(self) -> None:
-        chosen = self._selected_deck("a benchmark")
-        if chosen is not None:
-            self._plan_bench(*chosen)
+        self.actions.bench()
 
     def action_toggle_mark(self) -> None:
         """Mark or unmark the highlighted host; K then acts on every marked host."""
@@ -395,209 +347,15 @@ class FleetApp(App[str | None]):
         self._draw_status()
 
     def action_fleet_cleanup(self) -> None:
-        if self.marked:
-            hosts, self.marked = self.marked, []
+        marked, self.marked = self.marked, []
+        if marked:
             self._draw_status()
-            chosen = []
-            for host in hosts:
-                probe = self.collector.probe(host)
-                if isinstance(probe, DeckProbe):
-                    chosen.append((host, probe.deck))
-                else:
-                    self.notify(f"{host}: clean up is not available here", markup=False)
-            if chosen:
-                self._plan_cleanups(chosen)
-            return
-        picked = self._selected_deck("clean up")
-        if picked is not None:
-            self._plan_cleanup(*picked)
-
-    @console_worker(
-        "fleet-plan",
-        pane="fleet",
-        what=lambda app, host, deck, verb: f"{verb} on {host}",
-        user_action=True,
-    )
-    async def _plan_service(self, host: str, deck: Deck, verb: str) -> None:
-        self.post_message(FleetPlanned(await plan_service(host, deck, verb)))
-
-    @console_worker(
-        "fleet-plan",
-        pane="fleet",
-        what=lambda app, host, deck: f"a benchmark on {host}",
-        user_action=True,
-    )
-    async def _plan_bench(self, host: str, deck: Deck) -> None:
-        self.post_message(FleetPlanned(await plan_bench(host, deck)))
-
-    @console_worker(
-        "fleet-plan",
-        pane="fleet",
-        what=lambda app, host, deck: f"clean up leftovers on {host}",
-        user_action=True,
-    )
-    async def _plan_cleanup(self, host: str, deck: Deck) -> None:
-        self.post_message(FleetPlanned(await plan_cleanup(host, deck)))
-
-    @console_worker(
-        "fleet-plan",
-        pane="fleet",
-        what=lambda app, chosen: f"clean up leftovers on {len(chosen)} marked hosts",
-        user_action=True,
-    )
-    async def _plan_cleanups(self, chosen: list[tuple[str, Deck]]) -> None:
-        """Each marked host planned on its own: one refusal or failure leaves the others."""
-
-        async def plan(host: str, deck: Deck) -> None:
-            try:
-                self.post_message(FleetPlanned(await plan_cleanup(host, deck)))
-            except ServedeckError as error:
-                self.post_message(FleetActionDone(host, f"clean up on {host}: {error}", False))
-
-        await asyncio.gather(*(plan(host, deck) for host, deck in chosen))
+        self.actions.cleanup(marked)
 
     def on_fleet_planned(self, message: FleetPlanned) -> None:
-        plan = message.plan
-        if isinstance(plan, BenchPlan):
-
-            def confirmed(yes: bool | None) -> None:
-                if yes:
-                    self.notify(f"{plan.host}: benchmark started ({plan.workload})", markup=False)
-                    self._run_planned(plan, "benchmark")
-
-            self.push_screen(ConfirmBenchScreen(plan), confirmed)
-            return
-        if isinstance(plan, ServicePlan):
-
-            def answered(yes: bool | None) -> None:
-                if yes:
-                    self._run_planned(plan, plan.action.verb)
-
-            note = f"Machine {plan.identity.text}: checked again just before acting."
-            self.push_screen(ConfirmActionScreen(plan.action, note), answered)
-            return
-        if not plan.targets:
-            refused = f" ({len(plan.refused)} refused)" if plan.refused else ""
-            self.notify(f"{plan.host}: no leftover GPU processes to end{refused}", markup=False)
-            return
-
-        def killed(answer: KillConfirmation | None) -> None:
-            if answer is not None and answer.targets:
-                self._run_planned(
-                    CleanupPlan(
-                        plan.host, plan.host_label, answer.targets, plan.refused, plan.identity
-                    ),
-                    "clean up",
-                )
-
-        self.push_screen(KillConfirmScreen(plan.host_label, plan.targets, timeout_s=15.0), killed)
-
-    @console_worker(
-        "fleet-action",
-        pane="fleet",
-        what=lambda app, plan, verb: f"{verb} on {plan.host}",
-        user_action=True,
-        exclusive=False,  # marked hosts' confirmed clean-ups run side by side, none cancelled
-    )
-    async def _run_planned(self, plan: ServicePlan | CleanupPlan | BenchPlan, verb: str) -> None:
-        probe = self.collector.probe(plan.host)
-        if not isinstance(probe, DeckProbe):
-            raise ServedeckError(f"{plan.host}: no longer in the fleet")
-        if isinstance(plan, BenchPlan):
-            result = await run_bench_on_host(plan, probe.deck, confirmed=True)
-            ok = not result.partial and any(level.completed for level in result.levels)
-            text = f"{plan.host}: benchmark {plan.preset}: {bench_line(result)}"
-            self.post_message(FleetActionDone(plan.host, text, ok))
-            return
-        if isinstance(plan, ServicePlan):
-            outcome = await run_service(plan, probe.deck, confirmed=True)
-            text = f"{plan.host}: {verb} {plan.action.unit}: " + (
-                "done" if outcome.ok else f"failed (exit {outcome.exit_status}) {outcome.message}"
-            )
-            self.post_message(FleetActionDone(plan.host, text, outcome.ok))
-            return
-        report = await run_cleanup(plan, probe.deck)
-        lines = report_lines(report)
-        self.post_message(
-            FleetActionDone(plan.host, f"{plan.host}: " + "; ".join(lines), report.all_ended)
-        )
+        self.actions.confirm(message.plan)
 
     def on_fleet_action_done(self, message: FleetActionDone) -> None:
         self.last_action = message.text
         text = printable(message.text)
         self.notify(text, severity="information" if message.ok else "error", markup=False)
-
-
-async def fleet_console(
-    collector: FleetRowSource,
-    *,
-    read_only: bool = False,
-    interval_s: float = BASE_INTERVAL_S,
-    history: PrometheusHistory | None = None,
-    title: str = "",
-    keys: Mapping[str, str] | None = None,
-) -> int:
-    """The fleet, then a host's console, then the fleet again, until the operator quits."""
-    from tui.app import ServedeckApp
-
-    rows: list[FleetRow] = []
-    while True:
-        app = FleetApp(
-            collector, rows=rows, interval_s=interval_s, history=history, title=title, keys=keys
-        )
-        chosen = await app.run_async()
-        rows = app.rows
-        if not chosen:
-            return 0
-        probe = collector.probe(chosen)
-        deck = await _deck_for(probe, read_only)
-        if deck is None:
-            continue
-        await ServedeckApp(deck.profile, deck).run_async()
-
-
-async def _deck_for(probe: HostProbe | None, read_only: bool) -> Deck | None:
-    """A real host's Deck, borrowed; a light demo box gets a full simulated box of its own
-    (with its model and state); an unreachable one opens nothing."""
-    if isinstance(probe, DeckProbe):
-        return borrow_deck(probe.deck)
-    if probe is None:
-        return None
-    from tui.fleet.demo import DemoProbe, full_demo_deck
-
-    if not isinstance(probe, DemoProbe) or probe.box.kind == "unreachable":
-        return None  # nothing to open: the box cannot be reached
-    return await asyncio.to_thread(full_demo_deck, probe.box, read_only=read_only)
-
-
-def run_fleet_console(
-    probes: Sequence[HostProbe],
-    *,
-    host_timeout_s: float = 4.0,
-    read_only: bool = False,
-    prometheus: PromFleetConfig | None = None,
-    title: str = "",
-    keys: Mapping[str, str] | None = None,
-) -> int:
-    """The Fleet pane over SSH probes, a Prometheus server, or both (one row per host).
-
-    `keys` remaps the Fleet's keys by binding id (a group file's [keys] table).
-    """
-
-    async def main() -> int:
-        collector = FleetCollector(probes, host_timeout_s=host_timeout_s) if probes else None
-        feed = FleetFeed(collector=collector)
-        if prometheus is not None:
-            from tui.fleet.prom_history import PrometheusHistory
-            from tui.fleet.prometheus import PrometheusFleet
-
-            feed.prometheus = PrometheusFleet(prometheus)
-            feed.history = PrometheusHistory(feed.prometheus)
-        try:
-            return await fleet_console(
-                feed, read_only=read_only, history=feed.history, title=title, keys=keys
-            )
-        finally:
-            await feed.close()
-
-    return asyncio.run(main())

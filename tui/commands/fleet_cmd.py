@@ -193,7 +193,7 @@ def run_fleet(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0 if all(row["reachable"] for row in rows) else 1
-    from tui.app.fleet_app import run_fleet_console
+    from tui.app.fleet_run import run_fleet_console
 
     # The pane: Prometheus's hosts, the group's (over SSH), or both in one table.
     no_probes: tuple[list[HostProbe], object | None] = ([], None)
