@@ -7,5 +7,6 @@ dropin.py: Each configuration as a systemd drop-in (never the unit file), the re
 record.py: The tune in the flight recording: each start a Deployment attempt, the result a Timeline event
 preflight.py: Every configuration through the Plan: the invalid and too big skipped, the rest by load time
 results.py: The ranked table, the Pareto front, the winner's margin, and the results file --resume reads
+table.py: The result table fitted to a width: abbreviated, the least telling columns dropped
 space.py: tune.toml: the configurations to try, the objective, the budget and each deadline
 """
