@@ -26,6 +26,7 @@ console_service.py: The console's service: the unit's state and its paced poll, 
 console_serving.py: The console's serving state: the load strip and its ETA, readiness, metrics, the progress verdict
 console_sleep.py: The console's sleep mode (vLLM): Z puts the engine to sleep, W wakes it
 console_stacks.py: The console's evidence on demand: D dumps the engine's stacks per rank; a stall offers D and R
+console_tune.py: The console's Tune view (U): a tune.toml planned, confirmed, run in a worker, cancelled safely
 console_workers.py: The one way the console starts a background worker: a failure becomes a state, never an exit
 fleet_app.py: The Fleet pane: every host of a group on one screen; Enter opens one host's full Deck
 messages.py: Every message the console's workers post to the app, in one place

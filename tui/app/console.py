@@ -43,6 +43,7 @@ from tui.app.console_service import ServicePart
 from tui.app.console_serving import ServingPart
 from tui.app.console_sleep import SleepPart
 from tui.app.console_stacks import StacksPart
+from tui.app.console_tune import TunePart
 from tui.app.console_workers import WorkerFailed
 from tui.core.config import Profile
 from tui.core.paths import demo_records_note
@@ -104,6 +105,7 @@ class ServedeckApp(App[int]):
         self.hardware = HardwarePart(deck, self, self.sources, self.record)
         self.bench = BenchPart(deck, self)
         self.handoff = HandoffPart(deck, self)
+        self.tune = TunePart(deck, self, self.record)
         self.load_live = LoadLivePart(deck, self, self.record)
         self.restart_watch = RestartWatchPart(deck, self, self.action_kill_leftovers)
         self.sleep = SleepPart(deck, self)
@@ -386,6 +388,13 @@ class ServedeckApp(App[int]):
     def on_servedeck_app_load_live_update(self, message: messages.LoadLiveUpdate) -> None:
         self.load_live.show(message)
 
+    def action_tune(self) -> None:
+        self.tune.open()
+
+    @while_open
+    def on_servedeck_app_tune_update(self, message: messages.TuneUpdate) -> None:
+        self.tune.show(message)
+
     def action_timeline(self) -> None:
         self.record.show_timeline()
 
@@ -488,6 +497,7 @@ class ServedeckApp(App[int]):
 
     async def on_unmount(self) -> None:
         self._quitting = True
+        await self.tune.close()
         self.workers.cancel_all()
         await let_workers_finish(self.workers)
         await self.serving.close()
