@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from tui.deck import Deck
 
 BOARD_TICK_S = 0.5
+TABLE_MIN_WIDTH = 60
 CLOSE_RESTORE_S = 120.0  # quitting mid-tune: the unit is put back before the console goes
 
 
@@ -130,7 +131,8 @@ class TunePart(Part):
                 board=board,
             )
             self._record(outcomes, space.objective)
-            board.finish(result_lines(outcomes, space.objective))
+            width = max(TABLE_MIN_WIDTH, self.console.screen.size.width - 4)  # the frame's
+            board.finish(result_lines(outcomes, space.objective, width))
         except asyncio.CancelledError:
             board.finish(["tune cancelled: the unit is as it was"], cancelled=True)
             raise

@@ -12,7 +12,6 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from tui.screens.dialog import Dialog, YesNoDialog
@@ -75,7 +74,7 @@ class TuneConfirmScreen(YesNoDialog):
                 yield Button("Cancel", id="confirm-no")
 
 
-class TuneScreen(ModalScreen[None]):
+class TuneScreen(Dialog[None]):
     """The run: each configuration's state, the run's words, the ranked table at the end.
 
     Escape (or c) asks to cancel a running tune (the unit is restored as it was); q hides
@@ -84,8 +83,7 @@ class TuneScreen(ModalScreen[None]):
 
     KEY_SCOPE = "tune"
     DEFAULT_CSS = """
-    TuneScreen { background: $background 60%; }
-    TuneScreen > #tune-frame { border: round $accent; background: $surface; height: 1fr; }
+    TuneScreen > .dialog-frame { width: 96%; max-width: 200; height: 90%; padding: 0 1; }
     TuneScreen #tune-title { text-style: bold; padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = bindings_for("tune")
@@ -99,7 +97,7 @@ class TuneScreen(ModalScreen[None]):
         self._snapshot = snapshot
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="tune-frame"):
+        with Vertical(id="tune-frame", classes="dialog-frame"):
             yield Static(self.title_text, id="tune-title", markup=False)
             yield TuneView(id="tune-view")
             yield Static("[dim]Esc/c cancel (asks; the unit is restored) · q hide (it runs on)[/]")
