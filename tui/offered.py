@@ -7,7 +7,7 @@ palette and its `?` screen, so all four offer the same things.
 from __future__ import annotations
 
 # Actions that change the host: none of them in read-only mode.
-_CHANGING = frozenset({"service", "sleep_mode", "kill_leftovers", "kill_selected"})
+_CHANGING = frozenset({"service", "sleep_mode", "kill_leftovers", "kill_selected", "tune"})
 # Actions that send requests to the server: nothing to measure while its unit is stopped,
 # and load that a read-only console (a browser visitor's) must not put on a serving box.
 _LOADS_THE_SERVER = frozenset({"bench", "bench_pick", "bench_capacity"})
@@ -50,6 +50,8 @@ def action_offered(
         return False  # a stopped service has nobody to answer: S starts it first
     if action == "kill_leftovers":
         return leftovers is None or leftovers > 0
+    if action == "tune":  # a tune starts and stops the unit: one is needed
+        return has_unit
     if action == "stacks":  # the engine is found by the unit's main pid
         return has_unit and active is not False
     if action == "kill_selected":  # a selection exists only on the Processes pane

@@ -28,4 +28,5 @@ sure_timer.py: A one-shot timer that always fires, however late the event loop r
 table_cells.py: Table cells as (text, style) pieces: what a row is drawn from, built once per value
 textual_log_copy.py: A copy of Textual's Log (the pinned version) with a flood's write and a row's drawing made cheap
 timeline_view.py: The Timeline's views: the event table and the recorded state at the selected event
+tune_view.py: TuneView: a running tune from its snapshot: each configuration's state, the run's words, the result
 """

@@ -30,6 +30,7 @@ console_serving.py: The console's serving state: the load strip and its ETA, rea
 console_sleep.py: The console's sleep mode (vLLM): Z puts the engine to sleep, W wakes it
 console_stacks.py: The console's evidence on demand: D dumps the engine's stacks per rank; a stall offers D and R
 console_tabs.py: The console's tabs: which pane is on screen, focus that follows it, a pane's first look
+console_tune.py: The console's Tune view (U): a tune.toml planned, confirmed, run in a worker, cancelled safely
 console_workers.py: The one way the console starts a background worker: a failure becomes a state, never an exit
 fleet_actions.py: The Fleet's actions on a host: planned (host re-read), confirmed, re-checked, audited
 fleet_app.py: The Fleet pane: every host of a group on one screen; Enter opens one host's full Deck

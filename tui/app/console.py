@@ -44,6 +44,7 @@ from tui.app.console_serving import ServingPart
 from tui.app.console_sleep import SleepPart
 from tui.app.console_stacks import StacksPart
 from tui.app.console_tabs import TabsPart
+from tui.app.console_tune import TunePart
 from tui.app.console_workers import WorkerFailed
 from tui.core.config import Profile
 from tui.deck import Deck
@@ -90,6 +91,7 @@ class ServedeckApp(ConsoleActions, App[int]):
         self.hardware = HardwarePart(deck, self, self.sources, self.record)
         self.bench = BenchPart(deck, self)
         self.handoff = HandoffPart(deck, self)
+        self.tune = TunePart(deck, self, self.record)
         self.load_live = LoadLivePart(deck, self, self.record)
         self.restart_watch = RestartWatchPart(deck, self, self.action_kill_leftovers)
         self.sleep = SleepPart(deck, self)
@@ -315,6 +317,10 @@ class ServedeckApp(ConsoleActions, App[int]):
         self.load_live.show(message)
 
     @while_open
+    def on_servedeck_app_tune_update(self, message: messages.TuneUpdate) -> None:
+        self.tune.show(message)
+
+    @while_open
     def on_worker_failed(self, message: WorkerFailed) -> None:
         self.recovery.worker_failed(message)
 
@@ -373,6 +379,7 @@ class ServedeckApp(ConsoleActions, App[int]):
 
     async def on_unmount(self) -> None:
         self._quitting = True
+        await self.tune.close()
         self.workers.cancel_all()
         await let_workers_finish(self.workers)
         await self.serving.close()

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tui.app.console_sleep import SleepPart
     from tui.app.console_stacks import StacksPart
     from tui.app.console_tabs import TabsPart
+    from tui.app.console_tune import TunePart
 
 
 class ConsoleActions:
@@ -37,6 +38,7 @@ class ConsoleActions:
     sleep: SleepPart
     stacks: StacksPart
     tabs: TabsPart
+    tune: TunePart
 
     def action_service(self, verb: str) -> None:
         self.service.act(verb)
@@ -77,6 +79,9 @@ class ConsoleActions:
 
     def action_export_summary(self) -> None:
         self.handoff.export_summary()
+
+    def action_tune(self) -> None:
+        self.tune.open()
 
     def action_timeline(self) -> None:
         self.record.show_timeline()

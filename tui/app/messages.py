@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
     from tui.health.xid.decode import XidEvent
     from tui.health.xid.follow import FollowState
     from tui.serving.load.live import LiveLoad
+    from tui.tune.progress import TuneSnapshot
 
 NAMESPACE = "servedeck_app"
 
@@ -148,3 +149,10 @@ class ProbeDone(Message, namespace=NAMESPACE):
 @dataclass
 class LoadLiveUpdate(Message, namespace=NAMESPACE):
     live: LiveLoad | None  # None: nothing to explain (no load, or the service stopped)
+
+
+@dataclass
+class TuneUpdate(Message, namespace=NAMESPACE):
+    """The running tune's board (tui/app/console_tune.py), for the Tune view."""
+
+    snapshot: TuneSnapshot

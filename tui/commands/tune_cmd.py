@@ -40,6 +40,8 @@ from tui.tune.results import (
 )
 from tui.tune.space import TuneSpace, load_space
 
+TABLE_WIDTH = 80  # the result table fits a default terminal; --wide prints every column
+
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
@@ -53,6 +55,9 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument("--apply", action="store_true", help="keep the winner's drop-in")
     parser.add_argument(
         "--restore", action="store_true", help="undo a drop-in a crashed tune left, then exit"
+    )
+    parser.add_argument(
+        "--wide", action="store_true", help="every column of the result table (default: 80 wide)"
     )
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     parser.set_defaults(func=_tune)
@@ -160,7 +165,8 @@ async def _run(args: argparse.Namespace, space: TuneSpace | None) -> int:
             )
         finally:
             recording.close()
-        print("\n".join(result_lines(outcomes, space.objective)))
+        width = None if args.wide else TABLE_WIDTH
+        print("\n".join(result_lines(outcomes, space.objective, width)))
         best = ranked(outcomes, space.objective)[0] if outcomes else None
         if args.apply:
             await _apply_if_confirmed(deck, best, space, args)

@@ -11,5 +11,6 @@ kill_confirm.py: The kill confirmation modal: every target in full, typed confir
 preset_picker.py: Pick a benchmark preset (the `B` key); dismissed with the preset name or None
 replay.py: Replay: the Deck as it was at a recorded instant, stepped through time; nothing acts
 summary.py: The summary preview screen: collect in a worker, show the Markdown, export with one key
+tune.py: The Tune view's screens: the space asked for, the Plan's preflight confirmed, the run, its cancel
 timeline.py: The Timeline: every recorded event of this host in one list, filtered, with the state then
 """

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from tui.bench.capacity.answer import bracket
 from tui.bench.capacity.driver import CapacityProcess
 from tui.bench.capacity.runner import CapacitySpec
 from tui.bench.capacity.search import CapacitySlo
@@ -41,7 +40,9 @@ from tui.tune.dropin import (
     read_marker,
     write_marker,
 )
+from tui.tune.figures import figures
 from tui.tune.preflight import PlannedConfig
+from tui.tune.progress import TuneBoard
 from tui.tune.space import TuneSpace
 
 if TYPE_CHECKING:  # the recording module imports Outcome from here
@@ -178,6 +179,7 @@ async def _load(
     say: Say,
     recording: TuneRecording | None = None,
     argv: list[str] | None = None,
+    board: TuneBoard | None = None,
 ) -> tuple[str, float, str | None, str | None]:
     """Start and follow one load: (served|failed|timeout, seconds, phase, failure line)."""
     service = deck.service()
@@ -188,12 +190,16 @@ async def _load(
         with watch:
             await asyncio.sleep(0.2)  # the follower opens the log before the first line
             await guarded_action(deck, "start", confirmed=True)
+            if board is not None:
+                board.state(item.config.name, "loading")
             if recording is not None:
                 pid = (await service.state()).main_pid
                 recording.exec(pid, argv or [], dict(item.config.env))
             base_url = await deck.reachable_base_url()
             async with httpx.AsyncClient(timeout=2.0) as client:
                 while (elapsed := time.monotonic() - started) < deadline_s:
+                    if board is not None:
+                        board.loading(item.config.name, watch.tracker.snapshot())
                     if recording is not None:
                         recording.progress(watch.tracker.snapshot())
                     state = await service.state()
@@ -238,46 +244,6 @@ async def measure(deck: Deck, space: TuneSpace, say: Say) -> dict[str, Any] | No
     return process.result
 
 
-def _figures(result: dict[str, Any] | None) -> dict[str, Any]:
-    """Single-stream and at-capacity figures from a capacity search's result."""
-    if not result:
-        return {}
-    levels = result.get("levels") or []
-    one = next((lv for lv in levels if lv.get("concurrency") == 1), None)
-    capacity = result.get("capacity") or {}
-    users = capacity.get("concurrency")
-    _, above = bracket(result)
-    at = next((lv for lv in levels if lv.get("concurrency") == users), None)
-    total = capacity.get("output_tok_s")
-    return {
-        "single_stream_tok_s": one.get("per_user_tok_s") if one else None,
-        "capacity_users": users if isinstance(users, int) else None,
-        "total_tok_s": total,
-        "per_user_tok_s": capacity.get("per_user_tok_s"),
-        "capacity_users_above": above,
-        "single_stream_tok_s_range": _interval(one),
-        "total_tok_s_range": _scaled(_interval(at), at, total),
-    }
-
-
-def _interval(level: dict[str, Any] | None) -> tuple[float, float] | None:
-    """A level's per-user tok/s interval (the capacity runner's, over its requests)."""
-    pair = (level or {}).get("per_user_tok_s_interval")
-    if isinstance(pair, list | tuple) and len(pair) == 2:
-        return float(pair[0]), float(pair[1])
-    return None
-
-
-def _scaled(
-    interval: tuple[float, float] | None, level: dict[str, Any] | None, total: Any
-) -> tuple[float, float] | None:
-    """The total's interval: the per-user interval's relative width (same users, same window)."""
-    per_user = (level or {}).get("per_user_tok_s")
-    if interval is None or not isinstance(total, int | float) or not per_user:
-        return None
-    return total * interval[0] / per_user, total * interval[1] / per_user
-
-
 async def run_config(
     deck: Deck,
     space: TuneSpace,
@@ -286,26 +252,35 @@ async def run_config(
     drop: DropIn,
     say: Say,
     recording: TuneRecording | None = None,
+    board: TuneBoard | None = None,
 ) -> Outcome:
     """One configuration from drop-in to stop; a failed load is an outcome, not an error."""
     config = item.config
+    if board is not None:
+        board.state(config.name, "starting", "drop-in, leftovers, guarded start")
     argv = config_argv(base_argv, config)
     await drop.write(dropin_text(config, argv))
     await clean_leftovers(deck, say)
-    kind, load_s, phase, line = await _load(deck, item, space.deadline_s, say, recording, argv)
-    figures: dict[str, Any] = {}
+    kind, load_s, phase, line = await _load(
+        deck, item, space.deadline_s, say, recording, argv, board
+    )
+    measured: dict[str, Any] = {}
     if kind == "served":
         predicted = "unknown" if item.predicted_load_s is None else f"{item.predicted_load_s:.0f} s"
         say(f"  ready after {load_s:.0f} s (predicted {predicted})")
+        if board is not None:
+            board.state(config.name, "benchmarking", f"ready after {load_s:.0f} s")
         try:
             result = await measure(deck, space, say)
-            figures = _figures(result)
+            measured = figures(result)
             if result and recording is not None:
                 recording.capacity(result)
         except ServedeckError as error:
             say(f"  benchmark failed: {error}")
     else:
         say(f"  {kind} at {phase}: {line}")
+    if board is not None:
+        board.state(config.name, *_ended(kind, load_s, phase, line, measured))
     service = deck.service()
     assert service is not None
     await service.stop(confirmed=True)
@@ -322,7 +297,22 @@ async def run_config(
         kv_room_bytes_per_gpu=item.kv_room_bytes_per_gpu,
         predicted_load_s=item.predicted_load_s,
         load_s=load_s if kind == "served" else None,
-        **figures,
+        **measured,
+    )
+
+
+def _ended(
+    kind: str, load_s: float, phase: str | None, line: str | None, measured: dict[str, Any]
+) -> tuple[str, str]:
+    """The board's end state of a configuration, and what to say of it."""
+    if kind != "served":
+        return "failed", f"{kind} at {phase or '?'}: {line}"
+    users, single = measured.get("capacity_users"), measured.get("single_stream_tok_s")
+    return "done", (
+        f"loaded in {load_s:.0f} s; 1-stream "
+        + ("unknown" if single is None else f"{single:.1f} tok/s")
+        + "; capacity "
+        + ("unknown" if users is None else f"{users} users")
     )
 
 
@@ -349,11 +339,13 @@ async def run_tune(
     done: dict[str, Outcome] | None = None,
     keep: Callable[[Outcome], None] = lambda _: None,
     recording: TuneRecording | None = None,
+    board: TuneBoard | None = None,
 ) -> list[Outcome]:
     """Every planned configuration in order, within the budget; the unit restored at the end.
 
     `done` holds outcomes already measured (resume): those configurations are not run.
-    `recording` (the profile's flight recording) gets each start as a Deployment attempt.
+    `recording` (the profile's flight recording) gets each start as a Deployment attempt;
+    `board` (the console's Tune view) each configuration's state.
     """
     service = deck.service()
     if service is None:
@@ -379,6 +371,8 @@ async def run_tune(
             previous = (done or {}).get(item.config.key)
             if previous is not None:
                 say(f"{item.config.name}: measured before (resume)")
+                if board is not None:
+                    board.state(item.config.name, "done", "measured before (resume)")
                 outcomes.append(previous)
                 continue
             if not item.runnable:
@@ -387,10 +381,14 @@ async def run_tune(
             left = space.budget_s - (time.monotonic() - begun)
             if left < (item.predicted_load_s or 0.0) or left <= 0:
                 say(f"{item.config.name}: over budget ({max(left, 0):.0f} s left)")
+                if board is not None:
+                    board.state(
+                        item.config.name, "skipped", f"over budget ({max(left, 0):.0f} s left)"
+                    )
                 outcomes.append(skipped(item, "over budget"))
                 continue
             say(f"{item.config.name}: {item.layout.label}")
-            outcome = await run_config(deck, space, item, base_argv, drop, say, recording)
+            outcome = await run_config(deck, space, item, base_argv, drop, say, recording, board)
             outcomes.append(outcome)
             keep(outcome)
         if recording is not None:

@@ -13,14 +13,15 @@ what the same code measured on the same model and hardware.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 
 from tui import __version__
 from tui.core import paths
-from tui.core.formatting import NA, gib
 from tui.tune.driver import Outcome
+from tui.tune.table import fitted_rows, table_lines
 
 RESULTS_FILE = "tune-results.jsonl"
 OBJECTIVE_FIELDS = {
@@ -109,49 +110,39 @@ def _value(value: float, objective: str) -> str:
     return f"{value:.0f} users" if objective == "capacity" else f"{value:.1f} tok/s"
 
 
-def _num(value: float | None, spec: str = ".1f") -> str:
-    return NA if value is None else format(value, spec)
-
-
 def table_rows(outcomes: Sequence[Outcome], objective: str) -> list[list[str]]:
-    """Header and one row per configuration, ranked by the objective."""
-    rows = [
-        ["#", "configuration", "outcome", "load s", "1-stream tok/s", "capacity",
-         "total tok/s", "tok/s/GPU", "GPUs", "KV room/GPU"],
-    ]  # fmt: skip
-    for n, o in enumerate(ranked(outcomes, objective), 1):
-        outcome = o.outcome
-        if o.outcome in ("failed", "timeout"):
-            outcome = f"{o.outcome} at {o.phase or '?'}"
-        elif o.outcome == "skipped":
-            outcome = f"skipped: {o.reason}"
-        rows.append([
-            str(n), o.name, outcome, _num(o.load_s, ".0f"), _num(o.single_stream_tok_s),
-            NA if o.capacity_users is None else f"{o.capacity_users} users",
-            _num(o.total_tok_s, ".0f"), _num(o.tok_per_gpu), str(o.gpus),
-            gib(o.kv_room_bytes_per_gpu),
-        ])  # fmt: skip
-    return rows
+    """Header and one row per configuration, ranked by the objective: every column."""
+    return fitted_rows(ranked(outcomes, objective), objective, None)[0]
 
 
-def result_lines(outcomes: Sequence[Outcome], objective: str) -> list[str]:
-    """The text the CLI prints: the table, the failures' lines, the front and the margin."""
-    rows = table_rows(outcomes, objective)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
-    ]
+def result_lines(
+    outcomes: Sequence[Outcome], objective: str, width: int | None = None
+) -> list[str]:
+    """The text the CLI prints: the table, the failures' lines, the front and the margin.
+
+    `width` (None: every column) fits the table to a terminal; the lines under it wrap.
+    """
+    rows, short = fitted_rows(ranked(outcomes, objective), objective, width)
+    notes = []
     for o in outcomes:
         if o.failure_line and o.outcome in ("failed", "timeout"):
-            lines.append(f"{o.name}: {o.failure_line}")
+            notes.append(f"{o.name}: {o.failure_line}")
+        elif short and o.outcome == "skipped" and o.reason:
+            notes.append(f"{o.name}: skipped: {o.reason}")
     front = pareto_front(outcomes)
     if front:
-        lines.append(
+        notes.append(
             "Pareto front (per-user vs total tok/s): "
             + "; ".join(f"{o.name} {o.per_user_tok_s:.1f}/{o.total_tok_s:.0f}" for o in front)
         )
-    lines.append(margin_line(outcomes, objective))
-    return lines
+    notes.append(margin_line(outcomes, objective))
+    if width is not None:
+        notes = [
+            part
+            for note in notes
+            for part in textwrap.wrap(note, width, subsequent_indent="  ", break_on_hyphens=False)
+        ]
+    return [*table_lines(rows), *notes]
 
 
 def results_path() -> Path:

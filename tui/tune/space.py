@@ -288,3 +288,17 @@ def load_space(path: Path) -> TuneSpace:
             f"{path}: cannot read: {getattr(error, 'strerror', None) or error}"
         ) from None
     return parse_space(text, path)
+
+
+# The example space the demo runs, beside the package (a source checkout or editable install).
+EXAMPLE_SPACE = Path(__file__).resolve().parents[2] / "examples" / "tune-demo.toml"
+
+
+def default_space_path(profile_path: Path | None) -> Path:
+    """The space a console offers first: `tune.toml` next to the profile, else the example."""
+    beside = profile_path.parent / "tune.toml" if profile_path is not None else None
+    if beside is not None and beside.is_file():
+        return beside
+    if EXAMPLE_SPACE.is_file():
+        return EXAMPLE_SPACE
+    return beside or Path("tune.toml")
