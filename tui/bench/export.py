@@ -63,6 +63,7 @@ def level_to_vllm(result: BenchResult, level: LevelResult) -> dict[str, Any]:
         "server": None if level.server is None else _server(level),
         "client_load": None if level.client_load is None else asdict(level.client_load),
         "client_bound": level.client_bound,
+        "adapters": [asdict(adapter) for adapter in level.adapters],
         "context": {
             key: getattr(result.context, key) for key in result.context.__dataclass_fields__
         },

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tui.bench.adapters import adapter_lines
 from tui.bench.client_load import ClientLoad
 from tui.bench.model import LatencyStats, LevelResult, Spread, percentile_word
 from tui.bench.over_time import TimeSlice
@@ -93,6 +94,7 @@ def report_lines(level: LevelResult) -> list[str]:
         lines += client_lines(level.client_load)
     if level.uncertainty is not None:
         lines += interval_lines(level.uncertainty)
+    lines += adapter_lines(level.adapters)
     return lines
 
 

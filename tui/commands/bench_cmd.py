@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from tui.bench.adapters import AdapterSpecError, parse_adapters
 from tui.bench.context import context_for_profile
 from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
 from tui.bench.export import result_to_json
@@ -106,6 +107,12 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         "chat:0.8:512/256,rag:0.2:8192/256",
     )
     parser.add_argument("--seed", type=int, metavar="N", help="seed of prompts and lengths")
+    parser.add_argument(
+        "--lora",
+        metavar="LIST",
+        help="send requests across LoRA adapters NAME[:WEIGHT],... (round robin, or weighted); "
+        "each must be listed by the server's /v1/models",
+    )
     parser.add_argument(
         "--tokenizer",
         metavar="PATH",
@@ -281,10 +288,25 @@ def build_spec(
         seed=getattr(args, "seed", None),
         requests_path=os.path.abspath(args.requests) if getattr(args, "requests", None) else None,
         mix=getattr(args, "mix", None),
+        lora=_lora(args),
         **_length_flags(args),
     )
     _check_lengths(spec, args)
     return spec
+
+
+def _lora(args: argparse.Namespace) -> str | None:
+    """--lora, checked now: well formed, and only where each request can name its adapter."""
+    text = getattr(args, "lora", None)
+    if text is None:
+        return None
+    try:
+        parse_adapters(text)
+    except AdapterSpecError as error:
+        raise UsageError(str(error)) from None
+    if getattr(args, "workload", None) == "chat":
+        raise UsageError("--lora is not for --workload chat (a conversation keeps one model)")
+    return text
 
 
 def _length_flags(args: argparse.Namespace) -> dict[str, object]:
@@ -472,6 +494,9 @@ def _bench(args: argparse.Namespace) -> int:
     refuse_read_only(args)
     if args.capacity:
         from tui.commands.capacity_cmd import run_capacity
+
+        if getattr(args, "lora", None):
+            raise UsageError("--lora is not for --capacity: the search's users ask one model")
 
         return run_capacity(args)
     if args.slo is not None:
