@@ -22,6 +22,7 @@ loadgen.py: One level of load in one process: closed loop or open loop, cancella
 metrics.py: Metric definitions of `vllm bench serve` (docs/DESIGN.md section 5), without numpy
 model.py: Frozen result types of a benchmark run, and their JSON round trip
 prompt_fit.py: Prompts of an exact token count: calibrate which words are one token each, then count
+repeats.py: `bench --repeat N`: the whole workload run N times, each figure's spread across runs
 report.py: vLLM's `bench serve` report of one level, as text lines (the CLI and the Bench pane)
 requests_file.py: `--requests run.csv|run.jsonl`: one row per request of every level
 runner.py: The benchmark process: `python -m tui.bench.runner`, a BenchSpec in, JSON-line events out
