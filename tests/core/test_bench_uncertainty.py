@@ -3,22 +3,30 @@ bootstrap of a percentile, Wilson's interval and the SLO verdicts, the report's 
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tui.bench.metrics import Slos, summarize_level
 from tui.bench.model import RequestOutcome, level_from_dict
-from tui.bench.report import report_lines
+from tui.bench.report import interval_lines, report_lines
 from tui.bench.runner import level_to_dict
 from tui.bench.uncertainty import (
     MET,
     MISSED,
     UNDECIDED,
+    LevelUncertainty,
     RankBootstrap,
+    figure_name,
     mean_interval,
+    metric_intervals,
     percentile_interval,
+    requests_for_upper_bound,
+    requests_to_meet,
     slo_attainment,
     wilson,
 )
@@ -106,3 +114,72 @@ def test_a_level_carries_its_intervals_through_json_and_the_report() -> None:
     assert any(line.startswith("  TTFT ms mean ") for line in lines), lines
     assert any("target 99%: " in line for line in lines)
     assert all(len(line) <= 80 for line in lines)
+
+
+# --- A percentile of few requests: open above, never falsely tight -------------------
+
+_PERCENTILES = st.sampled_from((50.0, 90.0, 95.0, 99.0, 99.9)) | st.floats(1.0, 99.99)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 5000), percentile=_PERCENTILES, seed=st.integers(0, 2**16))
+def test_a_percentile_is_open_above_exactly_while_its_largest_value_cannot_bound_it(
+    n: int, percentile: float, seed: int
+) -> None:
+    """Generated sample sizes: with fewer requests than an upper bound needs (the largest
+    of n falls below the true percentile more than 2.5 % of the time: q^n > 0.025), the
+    interval is open above and says how many it needs; with enough, it is closed."""
+    rng = random.Random(seed)
+    values = [rng.lognormvariate(0, 1) for _ in range(n)]
+    found = metric_intervals("ttft_ms", values, [percentile], RankBootstrap(rng))
+    assert found is not None
+    interval = found.get(figure_name(percentile))
+    assert interval is not None and interval.requests == n
+    q = percentile / 100
+    needed = requests_for_upper_bound(percentile)
+    assert needed is not None and q**needed <= 0.025 < q ** (needed - 1)
+    if n < needed:
+        assert interval.high is None and interval.needed == needed
+        assert interval.low <= interval.value
+        assert interval.unknown_above() == (f"upper bound unknown: {n} requests, need >= {needed}")
+    else:
+        assert interval.high is not None and interval.low <= interval.value <= interval.high
+        assert interval.unknown_above() == ""
+
+
+def test_p99_of_24_requests_is_open_above_where_a_bootstrap_covered_0_to_18_percent() -> None:
+    """The coverage run's case: 24 requests, p99 is their largest; P(largest < true p99)
+    = 0.99^24 = 79 %, so a closed interval would miss the truth most of the time. Open
+    above, it covers an exponential population's true p99 in >= 95 % of seeded runs."""
+    rng = random.Random(4)
+    boot = RankBootstrap(random.Random(8))
+    truth = -math.log(0.01)  # p99 of Exp(1)
+    covered, trials = 0, 400
+    for _ in range(trials):
+        found = metric_intervals("ttft_ms", [rng.expovariate(1.0) for _ in range(24)], [99], boot)
+        assert found is not None
+        p99 = found.get("p99")
+        assert p99 is not None and p99.high is None and p99.needed == 368
+        covered += p99.covers(truth)
+    assert covered / trials >= 0.95
+    lines = interval_lines(LevelUncertainty(0.95, 1000, 1, (found,), None))
+    assert "    p99: upper bound unknown: 24 requests, need >= 368" in lines
+    assert any(line.startswith("  TTFT ms") and "p99 >=" in line for line in lines), lines
+
+
+@settings(max_examples=200, deadline=None)
+@given(total=st.integers(1, 2000), target=st.sampled_from((0.5, 0.9, 0.95, 0.99, 0.999)))
+def test_a_p99_objective_is_too_few_requests_to_decide_below_the_count_that_could_meet_it(
+    total: int, target: float
+) -> None:
+    """Generated sizes: every request meeting the objective shows it met only from the
+    count `requests_to_meet` names; below it the verdict says so, with the count."""
+    needed = requests_to_meet(target)
+    assert needed is not None
+    found = slo_attainment(total, total, target)
+    if total < needed:
+        assert found.verdict == UNDECIDED
+        assert found.describe() == f"{UNDECIDED} ({total} requests, need >= {needed})"
+    else:
+        assert found.verdict == MET and found.describe() == MET
+    assert wilson(needed, needed)[0] >= target > wilson(needed - 1, needed - 1)[0]

@@ -13,9 +13,11 @@ distribution, two ways:
 - client: the same figure over the population as servedeck measured it; this isolates
   whether the interval is statistically right from the client's constant offset.
 
+An interval open above (too few requests above the percentile: "p99 >= X, upper bound
+unknown") covers a truth above its lower end; "open above" counts them.
 Percentiles use the nearest rank (as the intervals' point values do). "runs sd/se" is
 the spread of the runs' own point values over the standard error their intervals imply
-(mean width / 3.92): near 1 when a run's requests account for the run-to-run spread,
+(mean width / 3.92, over the intervals closed above): near 1 when a run's requests account for the run-to-run spread,
 above 1 when the runs differ by more (the server's speed moving between runs).
 
 Run: python tests/perf/bench_interval_coverage.py [--runs 40] [--requests 24]
@@ -119,6 +121,7 @@ async def measure(args: argparse.Namespace, url: str, out: Path) -> None:
     covered = {side: dict.fromkeys(truth[side], 0) for side in truth}
     widths: dict[tuple[str, str], list[float]] = {key: [] for key in truth["server"]}
     points: dict[tuple[str, str], list[float]] = {key: [] for key in truth["server"]}
+    opened = dict.fromkeys(truth["server"], 0)
     counted = 0
     for level in result.levels:
         if level.uncertainty is None or level.completed < args.requests:
@@ -130,23 +133,29 @@ async def measure(args: argparse.Namespace, url: str, out: Path) -> None:
             for f in FIGURES:
                 interval = intervals.get(f)
                 assert interval is not None, (m, f)
-                widths[(m, f)].append(interval.high - interval.low)
+                if interval.high is None:
+                    opened[(m, f)] += 1  # too few requests above it: covered when above low
+                else:
+                    widths[(m, f)].append(interval.high - interval.low)
                 points[(m, f)].append(interval.value)
                 for side in truth:
                     covered[side][(m, f)] += interval.covers(truth[side][(m, f)])
     print(f"\n{counted} runs counted; 95 % intervals covering the truth (nominal 95 %)")
     print(f"{'figure':<14} {'server truth':>12} {'covered':>8} {'client truth':>12}"
-          f" {'covered':>8} {'mean width':>10} {'runs sd/se':>10}")  # fmt: skip
+          f" {'covered':>8} {'mean width':>10} {'runs sd/se':>10} {'open above':>10}")  # fmt: skip
     for m in METRICS:
         for f in FIGURES:
             key = (m, f)
+            width = statistics.mean(widths[key]) if widths[key] else None
+            spread = statistics.stdev(points[key])
             print(
                 f"{m[:-3] + ' ' + f:<14} {truth['server'][key]:10.2f}ms"
                 f" {100 * covered['server'][key] / counted:7.0f}%"
                 f" {truth['client'][key]:10.2f}ms {100 * covered['client'][key] / counted:7.0f}%"
-                f" {sum(widths[key]) / len(widths[key]):8.2f}ms"
-                f" {statistics.stdev(points[key]) / (statistics.mean(widths[key]) / 3.92):10.2f}"
-            )
+                + (f" {'n/a':>10} {'n/a':>10}" if width is None else
+                   f" {width:8.2f}ms {spread / (width / 3.92):10.2f}")
+                + f" {opened[key]:>10}"
+            )  # fmt: skip
     offset = {m: truth["client"][(m, "p50")] - truth["server"][(m, "p50")] for m in METRICS}
     print("\nclient minus server, p50: " + ", ".join(f"{m} {v:+.2f} ms" for m, v in offset.items()))
 

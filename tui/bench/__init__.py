@@ -4,6 +4,7 @@ No Textual here. The console, the CLI and the tests all drive a run the same
 way: `BenchProcess` (tui.bench.driver) starts `python -m tui.bench.runner`,
 writes a `BenchSpec` as JSON on its stdin and reads JSON-line events back.
 
+adapters.py: LoRA adapters of a run: `--lora NAME[:W],...`, each request's model, per-adapter figures
 best.py: Which benchmark runs are measurements, which runs are alike, and the best of each kind
 capacity/: Capacity under an SLO: how many users a configuration serves, found by a search over levels
 chat_loop.py: The `chat` workload: multi-turn conversations that send back the assistant's real answers
@@ -21,10 +22,12 @@ loadgen.py: One level of load in one process: closed loop or open loop, cancella
 metrics.py: Metric definitions of `vllm bench serve` (docs/DESIGN.md section 5), without numpy
 model.py: Frozen result types of a benchmark run, and their JSON round trip
 prompt_fit.py: Prompts of an exact token count: calibrate which words are one token each, then count
+repeats.py: `bench --repeat N`: the whole workload run N times, each figure's spread across runs
 report.py: vLLM's `bench serve` report of one level, as text lines (the CLI and the Bench pane)
 requests_file.py: `--requests run.csv|run.jsonl`: one row per request of every level
 runner.py: The benchmark process: `python -m tui.bench.runner`, a BenchSpec in, JSON-line events out
 server_view.py: The server's side of a run: vLLM /metrics before and after, as deltas
+shards.py: A level split over worker processes, one shard each: their outcomes and client samples gathered
 spec_level.py: A level's speculative decoding, from the server's /metrics deltas over that level
 telemetry.py: The engine's side of a capacity level: vLLM /metrics polled while the level runs
 trace.py: The `trace` workload: replay a JSONL request trace at a chosen speed

@@ -63,6 +63,8 @@ def level_to_vllm(result: BenchResult, level: LevelResult) -> dict[str, Any]:
         "server": None if level.server is None else _server(level),
         "client_load": None if level.client_load is None else asdict(level.client_load),
         "client_bound": level.client_bound,
+        "adapters": [asdict(adapter) for adapter in level.adapters],
+        "repeat": _repeat(result, level),
         "context": {
             key: getattr(result.context, key) for key in result.context.__dataclass_fields__
         },
@@ -70,6 +72,18 @@ def level_to_vllm(result: BenchResult, level: LevelResult) -> dict[str, Any]:
         "preset": result.preset,
     }
     return record
+
+
+def _repeat(result: BenchResult, level: LevelResult) -> dict[str, Any] | None:
+    """`--repeat`: this level's figures across the runs (the summary's runs, settle and
+    why it stopped beside them); None for a single run."""
+    repeat = result.client.get("repeat")
+    if not repeat:
+        return None
+    index = result.levels.index(level)
+    levels = repeat.get("levels") or ()
+    head = {key: value for key, value in repeat.items() if key != "levels"}
+    return {**head, **(levels[index] if index < len(levels) else {})}
 
 
 def _server(level: LevelResult) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from html import escape
 
 from tui.bench.model import BenchResult, LevelResult
+from tui.bench.repeats import repeat_lines, summary_from_dict
 from tui.bench.report import report_lines
 
 _CSS = """
@@ -189,6 +190,12 @@ def html_report(result: BenchResult) -> str:
         "<h2>GPU telemetry</h2>",
         "<p>Not recorded by a benchmark run (the capacity search records it per level).</p>",
     ]
+    repeats = summary_from_dict(result.client.get("repeat"))
+    if repeats is not None:
+        sections += [
+            "<h2>Repeated runs</h2>",
+            f"<pre>{escape(chr(10).join(repeat_lines(repeats)))}</pre>",
+        ]
     for level in result.levels:
         sections += [
             f"<h2>Level {escape(_load(level))}</h2>",

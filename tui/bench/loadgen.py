@@ -77,7 +77,9 @@ async def drive_requests(
 
     async def one(index: int, due_s: float) -> None:
         payload, prompt_tokens = request(index)
-        outcome = RequestOutcome(prompt_tokens=prompt_tokens, scheduled_s=due_s)
+        outcome = RequestOutcome(
+            prompt_tokens=prompt_tokens, scheduled_s=due_s, model=str(payload.get("model", ""))
+        )
         run.live[index] = outcome
         try:
             await stream_request(
@@ -156,8 +158,8 @@ async def run_level(
     def request(index: int) -> tuple[dict[str, Any], int]:
         if drawn is not None:
             size, output, _ = drawn[index]
-            return request_payload(spec, prompts[index], output), size
-        return request_payload(spec, prompts[index]), spec.input_tokens
+            return request_payload(spec, prompts[index], output, index), size
+        return request_payload(spec, prompts[index], index=index), spec.input_tokens
 
     return await drive_requests(
         client,

@@ -101,6 +101,18 @@ class ServerView:
 
 
 @dataclass(frozen=True, slots=True)
+class AdapterLevel:
+    """One LoRA adapter's requests within a level (tui.bench.adapters)."""
+
+    name: str
+    completed: int
+    failed: int
+    output_throughput: float | None  # tok/s over the level's duration; None: none completed
+    ttft: LatencyStats
+    tpot: LatencyStats
+
+
+@dataclass(frozen=True, slots=True)
 class LevelResult:
     """One concurrency level (closed loop) or one request rate (open loop)."""
 
@@ -141,6 +153,8 @@ class LevelResult:
     http: HttpPhases | None = None
     # per-second output tok/s, requests running and TTFT (tui.bench.over_time)
     over_time: tuple[TimeSlice, ...] = ()
+    # each LoRA adapter's requests (`bench --lora`; empty without)
+    adapters: tuple[AdapterLevel, ...] = ()
 
     @property
     def client_bound(self) -> bool:
@@ -262,6 +276,17 @@ def level_from_dict(data: dict[str, Any]) -> LevelResult:
     values["uncertainty"] = uncertainty_from_dict(values.get("uncertainty"))
     values["client_load"] = client_load_from_dict(values.get("client_load"))
     values["over_time"] = slices_from_dicts(values.get("over_time"))
+    values["adapters"] = tuple(
+        AdapterLevel(
+            str(a["name"]),
+            int(a["completed"]),
+            int(a["failed"]),
+            a.get("output_throughput"),
+            _latency(a.get("ttft")),
+            _latency(a.get("tpot")),
+        )
+        for a in values.get("adapters") or ()
+    )
     return _build(LevelResult, values)
 
 
@@ -297,6 +322,7 @@ class RequestOutcome:
     send_s: float | None = None
     wait_s: float | None = None  # request sent to the response's headers
     error: str = ""
+    model: str = ""  # the model it named (a LoRA adapter's name under `bench --lora`)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tui.bench.adapters import adapter_lines
 from tui.bench.client_load import ClientLoad
 from tui.bench.model import LatencyStats, LevelResult, Spread, percentile_word
 from tui.bench.over_time import TimeSlice
 from tui.bench.spec_level import spec_lines
-from tui.bench.uncertainty import LevelUncertainty
+from tui.bench.uncertainty import Interval, LevelUncertainty
 
 _LABEL = 10  # "  TTFT ms", or the level's load above them
 _REPORT_CELL = 10  # one figure; the label and 7 of them fill 80 columns
@@ -93,6 +94,7 @@ def report_lines(level: LevelResult) -> list[str]:
         lines += client_lines(level.client_load)
     if level.uncertainty is not None:
         lines += interval_lines(level.uncertainty)
+    lines += adapter_lines(level.adapters)
     return lines
 
 
@@ -165,23 +167,38 @@ def _figure(value: float) -> str:
     return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
 
 
+def _interval_cell(interval: Interval) -> str:
+    """`p50 12.1-14.3`, or `p99 >=19.6` for an interval open above."""
+    if interval.high is None:
+        return f"{interval.figure} >={_figure(interval.low)}"
+    return f"{interval.figure} {_figure(interval.low)}-{_figure(interval.high)}"
+
+
 def interval_lines(found: LevelUncertainty) -> list[str]:
-    """The 95 % intervals of mean, median and the highest asked percentile; SLO attainment."""
+    """The 95 % intervals of mean, median and the highest asked percentile; SLO attainment.
+
+    A figure open above gets one line saying why ("p99: upper bound unknown: 24
+    requests, need >= 368"), once per level for each figure and count of requests."""
     lines = [
         f"  {100 * found.confidence:g}% intervals over requests (bootstrap, seed {found.seed})"
     ]
+    unknown: dict[str, None] = {}
     for name, label in _INTERVAL_NAMES:
         metric = found.metric(name)
         if metric is None:
             continue
         shown = [metric.intervals[0], metric.intervals[1], metric.intervals[-1]]
         shown = list(dict.fromkeys(shown))
-        cells = "  ".join(f"{i.figure} {_figure(i.low)}-{_figure(i.high)}" for i in shown)
+        cells = "  ".join(_interval_cell(i) for i in shown)
         lines.append(f"{'  ' + label:<{_LABEL}}{cells}")
+        unknown.update(
+            (f"    {i.figure}: {i.unknown_above()}", None) for i in shown if i.high is None
+        )
+    lines += list(unknown)
     slo = found.slo
     if slo is not None:
         lines.append(
             f"  SLO met by {slo.met}/{slo.total} ({100 * slo.low:.1f}-{100 * slo.high:.1f}%),"
-            f" target {100 * slo.target:g}%: {slo.verdict}"
+            f" target {100 * slo.target:g}%: {slo.describe()}"
         )
     return lines

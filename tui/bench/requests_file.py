@@ -20,7 +20,7 @@ FORMATS = (".csv", ".jsonl")
 COLUMNS = (
     "level", "concurrency", "request_rate", "request", "success", "sent_ms", "send_lag_ms",
     "connect_ms", "send_ms", "wait_ms", "ttft_ms", "ttst_ms", "e2el_ms", "tpot_ms",
-    "prompt_tokens", "output_tokens", "error",
+    "prompt_tokens", "output_tokens", "model", "error",
 )  # fmt: skip
 
 
@@ -47,7 +47,7 @@ def request_rows(
             "e2el_ms": _ms(o.latency_s) if ok else None,
             "tpot_ms": _ms(tpot_of(o)) if ok else None,
             "prompt_tokens": o.prompt_tokens, "output_tokens": output_tokens_of(o) if ok else None,
-            "error": o.error,
+            "model": o.model, "error": o.error,
         })  # fmt: skip
     return rows
 

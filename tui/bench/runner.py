@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 
+from tui.bench.adapters import AdapterSpecError, adapter_levels, check_served
 from tui.bench.chat_loop import PrefixIntent, chat_questions, run_conversations
 from tui.bench.client import make_client
 from tui.bench.client_load import ClientMeter, ClientSample
@@ -41,6 +42,7 @@ from tui.bench.model import BenchResult, LevelResult, RequestOutcome
 from tui.bench.prompt_fit import PromptPlan, approximate, plan_prompts
 from tui.bench.requests_file import append_requests, request_rows
 from tui.bench.server_view import scrape, server_delta
+from tui.bench.shards import sharded_level
 from tui.bench.trace import load_trace, replay, trace_prompts
 from tui.bench.workload import (
     BenchSpec,
@@ -87,10 +89,13 @@ def _install_cancel(cancel: asyncio.Event) -> None:
 async def _discover(control: httpx.AsyncClient, spec: BenchSpec) -> tuple[str, str]:
     """The model to ask for (first of /v1/models unless given) and the server version."""
     model = spec.model
-    if not model:
+    if not model or spec.lora:
         response = await control.get(api_url(spec.base_url, "/v1/models"))
         response.raise_for_status()
-        model = response.json()["data"][0]["id"]
+        served = response.json()["data"]
+        if spec.lora:
+            check_served(spec.lora, served, spec.base_url)
+        model = model or served[0]["id"]
     version = ""
     with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
         response = await control.get(api_url(spec.base_url, "/version"))
@@ -98,79 +103,6 @@ async def _discover(control: httpx.AsyncClient, spec: BenchSpec) -> tuple[str, s
         if isinstance(body, dict):  # a list or a bare value is no version
             version = str(body.get("version", ""))
     return model, version
-
-
-async def _sharded_level(
-    spec: BenchSpec,
-    words: int,
-    plan: PromptPlan | None,
-    *,
-    processes: int,
-    concurrency: int,
-    rate: float | None,
-    num_requests: int,
-    seed: int,
-    cancel: asyncio.Event,
-    run: LevelRun,
-    worker_tokens: dict[int, int],
-    samples: list[ClientSample],
-) -> None:
-    """Split a level over worker processes; their outcomes land in `run`, their client
-    samples in `samples`."""
-    shares = [concurrency // processes + (i < concurrency % processes) for i in range(processes)]
-    counts = [num_requests // processes + (i < num_requests % processes) for i in range(processes)]
-    workers = []
-    for index in range(processes):
-        job = {
-            "spec": spec.to_dict(),
-            "concurrency": shares[index],
-            "num_requests": counts[index],
-            "rate": rate / processes if rate else None,
-            "words": words,
-            "plan": plan.to_dict() if plan is not None else None,
-            "seed": seed * 1000 + index,
-        }
-        worker = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "tui.bench.runner",
-            "--worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
-        assert worker.stdin is not None
-        worker.stdin.write(json.dumps(job).encode() + b"\n")
-        await worker.stdin.drain()
-        worker.stdin.close()
-        workers.append(worker)
-
-    async def read(index: int, worker: asyncio.subprocess.Process) -> None:
-        assert worker.stdout is not None
-        async for raw in worker.stdout:
-            message = json.loads(raw)
-            if message["event"] == "outcome":
-                run.outcomes.append(RequestOutcome.from_dict(message["outcome"]))
-            elif message["event"] == "live":
-                worker_tokens[index] = message["tokens"]
-            elif message["event"] == "end":
-                run.cancelled += message["cancelled"]
-                run.partial = run.partial or message["partial"]
-                if message.get("client"):
-                    samples.append(ClientSample.from_dict(message["client"]))
-        await worker.wait()
-
-    async def forward_cancel() -> None:
-        await cancel.wait()
-        for worker in workers:
-            with contextlib.suppress(ProcessLookupError):
-                worker.send_signal(signal.SIGTERM)
-
-    forwarder = asyncio.create_task(forward_cancel())
-    try:
-        await asyncio.gather(*(read(i, w) for i, w in enumerate(workers)))
-    finally:
-        forwarder.cancel()
-    worker_tokens.clear()
 
 
 async def _progress_loop(
@@ -344,7 +276,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                             seed=seed, cancel=cancel, run=run,
                         )  # fmt: skip
                     else:
-                        await _sharded_level(
+                        await sharded_level(
                             spec, words, plan, processes=processes, concurrency=concurrency,
                             rate=rate, num_requests=total, seed=seed, cancel=cancel,
                             run=run, worker_tokens=worker_tokens, samples=samples,
@@ -371,6 +303,11 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
                     seed=seed,
                     client_samples=samples,
                 )  # fmt: skip
+                if spec.lora:
+                    adapters = adapter_levels(
+                        run.outcomes, spec.lora, level.duration_s, spec.percentiles
+                    )
+                    level = replace(level, adapters=adapters)
                 if spec.requests_path:
                     rows = request_rows(index, concurrency, rate, run.outcomes)
                     append_requests(spec.requests_path, rows, first=not results)
@@ -529,7 +466,7 @@ async def _wall_deadline(limit_s: float, cancel: asyncio.Event) -> bool:
 
 
 def _describe(error: BaseException) -> str:
-    if isinstance(error, WarmupStalled):
+    if isinstance(error, (WarmupStalled, AdapterSpecError)):
         return str(error)
     if isinstance(error, httpx.HTTPStatusError):
         return f"{error.request.url}: HTTP {error.response.status_code}"

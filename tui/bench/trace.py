@@ -127,7 +127,9 @@ async def replay(
 
     def request(index: int) -> tuple[dict[str, Any], int]:
         wanted = trace[index]
-        payload = request_payload(replace(spec, output_tokens=wanted.output_tokens), prompts[index])
+        payload = request_payload(
+            replace(spec, output_tokens=wanted.output_tokens), prompts[index], index=index
+        )
         return payload, wanted.input_tokens
 
     return await drive_requests(

@@ -12,6 +12,13 @@ Each figure's bootstrap distribution is drawn without building the resamples:
 - SLO attainment, a share: the Wilson interval, because a bootstrap of a share that
   every request met has no width at all, however few the requests.
 A share whose interval straddles the target is "too few requests to decide".
+
+A high percentile of few requests has no upper bound: when even the largest value
+falls below the true p99 more often than the interval's upper tail allows (0.99^n >
+2.5 %, so under 368 requests), no resample can reach above it and a closed interval
+would be falsely tight (0-18 % coverage at 24 requests, tests/perf/results/
+bench_interval_coverage.txt). Such an interval is open above: "p99 >= X, upper bound
+unknown: N requests, need >= M".
 """
 
 from __future__ import annotations
@@ -33,10 +40,19 @@ class Interval:
     figure: str  # "mean", "p50", "p99.9"
     value: float
     low: float
-    high: float
+    high: float | None  # None: open above, too few requests above the percentile
+    requests: int = 0  # the values it is over (0 in runs stored before it was kept)
+    needed: int | None = None  # when open: the requests an upper bound needs (None: none do)
 
     def covers(self, truth: float) -> bool:
-        return self.low <= truth <= self.high
+        return self.low <= truth and (self.high is None or truth <= self.high)
+
+    def unknown_above(self) -> str:
+        """Why the upper bound is unknown ("" when it is known)."""
+        if self.high is not None:
+            return ""
+        need = "the maximum has none" if self.needed is None else f"need >= {self.needed}"
+        return f"upper bound unknown: {self.requests} requests, {need}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +74,13 @@ class SloAttainment:
     high: float
     target: float
     verdict: str  # MET, MISSED or UNDECIDED
+    needed: int | None = None  # the fewest requests that could show MET (None: none can)
+
+    def describe(self) -> str:
+        """The verdict, with the requests it lacks when too few could ever decide it."""
+        if self.verdict != UNDECIDED or self.needed is None or self.total >= self.needed:
+            return self.verdict
+        return f"{self.verdict} ({self.total} requests, need >= {self.needed})"
 
     @property
     def share(self) -> float:
@@ -161,7 +184,38 @@ def wilson(met: int, total: int, confidence: float = CONFIDENCE) -> tuple[float,
 def slo_attainment(met: int, total: int, target: float) -> SloAttainment:
     low, high = wilson(met, total)
     verdict = MET if low >= target else MISSED if high < target else UNDECIDED
-    return SloAttainment(met, total, low, high, target, verdict)
+    return SloAttainment(met, total, low, high, target, verdict, requests_to_meet(target))
+
+
+def requests_to_meet(target: float, confidence: float = CONFIDENCE) -> int | None:
+    """The fewest requests whose Wilson interval, every one met, clears `target`: below
+    it a p99 objective (target 0.99) is never shown met. None for a target of 1."""
+    if target >= 1:
+        return None
+    if target <= 0:
+        return 1
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    n = max(1, math.floor(target * z * z / (1 - target)))  # n / (n + z^2) >= target
+    while wilson(n, n, confidence)[0] < target:
+        n += 1
+    return n
+
+
+def requests_for_upper_bound(percentile: float, confidence: float = CONFIDENCE) -> int | None:
+    """The fewest requests whose largest value bounds the percentile from above at the
+    interval's upper tail: q^n <= tail, without assuming a distribution. None for p100."""
+    q = percentile / 100
+    if q >= 1:
+        return None
+    if q <= 0:
+        return 1
+    tail = (1 - confidence) / 2
+    n = max(1, math.ceil(math.log(tail) / math.log(q)))
+    while q**n > tail:  # the logarithms' rounding
+        n += 1
+    while n > 1 and q ** (n - 1) <= tail:
+        n -= 1
+    return n
 
 
 def metric_intervals(
@@ -177,11 +231,15 @@ def metric_intervals(
     ordered = sorted(values)
     n = len(ordered)
     low, high = mean_interval(ordered)
-    found = [Interval("mean", math.fsum(ordered) / n * scale, low * scale, high * scale)]
+    found = [Interval("mean", math.fsum(ordered) / n * scale, low * scale, high * scale, n)]
     for q in (50.0, *(p for p in percentiles if p != 50)):
         low, high = percentile_interval(ordered, q, boot)
         value = ordered[nearest_rank(n, q) - 1]
-        found.append(Interval(figure_name(q), value * scale, low * scale, high * scale))
+        needed = requests_for_upper_bound(q)
+        if needed is None or n < needed:
+            found.append(Interval(figure_name(q), value * scale, low * scale, None, n, needed))
+        else:
+            found.append(Interval(figure_name(q), value * scale, low * scale, high * scale, n))
     return MetricIntervals(name, tuple(found))
 
 

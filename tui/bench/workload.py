@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from tui.bench.adapters import adapter_for
 from tui.bench.lengths import Lengths, parse_dist, parse_mix
 from tui.bench.model import RunContext
 from tui.core.config import DEFAULT_PERCENTILES, BenchmarkPreset
@@ -191,6 +192,7 @@ class BenchSpec:
     context: RunContext = field(default_factory=RunContext)
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES  # vLLM's --metric-percentiles
     requests_path: str = ""  # --requests: every request to this .csv or .jsonl, level by level
+    lora: str = ""  # --lora NAME[:W],...: each request names one (tui.bench.adapters)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -318,13 +320,14 @@ def make_prompts(words: int, count: int, seed: int) -> list[str]:
 
 
 def request_payload(
-    spec: BenchSpec, prompt: str, output_tokens: int | None = None
+    spec: BenchSpec, prompt: str, output_tokens: int | None = None, index: int = 0
 ) -> dict[str, Any]:
     """The OpenAI request body, with temperature and ignore_eos always explicit;
-    `output_tokens` overrides the spec's (lengths drawn per request)."""
+    `output_tokens` overrides the spec's (lengths drawn per request); request `index`
+    of a level names its LoRA adapter as the model under `--lora`."""
     output = spec.output_tokens if output_tokens is None else output_tokens
     payload: dict[str, Any] = {
-        "model": spec.model,
+        "model": adapter_for(spec.lora, index) if spec.lora else spec.model,
         "stream": True,
         "stream_options": {"include_usage": True},
         "temperature": spec.temperature,

@@ -12,12 +12,20 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from tui.bench.adapters import AdapterSpecError, parse_adapters
 from tui.bench.context import context_for_profile
 from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
 from tui.bench.export import result_to_json
 from tui.bench.history import append_result
 from tui.bench.html_report import html_report
 from tui.bench.model import BenchResult, LevelResult, RunContext
+from tui.bench.repeats import (
+    SETTLE_RUNS,
+    repeat_lines,
+    settled,
+    summarize_repeats,
+    summary_from_dict,
+)
 from tui.bench.report import report_lines
 from tui.bench.workload import BenchSpec, spec_from_preset
 from tui.commands._target import deck_from_args, profile_from_args
@@ -107,6 +115,26 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     )
     parser.add_argument("--seed", type=int, metavar="N", help="seed of prompts and lengths")
     parser.add_argument(
+        "--repeat",
+        type=int,
+        metavar="N",
+        help="run the whole workload N times (each its own seed) and report each figure's "
+        "spread across runs",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        metavar="PCT",
+        help="with --repeat: stop once the last 3 runs' output tok/s and TTFT p50 agree "
+        "within PCT %% of their median",
+    )
+    parser.add_argument(
+        "--lora",
+        metavar="LIST",
+        help="send requests across LoRA adapters NAME[:WEIGHT],... (round robin, or weighted); "
+        "each must be listed by the server's /v1/models",
+    )
+    parser.add_argument(
         "--tokenizer",
         metavar="PATH",
         help="the model's tokenizer.json (or its folder) for exact prompt lengths "
@@ -146,6 +174,7 @@ def check_args(args: argparse.Namespace, presets: Mapping[str, BenchmarkPreset] 
         _positive(name.replace("_", "-"), getattr(args, name, None))
     for level in args.concurrency or ():
         _positive("concurrency", level)
+    _check_repeat(args)
     parse_percentiles(getattr(args, "percentiles", None))
     _output_file("report", getattr(args, "report", None), (".html", ".htm"))
     _output_file("requests", getattr(args, "requests", None), (".csv", ".jsonl"))
@@ -154,6 +183,24 @@ def check_args(args: argparse.Namespace, presets: Mapping[str, BenchmarkPreset] 
         raise UsageError(
             f"unknown preset {args.preset!r}; known presets: {', '.join(sorted(known))}"
         )
+
+
+def _check_repeat(args: argparse.Namespace) -> None:
+    """--repeat and --settle: positive, and only where runs can be compared."""
+    repeat, settle = getattr(args, "repeat", None), getattr(args, "settle", None)
+    _positive("repeat", repeat)
+    _positive("settle", settle)
+    if settle is not None and (repeat or 1) < SETTLE_RUNS + 1:
+        raise UsageError(
+            f"--settle needs --repeat {SETTLE_RUNS + 1} or more (it compares the last {SETTLE_RUNS} runs)"
+        )
+    if (repeat or 1) > 1 and getattr(args, "capacity", False):
+        raise UsageError(
+            "--repeat is not for --capacity: each search picks its own levels from what it "
+            "measures, so the runs' levels would not line up"
+        )
+    if (repeat or 1) > 1 and getattr(args, "requests", None):
+        raise UsageError("--requests is for one run; not with --repeat")
 
 
 def _output_file(flag: str, path: str | None, suffixes: tuple[str, ...]) -> None:
@@ -281,10 +328,25 @@ def build_spec(
         seed=getattr(args, "seed", None),
         requests_path=os.path.abspath(args.requests) if getattr(args, "requests", None) else None,
         mix=getattr(args, "mix", None),
+        lora=_lora(args),
         **_length_flags(args),
     )
     _check_lengths(spec, args)
     return spec
+
+
+def _lora(args: argparse.Namespace) -> str | None:
+    """--lora, checked now: well formed, and only where each request can name its adapter."""
+    text = getattr(args, "lora", None)
+    if text is None:
+        return None
+    try:
+        parse_adapters(text)
+    except AdapterSpecError as error:
+        raise UsageError(str(error)) from None
+    if getattr(args, "workload", None) == "chat":
+        raise UsageError("--lora is not for --workload chat (a conversation keeps one model)")
+    return text
 
 
 def _length_flags(args: argparse.Namespace) -> dict[str, object]:
@@ -397,7 +459,34 @@ def format_result(result: BenchResult) -> str:
         lines.append(f"! CLIENT-BOUND at {loads}: the client's limit, not the server's")
     if result.partial:
         lines.append("PARTIAL: the run was cancelled or did not finish every level")
+    repeats = summary_from_dict(result.client.get("repeat"))
+    if repeats is not None:
+        lines += repeat_lines(repeats)
     return "\n".join(lines)
+
+
+async def _drive_runs(
+    spec: BenchSpec, show_progress: bool, repeat: int | None, settle_pct: float | None
+) -> BenchResult:
+    """One run, or `repeat` runs (seed, seed + 1, ...) with their spread in
+    client["repeat"] of the last run's result; fewer once settled or after a partial run."""
+    if not repeat or repeat <= 1:
+        return await _drive(spec, show_progress)
+    runs: list[BenchResult] = []
+    stopped = "all runs"
+    for number in range(repeat):
+        if show_progress:
+            print(f"run {number + 1}/{repeat}", file=sys.stderr)
+        runs.append(await _drive(replace(spec, seed=spec.seed + number), show_progress))
+        if runs[-1].partial:
+            stopped = f"run {number + 1} partial"
+            break
+        if settle_pct is not None and number + 1 < repeat and settled(runs, settle_pct):
+            stopped = f"settled after {number + 1} runs"
+            break
+    summary = summarize_repeats(runs, repeat, settle_pct, stopped)
+    last = runs[-1]
+    return replace(last, client={**last.client, "repeat": summary.to_dict()})
 
 
 async def _drive(spec: BenchSpec, show_progress: bool) -> BenchResult:
@@ -441,7 +530,7 @@ async def _bench_profile(args: argparse.Namespace, show_progress: bool) -> Bench
     deck = deck_from_args(args)
     try:
         spec = build_spec(args, deck, await deck.reachable_base_url(), await gpu_set(deck))
-        return await _drive(spec, show_progress)
+        return await _drive_runs(spec, show_progress, args.repeat, args.settle)
     finally:
         await deck.close()
 
@@ -473,12 +562,16 @@ def _bench(args: argparse.Namespace) -> int:
     if args.capacity:
         from tui.commands.capacity_cmd import run_capacity
 
+        if getattr(args, "lora", None):
+            raise UsageError("--lora is not for --capacity: the search's users ask one model")
+
         return run_capacity(args)
     if args.slo is not None:
         raise UsageError("--slo needs --capacity")
     show_progress = sys.stderr.isatty() and not args.json
     if args.url:
-        result = asyncio.run(_drive(build_spec(args), show_progress))
+        spec = build_spec(args)
+        result = asyncio.run(_drive_runs(spec, show_progress, args.repeat, args.settle))
     else:
         result = asyncio.run(_bench_profile(args, show_progress))
     saved = append_result(result) if args.save else None

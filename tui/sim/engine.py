@@ -448,6 +448,7 @@ class SimEngine:
             "prompt_tokens": request.prompt_tokens,
             "output_tokens": request.emitted,
             "max_tokens": request.max_tokens,
+            "lora": request.lora,  # the adapter it named (None: the base model)
             "finish_reason": "abort" if request.aborted else reason,
             "queue_s": queue_s,
             "ttft_s": ttft_s,

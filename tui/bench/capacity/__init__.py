@@ -5,5 +5,6 @@ driver.py: Drive a capacity search from the CLI or the console, with the GPUs sa
 history.py: Capacity history: one `bench --capacity` result per line, next to the benchmark history
 runner.py: The capacity search process: `python -m tui.bench.capacity.runner` reads a spec on stdin
 search.py: Capacity under an SLO: the search over concurrency, its levels and its one-sentence answer
+watch.py: A capacity level's watch: /metrics polled and the client metered while its load runs
 workloads.py: Chat and trace workloads inside a capacity level (tui.bench.capacity.runner)
 """

@@ -25,6 +25,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Coroutine
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -38,6 +39,7 @@ from tui.bench.capacity.search import (
     level_dict,
     level_failures,
 )
+from tui.bench.capacity.watch import LevelWatch
 from tui.bench.capacity.workloads import (
     CLOSED_LOOP_WORKLOADS,
     check_workload,
@@ -47,7 +49,7 @@ from tui.bench.capacity.workloads import (
 )
 from tui.bench.chat_loop import PrefixIntent
 from tui.bench.client import make_client, stream_request
-from tui.bench.client_load import ClientMeter, client_load, send_lags_s
+from tui.bench.client_load import client_load, send_lags_s
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import output_tokens_of, percentile, tpot_of
 from tui.bench.model import RequestOutcome
@@ -62,11 +64,6 @@ from tui.bench.workload import (
     words_for_tokens,
 )
 from tui.bench.workloads import workload_prompts
-
-# The steady window opens when the warm-up ends; its first /metrics sample is taken then,
-# not at the next poll, so a level shorter than one poll still has two samples to diff
-# (its prefix-cache hit rate and server latencies are measured, not missing).
-STEADY_CHECK_S = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,40 +267,25 @@ async def measure_level(
     intent = PrefixIntent()
     stop = asyncio.Event()
     poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
-
-    async def watch() -> None:
-        steady = False
-        while not stop.is_set():
-            await asyncio.sleep(spec.poll_s if steady else STEADY_CHECK_S)
-            steady = len(loop_run.warmup) >= concurrency
-            await poller.sample(steady=steady)
-            if cancel.is_set() or loop_run.failed or poller.oversaturated(concurrency):
-                stop.set()
-
-    watcher = asyncio.create_task(watch())
-    meter = ClientMeter()
-    meter.start()
-    try:
-        if bench.workload == "chat":
-            await run_chat_users(
-                client, bench, words, concurrency=concurrency, rounds=rounds, seed=seed,
-                first_tokens=lambda user: first_round_tokens(bench.output_tokens, concurrency, user),
-                stop=stop, loop_run=loop_run, intent=intent,
-            )  # fmt: skip
-        elif bench.workload == "trace":
-            await run_trace_users(
-                client, bench, words, concurrency=concurrency, rounds=rounds, seed=seed,
-                stop=stop, loop_run=loop_run, intent=intent,
-            )  # fmt: skip
-        else:
-            prompts = workload_prompts(bench, words, concurrency * rounds, seed)
-            await run_users(client, spec, prompts, concurrency, stop, loop_run)
-    finally:
-        stop.set()
-        watcher.cancel()
-        await asyncio.gather(watcher, return_exceptions=True)
-    sample = await meter.stop()
-    await poller.sample(steady=True)
+    watch = LevelWatch(
+        spec.poll_s, poller, stop, cancel, nominal=concurrency,
+        steady=lambda: len(loop_run.warmup) >= concurrency, failed=lambda: loop_run.failed > 0,
+    )  # fmt: skip
+    if bench.workload == "chat":
+        traffic = run_chat_users(
+            client, bench, words, concurrency=concurrency, rounds=rounds, seed=seed,
+            first_tokens=lambda user: first_round_tokens(bench.output_tokens, concurrency, user),
+            stop=stop, loop_run=loop_run, intent=intent,
+        )  # fmt: skip
+    elif bench.workload == "trace":
+        traffic = run_trace_users(
+            client, bench, words, concurrency=concurrency, rounds=rounds, seed=seed,
+            stop=stop, loop_run=loop_run, intent=intent,
+        )  # fmt: skip
+    else:
+        prompts = workload_prompts(bench, words, concurrency * rounds, seed)
+        traffic = run_users(client, spec, prompts, concurrency, stop, loop_run)
+    sample = await watch.run(traffic)
     server = poller.stats(concurrency)
     # Stopped by the watchdog for over-saturation is a finding; stopped by a cancel is not.
     level = summarize(
@@ -348,41 +330,25 @@ async def measure_rate_level(
     stop = asyncio.Event()
     poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
     nominal = max(4, math.ceil(rate))
-    peak = 0
-
-    async def watch() -> None:
-        nonlocal peak
-        steady = False
-        while not stop.is_set():
-            await asyncio.sleep(spec.poll_s if steady else STEADY_CHECK_S)
-            peak = max(peak, len(run.live))
-            steady = len(run.outcomes) >= count // 5
-            await poller.sample(steady=steady)
-            if cancel.is_set() or run.failed or poller.oversaturated(nominal):
-                stop.set()
-
-    watcher = asyncio.create_task(watch())
-    meter = ClientMeter()
-    meter.start()
-    try:
-        if bench.workload == "trace":
-            await replay_trace_level(
-                client, bench, words, rate=rate * scale, count=count,
-                max_concurrency=spec.max_concurrency, seed=seed, stop=stop, run=run,
-                intent=intent,
-            )  # fmt: skip
-        else:
-            await run_level(
-                client, api_url(bench.base_url, endpoint_path(bench.endpoint)), bench,
-                workload_prompts(bench, words, count, seed), concurrency=spec.max_concurrency,
-                rate=rate * scale, seed=bench.seed + step, cancel=stop, run=run,
-            )  # fmt: skip
-    finally:
-        stop.set()
-        watcher.cancel()
-        await asyncio.gather(watcher, return_exceptions=True)
-    sample = await meter.stop()
-    await poller.sample(steady=True)
+    watch = LevelWatch(
+        spec.poll_s, poller, stop, cancel, nominal=nominal,
+        steady=lambda: len(run.outcomes) >= count // 5, failed=lambda: run.failed > 0,
+        in_flight=lambda: len(run.live),
+    )  # fmt: skip
+    traffic: Coroutine[Any, Any, object]
+    if bench.workload == "trace":
+        traffic = replay_trace_level(
+            client, bench, words, rate=rate * scale, count=count,
+            max_concurrency=spec.max_concurrency, seed=seed, stop=stop, run=run,
+            intent=intent,
+        )  # fmt: skip
+    else:
+        traffic = run_level(
+            client, api_url(bench.base_url, endpoint_path(bench.endpoint)), bench,
+            workload_prompts(bench, words, count, seed), concurrency=spec.max_concurrency,
+            rate=rate * scale, seed=bench.seed + step, cancel=stop, run=run,
+        )  # fmt: skip
+    sample = await watch.run(traffic)
     server = poller.stats(nominal)
     ordered = sorted(run.outcomes, key=lambda o: o.start_s)
     warm = len(ordered) // 5
@@ -398,7 +364,7 @@ async def measure_rate_level(
     return replace(
         _with_intent(level, bench, intent),
         request_rate=rate,
-        peak_in_flight=peak,
+        peak_in_flight=watch.peak_in_flight,
         client_bound=load.describe(),
     )
 
