@@ -37,6 +37,7 @@ from tui.fleet.actions import (
 )
 from tui.fleet.bench_action import BenchPlan, bench_line, plan_bench, run_bench_on_host
 from tui.fleet.collector import DeckProbe, FleetCollector, HostProbe, borrow_deck
+from tui.fleet.deployments import grouped, head_host
 from tui.fleet.feed import FleetFeed, FleetRowSource
 from tui.fleet.history import HostHistory
 from tui.fleet.model import FleetRow
@@ -227,7 +228,7 @@ class FleetApp(App[str | None]):
 
     def visible_rows(self) -> list[FleetRow]:
         shown = [row for row in self.rows if matches(row, self.filter_text)]
-        return sorted_rows(shown, self.sort_column, self.descending)
+        return grouped(sorted_rows(shown, self.sort_column, self.descending), self.rows)
 
     def _draw(self) -> None:
         # Messages still queued while the console closes find its widgets gone: nothing to draw.
@@ -281,7 +282,9 @@ class FleetApp(App[str | None]):
             self._open(str(event.row_key.value))
 
     def _open(self, host: str) -> None:
-        """Leave for the host's console, if it has a profile (a Prometheus-only host has none)."""
+        """Leave for the host's console, if it has a profile (a Prometheus-only host has none);
+        a deployment's group row opens its head's (the host with the API server)."""
+        host = head_host(self.rows, host) or host
         if self.collector.probe(host) is None:
             self._refused = (host, "no profile for this host, so no console to open")
             self._draw_status()

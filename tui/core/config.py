@@ -43,6 +43,7 @@ HOST_KINDS = ("local", "ssh", "demo")
 ENDPOINTS = ("completions", "chat")
 ARRIVALS = ("poisson", "gamma")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DEPLOYMENT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|scope)$")
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 # A literal key pasted where the NAME of its environment variable belongs.
@@ -139,6 +140,17 @@ class ModelConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DeploymentConfig:
+    """One deployment over several hosts (multi-node DP): the fleet shows its hosts as one.
+
+    `headless`: this host runs only engine ranks (`vllm serve --headless`), no API server.
+    """
+
+    name: str | None = None
+    headless: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class GpuConfig:
     refresh_s: float = 1.0
 
@@ -216,6 +228,7 @@ class Profile:
     host: HostConfig = field(default_factory=HostConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    deployment: DeploymentConfig = field(default_factory=DeploymentConfig)
     gpu: GpuConfig = field(default_factory=GpuConfig)
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     handoff: HandoffNotes = field(default_factory=HandoffNotes)
@@ -557,6 +570,21 @@ def _model(table: _Table) -> ModelConfig:
     return config
 
 
+def _deployment(table: _Table) -> DeploymentConfig:
+    config = DeploymentConfig(
+        name=table.string(
+            "name",
+            pattern=_DEPLOYMENT_NAME,
+            expected="a name of letters, digits, . _ - (64 at most)",
+        ),
+        headless=table.boolean("headless", False),
+    )
+    if config.headless and not config.name:
+        table.problem("headless", "a headless host belongs to a deployment: give its name")
+    table.finish()
+    return config
+
+
 def _gpu(table: _Table) -> GpuConfig:
     config = GpuConfig(refresh_s=table.number("refresh_s", 1.0, minimum=0.25, maximum=10))
     table.finish()
@@ -785,6 +813,7 @@ def profile_from_data(
         host=_host(section("host")),
         service=_service(section("service")),
         model=_model(section("model")),
+        deployment=_deployment(section("deployment")),
         gpu=_gpu(section("gpu")),
         benchmark=benchmark,
         handoff=_handoff(section("handoff")),
