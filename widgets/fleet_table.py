@@ -26,6 +26,7 @@ STATE_STYLE = {
     "loading": "yellow",
     "failed": "bold red",
     "stalled": "bold red",
+    "degraded": "bold yellow",
     "unreachable": "bold red",
     "slow": "red",
     "stale": "bold yellow",
@@ -139,7 +140,9 @@ LABELS_FROM_CELLS = 150
 def values(row: FleetRow, compact: bool = False) -> dict[str, str]:
     """Every column's markup for one host, uncut but for the source's own text."""
     state = host_state(row)
-    name = row.host if not row.label or compact else f"{row.host} {row.label}"
+    host = f"└ {row.host}" if row.deployment is not None and not row.members else row.host
+    host += " headless" if row.headless else ""  # a member beneath its deployment's row
+    name = host if not row.label or compact else f"{host} {row.label}"
     return {
         "host": free(name, 14 if compact else HOST_MAX_CELLS),
         "src": SOURCE_WORD.get(row.source, row.source),

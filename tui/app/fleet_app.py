@@ -25,6 +25,7 @@ from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.core.formatting import printable
 from tui.core.keymap import COMMANDS, FLEET_SCOPES, effective_keys
+from tui.fleet.deployments import grouped, head_host
 from tui.fleet.feed import FleetRowSource
 from tui.fleet.history import HostHistory
 from tui.fleet.model import FleetRow
@@ -195,7 +196,7 @@ class FleetApp(App[str | None]):
 
     def visible_rows(self) -> list[FleetRow]:
         shown = [row for row in self.rows if matches(row, self.filter_text)]
-        return sorted_rows(shown, self.sort_column, self.descending)
+        return grouped(sorted_rows(shown, self.sort_column, self.descending), self.rows)
 
     def _draw(self) -> None:
         # Messages still queued while the console closes find its widgets gone: nothing to draw.
@@ -249,7 +250,9 @@ class FleetApp(App[str | None]):
             self._open(str(event.row_key.value))
 
     def _open(self, host: str) -> None:
-        """Leave for the host's console, if it has a profile (a Prometheus-only host has none)."""
+        """Leave for the host's console, if it has a profile (a Prometheus-only host has none);
+        a deployment's group row opens its head's (the host with the API server)."""
+        host = head_host(self.rows, host) or host
         if self.collector.probe(host) is None:
             self._refused = (host, "no profile for this host, so no console to open")
             self._draw_status()

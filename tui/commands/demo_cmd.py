@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from tui.core.config import demo_profile
+from tui.core.errors import UsageError
 
 # tui.compose.CONSOLE_DEMO_LOAD_S (not imported here: parsing stays fast)
 DEFAULT_LOAD_S = 45.0
+# --pd-role -> vLLM's kv_role (vllm/config/kv_transfer.py); faults as tui.sim.pd.FAULTS.
+PD_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "both": "kv_both"}
+PD_FAULTS = ("prefill-idle", "failing")
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -42,6 +47,20 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         metavar="RANK",
         help="a data-parallel engine the front end never routes to (an imbalance to find)",
     )
+    parser.add_argument(
+        "--pd-role",
+        choices=tuple(PD_ROLES),
+        default=None,
+        help="serve as one side of a prefill/decode pair (vLLM's --kv-transfer-config with the "
+        "NIXL connector): the Deck shows the role, KV transfers and their failures",
+    )
+    parser.add_argument(
+        "--pd-fault",
+        choices=PD_FAULTS,
+        default=None,
+        help="with --pd-role: prefill-idle (the proxy sends every request straight to decode: "
+        "the prefill engine handles 0), or failing (every third KV transfer fails)",
+    )
     parser.set_defaults(func=_demo)
 
 
@@ -52,6 +71,15 @@ def demo_server_args(args: argparse.Namespace) -> tuple[str, ...]:
         out += ["--data-parallel-size", str(args.data_parallel_size)]
     if getattr(args, "starve_engine", None) is not None:
         out += ["--starve-engine", str(args.starve_engine)]
+    role = getattr(args, "pd_role", None)
+    fault = getattr(args, "pd_fault", None)
+    if fault is not None and role is None:
+        raise UsageError("--pd-fault needs --pd-role (prefill, decode or both)")
+    if role is not None:
+        config = {"kv_connector": "NixlConnector", "kv_role": PD_ROLES[role]}
+        out += ["--kv-transfer-config", json.dumps(config)]
+    if fault is not None:
+        out += ["--kv-transfer-fault", fault]
     return tuple(out)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 from tui.compose import open_deck
@@ -26,6 +27,7 @@ from tui.plan import (
     read_model_dir,
     stated_inventory,
 )
+from tui.plan.lora import lora_from_argv
 from tui.plan.render import plan_json, plan_markdown
 
 
@@ -77,6 +79,15 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
         default=2.0,
         metavar="X",
         help="runtime memory per GPU besides weights and KV cache (default 2)",
+    )
+    engine.add_argument(
+        "--max-loras",
+        type=int,
+        metavar="N",
+        help="LoRA adapter slots on each GPU, as vLLM's flag (their memory leaves the KV room)",
+    )
+    engine.add_argument(
+        "--max-lora-rank", type=int, metavar="R", help="the slots' rank (vLLM's default 16)"
     )
     parser.add_argument("--details", action="store_true", help="show every layout's arithmetic")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -173,6 +184,17 @@ def _render(
         kv_cache_dtype=args.kv_cache_dtype,
         reserve_gib=args.reserve_gib,
     )
+    lora_flags = [
+        f"{flag}={value}"
+        for flag, value in (
+            ("--max-loras", args.max_loras),
+            ("--max-lora-rank", args.max_lora_rank),
+        )
+        if value is not None
+    ]
+    if lora_flags:
+        lora = lora_from_argv(["--enable-lora", *lora_flags], "servedeck plan")
+        settings = replace(settings, lora=lora)
     plan = build_plan(model, gpus, settings)
     if args.json:
         return plan_json(plan)

@@ -416,6 +416,16 @@ class _Slot:
     answered: bool = False  # a poll of this host has finished (its login is done)
 
 
+def with_deployment(probe: HostProbe, row: FleetRow) -> FleetRow:
+    """The row with its profile's [deployment], whatever path made it (a late or crashed poll)."""
+    if not isinstance(probe, DeckProbe):
+        return row
+    deployment = probe.deck.profile.deployment
+    if deployment.name is None:
+        return row
+    return replace(row, deployment=deployment.name, headless=deployment.headless)
+
+
 def _crashed_row(name: str, error: BaseException) -> FleetRow:
     return FleetRow(host=name, reachable=False, error=f"{name}: poll failed: {error!r}")
 
@@ -498,9 +508,9 @@ class FleetCollector:
             assert slot.task is not None
             if slot.task.done():
                 slot.last = slot.task.result()
-                rows.append(slot.last)
+                rows.append(with_deployment(slot.probe, slot.last))
             else:
-                rows.append(self._late_row(slot, now))
+                rows.append(with_deployment(slot.probe, self._late_row(slot, now)))
         self.refresh_durations_s.append(now - started)
         return rows
 

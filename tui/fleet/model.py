@@ -80,12 +80,20 @@ class FleetRow:
     ttft_p50_s: float | None = None  # time to first token, recent requests (None: no traffic)
     ttft_p99_s: float | None = None
     taken_at_s: float = 0.0
+    # Multi-node DP: the deployment this host belongs to and whether it runs headless ranks;
+    # a deployment's group row (tui.fleet.deployments) names its members and those down.
+    deployment: str | None = None
+    headless: bool = False
+    members: tuple[str, ...] = ()
+    members_down: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI contract's object (JSON_KEYS), plus `source` and `label`."""
+        """The CLI contract's object (JSON_KEYS), plus `source`, `label` and the deployment."""
         values = dataclasses.asdict(self)
         out: dict[str, Any] = {key: values[key] for key in JSON_KEYS}
         out["alerts"] = list(self.alerts)
         out["source"] = self.source
         out["label"] = self.label
+        out["deployment"] = self.deployment
+        out["headless"] = self.headless
         return out

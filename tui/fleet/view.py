@@ -9,7 +9,8 @@ from typing import Any
 from tui.fleet.model import FleetRow
 
 STATES = (
-    "unreachable", "slow", "stale", "failed", "stalled", "loading", "serving", "stopped", "unknown",
+    "unreachable", "slow", "stale", "failed", "stalled", "degraded", "loading", "serving",
+    "stopped", "unknown",
 )  # fmt: skip
 
 
@@ -20,7 +21,9 @@ def is_stale(row: FleetRow) -> bool:
 
 def host_state(row: FleetRow) -> str:
     """One word for the row: unreachable/slow/stale, failed, stalled, loading, serving,
-    stopped, unknown."""
+    stopped, unknown; a deployment's group row with a member down: degraded."""
+    if row.members_down:
+        return "degraded"
     if not row.reachable:
         return "slow" if row.error and "no answer for" in row.error else "unreachable"
     if is_stale(row):

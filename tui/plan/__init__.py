@@ -6,6 +6,7 @@ a Markdown rendering, usable from the CLI, the console and the state summary.
 build.py: Putting a plan together: read the model (over a Host), then evaluate every layout
 for_profile.py: The preflight plan for a profile's own layout, as the console and summary need it
 inventory.py: The GPUs a plan is made for: stated on the command line or taken from a live snapshot
+lora.py: LoRA adapters' GPU memory: the slots vLLM allocates for --max-loras at --max-lora-rank
 layout.py: Layouts (TP, PP, DP, EP) -> verdicts with the arithmetic shown, and the KV cache math
 modelcfg.py: config.json -> ModelArch: the facts a deployment plan needs, in one frozen dataclass
 render.py: Markdown and JSON renderings of a Plan (the state summary embeds the Markdown)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tui.core import formatting
 from tui.plan.inventory import GIB, GpuInventory
+from tui.plan.lora import LoraSettings, lora_memory
 from tui.plan.modelcfg import ModelArch
 from tui.plan.weights import (
     ATTENTION,
@@ -39,6 +40,7 @@ class PlanSettings:
     max_model_len: int | None = None  # None: the config's max_position_embeddings
     kv_cache_dtype: str = "auto"
     reserve_bytes: int = 2 * GIB  # activation peak, NCCL and CUDA-graph buffers: an estimate
+    lora: LoraSettings | None = None  # the unit's --enable-lora limits; None: no adapters
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,7 @@ class LayoutResult:
     checks: tuple[Check, ...]
     arithmetic: tuple[str, ...]
     warnings: tuple[RuleHit, ...] = ()
+    lora_bytes_per_gpu: int = 0  # the adapters' slots (--max-loras), out of the KV room
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +308,11 @@ def evaluate_layout(
     parts = weights_per_gpu(weights, arch, layout)
     weight = sum(size for _, size in parts)
     budget = int(gpus.memory_bytes * settings.gpu_memory_utilization)
-    room = budget - weight - settings.reserve_bytes
+    lora = None
+    if settings.lora is not None:
+        lora = lora_memory(arch, settings.lora, layout.tp, layout.pp, layout.ep_size)
+    lora_bytes = lora.bytes_per_gpu if lora else 0
+    room = budget - weight - lora_bytes - settings.reserve_bytes
     per_token, kv_text = kv_bytes_per_token(arch, kv_dtype_bytes, layout.tp, layout.pp)
     tokens_per_replica = max(0, room) // per_token if per_token else 0
     requests = (tokens_per_replica // max_model_len) * layout.dp
@@ -314,9 +321,11 @@ def evaluate_layout(
     lines.append(
         f"budget = {settings.gpu_memory_utilization:.2f} x {gib(gpus.memory_bytes)} = {gib(budget)}"
     )
+    lines += lora.lines if lora else ()
+    lora_term = f" - {gib(lora_bytes)} LoRA" if lora else ""
     lines.append(
-        f"KV room = {gib(budget)} - {gib(weight)} weights - {gib(settings.reserve_bytes)} reserve"
-        f" = {gib(room)}"
+        f"KV room = {gib(budget)} - {gib(weight)} weights{lora_term} - "
+        f"{gib(settings.reserve_bytes)} reserve = {gib(room)}"
     )
     lines.append(f"KV per token: {kv_text}")
     lines.append(
@@ -330,7 +339,8 @@ def evaluate_layout(
     elif room <= 0:
         verdict = TOO_BIG
         reason = (
-            f"{gib(weight)} weights + {gib(settings.reserve_bytes)} reserve > "
+            f"{gib(weight)} weights{lora_term.replace('-', '+')} + "
+            f"{gib(settings.reserve_bytes)} reserve > "
             f"{settings.gpu_memory_utilization:.2f} x {gib(gpus.memory_bytes)} = {gib(budget)}"
         )
     elif requests < 1:
@@ -359,6 +369,7 @@ def evaluate_layout(
         full_length_requests=requests,
         checks=checks,
         arithmetic=tuple(lines),
+        lora_bytes_per_gpu=lora_bytes,
     )
 
 

@@ -49,7 +49,7 @@ def plan_markdown(plan: Plan, chosen: Layout | None = None, details: bool = Fals
         f"- GPUs: {plan.gpus.describe()} ({plan.gpus.source})",
         f"- Settings: gpu_memory_utilization {plan.settings.gpu_memory_utilization:.2f}, "
         f"max_model_len {plan.max_model_len:,}, KV cache {plan.kv_cache}, "
-        f"runtime reserve {gib(plan.settings.reserve_bytes)} per GPU",
+        f"runtime reserve {gib(plan.settings.reserve_bytes)} per GPU" + _lora_words(plan),
         "",
         "| layout | GPUs | weights/GPU | KV room/GPU | KV tokens | full-length | verdict | why |",
         "|---|---:|---:|---:|---:|---:|---|---|",
@@ -75,6 +75,16 @@ def plan_markdown(plan: Plan, chosen: Layout | None = None, details: bool = Fals
     for result in shown:
         lines += layout_details(result)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _lora_words(plan: Plan) -> str:
+    lora = plan.settings.lora
+    if lora is None:
+        return ""
+    return (
+        f", LoRA --max-loras {lora.max_loras} --max-lora-rank {lora.max_lora_rank} "
+        f"(slots out of the KV room)"
+    )
 
 
 def _plain(value: Any) -> Any:

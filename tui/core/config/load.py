@@ -19,6 +19,7 @@ from tui.core.config.alert_tables import alerting_config, record_config
 from tui.core.config.schema import HandoffNotes, HostConfig, ModelConfig, Profile, ServiceConfig
 from tui.core.config.sections import (
     benchmark_config,
+    deployment_config,
     gpu_config,
     handoff_notes,
     host_config,
@@ -50,6 +51,7 @@ def profile_from_data(
         host=host_config(section("host")),
         service=service_config(section("service")),
         model=model_config(section("model")),
+        deployment=deployment_config(section("deployment")),
         gpu=gpu_config(section("gpu")),
         benchmark=benchmark,
         handoff=handoff_notes(section("handoff")),

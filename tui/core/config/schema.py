@@ -111,6 +111,17 @@ class ModelConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DeploymentConfig:
+    """One deployment over several hosts (multi-node DP): the fleet shows its hosts as one.
+
+    `headless`: this host runs only engine ranks (`vllm serve --headless`), no API server.
+    """
+
+    name: str | None = None
+    headless: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class GpuConfig:
     refresh_s: float = 1.0
 
@@ -188,6 +199,7 @@ class Profile:
     host: HostConfig = field(default_factory=HostConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    deployment: DeploymentConfig = field(default_factory=DeploymentConfig)
     gpu: GpuConfig = field(default_factory=GpuConfig)
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     handoff: HandoffNotes = field(default_factory=HandoffNotes)

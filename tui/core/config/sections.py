@@ -20,6 +20,7 @@ from tui.core.config.schema import (
     BenchmarkConfig,
     BenchmarkPreset,
     BenchmarkSlo,
+    DeploymentConfig,
     GpuConfig,
     HandoffNotes,
     HostConfig,
@@ -34,6 +35,7 @@ from tui.core.keymap import BY_ID, LEGACY_IDS, current_id, own_keys
 from tui.core.keynames import key_problem
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DEPLOYMENT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@\\-]+\.(service|scope)$")
 # A literal key pasted where the NAME of its environment variable belongs.
 _LITERAL_SECRET = re.compile(r"^(?:hf_|sk-|sk_|ghp_|gho_|github_pat_|xox[abp]-|AKIA|eyJ)")
@@ -171,6 +173,21 @@ def model_config(table: TomlTable) -> ModelConfig:
         checkpoint_gib=table.number("checkpoint_gib", None, minimum=0),
         notes=table.string("notes", "") or "",
     )
+    table.finish()
+    return config
+
+
+def deployment_config(table: TomlTable) -> DeploymentConfig:
+    config = DeploymentConfig(
+        name=table.string(
+            "name",
+            pattern=_DEPLOYMENT_NAME,
+            expected="a name of letters, digits, . _ - (64 at most)",
+        ),
+        headless=table.boolean("headless", False),
+    )
+    if config.headless and not config.name:
+        table.problem("headless", "a headless host belongs to a deployment: give its name")
     table.finish()
     return config
 
