@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 
@@ -14,6 +15,7 @@ from tests.support.summary_helpers import demo_deck
 from tui.app import ServedeckApp
 from tui.core import paths
 from tui.screens.summary import SummaryScreen
+from tui.serving.load.history import history_path
 from tui.sim.box import SimBox, SimServerOptions
 from widgets.summary_view import SummaryView
 
@@ -92,6 +94,18 @@ async def _preview(app: ServedeckApp, pilot: Pilot[None]) -> SummaryView:
     return app.screen.query_one(SummaryView)
 
 
+async def _load_seen(app: ServedeckApp, pilot: Pilot[None]) -> None:
+    """The console saw the load end, and kept it (loads.jsonl: the Last load section)."""
+    deadline = time.monotonic() + 60
+    while not (app.progress is not None and app.progress.timeline and app.progress.ready):
+        assert time.monotonic() < deadline, "the console never saw the load end"
+        await pilot.pause(0.2)
+    while not history_path().exists():
+        assert time.monotonic() < deadline, "the console kept no record of the load"
+        await pilot.pause(0.2)
+    await pilot.pause(0.5)
+
+
 def _headings(markdown: str) -> list[str]:
     return [line for line in markdown.splitlines() if line.startswith("#")]
 
@@ -107,11 +121,7 @@ async def test_the_preview_shows_what_the_exported_handoff_says(sim_box_factory:
     app = ServedeckApp(deck.profile, deck)
     folder = paths.data_dir() / "summaries"
     async with app.run_test(size=(120, 40)) as pilot:
-        deadline = time.monotonic() + 60
-        while not (app.progress is not None and app.progress.timeline and app.progress.ready):
-            assert time.monotonic() < deadline, "the console never saw the load end"
-            await pilot.pause(0.2)
-        await pilot.pause(1.0)  # the load's record written (loads.jsonl)
+        await _load_seen(app, pilot)
         view = await _preview(app, pilot)
         shown = _shown_texts(app)
         await pilot.press("e")
@@ -132,3 +142,45 @@ async def test_the_preview_shows_what_the_exported_handoff_says(sim_box_factory:
             await pilot.pause(0.2)
         (second,) = [p for p in folder.glob("summary-demo-*.md") if p != written]
         assert _headings(second.read_text()) == _headings(exported)
+
+
+_LABELLED_TOTAL = re.compile(
+    r"(\d+(?:\.\d+)? (?:s|min)) \(((?:first log line|process start) to (?:API up|first answer))\)"
+)
+_BARE_TOTALS = (
+    re.compile(r"startup took"),
+    re.compile(r"^- load [\d.]+ \w+:", re.M),
+    re.compile(r"^total [\d.]+ \w+[,(]", re.M),
+)
+
+
+async def test_a_handoff_labels_each_load_total_by_what_it_measures(
+    sim_box_factory: Factory,
+) -> None:
+    """The handoff after a load said "startup took 2.0 s", "load 4 s" and "total 4.4 s" of
+    one load: the log's first line to API up, and process start to the first answer. Each
+    total now says which span it is; two totals of one span agree."""
+    box = sim_box_factory(SimServerOptions(log_interval_s=30.0), load_seconds=2.0)
+    box.start()
+    assert box.wait_until_ready(timeout_s=90)
+    deck = demo_deck(box)
+    app = ServedeckApp(deck.profile, deck)
+    folder = paths.data_dir() / "summaries"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _load_seen(app, pilot)
+        await pilot.press("E")
+        deadline = time.monotonic() + 60
+        while not list(folder.glob("summary-demo-*.md")):
+            assert time.monotonic() < deadline, "E wrote no summary"
+            await pilot.pause(0.2)
+    (written,) = folder.glob("summary-demo-*.md")
+    handoff = written.read_text()
+    assert "## Last load" in handoff, handoff
+    for bare in _BARE_TOTALS:
+        assert not bare.search(handoff), f"an unlabelled load total: {bare.search(handoff)}"
+    totals: dict[str, set[str]] = {}
+    for figure, span in _LABELLED_TOTAL.findall(handoff):
+        totals.setdefault(span, set()).add(figure)
+    assert "first log line to API up" in totals and len(totals) >= 2, totals
+    for span, figures in totals.items():
+        assert len(figures) == 1, f"{span}: {sorted(figures)}"
