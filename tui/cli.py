@@ -140,9 +140,27 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     names = {module: name for name, module in COMMAND_MODULES.items()}
     for module_name in _wanted_modules(argv):
         common = command_options(names[module_name])
-        importlib.import_module(module_name).add_parser(subparsers, common)
+        module = importlib.import_module(module_name)
+        module.add_parser(subparsers, common)
+        _describe(subparsers.choices[names[module_name]], module.__doc__ or "")
     parser.set_defaults(func=_open_console)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser, doc: str) -> None:
+    """A command that states no description gets its module's docstring, as written.
+
+    `servedeck CMD --help` then always says what CMD does, not only its usage line.
+    """
+    if not (parser.description or "").strip() and doc.strip():
+        parser.description = doc.strip()
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    for action in parser._actions:  # `profiles list`, `hosts trust`: the line the list shows
+        if isinstance(action, argparse._SubParsersAction):
+            said = {choice.dest: choice.help or "" for choice in action._choices_actions}
+            for name, child in action.choices.items():
+                text = said.get(name, "")
+                _describe(child, text[:1].upper() + text[1:])
 
 
 def _open_console(args: argparse.Namespace) -> int:

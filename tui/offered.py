@@ -84,3 +84,38 @@ def help_scopes(tab_id: str, screen_scope: str | None = None) -> tuple[str, ...]
     if screen_scope is not None:
         return (screen_scope,)
     return (*_SCOPES_BY_TAB.get(tab_id, ()), "app")  # the area's own keys first
+
+
+# The Fleet's actions on the highlighted row, and what each is called in a refusal.
+FLEET_ROW_ACTIONS = {"fleet_service": "", "fleet_bench": "a benchmark", "fleet_cleanup": "clean up"}
+
+
+def fleet_refusal(
+    action: str,
+    parameters: tuple[object, ...],
+    *,
+    host: str | None,
+    reachable: bool,
+    kind: str,
+    read_only: bool,
+) -> str | None:
+    """Why a Fleet row action cannot run on the highlighted row (None: it can), one line.
+
+    `kind`: "deck" (a host with a profile, reached over SSH), "demo" (a light simulated
+    box), "prometheus" (a row from Prometheus, no profile). The footer offers only what
+    returns None; a refused key says this line instead of failing after a dialog.
+    """
+    if action not in FLEET_ROW_ACTIONS:
+        return None
+    what = str(parameters[0]) if parameters else FLEET_ROW_ACTIONS[action]
+    if host is None:
+        return f"{what}: no host selected"
+    if kind == "prometheus":
+        return f"{host}: {what} needs the host's profile (this row comes from Prometheus only)"
+    if not reachable:
+        return f"{host}: {what} is not possible: the host is unreachable"
+    if kind == "demo":
+        return f"{host}: {what} is not available on a fleet demo box (Enter opens its console)"
+    if read_only:
+        return f"{host}: read-only: {what} is disabled"
+    return None

@@ -57,6 +57,7 @@ def render_strip(
     bar_width: int = 24,
     ready: ReadyEstimate | None = None,
     as_of: str | None = None,
+    width: int | None = None,
 ) -> Text:
     """The strip's text; a pure function so it can be tested without an app.
 
@@ -89,22 +90,7 @@ def render_strip(
             text.append("  ready" if progress.ready else "  starting HTTP", style="green")
     if metrics is not None:
         text.append("\n")
-        text.append(f" run {_n(metrics.running_reqs)}  wait {_n(metrics.waiting_reqs)}")
-        if metrics.kv_cache_usage_pct is not None:
-            text.append(f"  KV {metrics.kv_cache_usage_pct:.1f}%")
-        if metrics.prompt_tokens_per_s is not None:
-            text.append(f"  prefill {metrics.prompt_tokens_per_s:,.0f} tok/s")
-        if metrics.generation_tokens_per_s is not None:
-            text.append(f"  decode {metrics.generation_tokens_per_s:,.0f} tok/s")
-        # README promises TTFT and ITL here: the two an operator reads latency by.
-        if metrics.ttft_p50_s is not None:
-            text.append(f"  TTFT p50 {metrics.ttft_p50_s * 1000:.0f} ms")
-        if metrics.itl_p50_s is not None:
-            text.append(f"  ITL p50 {metrics.itl_p50_s * 1000:.0f} ms")
-        spec = spec_decode_line(metrics.spec_decode)
-        if spec is not None:
-            text.append(f"  {spec}")
-        text.append(f"  ({metrics.source})", style="dim")
+        text.append_text(serving_line(metrics, width))
         if len(metrics.engines) > 1:  # data-parallel: each engine's row under the sum
             role = role_from_metrics(metrics.kv_transfers)
             for engine in metrics.engines:
@@ -127,6 +113,43 @@ def render_strip(
         if cache is not None and cache.reason not in ("unknown", *(() if arriving else ("off",))):
             text.append(f"\n ⓘ {cache.text}", style="yellow")
     return text
+
+
+def serving_line(metrics: ServerMetrics, width: int | None = None) -> Text:
+    """run, wait, KV, token rates, then TTFT and ITL (README promises both: the two an
+    operator reads latency by), `?` while unknown, never 0 ms. Where the full line does
+    not fit `width` the compact form does, so TTFT and ITL are never wrapped off."""
+    m = metrics
+    known = {
+        "KV": None if m.kv_cache_usage_pct is None else f"{m.kv_cache_usage_pct:.1f}%",
+        "prefill": None if m.prompt_tokens_per_s is None else f"{m.prompt_tokens_per_s:,.0f}",
+        "decode": None if m.generation_tokens_per_s is None else f"{m.generation_tokens_per_s:,.0f}",
+    }  # fmt: skip
+    ttft, itl = _ms(m.ttft_p50_s), _ms(m.itl_p50_s)
+    spec = spec_decode_line(m.spec_decode)
+    full = [f"run {_n(m.running_reqs)}", f"wait {_n(m.waiting_reqs)}"]
+    full += [f"KV {known['KV']}"] if known["KV"] else []
+    full += [f"prefill {known['prefill']} tok/s"] if known["prefill"] else []
+    full += [f"decode {known['decode']} tok/s"] if known["decode"] else []
+    full += [f"TTFT p50 {ttft}", f"ITL p50 {itl}", *([spec] if spec else [])]
+    source = f"  ({m.source})"
+    line = " " + "  ".join(full)
+    if width is None or len(line) + len(source) <= width:
+        return Text(line).append(source, style="dim")
+    compact = [f"run {_n(m.running_reqs)}", f"wait {_n(m.waiting_reqs)}"]
+    compact += [f"KV {known['KV']}"] if known["KV"] else []
+    rates = [f"{k[:3]} {known[k]}" for k in ("prefill", "decode") if known[k]]
+    compact += [" ".join(rates) + " tok/s"] if rates else []
+    compact += [f"TTFT {ttft.replace(' ', '')}", f"ITL {itl.replace(' ', '')}"]
+    line = " " + " ".join(compact)
+    tail = f" {spec}" if spec else ""
+    if len(line) + len(tail) + len(source) <= width:
+        return Text(line + tail).append(source, style="dim")
+    return Text(line + tail) if len(line) + len(tail) <= width else Text(line)
+
+
+def _ms(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def _engine_row(engine: EngineMetrics, role: str | None = None) -> Text:
@@ -162,6 +185,12 @@ class LoadStrip(Static):
         # No unit and no log to follow (plain `servedeck`): there is no load to show, and
         # "stopped 0:00" would state a service that does not exist. Metrics still show.
         self.nothing_to_follow = False
+        self._said: tuple[str | None, str | None] = (None, None)  # show()'s unknown, as_of
+
+    def on_resize(self) -> None:
+        """The serving line's form follows the width (compact where the full one wraps)."""
+        # After this layout pass: a height changed inside it is not laid out again.
+        self.call_after_refresh(self.show, self.progress, self.metrics, self.ready, *self._said)
 
     def show(
         self,
@@ -178,10 +207,12 @@ class LoadStrip(Static):
         self.progress = progress
         self.metrics = metrics
         self.ready = ready
+        self._said = (unknown, as_of)
         self.display = not (self.nothing_to_follow and metrics is None)
         if unknown and (progress is None or progress.phase == "stopped"):
             update_static(self, Text(f" service {unknown}", style="yellow"))
             return
         # 80 columns hold the phase, shard count, a short bar and the ready time on one line.
         bar_width = max(6, min(24, self.size.width - 70)) if self.size.width else 24
-        update_static(self, render_strip(progress, metrics, bar_width, ready, as_of))
+        width = self.size.width or None
+        update_static(self, render_strip(progress, metrics, bar_width, ready, as_of, width))

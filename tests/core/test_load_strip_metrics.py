@@ -33,6 +33,6 @@ def test_serving_line_shows_ttft_and_itl() -> None:
     assert "ITL p50 25 ms" in line
 
 
-def test_serving_line_leaves_out_an_unknown_itl() -> None:
+def test_serving_line_says_an_unknown_itl_is_unknown() -> None:
     line = render_strip(None, _metrics(None)).plain.splitlines()[-1]
-    assert "ITL" not in line  # unknown is never drawn as 0 ms
+    assert "ITL p50 ?" in line and "ITL p50 0" not in line  # unknown is ?, never 0 ms

@@ -58,7 +58,7 @@ def test_waterfall_of_a_real_log_draws_each_step_where_it_started(tmp_path: Path
     )
     assert [name for name, _ in again.earlier_steps_s] == [s["name"] for s in steps]
     compared = waterfall_lines(again.as_json()["waterfall"], again.earlier_steps_s)
-    assert compared[-2].endswith("1.0 s gap  (last load 2.5 s)")
+    assert compared[-3].endswith("1.0 s gap  (last load 2.5 s)")
     assert "(last load " in compared[-1]
     assert all(len(line) + 2 <= 80 for line in compared)
     assert waterfall_lines([]) == []

@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tui import __version__
-from tui.cli import WITH_READ_ONLY, WITHOUT_DEMO, build_parser
+from tui.cli import COMMAND_MODULES, WITH_READ_ONLY, WITHOUT_DEMO, build_parser, main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,3 +101,27 @@ def test_doctor_on_this_machine_gives_one_verdict_per_check() -> None:
     assert lines[-1].startswith("verdict: ")
     # No NVIDIA driver here: that is a warning, not a failure of the host.
     assert any(line.startswith("[OK  ] host") for line in checks)
+
+
+def _help_of(words: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as ended:
+        main([*words, "--help"])
+    assert ended.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_every_command_help_says_what_the_command_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`servedeck tune --help` printed only usage and options; every command (and every
+    nested one, `profiles list`) says in a paragraph what it does, above its options."""
+    leaves = [name for name, _ in _leaf_parsers(build_parser())]
+    commands = sorted({*COMMAND_MODULES, *leaves})
+    assert "tune" in commands and "profiles list" in commands
+    for command in commands:
+        text = _help_of(command.split(), capsys)
+        head = text.split("options:")[0]
+        paragraphs = [p for p in head.split("\n\n") if p.strip()]
+        described = [p for p in paragraphs if not p.startswith("usage:")]
+        assert described, f"servedeck {command} --help: no description\n{text}"
+        assert len(" ".join(described).split()) >= 4, f"{command}: {described}"

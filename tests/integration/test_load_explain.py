@@ -142,7 +142,9 @@ def test_bounds_prediction_diagnosis_and_the_check_at_the_next_load(tmp_path: Pa
     # 100 MiB/s for the 1 s weights phase, all of it uncached; next time all cached.
     assert cold.predicted_next_load_s is not None and cold.wall_s is not None
     assert cold.predicted_next_load_s < cold.wall_s
-    assert cold.diagnosis.startswith("load 30 s: weights read at 0.10 GB/s from vda, 0 % cached")
+    assert cold.diagnosis.startswith(
+        "load 30 s (first log line to API up): weights read at 0.10 GB/s from vda, 0 % cached"
+    )
     history = tmp_path / "loads.jsonl"
     record_load("box", "tiny", cold, history)
     history.open("a").write("not json\n")

@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.worker import Worker
 
@@ -27,6 +28,7 @@ from tui.fleet.actions import (
 )
 from tui.fleet.bench_action import BenchPlan, bench_line, plan_bench, run_bench_on_host
 from tui.fleet.collector import DeckProbe
+from tui.offered import FLEET_ROW_ACTIONS, fleet_refusal
 from tui.procs.text import report_lines
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.confirm_bench import ConfirmBenchScreen
@@ -214,4 +216,24 @@ class FleetActions:
         lines = report_lines(report)
         self.post_message(
             FleetActionDone(plan.host, f"{plan.host}: " + "; ".join(lines), report.all_ended)
+        )
+
+    def refusal(self, action: str, parameters: tuple[object, ...]) -> str | None:
+        """Why a row action cannot run on the highlighted row (K with marks: it can)."""
+        if action not in FLEET_ROW_ACTIONS or (action == "fleet_cleanup" and self.app.marked):
+            return None
+        try:
+            host = self.app.query_one(FleetTable).selected_host()
+        except NoMatches:
+            return None
+        row = next((r for r in self.app.rows if r.host == host), None)
+        probe = self.app.collector.probe(host) if host is not None else None
+        kind = "deck" if isinstance(probe, DeckProbe) else "prometheus" if probe is None else "demo"
+        return fleet_refusal(
+            action,
+            parameters,
+            host=host,
+            reachable=row is not None and row.reachable,
+            kind=kind,
+            read_only=isinstance(probe, DeckProbe) and probe.deck.profile.read_only,
         )

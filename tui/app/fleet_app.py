@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
+from textual import events
 from textual.app import App, ComposeResult
+from textual.binding import NoBinding
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
@@ -202,6 +204,7 @@ class FleetApp(App[str | None]):
         # Messages still queued while the console closes find its widgets gone: nothing to draw.
         with contextlib.suppress(NoMatches):
             self._draw_table()
+        self.refresh_bindings()
 
     def _draw_table(self) -> None:
         visible = self.visible_rows()
@@ -240,6 +243,32 @@ class FleetApp(App[str | None]):
 
     # -- keys ---------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer offers R/X/K/b only where they can run on the highlighted row."""
+        return self.row_refusal(action, parameters) is None
+
+    def row_refusal(self, action: str, parameters: tuple[object, ...]) -> str | None:
+        return self.actions.refusal(action, parameters)
+
+    def on_key(self, event: events.Key) -> None:
+        """A key the footer does not offer on this row says why in one line."""
+        try:
+            bindings = self._bindings.get_bindings_for_key(event.key)
+        except NoBinding:
+            return
+        for binding in bindings:
+            name, _, rest = binding.action.partition("(")
+            parameters = tuple(p.strip(" '\")") for p in rest.split(",") if p.strip(" )"))
+            why = self.row_refusal(name, parameters)
+            if why is None:
+                continue
+            event.stop()
+            if "read-only" in why:  # the action's own path refuses it, audited
+                getattr(self, f"action_{name}")(*parameters)
+            else:
+                self.notify(why, severity="warning", markup=False)
+            return
+
     def action_open_host(self) -> None:
         host = self.query_one(FleetTable).selected_host()
         if host is not None:
@@ -269,6 +298,7 @@ class FleetApp(App[str | None]):
             self._selected_note += f" · {source_text(row.error)}"
         self._draw_status()
         self._follow_history(row)
+        self.refresh_bindings()  # the footer's R/X/K/b follow the row
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         column = str(event.column_key.value)

@@ -53,7 +53,7 @@ def add_parser(subparsers: Any, common: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="K",
-        help="the load fails (CUDA out of memory) at checkpoint shard K",
+        help="the load fails at checkpoint shard K (weight quantization error)",
     )
     parser.add_argument(
         "--http-5xx-rate",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.core.formatting import NA, duration_markdown
+from tui.serving.load.waterfall import LOG_SPAN
 from tui.summary.mdtable import clock, num, table
 
 
@@ -65,7 +66,7 @@ def deployment_attempts_lines(recorded: Any) -> list[str]:
             "started",
             "configuration (vs the attempt before)",
             "outcome",
-            "load time",
+            f"load time ({LOG_SPAN})",
             "best benchmark",
         ],
         rows,

@@ -16,6 +16,7 @@ from tui.bench.model import BenchResult, LevelResult
 from tui.core.formatting import NA, duration_markdown, gib
 from tui.core.redact import redact_data, redact_text
 from tui.plan.render import plan_markdown
+from tui.serving.load.waterfall import LOG_SPAN
 from tui.summary import sections
 from tui.summary.hardware_section import hardware_health_markdown
 from tui.summary.inputs import SummaryInputs
@@ -66,7 +67,7 @@ def glance(inputs: SummaryInputs) -> list[str]:
         took = _load_seconds(inputs)
         out.append(
             f"- Load: {phase}"
-            + (f"; startup took {duration_markdown(took)}" if took is not None else "")
+            + (f"; loaded in {duration_markdown(took)} ({LOG_SPAN})" if took is not None else "")
         )
         if load.failure_line:
             out.append(f"- Load failed: `{load.failure_line}`")

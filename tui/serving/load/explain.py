@@ -18,7 +18,7 @@ from typing import Any
 from tui.core.formatting import duration_markdown
 from tui.serving.load.io import IoSample, Residency
 from tui.serving.load.tracker import LoadProgress, silence_note
-from tui.serving.load.waterfall import GAP_MIN_S, unlogged_s
+from tui.serving.load.waterfall import ANSWER_GAP, EXEC_GAP, GAP_MIN_S, span_said, unlogged_s
 
 IO_FLOOR_BYTES_PER_S = 8 * 1024**2
 CPU_FLOOR_CORES = 0.5
@@ -166,18 +166,14 @@ def waterfall(
     origin = spans[0].started_at_s
     steps: list[WaterfallStep] = []
     if process_started_at_s is not None and origin - process_started_at_s >= GAP_MIN_S:
-        steps.append(
-            WaterfallStep(
-                "process start -> first log line", 0.0, origin - process_started_at_s, False
-            )
-        )
+        steps.append(WaterfallStep(EXEC_GAP, 0.0, origin - process_started_at_s, False))
         origin = process_started_at_s
     for span in spans:
         start = span.started_at_s - origin
         if span.phase == "serving":
             if first_answer_at_s is not None:
                 gap = max(0.0, first_answer_at_s - span.started_at_s)
-                steps.append(WaterfallStep("API up -> first answer", start, gap, False))
+                steps.append(WaterfallStep(ANSWER_GAP, start, gap, False))
             continue
         stated = _logged_s(span.phase, progress)
         steps.append(WaterfallStep(STEP_NAMES[span.phase], start, span.duration_s, True, stated))
@@ -281,7 +277,8 @@ def diagnose(explain: LoadExplain) -> str:
     tail = f"; {gaps:.0f} s unlogged" if gaps >= 1 else ""
     if explain.predicted_next_load_s is not None:
         tail += f"; the next load should take about {explain.predicted_next_load_s:.0f} s"
-    return f"load {explain.wall_s:.0f} s: {head}{tail}"
+    said = span_said([step.name for step in explain.waterfall])
+    return f"load {duration_markdown(explain.wall_s)} ({said}): {head}{tail}"
 
 
 @dataclass

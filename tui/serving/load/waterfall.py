@@ -20,10 +20,23 @@ from tui.core.formatting import duration_markdown
 BAR_WIDTH = 18
 NAME_WIDTH = 26  # a line stays within 80 columns with the "(last load ...)" note
 GAP_MIN_S = 0.5  # less of a step unexplained is not worth a gap
+EXEC_GAP = "process start -> first log line"  # the gap before the log's first line
+ANSWER_GAP = "API up -> first answer"  # the gap after the API server's start
+LOG_SPAN = "first log line to API up"  # the load timeline's total (the log's own times)
 _SHORT = {
-    "process start -> first log line": "exec -> first log line",
+    EXEC_GAP: "exec -> first log line",
     "process start": "start (engine init)",
 }
+
+
+def span_said(step_names: Sequence[str]) -> str:
+    """What a load's total measures, from its first and last steps: a handoff states the
+    log's start-to-API-up and this span side by side, and each says which it is."""
+    if not step_names:
+        return ""
+    origin = "process start" if step_names[0] == EXEC_GAP else "first log line"
+    end = "first answer" if step_names[-1] == ANSWER_GAP else "API up"
+    return f"{origin} to {end}"
 
 
 def unlogged_s(wall_s: float, logged: bool, stated_s: float | None) -> float:
@@ -77,8 +90,9 @@ def waterfall_lines(
         versus = f"  (last load {duration_markdown(last)})" if last is not None else ""
         shown = f"{_name(step):<{NAME_WIDTH}}|{bar}|{duration_markdown(wall):>8}"
         lines.append(f"{shown}{kind}{versus}")
-    last_total = sum(before.values()) if before else None
-    versus = f"  (last load {duration_markdown(last_total)})" if last_total is not None else ""
     unexplained = duration_markdown(gaps)
-    lines.append(f"total {duration_markdown(total)}{versus}, {unexplained} of it unlogged")
+    said = span_said([str(step["name"]) for step in steps])
+    lines.append(f"total {duration_markdown(total)} ({said}), {unexplained} of it unlogged")
+    if before:  # its own line: the total with its span and the comparison fit 80 columns
+        lines.append(f"(last load {duration_markdown(sum(before.values()))} in total)")
     return lines
