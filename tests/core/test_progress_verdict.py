@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tui.core.config import load_profile_file
 from tui.core.errors import ServedeckError
@@ -161,6 +163,75 @@ def test_recovers_to_serving() -> None:
     back = judge.update(tick(N_S + 3, gen=200.0))
     assert back.state == "serving"
     assert back.since_s == N_S + 3
+
+
+# -- a stopped EngineCore: its gauges froze with it -----------------------------------
+
+
+def test_a_core_stopped_between_steps_with_work_under_way_is_stalled() -> None:
+    """Real vLLM 0.32: the core stopped just after a step that finished its requests, so the
+    gauges froze at 0 while the API server held four requests; the token delta of the first
+    reading after the stop still spans the last step."""
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=2, gen=500.0, reading=ranks("S")))
+    judge.update(tick(1.0, running=0, gen=41.0, reading=ranks("T")))
+    frames = [tick(t, running=0, gen=0.0, reading=ranks("T")) for t in (2.0, 10.0, N_S + 2)]
+    verdict = run(judge, frames)
+    assert verdict.state == "stalled", verdict
+    assert verdict.kind == "rank_stopped"
+    assert verdict.since_s == 1.0  # the last token
+    assert "EngineCore (pid 200) stopped: state T" in verdict.evidence[1]
+    assert "work under way when a rank stopped" in verdict.evidence[0]
+
+
+def test_work_in_the_reading_before_the_stop_counts() -> None:
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=3, gen=0.0, prompt=900.0, reading=ranks("R")))
+    verdict = run(judge, [tick(t, running=0, reading=ranks("T")) for t in (2.0, N_S + 3)])
+    assert (verdict.state, verdict.kind) == ("stalled", "rank_stopped")
+
+
+def test_a_core_stopped_while_idle_reads_unknown_then_idle_when_continued() -> None:
+    """Nothing ran at the stop: nothing is known to wait, yet a stopped core is no idle engine."""
+    judge = ProgressJudge(N_S)
+    run(judge, [tick(t, running=0, reading=ranks("S")) for t in (0.0, 2.0)])
+    stopped = run(judge, [tick(t, running=0, reading=ranks("T")) for t in (4.0, 60.0, 600.0)])
+    assert stopped.state == "unknown", stopped
+    assert stopped.kind is None
+    assert "EngineCore (pid 200) stopped: state T" in stopped.evidence[0]
+    assert "a request sent now would wait" in stopped.evidence[1]
+    assert judge.update(tick(602.0, running=0, reading=ranks("S"))).state == "idle"
+
+
+reading_states = st.sampled_from(["R", "S", "T", "D"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),
+            st.integers(0, 3),
+            st.sampled_from([0.0, 0.0, 30.0]),
+            st.lists(reading_states, min_size=1, max_size=3),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_a_stopped_rank_never_reads_idle(
+    frames: list[tuple[int, int, float, list[str]]],
+) -> None:
+    """Whatever its frozen gauges say, an engine with a stopped rank is never `idle`."""
+    judge = ProgressJudge(N_S)
+    for index, (running, waiting, gen, states) in enumerate(frames):
+        verdict = judge.update(
+            tick(index * 3.0, running=running, waiting=waiting, gen=gen, reading=ranks(*states))
+        )
+        if "T" in states:
+            assert verdict.state != "idle", (index, verdict)
+            if verdict.state == "stalled":
+                assert verdict.kind == "rank_stopped"
 
 
 # -- never a false stall --------------------------------------------------------------

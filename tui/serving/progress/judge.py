@@ -3,6 +3,14 @@
 The clock of a stall is the last moment tokens advanced or nothing was pending; prompt
 tokens advancing count too (a long prefill makes no output token and is no stall). While
 the log says a load runs, or a benchmark warms up, there is no stall verdict at all.
+
+vLLM's running and waiting gauges are the EngineCore's last published stats: while a rank
+is stopped (state T) they are frozen, and a core stopped between two steps leaves them at 0
+with requests in flight in the API server. So while a rank is stopped, "0 running, 0
+waiting" is no evidence of idle: if work was under way at the stop (tokens or requests in
+the last reading before it, or in the first after), the stall clock runs from the last
+token; if not, the verdict is `unknown` (nothing is known to wait, yet a request sent now
+would), never `idle`.
 `slow` is not judged: no clean record of this box's rate at each load exists to compare
 with (the bench history measures levels, not live traffic), so the state stays reserved.
 """
@@ -40,6 +48,9 @@ class ProgressJudge:
         self._seen: dict[int, str] = {}  # pid -> name of every rank of this engine
         self._cpu_at_progress: dict[int, int] = {}  # pid -> CPU ticks when tokens last moved
         self._log: deque[str] = deque(maxlen=MAX_LOG_LINES)
+        self._busy_before = False  # the previous reading showed work
+        self._stop_seen_s: float | None = None  # a rank first read stopped at
+        self._busy_at_stop = False  # work was under way when it stopped
 
     def feed_log(self, lines: list[str]) -> None:
         """Hang lines from the log (`logwords.stall_lines`): kept until tokens advance."""
@@ -48,14 +59,23 @@ class ProgressJudge:
     def update(self, inputs: ProgressInputs) -> ProgressVerdict:
         now = inputs.at_s
         self._note_ranks(inputs.ranks)
+        stopped = _stopped(inputs.ranks)
+        self._note_stop(now, stopped, _busy(inputs))
         pending = _pending(inputs)
+        frozen_idle = bool(stopped) and pending == 0  # the counts froze with the stopped rank
         state: ProgressState
         kind: str | None = None
         evidence: list[str] = []
         if inputs.loading:
             state, evidence = "unknown", ["the server is loading"]
             self._progress(now, inputs.ranks)
-        elif pending == 0:
+        elif frozen_idle and not self._busy_at_stop:
+            state = "unknown"
+            evidence = [_rank_line(r, "stopped") for r in stopped] + [
+                "the request counts froze at the stop (0 running, 0 waiting then): "
+                "nothing is known to wait, and a request sent now would wait"
+            ]
+        elif pending == 0 and not frozen_idle:
             state, evidence = "idle", ["nothing running or waiting"]
             self._progress(now, inputs.ranks)
         elif pending is None or inputs.generation_tokens_per_s is None:
@@ -75,9 +95,12 @@ class ProgressJudge:
                 evidence = [f"no token for {flat_s:.0f} s (stall after {self.stall_after_s:g} s)"]
             else:
                 state = "stalled"
+                counts = f"{inputs.running_reqs} running, {inputs.waiting_reqs} waiting"
+                if frozen_idle:
+                    counts = f"work under way when a rank stopped (its last counts: {counts})"
                 evidence = [
-                    f"{inputs.running_reqs} running, {inputs.waiting_reqs} waiting, "
-                    f"no generated token for {flat_s:.0f} s (stall after {self.stall_after_s:g} s)"
+                    f"{counts}, no generated token for {flat_s:.0f} s "
+                    f"(stall after {self.stall_after_s:g} s)"
                 ]
                 kind, why = self._classify(inputs)
                 evidence += why
@@ -103,6 +126,17 @@ class ProgressJudge:
             self._cpu_at_progress = {
                 rank.pid: rank.cpu_ticks for rank in ranks.ranks if rank.cpu_ticks is not None
             }
+
+    def _note_stop(self, now: float, stopped: list[RankSample], busy: bool) -> None:
+        """Whether work was under way when a rank stopped: the reading before it, or the first
+        after (its token delta spans the stop)."""
+        if not stopped:
+            self._stop_seen_s, self._busy_at_stop = None, False
+        elif self._stop_seen_s is None:
+            self._stop_seen_s, self._busy_at_stop = now, self._busy_before or busy
+        else:
+            self._busy_at_stop = self._busy_at_stop or busy
+        self._busy_before = busy
 
     def _note_ranks(self, ranks: RankReading | None) -> None:
         if ranks is None:
@@ -165,6 +199,22 @@ class ProgressJudge:
                     f"{_short(rank.name)} {(rank.cpu_ticks - before) / ranks.clock_ticks:.1f}"
                 )
         return ["CPU s since the last token: " + ", ".join(parts)]
+
+
+def _stopped(ranks: RankReading | None) -> list[RankSample]:
+    """The engine's stopped ranks while the engine lives (a gone root is `rank_dead`'s)."""
+    if ranks is None or not ranks.root_alive:
+        return []
+    return [rank for rank in ranks.ranks if rank.state in STOPPED_STATES]
+
+
+def _busy(inputs: ProgressInputs) -> bool:
+    """This reading shows work: requests counted, or tokens advancing."""
+    return bool(
+        (_pending(inputs) or 0) > 0
+        or (inputs.generation_tokens_per_s or 0) > 0
+        or (inputs.prompt_tokens_per_s or 0) > 0
+    )
 
 
 def _pending(inputs: ProgressInputs) -> int | None:
