@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from tui.core.config import load_profile_file
 from tui.core.errors import ServedeckError
 from tui.serving.progress.judge import ProgressJudge
-from tui.serving.progress.logwords import stall_lines
+from tui.serving.progress.logwords import request_lines, stall_lines
 from tui.serving.progress.model import ProgressInputs, RankReading, RankSample
+from tui.serving.progress.watch import ProgressWatch
 
 N_S = 30.0
 
@@ -201,6 +202,35 @@ def test_a_core_stopped_while_idle_reads_unknown_then_idle_when_continued() -> N
     assert "EngineCore (pid 200) stopped: state T" in stopped.evidence[0]
     assert "a request sent now would wait" in stopped.evidence[1]
     assert judge.update(tick(602.0, running=0, reading=ranks("S"))).state == "idle"
+
+
+# uvicorn's access lines as vLLM 0.32's API server writes them (tests/support's captures).
+STREAM_LINE = 'INFO:     127.0.0.1:59636 - "POST /v1/completions HTTP/1.1" 200 OK'
+
+
+def test_request_lines_are_generation_requests_answered_200() -> None:
+    assert request_lines([STREAM_LINE, STREAM_LINE.replace("completions", "chat/completions")]) == 2
+    assert request_lines(['INFO:     127.0.0.1:1 - "POST /v1/responses HTTP/1.1" 200 OK']) == 1
+    assert request_lines(['INFO:     127.0.0.1:1 - "GET /v1/models HTTP/1.1" 200 OK']) == 0
+    assert request_lines(['INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 400 Bad']) == 0
+    assert request_lines(["(APIServer pid=1) INFO [launcher.py:195] Route: /v1/completions"]) == 0
+
+
+def test_streams_begun_at_a_core_stopped_while_idle_are_a_stall() -> None:
+    """A stream's access line is written with its headers, before its first token: requests
+    the stopped core will never answer, though its frozen gauges say 0."""
+    watch = ProgressWatch(N_S)
+    judge = watch.judge
+    run(judge, [tick(t, running=0, reading=ranks("S")) for t in (0.0, 2.0)])
+    assert judge.update(tick(4.0, running=0, reading=ranks("T"))).state == "unknown"
+    watch.feed_log(["INFO: Avg generation throughput: 0.0 tokens/s", STREAM_LINE, STREAM_LINE])
+    waiting = judge.update(tick(6.0, running=0, reading=ranks("T")))
+    assert waiting.state == "serving"  # in flight, not yet overdue
+    frames = [tick(t, running=0, reading=ranks("T")) for t in (20.0, 4.0 + N_S + 1)]
+    verdict = run(judge, frames)
+    assert (verdict.state, verdict.kind) == ("stalled", "rank_stopped"), verdict
+    assert verdict.since_s == 4.0  # the last reading with nothing known to wait
+    assert "the log shows 2 requests since" in verdict.evidence[0]
 
 
 reading_states = st.sampled_from(["R", "S", "T", "D"])

@@ -8,9 +8,9 @@ vLLM's running and waiting gauges are the EngineCore's last published stats: whi
 is stopped (state T) they are frozen, and a core stopped between two steps leaves them at 0
 with requests in flight in the API server. So while a rank is stopped, "0 running, 0
 waiting" is no evidence of idle: if work was under way at the stop (tokens or requests in
-the last reading before it, or in the first after), the stall clock runs from the last
-token; if not, the verdict is `unknown` (nothing is known to wait, yet a request sent now
-would), never `idle`.
+the last reading before it, or in the first after; or a request's access line in the log
+since), the stall clock runs from the last token; if not, the verdict is `unknown` (nothing
+is known to wait, yet a request sent now would), never `idle`.
 `slow` is not judged: no clean record of this box's rate at each load exists to compare
 with (the bench history measures levels, not live traffic), so the state stays reserved.
 """
@@ -51,16 +51,24 @@ class ProgressJudge:
         self._busy_before = False  # the previous reading showed work
         self._stop_seen_s: float | None = None  # a rank first read stopped at
         self._busy_at_stop = False  # work was under way when it stopped
+        self._requests_logged = 0  # generation requests in the log since the last reading
+        self._requests_while_stopped = 0  # ... since a rank was first read stopped
 
     def feed_log(self, lines: list[str]) -> None:
         """Hang lines from the log (`logwords.stall_lines`): kept until tokens advance."""
         self._log.extend(lines)
 
+    def feed_requests(self, count: int) -> None:
+        """Generation requests the log showed (`logwords.request_lines`): work, for the next
+        reading, whatever the gauges say."""
+        self._requests_logged += count
+
     def update(self, inputs: ProgressInputs) -> ProgressVerdict:
         now = inputs.at_s
         self._note_ranks(inputs.ranks)
         stopped = _stopped(inputs.ranks)
-        self._note_stop(now, stopped, _busy(inputs))
+        self._note_stop(now, stopped, _busy(inputs), self._requests_logged)
+        self._requests_logged = 0
         pending = _pending(inputs)
         frozen_idle = bool(stopped) and pending == 0  # the counts froze with the stopped rank
         state: ProgressState
@@ -75,6 +83,7 @@ class ProgressJudge:
                 "the request counts froze at the stop (0 running, 0 waiting then): "
                 "nothing is known to wait, and a request sent now would wait"
             ]
+            self._last_progress_s = now  # nothing known pending: a stall's clock starts later
         elif pending == 0 and not frozen_idle:
             state, evidence = "idle", ["nothing running or waiting"]
             self._progress(now, inputs.ranks)
@@ -98,6 +107,8 @@ class ProgressJudge:
                 counts = f"{inputs.running_reqs} running, {inputs.waiting_reqs} waiting"
                 if frozen_idle:
                     counts = f"work under way when a rank stopped (its last counts: {counts})"
+                    if self._requests_while_stopped:
+                        counts += f"; the log shows {self._requests_while_stopped} requests since"
                 evidence = [
                     f"{counts}, no generated token for {flat_s:.0f} s "
                     f"(stall after {self.stall_after_s:g} s)"
@@ -127,15 +138,17 @@ class ProgressJudge:
                 rank.pid: rank.cpu_ticks for rank in ranks.ranks if rank.cpu_ticks is not None
             }
 
-    def _note_stop(self, now: float, stopped: list[RankSample], busy: bool) -> None:
-        """Whether work was under way when a rank stopped: the reading before it, or the first
-        after (its token delta spans the stop)."""
+    def _note_stop(self, now: float, stopped: list[RankSample], busy: bool, requests: int) -> None:
+        """Whether work was under way when a rank stopped: the reading before it, the first
+        after (its token delta spans the stop), or a request the log showed since."""
+        busy = busy or requests > 0
         if not stopped:
-            self._stop_seen_s, self._busy_at_stop = None, False
+            self._stop_seen_s, self._busy_at_stop, self._requests_while_stopped = None, False, 0
         elif self._stop_seen_s is None:
             self._stop_seen_s, self._busy_at_stop = now, self._busy_before or busy
         else:
             self._busy_at_stop = self._busy_at_stop or busy
+            self._requests_while_stopped += requests
         self._busy_before = busy
 
     def _note_ranks(self, ranks: RankReading | None) -> None:
