@@ -233,6 +233,16 @@ def test_streams_begun_at_a_core_stopped_while_idle_are_a_stall() -> None:
     assert "the log shows 2 requests since" in verdict.evidence[0]
 
 
+def test_the_last_requests_tail_then_a_stop_is_no_stall() -> None:
+    """Found on the real engine: the reading that saw the gauges fall to 0 still counted the
+    last requests' tokens; a core stopped after it had nothing to do."""
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=4, gen=500.0, reading=ranks("R")))
+    assert judge.update(tick(1.0, running=0, gen=300.0, reading=ranks("S"))).state == "idle"
+    frames = [tick(t, running=0, reading=ranks("T")) for t in (2.0, 10.0, N_S + 5)]
+    assert run(judge, frames).state == "unknown"
+
+
 reading_states = st.sampled_from(["R", "S", "T", "D"])
 
 

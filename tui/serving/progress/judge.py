@@ -7,10 +7,12 @@ the log says a load runs, or a benchmark warms up, there is no stall verdict at 
 vLLM's running and waiting gauges are the EngineCore's last published stats: while a rank
 is stopped (state T) they are frozen, and a core stopped between two steps leaves them at 0
 with requests in flight in the API server. So while a rank is stopped, "0 running, 0
-waiting" is no evidence of idle: if work was under way at the stop (tokens or requests in
-the last reading before it, or in the first after; or a request's access line in the log
-since), the stall clock runs from the last token; if not, the verdict is `unknown` (nothing
-is known to wait, yet a request sent now would), never `idle`.
+waiting" is no evidence of idle. Work was under way at the stop when the reading before it
+was serving, or when the log shows a generation request after that reading (a stream's
+access line is written as it begins); then the stall clock runs from the
+last token. Token deltas alone are no such evidence: the last requests' tail advances them
+as the engine goes idle. Otherwise the verdict is `unknown` (nothing is known to wait, yet
+a request sent now would), never `idle`.
 `slow` is not judged: no clean record of this box's rate at each load exists to compare
 with (the bench history measures levels, not live traffic), so the state stays reserved.
 """
@@ -48,7 +50,6 @@ class ProgressJudge:
         self._seen: dict[int, str] = {}  # pid -> name of every rank of this engine
         self._cpu_at_progress: dict[int, int] = {}  # pid -> CPU ticks when tokens last moved
         self._log: deque[str] = deque(maxlen=MAX_LOG_LINES)
-        self._busy_before = False  # the previous reading showed work
         self._stop_seen_s: float | None = None  # a rank first read stopped at
         self._busy_at_stop = False  # work was under way when it stopped
         self._requests_logged = 0  # generation requests in the log since the last reading
@@ -67,7 +68,8 @@ class ProgressJudge:
         now = inputs.at_s
         self._note_ranks(inputs.ranks)
         stopped = _stopped(inputs.ranks)
-        self._note_stop(now, stopped, _busy(inputs), self._requests_logged)
+        serving_before = self._state in ("serving", "slow", "stalled")
+        self._note_stop(now, stopped, serving_before, _busy(inputs, self._requests_logged))
         self._requests_logged = 0
         pending = _pending(inputs)
         frozen_idle = bool(stopped) and pending == 0  # the counts froze with the stopped rank
@@ -108,7 +110,8 @@ class ProgressJudge:
                 if frozen_idle:
                     counts = f"work under way when a rank stopped (its last counts: {counts})"
                     if self._requests_while_stopped:
-                        counts += f"; the log shows {self._requests_while_stopped} requests since"
+                        n = self._requests_while_stopped
+                        counts += f"; the log shows {n} request{'s' if n != 1 else ''} since"
                 evidence = [
                     f"{counts}, no generated token for {flat_s:.0f} s "
                     f"(stall after {self.stall_after_s:g} s)"
@@ -138,18 +141,18 @@ class ProgressJudge:
                 rank.pid: rank.cpu_ticks for rank in ranks.ranks if rank.cpu_ticks is not None
             }
 
-    def _note_stop(self, now: float, stopped: list[RankSample], busy: bool, requests: int) -> None:
-        """Whether work was under way when a rank stopped: the reading before it, the first
-        after (its token delta spans the stop), or a request the log showed since."""
-        busy = busy or requests > 0
+    def _note_stop(
+        self, now: float, stopped: list[RankSample], serving_before: bool, busy: bool
+    ) -> None:
+        """Whether work was under way when a rank stopped: the reading before it served, or a
+        reading from the stop on shows requests (frozen counts, the log's request lines)."""
         if not stopped:
             self._stop_seen_s, self._busy_at_stop, self._requests_while_stopped = None, False, 0
         elif self._stop_seen_s is None:
-            self._stop_seen_s, self._busy_at_stop = now, self._busy_before or busy
+            self._stop_seen_s, self._busy_at_stop = now, serving_before or busy
         else:
             self._busy_at_stop = self._busy_at_stop or busy
-            self._requests_while_stopped += requests
-        self._busy_before = busy
+            self._requests_while_stopped += self._requests_logged
 
     def _note_ranks(self, ranks: RankReading | None) -> None:
         if ranks is None:
@@ -221,13 +224,9 @@ def _stopped(ranks: RankReading | None) -> list[RankSample]:
     return [rank for rank in ranks.ranks if rank.state in STOPPED_STATES]
 
 
-def _busy(inputs: ProgressInputs) -> bool:
-    """This reading shows work: requests counted, or tokens advancing."""
-    return bool(
-        (_pending(inputs) or 0) > 0
-        or (inputs.generation_tokens_per_s or 0) > 0
-        or (inputs.prompt_tokens_per_s or 0) > 0
-    )
+def _busy(inputs: ProgressInputs, requests_logged: int) -> bool:
+    """This reading shows requests: counted by the gauges, or in the log."""
+    return (_pending(inputs) or 0) > 0 or requests_logged > 0
 
 
 def _pending(inputs: ProgressInputs) -> int | None:
