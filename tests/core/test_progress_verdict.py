@@ -262,9 +262,16 @@ reading_states = st.sampled_from(["R", "S", "T", "D"])
 def test_a_stopped_rank_never_reads_idle(
     frames: list[tuple[int, int, float, list[str]]],
 ) -> None:
-    """Whatever its frozen gauges say, an engine with a stopped rank is never `idle`."""
+    """Whatever its frozen gauges say, an engine with a stopped rank is never `idle`: as in
+    vLLM, the counts stay what they were at the stop until no rank is stopped."""
     judge = ProgressJudge(N_S)
+    frozen: tuple[int, int] | None = None
     for index, (running, waiting, gen, states) in enumerate(frames):
+        if "T" in states:
+            frozen = frozen or (running, waiting)
+            running, waiting = frozen
+        else:
+            frozen = None
         verdict = judge.update(
             tick(index * 3.0, running=running, waiting=waiting, gen=gen, reading=ranks(*states))
         )
@@ -272,6 +279,15 @@ def test_a_stopped_rank_never_reads_idle(
             assert verdict.state != "idle", (index, verdict)
             if verdict.state == "stalled":
                 assert verdict.kind == "rank_stopped"
+
+
+def test_counts_that_move_while_a_rank_is_stopped_are_live() -> None:
+    """The simulator's server (or an engine whose stats outlive a rank) keeps counting: a
+    request cancelled while a rank is stopped leaves it idle."""
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=0, reading=ranks("S", "S")))
+    run(judge, [tick(t, running=1, reading=ranks("S", "T")) for t in (2.0, 10.0)])
+    assert judge.update(tick(12.0, running=0, reading=ranks("S", "T"))).state == "idle"
 
 
 # -- never a false stall --------------------------------------------------------------

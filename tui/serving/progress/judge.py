@@ -7,7 +7,8 @@ the log says a load runs, or a benchmark warms up, there is no stall verdict at 
 vLLM's running and waiting gauges are the EngineCore's last published stats: while a rank
 is stopped (state T) they are frozen, and a core stopped between two steps leaves them at 0
 with requests in flight in the API server. So while a rank is stopped, "0 running, 0
-waiting" is no evidence of idle. Work was under way at the stop when the reading before it
+waiting" is no evidence of idle (unless the counts moved during the stop: then they are
+live, and 0 is 0). Work was under way at the stop when the reading before it
 was serving, or when the log shows a generation request after that reading (a stream's
 access line is written as it begins); then the stall clock runs from the
 last token. Token deltas alone are no such evidence: the last requests' tail advances them
@@ -51,6 +52,8 @@ class ProgressJudge:
         self._cpu_at_progress: dict[int, int] = {}  # pid -> CPU ticks when tokens last moved
         self._log: deque[str] = deque(maxlen=MAX_LOG_LINES)
         self._stop_seen_s: float | None = None  # a rank first read stopped at
+        self._pending_at_stop: int | None = None  # the counts the first stopped reading saw
+        self._counts_live = False  # they moved since: not the stopped process's last word
         self._busy_at_stop = False  # work was under way when it stopped
         self._requests_logged = 0  # generation requests in the log since the last reading
         self._requests_while_stopped = 0  # ... since a rank was first read stopped
@@ -69,10 +72,11 @@ class ProgressJudge:
         self._note_ranks(inputs.ranks)
         stopped = _stopped(inputs.ranks)
         serving_before = self._state in ("serving", "slow", "stalled")
-        self._note_stop(now, stopped, serving_before, _busy(inputs, self._requests_logged))
-        self._requests_logged = 0
         pending = _pending(inputs)
-        frozen_idle = bool(stopped) and pending == 0  # the counts froze with the stopped rank
+        self._note_stop(now, stopped, serving_before, pending, self._requests_logged)
+        self._requests_logged = 0
+        # The counts froze with the stopped rank, unless they moved since (published live).
+        frozen_idle = bool(stopped) and pending == 0 and not self._counts_live
         state: ProgressState
         kind: str | None = None
         evidence: list[str] = []
@@ -142,17 +146,28 @@ class ProgressJudge:
             }
 
     def _note_stop(
-        self, now: float, stopped: list[RankSample], serving_before: bool, busy: bool
+        self,
+        now: float,
+        stopped: list[RankSample],
+        serving_before: bool,
+        pending: int | None,
+        requests: int,
     ) -> None:
         """Whether work was under way when a rank stopped: the reading before it served, or a
-        reading from the stop on shows requests (frozen counts, the log's request lines)."""
+        reading from the stop on shows requests (frozen counts above 0, the log's request
+        lines). Counts that move during the stop come from a process still running (the
+        simulator's server, an engine whose stats outlive a rank): they are trusted."""
+        busy = (pending or 0) > 0 or requests > 0
         if not stopped:
             self._stop_seen_s, self._busy_at_stop, self._requests_while_stopped = None, False, 0
+            self._pending_at_stop, self._counts_live = None, False
         elif self._stop_seen_s is None:
             self._stop_seen_s, self._busy_at_stop = now, serving_before or busy
+            self._pending_at_stop = pending
         else:
             self._busy_at_stop = self._busy_at_stop or busy
-            self._requests_while_stopped += self._requests_logged
+            self._requests_while_stopped += requests
+            self._counts_live = self._counts_live or pending != self._pending_at_stop
 
     def _note_ranks(self, ranks: RankReading | None) -> None:
         if ranks is None:
@@ -222,11 +237,6 @@ def _stopped(ranks: RankReading | None) -> list[RankSample]:
     if ranks is None or not ranks.root_alive:
         return []
     return [rank for rank in ranks.ranks if rank.state in STOPPED_STATES]
-
-
-def _busy(inputs: ProgressInputs, requests_logged: int) -> bool:
-    """This reading shows requests: counted by the gauges, or in the log."""
-    return (_pending(inputs) or 0) > 0 or requests_logged > 0
 
 
 def _pending(inputs: ProgressInputs) -> int | None:
