@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tui.core.config import load_profile_file
 from tui.core.errors import ServedeckError
 from tui.serving.progress.judge import ProgressJudge
-from tui.serving.progress.logwords import stall_lines
+from tui.serving.progress.logwords import request_lines, stall_lines
 from tui.serving.progress.model import ProgressInputs, RankReading, RankSample
+from tui.serving.progress.watch import ProgressWatch
 
 N_S = 30.0
 
@@ -161,6 +164,130 @@ def test_recovers_to_serving() -> None:
     back = judge.update(tick(N_S + 3, gen=200.0))
     assert back.state == "serving"
     assert back.since_s == N_S + 3
+
+
+# -- a stopped EngineCore: its gauges froze with it -----------------------------------
+
+
+def test_a_core_stopped_between_steps_with_work_under_way_is_stalled() -> None:
+    """Real vLLM 0.32: the core stopped just after a step that finished its requests, so the
+    gauges froze at 0 while the API server held four requests; the token delta of the first
+    reading after the stop still spans the last step."""
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=2, gen=500.0, reading=ranks("S")))
+    judge.update(tick(1.0, running=0, gen=41.0, reading=ranks("T")))
+    frames = [tick(t, running=0, gen=0.0, reading=ranks("T")) for t in (2.0, 10.0, N_S + 2)]
+    verdict = run(judge, frames)
+    assert verdict.state == "stalled", verdict
+    assert verdict.kind == "rank_stopped"
+    assert verdict.since_s == 1.0  # the last token
+    assert "EngineCore (pid 200) stopped: state T" in verdict.evidence[1]
+    assert "work under way when a rank stopped" in verdict.evidence[0]
+
+
+def test_work_in_the_reading_before_the_stop_counts() -> None:
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=3, gen=0.0, prompt=900.0, reading=ranks("R")))
+    verdict = run(judge, [tick(t, running=0, reading=ranks("T")) for t in (2.0, N_S + 3)])
+    assert (verdict.state, verdict.kind) == ("stalled", "rank_stopped")
+
+
+def test_a_core_stopped_while_idle_reads_unknown_then_idle_when_continued() -> None:
+    """Nothing ran at the stop: nothing is known to wait, yet a stopped core is no idle engine."""
+    judge = ProgressJudge(N_S)
+    run(judge, [tick(t, running=0, reading=ranks("S")) for t in (0.0, 2.0)])
+    stopped = run(judge, [tick(t, running=0, reading=ranks("T")) for t in (4.0, 60.0, 600.0)])
+    assert stopped.state == "unknown", stopped
+    assert stopped.kind is None
+    assert "EngineCore (pid 200) stopped: state T" in stopped.evidence[0]
+    assert "a request sent now would wait" in stopped.evidence[1]
+    assert judge.update(tick(602.0, running=0, reading=ranks("S"))).state == "idle"
+
+
+# uvicorn's access lines as vLLM 0.32's API server writes them (tests/support's captures).
+STREAM_LINE = 'INFO:     127.0.0.1:59636 - "POST /v1/completions HTTP/1.1" 200 OK'
+
+
+def test_request_lines_are_generation_requests_answered_200() -> None:
+    assert request_lines([STREAM_LINE, STREAM_LINE.replace("completions", "chat/completions")]) == 2
+    assert request_lines(['INFO:     127.0.0.1:1 - "POST /v1/responses HTTP/1.1" 200 OK']) == 1
+    assert request_lines(['INFO:     127.0.0.1:1 - "GET /v1/models HTTP/1.1" 200 OK']) == 0
+    assert request_lines(['INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 400 Bad']) == 0
+    assert request_lines(["(APIServer pid=1) INFO [launcher.py:195] Route: /v1/completions"]) == 0
+
+
+def test_streams_begun_at_a_core_stopped_while_idle_are_a_stall() -> None:
+    """A stream's access line is written with its headers, before its first token: requests
+    the stopped core will never answer, though its frozen gauges say 0."""
+    watch = ProgressWatch(N_S)
+    judge = watch.judge
+    run(judge, [tick(t, running=0, reading=ranks("S")) for t in (0.0, 2.0)])
+    assert judge.update(tick(4.0, running=0, reading=ranks("T"))).state == "unknown"
+    watch.feed_log(["INFO: Avg generation throughput: 0.0 tokens/s", STREAM_LINE, STREAM_LINE])
+    waiting = judge.update(tick(6.0, running=0, reading=ranks("T")))
+    assert waiting.state == "serving"  # in flight, not yet overdue
+    frames = [tick(t, running=0, reading=ranks("T")) for t in (20.0, 4.0 + N_S + 1)]
+    verdict = run(judge, frames)
+    assert (verdict.state, verdict.kind) == ("stalled", "rank_stopped"), verdict
+    assert verdict.since_s == 4.0  # the last reading with nothing known to wait
+    assert "the log shows 2 requests since" in verdict.evidence[0]
+
+
+def test_the_last_requests_tail_then_a_stop_is_no_stall() -> None:
+    """Found on the real engine: the reading that saw the gauges fall to 0 still counted the
+    last requests' tokens; a core stopped after it had nothing to do."""
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=4, gen=500.0, reading=ranks("R")))
+    assert judge.update(tick(1.0, running=0, gen=300.0, reading=ranks("S"))).state == "idle"
+    frames = [tick(t, running=0, reading=ranks("T")) for t in (2.0, 10.0, N_S + 5)]
+    assert run(judge, frames).state == "unknown"
+
+
+reading_states = st.sampled_from(["R", "S", "T", "D"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),
+            st.integers(0, 3),
+            st.sampled_from([0.0, 0.0, 30.0]),
+            st.lists(reading_states, min_size=1, max_size=3),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_a_stopped_rank_never_reads_idle(
+    frames: list[tuple[int, int, float, list[str]]],
+) -> None:
+    """Whatever its frozen gauges say, an engine with a stopped rank is never `idle`: as in
+    vLLM, the counts stay what they were at the stop until no rank is stopped."""
+    judge = ProgressJudge(N_S)
+    frozen: tuple[int, int] | None = None
+    for index, (running, waiting, gen, states) in enumerate(frames):
+        if "T" in states:
+            frozen = frozen or (running, waiting)
+            running, waiting = frozen
+        else:
+            frozen = None
+        verdict = judge.update(
+            tick(index * 3.0, running=running, waiting=waiting, gen=gen, reading=ranks(*states))
+        )
+        if "T" in states:
+            assert verdict.state != "idle", (index, verdict)
+            if verdict.state == "stalled":
+                assert verdict.kind == "rank_stopped"
+
+
+def test_counts_that_move_while_a_rank_is_stopped_are_live() -> None:
+    """The simulator's server (or an engine whose stats outlive a rank) keeps counting: a
+    request cancelled while a rank is stopped leaves it idle."""
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=0, reading=ranks("S", "S")))
+    run(judge, [tick(t, running=1, reading=ranks("S", "T")) for t in (2.0, 10.0)])
+    assert judge.update(tick(12.0, running=0, reading=ranks("S", "T"))).state == "idle"
 
 
 # -- never a false stall --------------------------------------------------------------

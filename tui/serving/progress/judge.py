@@ -3,6 +3,17 @@
 The clock of a stall is the last moment tokens advanced or nothing was pending; prompt
 tokens advancing count too (a long prefill makes no output token and is no stall). While
 the log says a load runs, or a benchmark warms up, there is no stall verdict at all.
+
+vLLM's running and waiting gauges are the EngineCore's last published stats: while a rank
+is stopped (state T) they are frozen, and a core stopped between two steps leaves them at 0
+with requests in flight in the API server. So while a rank is stopped, "0 running, 0
+waiting" is no evidence of idle (unless the counts moved during the stop: then they are
+live, and 0 is 0). Work was under way at the stop when the reading before it
+was serving, or when the log shows a generation request after that reading (a stream's
+access line is written as it begins); then the stall clock runs from the
+last token. Token deltas alone are no such evidence: the last requests' tail advances them
+as the engine goes idle. Otherwise the verdict is `unknown` (nothing is known to wait, yet
+a request sent now would), never `idle`.
 `slow` is not judged: no clean record of this box's rate at each load exists to compare
 with (the bench history measures levels, not live traffic), so the state stays reserved.
 """
@@ -40,22 +51,46 @@ class ProgressJudge:
         self._seen: dict[int, str] = {}  # pid -> name of every rank of this engine
         self._cpu_at_progress: dict[int, int] = {}  # pid -> CPU ticks when tokens last moved
         self._log: deque[str] = deque(maxlen=MAX_LOG_LINES)
+        self._stop_seen_s: float | None = None  # a rank first read stopped at
+        self._pending_at_stop: int | None = None  # the counts the first stopped reading saw
+        self._counts_live = False  # they moved since: not the stopped process's last word
+        self._busy_at_stop = False  # work was under way when it stopped
+        self._requests_logged = 0  # generation requests in the log since the last reading
+        self._requests_while_stopped = 0  # ... since a rank was first read stopped
 
     def feed_log(self, lines: list[str]) -> None:
         """Hang lines from the log (`logwords.stall_lines`): kept until tokens advance."""
         self._log.extend(lines)
 
+    def feed_requests(self, count: int) -> None:
+        """Generation requests the log showed (`logwords.request_lines`): work, for the next
+        reading, whatever the gauges say."""
+        self._requests_logged += count
+
     def update(self, inputs: ProgressInputs) -> ProgressVerdict:
         now = inputs.at_s
         self._note_ranks(inputs.ranks)
+        stopped = _stopped(inputs.ranks)
+        serving_before = self._state in ("serving", "slow", "stalled")
         pending = _pending(inputs)
+        self._note_stop(now, stopped, serving_before, pending, self._requests_logged)
+        self._requests_logged = 0
+        # The counts froze with the stopped rank, unless they moved since (published live).
+        frozen_idle = bool(stopped) and pending == 0 and not self._counts_live
         state: ProgressState
         kind: str | None = None
         evidence: list[str] = []
         if inputs.loading:
             state, evidence = "unknown", ["the server is loading"]
             self._progress(now, inputs.ranks)
-        elif pending == 0:
+        elif frozen_idle and not self._busy_at_stop:
+            state = "unknown"
+            evidence = [_rank_line(r, "stopped") for r in stopped] + [
+                "the request counts froze at the stop (0 running, 0 waiting then): "
+                "nothing is known to wait, and a request sent now would wait"
+            ]
+            self._last_progress_s = now  # nothing known pending: a stall's clock starts later
+        elif pending == 0 and not frozen_idle:
             state, evidence = "idle", ["nothing running or waiting"]
             self._progress(now, inputs.ranks)
         elif pending is None or inputs.generation_tokens_per_s is None:
@@ -75,9 +110,15 @@ class ProgressJudge:
                 evidence = [f"no token for {flat_s:.0f} s (stall after {self.stall_after_s:g} s)"]
             else:
                 state = "stalled"
+                counts = f"{inputs.running_reqs} running, {inputs.waiting_reqs} waiting"
+                if frozen_idle:
+                    counts = f"work under way when a rank stopped (its last counts: {counts})"
+                    if self._requests_while_stopped:
+                        n = self._requests_while_stopped
+                        counts += f"; the log shows {n} request{'s' if n != 1 else ''} since"
                 evidence = [
-                    f"{inputs.running_reqs} running, {inputs.waiting_reqs} waiting, "
-                    f"no generated token for {flat_s:.0f} s (stall after {self.stall_after_s:g} s)"
+                    f"{counts}, no generated token for {flat_s:.0f} s "
+                    f"(stall after {self.stall_after_s:g} s)"
                 ]
                 kind, why = self._classify(inputs)
                 evidence += why
@@ -103,6 +144,30 @@ class ProgressJudge:
             self._cpu_at_progress = {
                 rank.pid: rank.cpu_ticks for rank in ranks.ranks if rank.cpu_ticks is not None
             }
+
+    def _note_stop(
+        self,
+        now: float,
+        stopped: list[RankSample],
+        serving_before: bool,
+        pending: int | None,
+        requests: int,
+    ) -> None:
+        """Whether work was under way when a rank stopped: the reading before it served, or a
+        reading from the stop on shows requests (frozen counts above 0, the log's request
+        lines). Counts that move during the stop come from a process still running (the
+        simulator's server, an engine whose stats outlive a rank): they are trusted."""
+        busy = (pending or 0) > 0 or requests > 0
+        if not stopped:
+            self._stop_seen_s, self._busy_at_stop, self._requests_while_stopped = None, False, 0
+            self._pending_at_stop, self._counts_live = None, False
+        elif self._stop_seen_s is None:
+            self._stop_seen_s, self._busy_at_stop = now, serving_before or busy
+            self._pending_at_stop = pending
+        else:
+            self._busy_at_stop = self._busy_at_stop or busy
+            self._requests_while_stopped += requests
+            self._counts_live = self._counts_live or pending != self._pending_at_stop
 
     def _note_ranks(self, ranks: RankReading | None) -> None:
         if ranks is None:
@@ -165,6 +230,13 @@ class ProgressJudge:
                     f"{_short(rank.name)} {(rank.cpu_ticks - before) / ranks.clock_ticks:.1f}"
                 )
         return ["CPU s since the last token: " + ", ".join(parts)]
+
+
+def _stopped(ranks: RankReading | None) -> list[RankSample]:
+    """The engine's stopped ranks while the engine lives (a gone root is `rank_dead`'s)."""
+    if ranks is None or not ranks.root_alive:
+        return []
+    return [rank for rank in ranks.ranks if rank.state in STOPPED_STATES]
 
 
 def _pending(inputs: ProgressInputs) -> int | None:

@@ -1,4 +1,4 @@
-"""The engine's own words for a hang, searched once per read of the log."""
+"""The engine's own words for a hang, and its requests' access lines, from each read of the log."""
 
 from __future__ import annotations
 
@@ -14,6 +14,12 @@ STALL_WORDS = re.compile(
     re.IGNORECASE,
 )
 MAX_LINE_CHARS = 240
+# uvicorn's access line for a generation request answered 200. A stream's is written when its
+# headers go out, before its first token; a whole answer's when it is complete. So one written
+# while a rank is stopped is a request in flight that the stopped engine cannot answer.
+REQUEST_LINE = re.compile(
+    r'"POST /v1/(?:chat/completions|completions|responses)(?:\?\S*)? HTTP/[\d.]+" 200\b'
+)
 
 
 def stall_lines(texts: Sequence[str]) -> list[str]:
@@ -21,3 +27,8 @@ def stall_lines(texts: Sequence[str]) -> list[str]:
     if not texts or STALL_WORDS.search("\n".join(texts)) is None:
         return []
     return [text[:MAX_LINE_CHARS] for text in texts if STALL_WORDS.search(text)]
+
+
+def request_lines(texts: Sequence[str]) -> int:
+    """How many generation requests this read of the log shows answered 200."""
+    return sum(1 for text in texts if REQUEST_LINE.search(text))

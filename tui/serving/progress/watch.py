@@ -12,7 +12,7 @@ from tui.gpu.model import GpuBoxSnapshot
 from tui.hosts.base import Host
 from tui.serving.metrics import ServerMetrics
 from tui.serving.progress.judge import ProgressJudge
-from tui.serving.progress.logwords import stall_lines
+from tui.serving.progress.logwords import request_lines, stall_lines
 from tui.serving.progress.model import ProgressInputs, ProgressVerdict, RankReading
 from tui.serving.progress.ranks import read_ranks
 
@@ -64,6 +64,7 @@ class ProgressWatch:
         lines = stall_lines(texts)
         if lines:
             self.judge.feed_log(lines)
+        self.judge.feed_requests(request_lines(texts))
 
     async def observe(
         self,
