@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
+import pytest
+
 from tui.core.config import Profile
+from tui.hosts.local import LocalHost
 from tui.hosts.profiles import load_profile
-from tui.plan.inventory import stated_inventory
+from tui.plan.inventory import NoGpus, inventory_from_nvidia_smi, stated_inventory
 from tui.plan.layout import FITS, INVALID, TOO_BIG
 from tui.sim.facts import simulated_model_facts
-from tui.tune.preflight import plan_lines, plan_space
+from tui.tune.driver import Outcome
+from tui.tune.preflight import UNCHECKED, plan_lines, plan_space, plan_without_gpus
 from tui.tune.space import parse_space
 
 SPACE = """
@@ -61,3 +66,27 @@ def test_unknown_base_load_time_stays_unknown() -> None:
     planned = plan_space(space, simulated_model_facts(), gpus, _profile(), None)
     assert all(p.predicted_load_s is None for p in planned)
     assert "load ~unknown" in plan_lines(planned)[1]
+
+
+def test_a_host_without_gpus_is_said_and_each_configuration_runs_unchecked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CPU box (a CPU build of vLLM): this machine's real nvidia-smi lookup with no
+    nvidia-smi on PATH gives NoGpus, and the plan says so instead of inventing a GPU."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no nvidia-smi here
+    with pytest.raises(NoGpus, match="local: no nvidia-smi: no GPUs"):
+        asyncio.run(inventory_from_nvidia_smi(LocalHost()))
+    space = parse_space(SPACE, Path("tune.toml"))
+    planned = plan_without_gpus(space, _profile(), 40.0, "local: no nvidia-smi: no GPUs")
+    assert all(p.runnable and p.verdict == UNCHECKED and p.gpus == 0 for p in planned)
+    # a load predicted only for the profile's own layout (TP=8 in the demo profile)
+    loads = {p.config.name: p.predicted_load_s for p in planned}
+    assert loads["no-ep tp=8"] == 40.0 and loads["no-ep tp=4"] is None, loads
+    text = plan_lines(planned)
+    assert text[:2] == [
+        f"{len(planned)} to run, by predicted load time; 0 skipped",
+        "  local: no nvidia-smi: no GPUs: layout not checked",
+    ]
+    assert "  1. no-ep tp=8  [TP=8, no GPU, load ~40s]" in text, text
+    outcome = Outcome("x", "k", "served", planned[0].gpus, "TP=1", total_tok_s=100.0)
+    assert outcome.tok_per_gpu is None  # no GPU: per-GPU throughput is not a number

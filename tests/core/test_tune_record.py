@@ -98,6 +98,29 @@ def test_a_busy_recording_is_said_and_the_tune_goes_on(
         first.close()
 
 
+def test_a_held_recording_gets_the_result_through_its_holders_feed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A console holding the recording hands its feed: no second recorder is tried (it
+    would be refused), the loads are the console's, the result is written there."""
+    monkeypatch.setenv("SERVEDECK_DATA_DIR", str(tmp_path))
+    profile = demo_profile()
+    deck = SimpleNamespace(profile=profile, host_label="simulator")
+    holder = TuneRecording(deck, print)  # type: ignore[arg-type]
+    said: list[str] = []
+    try:
+        tune = TuneRecording(deck, said.append, held_feed=holder.feed)  # type: ignore[arg-type]
+        assert tune.recorder is None and said == []
+        tune.exec(7, ["vllm", "serve", "m"], {})  # the holder records the loads itself
+        tune.finished(OUTCOMES, "capacity")
+        tune.close()
+    finally:
+        holder.close()
+    with RecordingReader(recording_path(profile)) as reader:
+        events = reader.events(0, 4e9)
+    assert [e.source for e in events] == ["tune"], [e.text for e in events]
+
+
 def test_no_tune_no_section() -> None:
     assert tune_lines(None) == []
     assert tune_lines(SimpleNamespace(tune=None)) == []

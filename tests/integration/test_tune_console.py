@@ -8,7 +8,9 @@ leaves it after `servedeck tune`. A read-only console refuses U and audits the r
 
 from __future__ import annotations
 
+import asyncio
 import io
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +24,8 @@ from tui.core.audit import read_audit
 from tui.core.config import demo_profile
 from tui.screens.tune import TuneCancelScreen, TuneConfirmScreen, TuneScreen, TuneSpaceScreen
 from tui.sim.deck import SimDeck
-from tui.tune.dropin import read_marker
+from tui.summary.recorded import recorded_history
+from tui.tune.dropin import DROPIN_NAME, RestoreMarker, read_marker, write_marker
 from widgets.tune_view import TuneView
 
 SPACE = """
@@ -68,9 +71,10 @@ def _open_demo(read_only: bool = False) -> SimDeck:
     return deck
 
 
-async def _plan_and_confirm(pilot, app: ServedeckApp, space: Path) -> str:  # type: ignore[no-untyped-def]
+async def _plan_and_confirm(pilot, app: ServedeckApp, space: Path, serving: bool = True) -> str:  # type: ignore[no-untyped-def]
     """U, the space's path typed, the preflight read, Run pressed; the preflight's text."""
-    await until(pilot, lambda: app.ready, 60, "the demo to serve")
+    if serving:
+        await until(pilot, lambda: app.ready, 60, "the demo to serve")
     await pilot.press("U")
     await until(pilot, lambda: isinstance(app.screen, TuneSpaceScreen), 10, "the space dialog")
     field = app.screen.query_one(Input)
@@ -160,6 +164,51 @@ async def test_cancel_mid_load_asks_then_restores_the_unit_as_sigterm_does(
         assert any(
             r["event"] == "service.request" and r.get("action") == "start" for r in records[at:]
         ), records[at:]
+    finally:
+        await deck.close()
+
+
+@pytest.mark.timeout(300)
+async def test_the_view_undoes_a_crashed_tune_first_and_records_without_the_console(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A console that does not record (SERVEDECK_RECORD=0), on a host where an earlier tune
+    died mid-run (its drop-in in place, the service stopped, the marker saying it ran):
+    the view takes `servedeck tune`'s path, so the crashed tune is undone first (the
+    service ends running, as before that tune) and the attempts and result are recorded."""
+    monkeypatch.setenv("SERVEDECK_RECORD", "0")
+    space = tmp_path / "tune.toml"
+    space.write_text(SPACE.format(first_env=""))
+    deck = _open_demo()
+    app = ServedeckApp(deck.profile, deck)
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await until(pilot, lambda: app.ready, 60, "the demo to serve")
+            assert app.record.recording is not None and app.record.recording.recorder is None
+            # the earlier tune's crash: its drop-in written, the service stopped, the marker left
+            await asyncio.to_thread(deck.box.stop)
+            await asyncio.to_thread(deck.box.unit.wait_for_state, "inactive", 30.0)
+            left = deck.box.dropin_dir / DROPIN_NAME
+            left.parent.mkdir(parents=True, exist_ok=True)
+            left.write_text("[Service]\nExecStart=\nExecStart=vllm serve --max-num-seqs 2\n")
+            marker = RestoreMarker("simulator", "demo", str(left), True, time.time())
+            write_marker(marker)
+            await _plan_and_confirm(pilot, app, space, serving=False)
+            await until(
+                pilot,
+                lambda: app.tune.board is not None and app.tune.board.snapshot().finished,
+                240,
+                "the tune to finish",
+            )
+            lines = app.tune.board.snapshot().lines
+            assert f"a tune left {left}: removing it" in lines, lines
+            assert "unit restored: drop-in removed, service started as before" in lines, lines
+            await until(pilot, lambda: deck.box.unit.state == "active", 30, "the unit active")
+            assert not left.exists() and read_marker() is None
+        history = recorded_history(deck.profile, "simulator")
+        assert history is not None and history.tune is not None, history
+        assert "best: first" in history.tune.text
+        assert [a.outcome for a in history.attempts].count("served") >= 1, history.attempts
     finally:
         await deck.close()
 

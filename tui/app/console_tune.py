@@ -2,7 +2,8 @@
 
 A part of ServedeckApp. U asks for the space (the profile's `tune.toml` beside it, or the
 example), shows the Plan's preflight and runs nothing until confirmed; the run is
-`tui.tune.driver.run_tune`, the same as `servedeck tune`, in a worker, its board drawn by
+`tui.tune.session.tune_on_deck`, the same as `servedeck tune` (a crashed tune's drop-in
+undone first, each start and the result recorded), in a worker, its board drawn by
 TuneScreen. A cancel (asked first) cancels that worker: run_tune's own `finally` stops the
 load, removes the drop-in and puts the service back as it was, exactly as SIGTERM does
 to the command. Refused in a read-only console.
@@ -12,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +22,10 @@ from tui.app.console_workers import console_worker, failure_text
 from tui.core.errors import ServedeckError
 from tui.core.formatting import duration_compact
 from tui.screens.tune import TuneCancelScreen, TuneConfirmScreen, TuneScreen, TuneSpaceScreen
-from tui.tune.driver import run_tune
 from tui.tune.preflight import PlannedConfig, plan_for_deck, plan_lines
 from tui.tune.progress import TuneBoard
-from tui.tune.record import finished_event
-from tui.tune.results import context_key, result_lines, save_outcome
+from tui.tune.results import result_lines
+from tui.tune.session import tune_on_deck
 from tui.tune.space import TuneSpace, default_space_path, load_space
 
 if TYPE_CHECKING:
@@ -35,6 +33,7 @@ if TYPE_CHECKING:
 
     from tui.app.console_record import RecordPart
     from tui.deck import Deck
+    from tui.record.feed import RecordFeed
 
 BOARD_TICK_S = 0.5
 TABLE_MIN_WIDTH = 60
@@ -120,17 +119,9 @@ class TunePart(Part):
     ) -> None:
         ticker = asyncio.ensure_future(self._tick(board))
         try:
-            gpus = await self.deck.gpu_inventory()
-            context = context_key(self.profile.model.name or "", f"{gpus.count}x {gpus.name}")
-            outcomes = await run_tune(
-                self.deck,
-                space,
-                planned,
-                say=board.say,
-                keep=lambda outcome: save_outcome(outcome, context),
-                board=board,
+            outcomes = await tune_on_deck(
+                self.deck, space, planned, say=board.say, board=board, held_feed=self._held_feed()
             )
-            self._record(outcomes, space.objective)
             width = max(TABLE_MIN_WIDTH, self.console.screen.size.width - 4)  # the frame's
             board.finish(result_lines(outcomes, space.objective, width))
         except asyncio.CancelledError:
@@ -150,11 +141,11 @@ class TunePart(Part):
             self.post_message(messages.TuneUpdate(board.snapshot()))
             await asyncio.sleep(BOARD_TICK_S)
 
-    def _record(self, outcomes: Sequence[Any], objective: str) -> None:
-        """The finished tune on the Timeline and in the handoff (the console records the loads)."""
+    def _held_feed(self) -> RecordFeed | None:
+        """The console's recording feed when it holds the recording (it records the loads
+        itself); None: the tune records its attempts and result as `servedeck tune` does."""
         recording = self.record.recording
-        if recording is not None:
-            recording.feed.event(finished_event(outcomes, objective, time.time()))
+        return recording.feed if recording is not None and recording.recorder else None
 
     def show(self, message: messages.TuneUpdate) -> None:
         if self.screen is not None:

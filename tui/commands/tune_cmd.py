@@ -20,24 +20,11 @@ from tui.compose import open_deck
 from tui.core.errors import ServedeckError, UsageError
 from tui.deck import Deck
 from tui.ops.restart_guard import guarded_action
-from tui.tune.driver import Outcome, run_tune
-from tui.tune.dropin import (
-    DropIn,
-    clear_marker,
-    config_argv,
-    dropin_text,
-    exec_start_argv,
-    read_marker,
-)
+from tui.tune.driver import Outcome
+from tui.tune.dropin import DropIn, config_argv, dropin_text, exec_start_argv
 from tui.tune.preflight import plan_for_deck, plan_lines
-from tui.tune.record import TuneRecording
-from tui.tune.results import (
-    context_key,
-    measured_before,
-    ranked,
-    result_lines,
-    save_outcome,
-)
+from tui.tune.results import ranked, result_lines
+from tui.tune.session import restore_left_behind, tune_on_deck
 from tui.tune.space import TuneSpace, load_space
 
 TABLE_WIDTH = 80  # the result table fits a default terminal; --wide prints every column
@@ -81,26 +68,6 @@ def _apply_confirmed(question: str, args: argparse.Namespace) -> bool:
         return _confirm(question, args)
     except UsageError:
         return False
-
-
-async def restore_left_behind(deck: Deck) -> bool:
-    """Undo the drop-in of a tune that died on this host; True when there was one."""
-    marker = read_marker()
-    if marker is None or marker.host != deck.host_label:
-        return False
-    drop = DropIn(deck)
-    if drop.path != marker.dropin_path:
-        # A simulated box lives as long as its servedeck: the dead tune's box, its
-        # drop-in and its processes were swept when this one started.
-        print(f"a tune left {marker.dropin_path} on a box that is gone: nothing left to undo")
-        clear_marker()
-        return True
-    print(f"a tune left {marker.dropin_path}: removing it")
-    await drop.remove()
-    if marker.was_active:
-        await guarded_action(deck, "start", confirmed=True)
-    clear_marker()
-    return True
 
 
 async def _apply(deck: Deck, best: Outcome, space: TuneSpace) -> None:
@@ -149,22 +116,7 @@ async def _run(args: argparse.Namespace, space: TuneSpace | None) -> int:
                         f"{deck.host_label}?", args):  # fmt: skip
             print("nothing done")
             return 1
-        await restore_left_behind(deck)
-        gpus = await deck.gpu_inventory()
-        context = context_key(deck.profile.model.name or "", f"{gpus.count}x {gpus.name}")
-        done = measured_before(context) if args.resume else {}
-        recording = TuneRecording(deck, print)
-        try:
-            outcomes = await run_tune(
-                deck,
-                space,
-                planned,
-                done=done,
-                keep=lambda o: save_outcome(o, context),
-                recording=recording,
-            )
-        finally:
-            recording.close()
+        outcomes = await tune_on_deck(deck, space, planned, resume=args.resume)
         width = None if args.wide else TABLE_WIDTH
         print("\n".join(result_lines(outcomes, space.objective, width)))
         best = ranked(outcomes, space.objective)[0] if outcomes else None

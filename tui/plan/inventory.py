@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tui.core.errors import ServedeckError
+from tui.core.errors import CommandNotFound, ServedeckError
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hosts.base import Host
 
@@ -16,6 +16,13 @@ class GpuInventoryError(ServedeckError):
     """No usable GPUs to plan for (exit code 2)."""
 
     exit_code = 2
+
+
+class NoGpus(GpuInventoryError):
+    """The host has no NVIDIA GPU to plan for (no nvidia-smi, or it lists none): a CPU box.
+
+    Distinct from a failing nvidia-smi (a GPU box with a broken driver), so a caller that
+    can go on without GPUs (the tune on a CPU build) says so instead of inventing one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +107,12 @@ async def inventory_from_nvidia_smi(host: Host) -> GpuInventory:
         "--query-gpu=name,memory.total,compute_cap",
         "--format=csv,noheader,nounits",
     ]
-    result = await host.run(argv, timeout_s=20.0)
+    try:
+        result = await host.run(argv, timeout_s=20.0)
+    except CommandNotFound:
+        raise NoGpus(f"{host.label}: no nvidia-smi: no GPUs") from None
+    if result.exit_status == 127:  # a shell's "command not found" (over SSH)
+        raise NoGpus(f"{host.label}: no nvidia-smi: no GPUs")
     if not result.ok:
         detail = (result.stderr or result.stdout).strip().splitlines()[:1]
         raise GpuInventoryError(
@@ -113,6 +125,6 @@ async def inventory_from_nvidia_smi(host: Host) -> GpuInventory:
     except (IndexError, ValueError):
         raise GpuInventoryError(f"{host.label}: cannot read nvidia-smi's output") from None
     if not rows:
-        raise GpuInventoryError(f"{host.label}: nvidia-smi lists no GPU")
+        raise NoGpus(f"{host.label}: nvidia-smi lists no GPU")
     cc = rows[0][2] if len(rows[0]) > 2 and rows[0][2] not in ("", "[N/A]") else None
     return GpuInventory(len(rows), min(memories), cc, None, (), rows[0][0], "nvidia-smi")

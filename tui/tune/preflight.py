@@ -5,6 +5,9 @@ heads / 6 ..."); the rest are ordered by their predicted load time: the load ETA
 for this host (the simulator's stated phases, else the median of earlier loads, else
 defaults), scaled by each layout's weights per GPU against the profile's own layout,
 since each rank reads its share of the checkpoint side by side.
+
+A host with no GPU (a CPU build of vLLM) is its own case, never a made-up GPU: every
+configuration runs unchecked ("no GPUs: layout not checked"), using no GPU.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from tui.core.formatting import duration_compact
 from tui.deck import Deck
 from tui.plan.build import ModelFacts, kv_dtype_bytes
 from tui.plan.for_profile import profile_layout
-from tui.plan.inventory import GpuInventory
+from tui.plan.inventory import GpuInventory, NoGpus
 from tui.plan.layout import FITS, INVALID, Layout, LayoutResult, PlanSettings, evaluate_layout, gib
 from tui.serving.load.eta import HISTORY_FILE, plan_for, simulator_plan
 from tui.tune.space import TuneConfig, TuneSpace
+
+UNCHECKED = "not checked"  # no GPUs on the host: the Plan has nothing to check a layout on
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +34,7 @@ class PlannedConfig:
 
     config: TuneConfig
     layout: Layout
-    verdict: str  # FITS | TOO_BIG | INVALID (tui.plan.layout)
+    verdict: str  # FITS | TOO_BIG | INVALID (tui.plan.layout) | UNCHECKED (no GPUs)
     reason: str  # the failed check or the memory arithmetic, one line
     kv_room_bytes_per_gpu: int | None
     weight_bytes_per_gpu: int | None
@@ -37,11 +42,12 @@ class PlannedConfig:
 
     @property
     def runnable(self) -> bool:
-        return self.verdict == FITS
+        return self.verdict in (FITS, UNCHECKED)
 
     @property
     def gpus(self) -> int:
-        return self.layout.gpus
+        """The GPUs it uses: none on a host without any (its ranks are CPU processes)."""
+        return 0 if self.verdict == UNCHECKED else self.layout.gpus
 
 
 def config_layout(config: TuneConfig, profile: Profile) -> Layout:
@@ -138,11 +144,30 @@ def base_load_s(deck: Deck, model: str | None) -> float | None:
     return sum(plan.seconds.values()) if plan.basis != "defaults" else None
 
 
+def plan_without_gpus(
+    space: TuneSpace, profile: Profile, base_load_s: float | None, why: str
+) -> tuple[PlannedConfig, ...]:
+    """A CPU box: each configuration runs unchecked; a load is predicted only for the
+    profile's own layout (nothing scales another one without the Plan's arithmetic)."""
+    base = profile_layout(profile)
+    planned = []
+    for config in space.configs:
+        layout = config_layout(config, profile)
+        predicted = base_load_s if layout == base else None
+        reason = f"{why}: layout not checked"
+        planned.append(PlannedConfig(config, layout, UNCHECKED, reason, None, None, predicted))
+    planned.sort(key=lambda p: (p.predicted_load_s is None, p.predicted_load_s or 0.0))
+    return tuple(planned)
+
+
 async def plan_for_deck(deck: Deck, space: TuneSpace) -> tuple[PlannedConfig, ...]:
     """The Deck's model and GPUs (no start, no write): the tune's plan."""
     model = await deck.model_facts()
-    gpus = await deck.gpu_inventory()
     base = base_load_s(deck, deck.profile.model.name)
+    try:
+        gpus = await deck.gpu_inventory()
+    except NoGpus as error:
+        return plan_without_gpus(space, deck.profile, base, str(error))
     return plan_space(space, model, gpus, deck.profile, base)
 
 
@@ -152,15 +177,20 @@ def plan_lines(planned: tuple[PlannedConfig, ...]) -> list[str]:
     runnable = [p for p in planned if p.runnable]
     skipped = [p for p in planned if not p.runnable]
     lines.append(f"{len(runnable)} to run, by predicted load time; {len(skipped)} skipped")
+    unchecked = next((p for p in runnable if p.verdict == UNCHECKED), None)
+    if unchecked is not None:
+        lines.append(f"  {unchecked.reason}")
     for n, item in enumerate(runnable, 1):
         load = (
             "unknown" if item.predicted_load_s is None else duration_compact(item.predicted_load_s)
         )
         room = gib(item.kv_room_bytes_per_gpu) if item.kv_room_bytes_per_gpu is not None else "?"
-        lines.append(
-            f"{n:>3}. {item.config.name}  [{item.layout.label}, {item.gpus} GPUs, "
-            f"KV room {room}/GPU, load ~{load}]"
+        where = (
+            f"{item.layout.label}, no GPU"
+            if item.verdict == UNCHECKED
+            else f"{item.layout.label}, {item.gpus} GPUs, KV room {room}/GPU"
         )
+        lines.append(f"{n:>3}. {item.config.name}  [{where}, load ~{load}]")
     for item in skipped:
         lines.append(f"  skip {item.config.name}: {item.verdict}: {item.reason}")
     return lines

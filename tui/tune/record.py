@@ -6,7 +6,8 @@ environment, the load's phases, the outcome, the capacity search) exactly as a c
 would have recorded them, and the finished tune is one `tune` event carrying the ranked
 table, the Pareto front, the winner's margin and the skips: the handoff's "Tune" section.
 A console or `servedeck record` holding the recording records the loads itself; the
-tune then says it does not record and goes on.
+tune then says it does not record and goes on. A console that holds it hands its feed
+(`held_feed`): the loads are its own, the tune's result goes there.
 """
 
 from __future__ import annotations
@@ -73,19 +74,25 @@ def finished_event(outcomes: Sequence[Outcome], objective: str, at_s: float) -> 
 class TuneRecording:
     """The tune's feed into the profile's recording (or nowhere, said once, when busy)."""
 
-    def __init__(self, deck: Deck, say: Callable[[str], None]) -> None:
-        self.recorder: Recorder | None = Recorder(
-            recording_path(deck.profile),
-            host_label=deck.host_label,
-            what=f"servedeck tune -p {deck.profile.name}",
-        )
-        sink: Any = self.recorder
-        try:
-            self.recorder.start()
-        except RecordingError as error:
-            say(f"not recording the tune: {error}")
-            self.recorder, sink = None, _Nowhere()
+    def __init__(
+        self, deck: Deck, say: Callable[[str], None], held_feed: RecordFeed | None = None
+    ) -> None:
+        self.recorder: Recorder | None = None
+        sink: Any = _Nowhere()
+        if held_feed is None:
+            self.recorder = Recorder(
+                recording_path(deck.profile),
+                host_label=deck.host_label,
+                what=f"servedeck tune -p {deck.profile.name}",
+            )
+            sink = self.recorder
+            try:
+                self.recorder.start()
+            except RecordingError as error:
+                say(f"not recording the tune: {error}")
+                self.recorder, sink = None, _Nowhere()
         self.feed = RecordFeed(sink, deck.host_label)
+        self._result_feed = held_feed or self.feed
         self._last: LoadProgress | None = None
 
     def exec(self, pid: int | None, argv: list[str], env: dict[str, str]) -> None:
@@ -118,7 +125,7 @@ class TuneRecording:
             self._last = None
 
     def finished(self, outcomes: Sequence[Outcome], objective: str) -> None:
-        self.feed.event(finished_event(outcomes, objective, time.time()))
+        self._result_feed.event(finished_event(outcomes, objective, time.time()))
 
     def close(self) -> None:
         if self.recorder is not None:
