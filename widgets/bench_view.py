@@ -67,7 +67,7 @@ class BenchView(VerticalScroll):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._levels: dict[str, LevelResult] = {}  # by row key, for the detail view
+        self._levels: dict[str, LevelResult] = {}  # by row key (its place), for the detail view
 
     def compose(self) -> ComposeResult:
         yield Static(Text("No benchmark yet: press b to run the default preset.", style="dim"),
@@ -130,9 +130,7 @@ class BenchView(VerticalScroll):
     def show_level(self, level: LevelResult) -> None:
         table = self.query_one("#bench-levels", DataTable)
         fail = Text(str(level.failed), style="bold red" if level.failed else "")
-        key = f"{_load_label(level)}"
-        if key in table.rows:
-            table.remove_row(key)
+        key = str(len(self._levels))  # its place in the run: two levels at one load stay two
         measured = level.completed > 0  # nothing completed: nothing measured, never 0
         marks = (" *" if level.partial else "") + (" !" if level.client_bound else "")
         table.add_row(
@@ -205,7 +203,7 @@ class BenchView(VerticalScroll):
         """Past runs of this host, newest first: one row per run."""
         table = self.query_one("#bench-history", DataTable)
         table.clear()
-        for run in runs:
+        for index, run in enumerate(runs):
             context = run.context
             figure = figure_of(run)  # prefill: prompt tok/s; nothing measured: n/a
             single = figure.single_stream_tok_s
@@ -220,5 +218,5 @@ class BenchView(VerticalScroll):
                 f"{single:,.1f}" if single else NA,
                 f"{figure.tok_s:,.0f}{unit}" if figure.tok_s is not None else NA,
                 figure.at,
-                key=run.run_id,
+                key=str(index),  # a run id can repeat in a copied or merged history file
             )

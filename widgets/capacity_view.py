@@ -140,20 +140,17 @@ class CapacityView(Static):
         state = "cancelled: finished levels kept" if result.get("partial") else "done"
         self._status = Text(f"Capacity {state}", style="dim")
         self._notes = []
-        truth = result.get("truth")
-        if truth:
-            self._notes.append(f"simulator truth: {_users(truth.get('concurrency'))}")
         if result.get("time_scale", 1.0) != 1.0:
             self._notes.append(
                 f"{result.get('simulated_s', 0):,.0f} s simulated in {result.get('wall_s', 0):,.0f} s"
             )
         self._draw()
 
-    def show_uncertainty(self, bracket: str, spread: str) -> None:
-        """What the search proved (its bracket) and, on repeat, the spread across searches."""
-        self._notes.insert(0, f"proved {bracket}")
-        if spread:
-            self._notes.insert(1, spread)
+    def show_uncertainty(self, bracket: str, spread: str, truth: str = "") -> None:
+        """What the search proved (its bracket), on repeat the spread across searches, and
+        the simulator's truth said against the bracket (inside it, or why outside)."""
+        said = [f"proved {bracket}", *(text for text in (spread, truth) if text)]
+        self._notes[:0] = said
         self._draw()
 
     def on_resize(self) -> None:

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist
 
 from tui.core.formatting import GIB, duration_compact, printable
 from tui.fleet.model import FleetRow
@@ -206,6 +205,7 @@ class FleetTable(DataTable[Text]):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
         self.columns_shown: dict[str, int] = {}
+        self._hosts: list[str] = []  # by row: a host can be listed twice (two sources)
 
     def _columns_for(self, fitted: dict[str, int]) -> None:
         if self.columns_shown == fitted:
@@ -224,20 +224,21 @@ class FleetTable(DataTable[Text]):
         fitted = fitted_columns(drawn, room)
         self._columns_for(fitted)
         self.clear()
-        for row, cells_of in zip(rows, drawn, strict=True):
+        self._hosts = [row.host for row in rows]
+        for index, (row, cells_of) in enumerate(zip(rows, drawn, strict=True)):
             if "alerts" in fitted and row.alerts:
                 cells_of["alerts"] = free(", ".join(row.alerts), fitted["alerts"])
-            self.add_row(*(Text.from_markup(cells_of[column]) for column in fitted), key=row.host)
-        if selected is not None:
-            keys = [row.host for row in rows]
-            if selected in keys:
-                self.move_cursor(row=keys.index(selected))
+            self.add_row(*(Text.from_markup(cells_of[column]) for column in fitted), key=str(index))
+        if selected is not None and selected in self._hosts:
+            self.move_cursor(row=self._hosts.index(selected))
+
+    def row_of(self, host: str) -> int | None:
+        """The first row drawn for a host, or None when it is not shown."""
+        return self._hosts.index(host) if host in self._hosts else None
+
+    def host_at(self, row: int) -> str | None:
+        """The host drawn on one row (rows are keyed by place, never by a name that repeats)."""
+        return self._hosts[row] if 0 <= row < len(self._hosts) else None
 
     def selected_host(self) -> str | None:
-        if not self.row_count:
-            return None
-        try:
-            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except CellDoesNotExist:  # no cell under the cursor
-            return None
-        return str(key.value) if key.value is not None else None
+        return self.host_at(self.cursor_row) if self.row_count else None

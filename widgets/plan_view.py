@@ -77,7 +77,7 @@ class PlanView(Vertical):
             chosen = result.layout == self._chosen
             if chosen:
                 cursor = row
-            table.add_row(*self._cells(result, chosen), key=result.layout.label)
+            table.add_row(*self._cells(result, chosen), key=str(row))  # labels can repeat
         table.move_cursor(row=cursor)
         self._show_detail(plan.layouts[cursor] if plan.layouts else None)
 
@@ -111,10 +111,9 @@ class PlanView(Vertical):
         detail.update(Text("\n".join(lines).rstrip()))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if self._plan is None or event.row_key.value is None:
-            return
-        match = next((r for r in self._plan.layouts if r.layout.label == event.row_key.value), None)
-        self._show_detail(match)
+        layouts = self._plan.layouts if self._plan is not None else ()
+        if 0 <= event.cursor_row < len(layouts):
+            self._show_detail(layouts[event.cursor_row])
 
     @property
     def detail_text(self) -> str:

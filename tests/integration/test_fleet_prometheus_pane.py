@@ -135,9 +135,16 @@ async def until(
 def cell(app: FleetApp, host: str, column: str) -> str | None:
     table = app.query_one(FleetTable)
     try:
-        return table.get_cell(host, column).plain
+        return table.get_cell(str(table.row_of(host)), column).plain
     except Exception:  # no such row (yet)
         return None
+
+
+def shown_row(table: FleetTable, host: str) -> int:
+    """The row a host is drawn on (rows are keyed by place, not by host)."""
+    row = table.row_of(host)
+    assert row is not None, f"{host} is not shown"
+    return row
 
 
 async def in_thread(call: Callable[[], object]) -> None:
@@ -177,7 +184,7 @@ async def test_prometheus_rows_history_stale_and_prometheus_lost_then_back(
 
             # The busy box's history: a sawtooth, as its exporter wrote it, step by step.
             table = app.query_one(FleetTable)
-            table.move_cursor(row=table.get_row_index(BUSY))
+            table.move_cursor(row=shown_row(table, BUSY))
 
             def sawtooth_seen() -> HostHistory | None:
                 got = app.history
@@ -317,15 +324,15 @@ async def test_a_host_in_both_sources_is_one_prometheus_row_and_enter_opens_its_
             table = app.query_one(FleetTable)
             # A demo (SSH-style) row has no Prometheus history; a bug in the history's
             # fetch is a line in its place, and the rows go on refreshing.
-            table.move_cursor(row=table.get_row_index("box-02"))
+            table.move_cursor(row=shown_row(table, "box-02"))
             await until(
                 pilot, lambda: "history only for Prometheus rows" in screen_text(app), 20, "note"
             )
-            table.move_cursor(row=table.get_row_index("box-01"))
+            table.move_cursor(row=shown_row(table, "box-01"))
             await until(pilot, lambda: "history failed: planted" in screen_text(app), 20, "bug")
             refreshes = app.refreshes
             await until(pilot, lambda: app.refreshes > refreshes + 1, 20, "refreshes go on")
-            table.move_cursor(row=table.get_row_index("box-01"))
+            table.move_cursor(row=shown_row(table, "box-01"))
             await pilot.press("enter")
             await pilot.pause(0.2)
         assert app.return_value == "box-01"

@@ -175,7 +175,7 @@ class BenchPart(Part):
             view.mount(Static(text, id="bench-compare", markup=False), before="#bench-history")
 
     def _show_capacity(self, event: dict) -> None:
-        from tui.bench.capacity.answer import bracket_text, capacity_line, is_finished, spread_text
+        from tui.bench.capacity import answer
         from tui.bench.capacity.history import append_capacity, read_capacity_history
         from widgets.capacity_view import CapacityView
 
@@ -195,7 +195,7 @@ class BenchPart(Part):
             result = event["result"]
             append_capacity(result)
             history = read_capacity_history()
-            if not is_finished(result):
+            if not answer.is_finished(result):
                 self.console.notify(
                     f"{result['answer']} (cancelled: the finished levels are kept; not an answer)",
                     title="Capacity search cancelled",
@@ -203,8 +203,12 @@ class BenchPart(Part):
                     timeout=15,
                 )
                 return
-            view.show_uncertainty(bracket_text(result), spread_text(result, history))
-            self.console.notify(capacity_line(result, history), title="Capacity", timeout=15)
+            view.show_uncertainty(
+                answer.bracket_text(result),
+                answer.spread_text(result, history),
+                answer.truth_text(result),
+            )
+            self.console.notify(answer.capacity_line(result, history), title="Capacity", timeout=15)
 
     @console_worker(
         "bench",

@@ -275,8 +275,10 @@ class FleetApp(App[str | None]):
             self._open(host)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self._open(str(event.row_key.value))
+        table = event.data_table
+        host = table.host_at(event.cursor_row) if isinstance(table, FleetTable) else None
+        if host is not None:
+            self._open(host)
 
     def _open(self, host: str) -> None:
         """Leave for the host's console, if it has a profile (a Prometheus-only host has none);
@@ -290,7 +292,9 @@ class FleetApp(App[str | None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The selected host's route (hop chain) and its error, under the table."""
-        row = next((r for r in self.rows if r.host == event.row_key.value), None)
+        table = event.data_table
+        host = table.host_at(event.cursor_row) if isinstance(table, FleetTable) else None
+        row = next((r for r in self.rows if r.host == host), None)
         self._selected_note = (
             "" if row is None else source_text(f"{row.host}: {row.route or row.source}")
         )

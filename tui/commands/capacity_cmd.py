@@ -17,6 +17,7 @@ import sys
 from dataclasses import asdict, replace
 from typing import Any
 
+from tui.bench.capacity.answer import truth_text
 from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
 from tui.bench.capacity.history import append_capacity
 from tui.bench.capacity.runner import CapacitySpec
@@ -74,9 +75,8 @@ def format_capacity(result: dict[str, Any]) -> str:
             reuse.append(f"{_load(level)}: {intended:.0f}% / {_pct(measured)}")
     if reuse:
         lines.append(hanging("prefix-cache hit rate, intended / measured: ", ", ".join(reuse)))
-    truth = result.get("truth")
-    if truth:
-        lines.append(f"simulator truth: {_users(truth.get('concurrency'))}")
+    if truth := truth_text(result):
+        lines.append(truth)
     if result.get("time_scale", 1.0) != 1.0:
         lines.append(
             f"fast clock x{result['time_scale']:g}: {result['simulated_s']:,.0f} s simulated "

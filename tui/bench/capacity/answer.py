@@ -77,6 +77,64 @@ def bracket_text(record: Mapping[str, Any]) -> str:
     return f"{_count(low)}-{_count(high)} {unit} (met at {_count(low)}, missed at {_count(high)})"
 
 
+# A level's figure for each objective: (label, level field, SLO field, unit, higher is worse).
+_OBJECTIVES = {
+    "ttft": ("TTFT p99", "ttft_p99_ms", "ttft_p99_ms", "ms", True),
+    "itl": ("ITL p99", "itl_p99_ms", "itl_p99_ms", "ms", True),
+    "user_tok_s": ("per-user speed", "per_user_tok_s", "min_user_tok_s", "tok/s", False),
+}
+
+
+def _figures(level: Mapping[str, Any], slo: Mapping[str, Any], names: Iterable[str]) -> str:
+    """`ITL p99 108 ms > 100 ms`: each named objective's figure beside its limit."""
+    said = []
+    for name in names:
+        if name not in _OBJECTIVES:
+            said.append(str(name))  # errors, preemptions, a growing queue: no figure
+            continue
+        label, field, limit_field, unit, higher_worse = _OBJECTIVES[name]
+        value, limit = level.get(field), slo.get(limit_field)
+        if not isinstance(value, int | float) or not isinstance(limit, int | float):
+            continue
+        bad = value > limit if higher_worse else value < limit
+        sign = (">" if bad else "<=") if higher_worse else ("<" if bad else ">=")
+        said.append(f"{label} {value:,.{0 if unit == 'ms' else 1}f} {unit} {sign} {limit:g} {unit}")
+    return ", ".join(said)
+
+
+def truth_text(record: Mapping[str, Any]) -> str:
+    """The simulator's truth beside what the search proved; empty without a truth.
+
+    The truth is the simulator's scheduler replayed without noise (tui.sim.capacity);
+    each level of the search is one measurement on this machine, whose timing noise (a
+    stalled client or server) the model leaves out. So the truth can lie outside the
+    bracket: then the level that decided otherwise is named with its figures.
+    """
+    truth = (record.get("truth") or {}).get("concurrency")
+    if not isinstance(truth, int):
+        return ""
+    said = f"simulator truth: {truth} {'user' if truth == 1 else 'users'}"
+    low, high = bracket(record)
+    if low is None and high is None:
+        return said
+    levels = {_load(level): level for level in record.get("levels") or ()}
+    slo = record.get("slo") or {}
+    proved = bracket_text(record).split(" (")[0]
+    if high is not None and truth >= high:
+        level, verb = levels[high], f"the miss at {_count(high)}"
+        figures = _figures(level, slo, level.get("failures") or ())
+    elif low is not None and truth < low:
+        level, verb = levels[low], f"the pass at {_count(low)}"
+        figures = _figures(level, slo, (record.get("truth") or {}).get("limited_by") or ())
+    else:
+        return f"{said}, inside the proved {proved}"
+    because = f" ({figures})" if figures else ""
+    return (
+        f"{said}, outside the proved {proved}: {verb}{because} was one measurement with "
+        "this machine's timing noise, which the simulator's model leaves out"
+    )
+
+
 def answer_load(record: Mapping[str, Any]) -> float | None:
     """The answer's load (users or requests/s); None when no level met the SLO."""
     low, _high = bracket(record)
@@ -109,13 +167,13 @@ def spread_text(record: Mapping[str, Any], history: Iterable[Mapping[str, Any]])
 
 
 def capacity_line(record: Mapping[str, Any], history: Iterable[Mapping[str, Any]] = ()) -> str:
-    """The answer, the bracket it proved and, on repeat, the spread across searches."""
+    """The answer, the bracket it proved, on repeat the spread across searches, and the
+    simulator's truth where there is one (said against the bracket)."""
     answer = str(record.get("answer") or "capacity unknown")
     if not is_finished(record):
         return f"cancelled capacity search (not an answer): {answer}"
-    text = f"{answer}; proved {bracket_text(record)}"
-    spread = spread_text(record, history)
-    return f"{text}; {spread}" if spread else text
+    parts = [f"{answer}; proved {bracket_text(record)}", spread_text(record, history)]
+    return "; ".join(part for part in (*parts, truth_text(record)) if part)
 
 
 def latest_finished(records: Iterable[Mapping[str, Any]], host: str) -> Mapping[str, Any] | None:
