@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 # cheap: the SSH host fails fast during its backoff), so the console resumes soon after.
 HOST_RETRY_S = 1.0
 # How often the console looks at the connection and redraws countdowns: a cut shows
-# within a tick, well inside the 2 s an operator should wait to see it.
-HEALTH_TICK_S = 0.5
+# within a tick, inside the 2 s an operator should wait to see it; countdowns are in
+# whole seconds.
+HEALTH_TICK_S = 1.0
 # After the host answers again, the header says it reconnected (and after how long a cut)
 # for this long: a cut that a fast reconnect ends within a tick is still seen.
 RECONNECTED_NOTE_S = 15.0

@@ -29,7 +29,10 @@ from tui.hosts.base import Host
 # copied from a box that crashed, or one written by journal-remote).
 KERNEL_JOURNAL_ENV = "SERVEDECK_KERNEL_JOURNAL"
 STEADY_S = 2.0  # a stream that has not ended for this long is following
-CHECK_S = 0.5
+CHECK_S = 0.5  # while a stream has yet to prove steady
+# Once following, a stream's end is looked for this often: an idle console's main thread
+# woke twice a second for it, for a "resuming" line a few seconds late at worst.
+FOLLOWING_CHECK_S = 5.0
 RETRY_S = 15.0  # after both the journal and dmesg failed
 
 
@@ -87,7 +90,7 @@ async def _watched(
     seen, steady_since, following = ends(), time.monotonic(), False
     try:
         while not task.done():
-            await asyncio.wait({task}, timeout=CHECK_S)
+            await asyncio.wait({task}, timeout=FOLLOWING_CHECK_S if following else CHECK_S)
             if ends() != seen:
                 seen, steady_since = ends(), time.monotonic()
                 if following or seen == 1:
