@@ -322,12 +322,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--model", default=d.model)
     p.add_argument("--served-model-name", default=d.served_model_name)
     p.add_argument("--load-seconds", type=float, default=d.load_seconds)
-    p.add_argument(
-        "--load-started-s",
-        type=float,
-        default=None,
-        help="epoch seconds the load began: resume it there, past lines stamped as they were",
-    )
+    p.add_argument("--load-started-s", type=float, default=None)  # ServerSettings says why
     p.add_argument("--shards", type=int, default=d.shards)
     p.add_argument("--tp", type=int, default=d.tp)
     p.add_argument("--seed", type=int, default=d.seed)
