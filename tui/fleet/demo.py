@@ -4,7 +4,8 @@ A full SimBox runs a server, an engine and a worker per GPU: twenty of them woul
 swamp a laptop. A light box keeps what the fleet reads: a real vLLM-format log file
 (the simulator's shard bar and line format, stamped on a schedule) that the fleet
 reads back through the same tail and LoadTracker as a real host, a unit state, a
-GPU sample that follows the load, and the `Engine 000:` stats line for the metrics.
+GPU sample that follows the load, and the metrics of a server no client sends
+requests to (idle: the full box opened on a row has no traffic either).
 Boxes differ in model, size, state and load: most serve, several are loading at
 different shards, one fails its load, one has stopped with leftovers, one is
 unreachable.
@@ -28,7 +29,7 @@ from tui.gpu.model import GpuBoxSnapshot, GpuSample
 from tui.hosts.local import LocalHost
 from tui.logs.tail import follow_file
 from tui.serving.load.tracker import LoadTracker
-from tui.serving.metrics import metrics_from_log
+from tui.serving.metrics import ServerMetrics
 from tui.serving.readiness import Readiness
 from tui.serving.unit.service import UnitState
 from tui.sim import spec
@@ -45,8 +46,8 @@ MODELS: tuple[tuple[str, int, int, float, float], ...] = (
     ("Qwen/Qwen3-235B-A22B", 24, 4, 55.0, 500.0),
     ("meta-llama/Llama-3.3-70B-Instruct", 30, 2, 66.0, 300.0),
 )
-# A serving box opened from the fleet loads this fast before its console shows it serving.
-SERVING_LOAD_S = 2.0
+# A serving box opened from the fleet replays its past load at once; this long at most.
+OPEN_SERVING_TIMEOUT_S = 40.0
 KINDS = ("serving", "loading", "serving", "failed", "loading", "unreachable", "stopped")
 _FAIL_ERROR = (
     "ValueError: The output_size of gate's and up's weight = 192 is not divisible "
@@ -80,7 +81,6 @@ class LightBox:
     started_s: float  # wall clock of the (simulated) start
     seed: int
     _written_until_s: float = 0.0
-    _next_stats_s: float = 0.0
 
     @property
     def log_path(self) -> Path:
@@ -207,30 +207,36 @@ class LightBox:
     def ready_at_s(self) -> float:
         return self.started_s + self.load_s
 
-    def _stats(self, at_s: float) -> str:
-        rng = random.Random(f"{self.seed}:{int(at_s)}")
-        running = rng.randint(0, 24)
-        gen = running * rng.uniform(18, 40)
-        return self._line(
-            at_s,
-            "INFO",
-            "loggers.py:257",
-            f"Engine 000: Avg prompt throughput: {gen * 3:.1f} tokens/s, "
-            f"Avg generation throughput: {gen:.1f} tokens/s, Running: {running} reqs, "
-            f"Waiting: {rng.randint(0, 3) if running > 20 else 0} reqs, "
-            f"GPU KV cache usage: {min(99.0, running * 3.7):.1f}%, Prefix cache hit rate: 0.0%",
+    def idle_metrics(self, now_s: float) -> ServerMetrics | None:
+        """What a serving light box's /metrics would say: no client ever sends it a request,
+        so nothing runs and no token is made (the console opened on it says the same)."""
+        if self.kind != "serving" or now_s < self.ready_at_s:
+            return None
+        return ServerMetrics(
+            running_reqs=0,
+            waiting_reqs=0,
+            kv_cache_usage_pct=0.0,
+            prompt_tokens_per_s=0.0,
+            generation_tokens_per_s=0.0,
+            preemptions_total=0,
+            preemptions_in_interval=0,
+            ttft_p50_s=None,
+            ttft_p90_s=None,
+            ttft_p99_s=None,
+            itl_p50_s=None,
+            itl_p90_s=None,
+            itl_p99_s=None,
+            interval_s=None,
+            source="metrics",
+            at_s=now_s,
         )
 
     def advance(self, now_s: float) -> None:
-        """Append every line due since the last call (at most the last 200 of them)."""
+        """Append every load line due since the last call (at most the last 200 of them).
+
+        No `Engine 000:` stats line: vLLM logs one only under traffic, and none comes.
+        """
         due = [(t, text) for t, text in self._schedule() if self._written_until_s < t <= now_s]
-        if self.kind == "serving" and now_s >= self.ready_at_s:
-            start = max(self._next_stats_s, self.ready_at_s + 10, now_s - 100)
-            t = start
-            while t <= now_s:
-                due.append((t, self._stats(t)))
-                t += 10.0
-            self._next_stats_s = t
         if due:
             with self.log_path.open("a", encoding="utf-8") as handle:
                 handle.writelines(text + "\n" for _, text in sorted(due, key=lambda x: x[0])[-200:])
@@ -267,7 +273,7 @@ class LightBox:
                 used = int(frac * self.weights_gib * spec.GIB) + (
                     int(22 * spec.GIB) if serving else 0
                 )
-                util = rng.uniform(55, 98) if serving else 3.0
+                util = 0.0 if serving else 3.0  # idle (no traffic) or loading weights
             hot = 16.0 if self.seed % 5 == 2 and index == 0 else 0.0
             samples.append(
                 GpuSample(
@@ -343,9 +349,7 @@ class DemoProbe:
             None,
             now,
         )
-        metrics = None
-        if progress is not None and progress.engine_stats is not None:
-            metrics = metrics_from_log(progress.engine_stats)
+        metrics = box.idle_metrics(now) if serving else None
         # The simulator knows every process it started: each box's leftovers are counted.
         leftovers = 2 if box.kind == "stopped" else 0
         return build_row(
@@ -400,13 +404,15 @@ class DemoFleet:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45.0) -> SimDeck:
+def full_demo_deck(box: LightBox, *, read_only: bool = False) -> SimDeck:
     """Enter on a light box: a full simulated box (real processes) that is that host.
 
-    Started only when the operator opens it, with the row's model and GPU count: a
-    serving box opens serving (its short load done before the console shows it), a
-    loading one loads, a failed box fails its load again, a stopped one stays stopped.
-    Blocks while a serving box loads: call it from a thread.
+    Started only when the operator opens it, with the row's model, GPU count and load:
+    the load resumes where the row's is (same length, same start, the lines already due
+    stamped as they were), so a loading box opens at the row's shard and a serving box
+    opens serving since the row's ready time; a failed box fails its load again at the
+    same shard, a stopped one stays stopped. Blocks while a serving box catches up: call
+    it from a thread.
     """
     from dataclasses import replace
 
@@ -423,17 +429,11 @@ def full_demo_deck(box: LightBox, *, read_only: bool = False, load_s: float = 45
         fail_at_shard=box.shards // 3 if box.kind == "failed" else None,
         orphans_on_stop=2,
     )
-    serving = box.kind == "serving"
-    sim = SimBox(
-        load_seconds=SERVING_LOAD_S if serving else load_s,
-        options=options,
-        gpu_count=box.gpus,
-        unit_name=unit,
-    )
+    sim = SimBox(load_seconds=box.load_s, options=options, gpu_count=box.gpus, unit_name=unit)
     if box.kind != "stopped":
-        sim.start()
-    if serving:
-        sim.wait_until_ready(timeout_s=SERVING_LOAD_S * 20)
+        sim.start(load_started_s=box.started_s)
+    if box.kind == "serving":
+        sim.wait_until_ready(timeout_s=OPEN_SERVING_TIMEOUT_S)
     profile = demo_profile(read_only=read_only)
     profile = replace(
         profile,

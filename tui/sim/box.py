@@ -99,6 +99,7 @@ class SimBox:
         self.unit = SimUnit(unit_name, self.state_dir, self.port, self.server_argv, restart)
         self.gpus = SimGpuModel(self.state_dir, seed, gpu_count=gpu_count, churn=gpu_churn)
         self._snapshot_lock = threading.Lock()
+        self._load_started_s: float | None = None  # the next start's, once (see start)
 
     @property
     def base_url(self) -> str:
@@ -132,6 +133,8 @@ class SimBox:
             "--seed",
             str(self.seed),
         ]
+        if self._load_started_s is not None:
+            argv += ["--load-started-s", str(self._load_started_s)]
         optional = {
             "--prefill-tok-s": o.prefill_tok_s,
             "--decode-step-s": o.decode_step_s,
@@ -169,8 +172,14 @@ class SimBox:
         return dropin_dir(self.state_dir, self.unit.name)
 
     # -- service --------------------------------------------------------------
-    def start(self) -> None:
-        self.unit.start()
+    def start(self, load_started_s: float | None = None) -> None:
+        """Start the service; `load_started_s` (epoch s, past) resumes a load that began
+        then, as a box found mid-load is (its later restarts load from zero)."""
+        self._load_started_s = load_started_s
+        try:
+            self.unit.start(started_s=load_started_s)
+        finally:
+            self._load_started_s = None
 
     def stop(self, orphans: int | None = None) -> None:
         self.unit.stop(orphans=orphans)

@@ -99,6 +99,29 @@ def free_memory_error(free_bytes: int, total_bytes: int, utilization: float) -> 
     )
 
 
+class LoadClock:
+    """The load's clock: wall time, or behind it while a load that began earlier catches up.
+
+    A load resumed mid-way (`ServerSettings.load_started_s`) starts `behind_s` in the
+    past: its sleeps pass at once until the clock reaches now, so the lines already due
+    are written immediately, stamped when they would have been, and the rest in real time.
+    """
+
+    def __init__(self, started_s: float | None) -> None:
+        self.behind_s = max(0.0, time.time() - started_s) if started_s is not None else 0.0
+
+    def now(self) -> float:
+        return time.time() - self.behind_s
+
+    async def sleep(self, seconds: float) -> None:
+        skipped = min(self.behind_s, max(seconds, 0.0))
+        self.behind_s -= skipped
+        if seconds - skipped > 0:
+            await asyncio.sleep(seconds - skipped)
+        else:
+            await asyncio.sleep(0)
+
+
 class LoadFailed(Exception):
     """The simulated load crashed (--fail-at-shard); the traceback is already logged."""
 
@@ -122,16 +145,17 @@ class LoadSequence:
         self.set_phase = set_phase
         self.progress = {"weights_frac": 0.0, "kv_frac": 0.0, "graphs_frac": 0.0}
         self.progress_path = Path(settings.state_dir) / "progress.json"
+        self.clock = LoadClock(settings.load_started_s)
 
     def api(self, source: str, message: str, level: str = "INFO") -> None:
-        self.log.line("APIServer", self.api_pid, level, source, message)
+        self.log.line("APIServer", self.api_pid, level, source, message, self.clock.now())
 
     def core(self, source: str, message: str, level: str = "INFO") -> None:
-        self.log.line("EngineCore_DP0", self.engine_pid, level, source, message)
+        self.log.line("EngineCore_DP0", self.engine_pid, level, source, message, self.clock.now())
 
     def worker(self, rank: int, source: str, message: str, level: str = "INFO") -> None:
         pid = self.worker_pids[rank % len(self.worker_pids)]
-        self.log.line(f"Worker_TP{rank}", pid, level, source, message)
+        self.log.line(f"Worker_TP{rank}", pid, level, source, message, self.clock.now())
 
     def _publish(self, **fractions: float) -> None:
         self.progress.update(fractions)
@@ -144,7 +168,7 @@ class LoadSequence:
         s = self.s
         self.set_phase("starting")
         self._publish()
-        start = time.monotonic()
+        start = self.clock.now()
         self.api(
             "api_server.py:1897", f"vLLM server version {VLLM_VERSION}, serving model {s.model}"
         )
@@ -164,7 +188,7 @@ class LoadSequence:
         self.api("model.py:733", "Resolved architecture: KimiK25ForConditionalGeneration")
         self.api("model.py:2152", f"Using max model len {s.max_model_len}")
         self.api("system_utils.py:255", ULIMIT_WARNING, "WARNING")  # as real vLLM logs it
-        await asyncio.sleep(self._phase_s("starting") / 2)
+        await self.clock.sleep(self._phase_s("starting") / 2)
         self.core(
             "core.py:133",
             f"Initializing a V1 LLM engine (v{VLLM_VERSION}) with config: model='{s.model}', "
@@ -181,7 +205,7 @@ class LoadSequence:
         if s.tp > 2:  # the simulated box is PCIe only: vLLM warns on every rank
             for rank in range(s.tp):
                 self.worker(rank, "custom_all_reduce.py:154", ALLREDUCE_WARNING, "WARNING")
-        await asyncio.sleep(self._phase_s("starting") / 2)
+        await self.clock.sleep(self._phase_s("starting") / 2)
         self._check_free_memory()
         await self._weights()
         await self._compile()
@@ -190,30 +214,30 @@ class LoadSequence:
         self.core(
             "core.py:402",
             f"init engine (profile, create kv cache, warmup model) took "
-            f"{time.monotonic() - start:.2f} s",
+            f"{self.clock.now() - start:.2f} s",
         )
         self.set_phase("api")
         self.api("entry.py:136", "Supported tasks: ['generate']")
-        await asyncio.sleep(self._phase_s("api"))
+        await self.clock.sleep(self._phase_s("api"))
 
     async def _weights(self) -> None:
         s = self.s
         self.set_phase("weights")
         self.worker(0, "gpu_model_runner.py:3097", f"Starting to load model {s.model}...")
-        begin = time.monotonic()
+        begin = self.clock.now()
         per_shard = self._phase_s("weights") / max(s.shards, 1)
         self.log.raw(shard_bar(0, s.shards, 0.0))
         files = shard_files(s.shard_dir) if s.shard_dir else []
         for done in range(1, s.shards + 1):
             if done <= len(files):
                 await asyncio.to_thread(read_shard, files[done - 1], s.disk_bytes_per_s)
-            await asyncio.sleep(max(begin + per_shard * done - time.monotonic(), 0.0))
+            await self.clock.sleep(max(begin + per_shard * done - self.clock.now(), 0.0))
             if s.faults.fail_at_shard is not None and done >= s.faults.fail_at_shard:
                 self._crash()
             self._publish(weights_frac=done / s.shards)
-            self.log.raw(shard_bar(done, s.shards, time.monotonic() - begin))
+            self.log.raw(shard_bar(done, s.shards, self.clock.now() - begin))
         self.log.raw("")
-        took = time.monotonic() - begin
+        took = self.clock.now() - begin
         self.worker(0, "default_loader.py:501", f"Loading weights took {took:.2f} seconds")
         self.worker(
             0,
@@ -278,12 +302,12 @@ class LoadSequence:
 
     async def _compile(self) -> None:
         self.set_phase("compile")
-        begin = time.monotonic()
+        begin = self.clock.now()
         share = self._phase_s("compile")
-        await asyncio.sleep(share * 0.3)
+        await self.clock.sleep(share * 0.3)
         self.worker(0, "backends.py:548", f"Dynamo bytecode transform time: {share * 0.3:.2f} s")
-        await asyncio.sleep(share * 0.7)
-        took = time.monotonic() - begin
+        await self.clock.sleep(share * 0.7)
+        took = self.clock.now() - begin
         self.worker(
             0, "backends.py:215", f"Compiling a graph for dynamic shape takes {took * 0.7:.2f} s"
         )
@@ -293,7 +317,7 @@ class LoadSequence:
         s = self.s
         self.set_phase("kv_cache")
         self.worker(0, "fused_moe.py:1066", MOE_CONFIG_WARNING, "WARNING")
-        await asyncio.sleep(self._phase_s("kv_cache") / 2)
+        await self.clock.sleep(self._phase_s("kv_cache") / 2)
         error = load_error(s)
         if error is not None:
             for rank in range(s.tp):
@@ -310,11 +334,11 @@ class LoadSequence:
             f"Maximum concurrency for {s.max_model_len:,} tokens per request: "
             f"{tokens / s.max_model_len:.2f}x",
         )
-        await asyncio.sleep(self._phase_s("kv_cache") / 2)
+        await self.clock.sleep(self._phase_s("kv_cache") / 2)
 
     async def _graphs(self) -> None:
         self.set_phase("cuda_graphs")
-        begin = time.monotonic()
+        begin = self.clock.now()
         sizes = 67
         self.worker(
             0,
@@ -323,9 +347,9 @@ class LoadSequence:
         )
         steps = 4
         for step in range(1, steps + 1):
-            await asyncio.sleep(self._phase_s("cuda_graphs") / steps)
+            await self.clock.sleep(self._phase_s("cuda_graphs") / steps)
             self._publish(graphs_frac=step / steps)
-        took = time.monotonic() - begin
+        took = self.clock.now() - begin
         self.worker(
             0,
             "gpu_model_runner.py:4049",

@@ -277,6 +277,7 @@ class SimServer:
             "INFO",
             "api_server.py:1971",
             f"Starting vLLM server on http://127.0.0.1:{self.s.port}",
+            sequence.clock.now(),
         )
         self.log.raw(f"INFO:     Started server process [{pid}]")
         self.log.raw("INFO:     Waiting for application startup.")
@@ -321,6 +322,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
     p.add_argument("--model", default=d.model)
     p.add_argument("--served-model-name", default=d.served_model_name)
     p.add_argument("--load-seconds", type=float, default=d.load_seconds)
+    p.add_argument("--load-started-s", type=float, default=None)  # ServerSettings says why
     p.add_argument("--shards", type=int, default=d.shards)
     p.add_argument("--tp", type=int, default=d.tp)
     p.add_argument("--seed", type=int, default=d.seed)
@@ -360,6 +362,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[ServerSettings, RuntimeFa
         model=a.model,
         served_model_name=a.served_model_name,
         load_seconds=a.load_seconds,
+        load_started_s=a.load_started_s,
         shards=a.shards,
         tp=a.tp,
         seed=a.seed,

@@ -95,6 +95,9 @@ class ServerSettings:
     model: str = MODEL_NAME
     served_model_name: str = SERVED_MODEL_NAME
     load_seconds: float = 45.0
+    # When the load began (epoch s), if before this process: the load resumes there, its
+    # past lines stamped as they were (a fleet row opened mid-load, tui.fleet.demo).
+    load_started_s: float | None = None
     shards: int = MODEL_SHARDS
     tp: int = TENSOR_PARALLEL
     seed: int = 0

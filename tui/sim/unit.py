@@ -122,14 +122,15 @@ class SimUnit:
         return "".join(f"{key}={value}\n" for key, value in self.show().items())
 
     # -- actions --------------------------------------------------------------
-    def start(self) -> None:
-        """Start the server unless it is already running (like `systemctl start`)."""
+    def start(self, started_s: float | None = None) -> None:
+        """Start the server unless it is already running (like `systemctl start`);
+        `started_s` dates the start earlier (a load resumed mid-way, tui.sim.load)."""
         with self._lock:
             if self._state in ("activating", "active", "deactivating"):
                 return
-            self._launch_locked()
+            self._launch_locked(started_s)
 
-    def _launch_locked(self) -> None:
+    def _launch_locked(self, started_s: float | None = None) -> None:
         self._stopping = False
         self._result = "success"
         self.exec_main_status = 0
@@ -142,7 +143,7 @@ class SimUnit:
             start_new_session=True,
         )
         output.close()
-        self.main_start_s = time.time()
+        self.main_start_s = started_s if started_s is not None else time.time()
         self._set_locked("activating")
         threading.Thread(target=self._watch, args=(self._proc,), daemon=True).start()
 

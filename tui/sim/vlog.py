@@ -48,8 +48,17 @@ class VllmLog:
         except (BrokenPipeError, ValueError):
             pass  # nobody reads stdout any more; server.log still has it
 
-    def line(self, process: str, pid: int, level: str, source: str, message: str) -> None:
-        stamp = time.strftime("%m-%d %H:%M:%S", time.localtime())
+    def line(
+        self,
+        process: str,
+        pid: int,
+        level: str,
+        source: str,
+        message: str,
+        at_s: float | None = None,
+    ) -> None:
+        """A prefixed line stamped now, or at `at_s` (a load resumed mid-way, tui.sim.load)."""
+        stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(at_s))
         self.raw(f"({process} pid={pid}) {level} {stamp} [{source}] {message}")
 
     def close(self) -> None:
