@@ -43,7 +43,7 @@ KEPT: dict[str, tuple[int, str]] = {
     "tui/commands/profiles_cmd.py": (1, _CLI),
     "tui/commands/replay_cmd.py": (1, "the UI entry point: opens the replay app"),
     "tui/commands/serve_cmd.py": (1, _CLI + "; aiohttp loads only for `serve`"),
-    "tui/fleet/collector.py": (1, "asyncssh (~90 ms) loads only for an SSH member"),
+    "tui/fleet/deck_probe.py": (1, "asyncssh (~90 ms) loads only for an SSH member"),
     "tui/fleet/demo.py": (2, "the simulator loads only for the demo fleet"),
     "tui/health/health_run.py": (1, "optional: nvidia-ml-py may be missing (ImportError)"),
     "tui/hosts/factory.py": (1, "asyncssh (~90 ms) loads only for an SSH profile"),

@@ -27,7 +27,7 @@ from tests.support.prometheus_fixtures import (
 )
 from tests.support.summary_helpers import demo_deck
 from tui.core.config import demo_profile
-from tui.fleet.collector import DeckProbe
+from tui.fleet.deck_probe import DeckProbe
 from tui.fleet.model import FleetRow
 from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig
 from tui.fleet.view import host_state

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from tui.cli import run_async
 from tui.core.errors import UsageError
-from tui.fleet.collector import FleetCollector, HostProbe
+from tui.fleet.collector import FleetCollector
+from tui.fleet.deck_probe import HostProbe
 from tui.fleet.model import FleetRow
 
 if TYPE_CHECKING:

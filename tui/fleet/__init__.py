@@ -3,6 +3,7 @@
 actions.py: Fleet actions on one host: restart or stop its unit, clean up its leftover GPU processes
 bench_action.py: The quick benchmark on one fleet host: planned, confirmed, audited, refused in read-only
 collector.py: Polling many hosts at once: one Deck (one SSH connection) per host, none waiting on another
+deck_probe.py: One host's row through its Deck: unit, log tail, readiness, /metrics, GPUs, leftovers
 deployments.py: Multi-node deployments: one group row over its hosts, degraded when a member is down
 demo.py: `servedeck fleet --demo N`: N light simulated boxes on this machine, no process per box
 feed.py: The Fleet pane's rows from every source it was given: an SSH group, a Prometheus server, or both

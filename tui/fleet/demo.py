@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tui.core.config import demo_profile
-from tui.fleet.collector import HostProbe
+from tui.fleet.deck_probe import HostProbe
 from tui.fleet.model import FleetRow
 from tui.fleet.rows import build_row
 from tui.gpu.model import GpuBoxSnapshot, GpuSample
