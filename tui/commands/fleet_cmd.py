@@ -15,7 +15,7 @@ from tui.fleet.deck_probe import HostProbe
 from tui.fleet.model import FleetRow
 
 if TYPE_CHECKING:
-    from tui.fleet.prometheus import PromFleetConfig
+    from tui.fleet.prom_query import PromFleetConfig
 
 JSON_TIMEOUT_S = 20.0
 MAX_DEMO_HOSTS = 100
@@ -147,7 +147,7 @@ def _group_prometheus(args: argparse.Namespace) -> PromFleetConfig | None:
     group = load_group(args.group, read_only=args.read_only)
     if group.prometheus is None:
         return None
-    from tui.fleet.prometheus import config_from_table
+    from tui.fleet.prom_query import config_from_table
 
     return config_from_table(group.prometheus, f"{group.path}: [fleet]")
 

@@ -14,6 +14,7 @@ prom_access.py: How the fleet reaches a Prometheus behind a gateway: extra heade
 prom_answer.py: The shape of a Prometheus API answer, checked before any of it is believed
 prom_body.py: A Prometheus answer's body, read with a cap on its decoded size
 prom_history.py: A host's recent history from Prometheus (`/api/v1/query_range`), for the Fleet pane's sparklines
+prom_query.py: What the fleet asks a Prometheus server: its settings, the column table, the one query
 prometheus.py: The fleet from a Prometheus server: FleetRows from dcgm-exporter, vLLM and servedeck series
 rows.py: Turning one host's source snapshots into its FleetRow (pure: no I/O, easy to test)
 ssh_import.py: `servedeck profiles import-ssh [PATTERN]`: profiles and a group from ~/.ssh/config's Host entries
