@@ -22,7 +22,8 @@ from tui.fleet.model import FleetRow, FleetSource
 from tui.fleet.rows import build_row
 from tui.fleet.status_loop import LoopEnded, StatusLoop
 from tui.gpu.model import GpuBoxSnapshot
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine
 from tui.ops.gpu_hints import deck_context, gpu_snapshot
 from tui.procs.kill import leftovers
 from tui.procs.listing import list_gpu_processes

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import LineRedactor
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine
 from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.unit.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
 

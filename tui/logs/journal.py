@@ -19,8 +19,9 @@ from contextlib import aclosing
 
 from tui.core.errors import HostError
 from tui.hosts.base import OVERLONG_LINE, Host, stream_batches
+from tui.logs.classify import LevelClassifier
 from tui.logs.journal_entry import MAX_ENTRY_CHARS, entry_fields, flood_columns, loads_entry
-from tui.logs.line import Level, LevelClassifier, LogLine, lines_from_columns
+from tui.logs.line import Level, LogLine, lines_from_columns
 
 _RECENT_CURSORS = 4096
 _CURSOR = re.compile(r'"__CURSOR"\s*:\s*"([^"\\]{1,1024})"')

@@ -13,7 +13,8 @@ from typing import Any
 
 import orjson
 
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine
 
 # journald's own line limit for `journalctl -o json` consumers; longer is not an entry we show
 MAX_ENTRY_CHARS = 4 * 1024 * 1024
