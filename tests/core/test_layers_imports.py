@@ -24,11 +24,11 @@ KEPT: dict[str, tuple[int, str]] = {
     "tui/open_console.py": (1, "the UI entry point: Textual loads only when the console runs"),
     "tui/compose.py": (1, "cold start: a real host's Deck never loads the simulator"),
     "tui/deck.py": (14, _COLD + ": NVML, the journal, the planner, health load on first use"),
-    "tui/commands/bench_cmd.py": (
-        9,
-        _CLI + "; compare_cmd and capacity_cmd import bench_cmd's spec (one loop left)",
+    "tui/commands/bench_cmd.py": (1, _CLI + "; the capacity search (~185 ms) only for --capacity"),
+    "tui/commands/bench_spec.py": (
+        3,
+        _CLI + "; a dataset's or trace's reader (~130-220 ms) loads only for --dataset/--trace",
     ),
-    "tui/commands/capacity_cmd.py": (1, "bench_cmd imports capacity_cmd: the loop above"),
     "tui/commands/demo_cmd.py": (2, _CLI),
     "tui/commands/mcp_cmd.py": (
         3,
