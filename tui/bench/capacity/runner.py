@@ -53,16 +53,10 @@ from tui.bench.client_load import client_load, send_lags_s
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import output_tokens_of, percentile, tpot_of
 from tui.bench.model import RequestOutcome
-from tui.bench.runner import _describe, _discover, _install_cancel, api_key_for, emit
+from tui.bench.process_io import api_key_for, describe, discover, emit, install_cancel
 from tui.bench.telemetry import MetricsPoller
 from tui.bench.uncertainty import mean_interval
-from tui.bench.workload import (
-    BenchSpec,
-    api_url,
-    endpoint_path,
-    request_payload,
-    words_for_tokens,
-)
+from tui.bench.workload import BenchSpec, api_url, endpoint_path, request_payload, words_for_tokens
 from tui.bench.workloads import workload_prompts
 
 
@@ -387,7 +381,7 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
     started = time.time()
     check_workload(bench, spec.by)
     async with control:
-        model, version = await _discover(control, bench)
+        model, version = await discover(control, bench)
         bench = replace(bench, model=model)
         spec = replace(spec, bench=bench)
         scale = await read_time_scale(control, bench.base_url)
@@ -461,7 +455,7 @@ def _level_dict(level: CapacityLevel) -> dict[str, Any]:
 
 async def _main(read_stdin: Any) -> int:
     cancel = asyncio.Event()
-    _install_cancel(cancel)
+    install_cancel(cancel)
     try:
         spec = CapacitySpec.from_dict(json.loads(read_stdin()))
     except (ValueError, TypeError, KeyError) as error:
@@ -470,7 +464,7 @@ async def _main(read_stdin: Any) -> int:
     try:
         result = await search(spec, cancel)
     except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as error:
-        emit("error", message=_describe(error))
+        emit("error", message=describe(error))
         return 1
     emit("result", result=result)
     return 0
