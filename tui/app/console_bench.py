@@ -118,7 +118,7 @@ class BenchPart(Part):
     async def _run_capacity(self) -> None:
         """The capacity search on the default preset's workload, GPUs sampled per level."""
         from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
-        from tui.bench.capacity.runner import CapacitySpec
+        from tui.bench.capacity.spec import CapacitySpec
         from tui.bench.context import context_for_profile
         from tui.bench.workload import spec_from_preset
         from tui.commands.capacity_cmd import slo_from_profile

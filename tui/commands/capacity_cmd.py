@@ -19,8 +19,8 @@ from typing import Any
 
 from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
 from tui.bench.capacity.history import append_capacity
-from tui.bench.capacity.runner import CapacitySpec
 from tui.bench.capacity.search import CapacitySlo, parse_slo
+from tui.bench.capacity.spec import CapacitySpec
 from tui.commands._target import profile_from_args
 from tui.commands._width import hanging
 from tui.commands.bench_spec import build_spec, check_args, gpu_set
