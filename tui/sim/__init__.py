@@ -19,6 +19,7 @@ gpu_model.py: The simulated GPUs: statics of the seed box, samples from live wor
 gpu_source.py: The GpuSource for the simulator: snapshots of a SimBox, marked simulated
 hang.py: The simulator's hangs on demand (POST /_sim/fault): a rank stopped, a spin, a CPU-side block, a slowdown
 health.py: The simulated box's GPU health: `nvidia-smi -q` counters and kernel XID lines
+histograms.py: The simulator's histograms: vLLM's bucket bounds and a cumulative count
 http_api.py: The simulator's HTTP surface: vLLM's OpenAI-compatible API on aiohttp
 interconnect.py: The simulated box's interconnect, printed in the real tools' formats
 load.py: The model load, phase by phase, in vLLM's log lines and worker memory
