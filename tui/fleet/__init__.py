@@ -9,6 +9,7 @@ demo.py: `servedeck fleet --demo N`: N light simulated boxes on this machine, no
 feed.py: The Fleet pane's rows from every source it was given: an SSH group, a Prometheus server, or both
 groups.py: Host groups: a `[fleet]` file naming the profiles of several boxes, each with a label
 history.py: A host's recent history as the Fleet pane's sparklines draw it (frozen, no I/O)
+light_box.py: One light simulated box of `fleet --demo N`: a real log file, unit, GPU sample, no process
 model.py: One row per host of a fleet: the shape every fleet source fills and `fleet --json` prints
 prom_access.py: How the fleet reaches a Prometheus behind a gateway: extra headers, mTLS, OAuth2
 prom_answer.py: The shape of a Prometheus API answer, checked before any of it is believed
