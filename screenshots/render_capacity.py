@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 from textual.app import App, ComposeResult  # noqa: E402
 
 from tui.bench.capacity.driver import CapacityProcess, GpuRecorder  # noqa: E402
-from tui.bench.capacity.runner import CapacitySpec  # noqa: E402
 from tui.bench.capacity.search import CapacitySlo  # noqa: E402
+from tui.bench.capacity.spec import CapacitySpec  # noqa: E402
 from tui.bench.workload import BenchSpec  # noqa: E402
 from tui.sim.box import SimBox, SimServerOptions  # noqa: E402
 from tui.sim.gpu_source import SimGpuSource  # noqa: E402

@@ -18,9 +18,11 @@ from tui.core.config import Profile
 from tui.core.errors import ServedeckError
 from tui.core.redact import remember_secret
 from tui.gpu.model import GpuSource
+from tui.hostfacts.doctor import run_doctor
 from tui.hostfacts.hostinfo import HostOverview, collect_overview, refresh_vitals
 from tui.hosts.base import Host
 from tui.logs.line import LogLine, flat_lines
+from tui.logs.redacted import redacted_batches
 from tui.serving.unit.service import ServiceController, SystemdService
 
 if TYPE_CHECKING:
@@ -169,7 +171,6 @@ class Deck:
         """The service log as batches of LogLines (a read each), secrets redacted: every
         pane, export, recording and command reads the log through here. The console takes
         a flood a batch at a time."""
-        from tui.logs.redacted import redacted_batches
 
         source = self.read_log_batches(initial_lines=initial_lines, follow=follow)
         return None if source is None else redacted_batches(source)
@@ -291,7 +292,6 @@ class Deck:
 
     async def doctor_checks(self) -> list[DoctorCheck]:
         """`servedeck doctor`'s checks of this box: host, GPU tools, systemd, the port."""
-        from tui.hostfacts.doctor import run_doctor
 
         return await run_doctor(self.host, self.profile)
 

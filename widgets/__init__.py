@@ -7,6 +7,7 @@ fleet_table.py: The Fleet pane's table: one row per host, the columns that fit t
 footer.py: The key footer, without the keys of its past redraws
 gpu_format.py: Text for the GPU pane's cells: bars, sparklines, sizes and durations
 gpu_pane.py: GpuPane: one row per GPU, grouped by NUMA node, with the selected GPU's processes
+gpu_rows.py: The GPU pane's table contents: its columns at each width and each row's cells
 gpu_table.py: GpuTable: a keyed table that repaints only the rows whose text changed
 header_bar.py: The top line: profile, host route, connection state, and SIMULATED / READ-ONLY / browser badges
 health_view.py: HealthView: the interconnect doctor's findings and each GPU's health, as text
@@ -25,7 +26,7 @@ quiet_update.py: Update a Static's text without a screen-wide layout when its si
 service_line.py: One line about the service: unit state, main pid, since when, restarts, readiness
 summary_view.py: SummaryView: the Markdown state summary, drawn by Textual's Markdown widget
 sure_timer.py: A one-shot timer that always fires, however late the event loop runs it
-table_cells.py: Table cells as (text, style) pieces: what a row is drawn from, built once per value
+table_cells.py: Table cells as (text, style) pieces: what a row is drawn from, built once per value; a table's columns and rows
 textual_log_copy.py: A copy of Textual's Log (the pinned version) with a flood's write and a row's drawing made cheap
 timeline_view.py: The Timeline's views: the event table and the recorded state at the selected event
 tune_view.py: TuneView: a running tune from its snapshot: each configuration's state, the run's words, the result

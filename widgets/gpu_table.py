@@ -10,7 +10,6 @@ Textual to redraw only the changed lines.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -26,26 +25,17 @@ from textual.widget import Widget
 
 from widgets.keys import bindings_for
 from widgets.plain_lines import PlainLines
-from widgets.table_cells import Line, Piece, fit_pieces, markup_pieces, merged_pieces
-
-CELL_PADDING = 1  # blank cells on each side of a cell, as DataTable draws them
-_CELL_CACHE_SIZE = 4096  # parsed cells kept; a tick changes a few, most repeat
-
-
-@dataclass(frozen=True, slots=True)
-class TableColumn:
-    key: str
-    label: str
-    width: int
-
-
-@dataclass(frozen=True, slots=True)
-class TableRow:
-    """One row: its key, the markup of each cell by column key, and whether the cursor may rest on it."""
-
-    key: str
-    cells: dict[str, str]
-    selectable: bool = True
+from widgets.table_cells import (
+    _CELL_CACHE_SIZE,
+    CELL_PADDING,
+    Line,
+    Piece,
+    TableColumn,
+    TableRow,
+    fit_pieces,
+    markup_pieces,
+    merged_pieces,
+)
 
 
 class GpuTable(Widget, can_focus=True):

@@ -21,7 +21,8 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Input, Log, Static
 
-from tui.logs.line import LEVEL_RANK, Level, LineBatch, LineEntry, LogLine, strip_ansi
+from tui.logs.classify import strip_ansi
+from tui.logs.line import LEVEL_RANK, Level, LineBatch, LineEntry, LogLine
 from widgets.keys import bindings_for
 from widgets.log_buffer import LEVEL_AT, TEXT_AT, TIMESTAMP_AT, LineBuffer, entry_of
 from widgets.log_highlight import LogHighlighter

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich.cells import cell_len, set_cell_size
 from rich.console import Console
@@ -79,3 +80,23 @@ def fit_pieces(pieces: Line, width: int) -> Line:
     if used < width:
         fitted.append((" " * (width - used), None))
     return tuple(fitted)
+
+
+@dataclass(frozen=True, slots=True)
+class TableColumn:
+    key: str
+    label: str
+    width: int
+
+
+@dataclass(frozen=True, slots=True)
+class TableRow:
+    """One row: its key, the markup of each cell by column key, and whether the cursor may rest on it."""
+
+    key: str
+    cells: dict[str, str]
+    selectable: bool = True
+
+
+CELL_PADDING = 1  # blank cells on each side of a cell, as DataTable draws them
+_CELL_CACHE_SIZE = 4096  # parsed cells kept; a tick changes a few, most repeat

@@ -26,7 +26,7 @@ from tui.bench.model import (
     result_from_dict,
 )
 from tui.bench.report import report_lines
-from tui.commands.bench_cmd import parse_percentiles
+from tui.commands.bench_spec import parse_percentiles
 from tui.core.errors import UsageError
 
 ASKED = (50.0, 90.0, 95.0, 99.0)

@@ -16,7 +16,8 @@ import pynvml
 import pytest
 
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, h200_box
-from tui.gpu.nvml import NvmlGpuSource, NvmlUnavailable, cuda_version_text, sysfs_bus_id
+from tui.gpu.nvml import NvmlGpuSource
+from tui.gpu.nvml_calls import NvmlUnavailable, cuda_version_text, sysfs_bus_id
 
 
 async def _poll_until(source: NvmlGpuSource, predicate, timeout_s: float = 20.0):

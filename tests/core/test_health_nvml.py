@@ -16,7 +16,7 @@ import pynvml
 import pytest
 
 from tests.support.fake_nvml import FakeGpu, FakeNvml, h200_box
-from tui.gpu.nvml import NvmlUnavailable
+from tui.gpu.nvml_calls import NvmlUnavailable
 from tui.health.badge import badges
 from tui.health.health_run import read_counters
 from tui.health.nvml_counters import read_nvml_counters

@@ -20,8 +20,10 @@ from hypothesis import strategies as st
 from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
 from tui.hosts.base import OVERLONG_LINE
 from tui.hosts.local import LocalHost
-from tui.logs.journal import JournalFollower, flood_columns, loads_entry
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.journal import JournalFollower
+from tui.logs.journal_entry import flood_columns, loads_entry
+from tui.logs.line import LogLine
 
 MESSAGES = [*TRICKY_LEVEL_LINES, *captured_lines()[:40], "a multi\nline entry", "kernel says no"]
 

@@ -23,27 +23,29 @@ KEPT: dict[str, tuple[int, str]] = {
     "tui/cli.py": (4, _CLI),
     "tui/open_console.py": (1, "the UI entry point: Textual loads only when the console runs"),
     "tui/compose.py": (1, "cold start: a real host's Deck never loads the simulator"),
-    "tui/deck.py": (14, _COLD + ": NVML, the journal, the planner, health load on first use"),
-    "tui/commands/bench_cmd.py": (
-        9,
-        _CLI + "; compare_cmd and capacity_cmd import bench_cmd's spec (one loop left)",
-    ),
-    "tui/commands/capacity_cmd.py": (1, "bench_cmd imports capacity_cmd: the loop above"),
-    "tui/commands/demo_cmd.py": (2, _CLI),
-    "tui/commands/mcp_cmd.py": (
+    "tui/deck.py": (12, _COLD + ": NVML, the journal, the planner, health load on first use"),
+    "tui/commands/bench_cmd.py": (1, _CLI + "; the capacity search (~185 ms) only for --capacity"),
+    "tui/commands/bench_spec.py": (
         3,
+        _CLI + "; a dataset's or trace's reader (~130-220 ms) loads only for --dataset/--trace",
+    ),
+    "tui/commands/mcp_cmd.py": (
+        2,
         _CLI + "; the MCP SDK (pydantic, starlette) loads only for `servedeck mcp`",
     ),
     "tui/mcp/run.py": (1, "uvicorn and starlette load only with --http"),
-    "tui/commands/doctor_cmd.py": (3, _CLI),
+    "tui/commands/doctor_cmd.py": (
+        2,
+        _CLI + "; the unit lint and the interconnect doctor for --unit/--interconnect",
+    ),
     "tui/commands/exporter_cmd.py": (2, _CLI + "; the simulator only for the demo"),
-    "tui/commands/fleet_cmd.py": (12, _CLI + "; opens the Fleet pane (a UI entry point)"),
+    "tui/commands/fleet_cmd.py": (4, _CLI + "; opens the Fleet pane (a UI entry point)"),
     "tui/commands/fleet_prom_cmd.py": (1, _CLI),
     "tui/commands/hosts_cmd.py": (1, _CLI),
     "tui/commands/profiles_cmd.py": (1, _CLI),
     "tui/commands/replay_cmd.py": (1, "the UI entry point: opens the replay app"),
     "tui/commands/serve_cmd.py": (1, _CLI + "; aiohttp loads only for `serve`"),
-    "tui/fleet/collector.py": (1, "asyncssh (~90 ms) loads only for an SSH member"),
+    "tui/fleet/deck_probe.py": (1, "asyncssh (~90 ms) loads only for an SSH member"),
     "tui/fleet/demo.py": (2, "the simulator loads only for the demo fleet"),
     "tui/health/health_run.py": (1, "optional: nvidia-ml-py may be missing (ImportError)"),
     "tui/hosts/factory.py": (1, "asyncssh (~90 ms) loads only for an SSH profile"),
@@ -53,9 +55,9 @@ KEPT: dict[str, tuple[int, str]] = {
     "tui/app/__init__.py": (1, _COLD + ": `import tui.app` loads no Textual app yet"),
     "tui/app/console.py": (1, _COLD + ": Textual's terminal driver loads only in a terminal"),
     "tui/app/console_bench.py": (
-        12,
-        _COLD + ": a run's driver, workload (httpx), context (hashlib), capacity search and"
-        " comparison load with the run or its history, after the first frame",
+        8,
+        _COLD + ": a run's workload (httpx), context (hashlib), the capacity spec and"
+        " command, the comparison and the capacity view load with the run or its history",
     ),
     "tui/app/console_handoff.py": (
         3,
@@ -71,7 +73,7 @@ KEPT: dict[str, tuple[int, str]] = {
         _COLD + ": the recorder (SQLite, httpx) after the first frame; Timeline, replay and the"
         " alerts firing (the alert engine) when opened",
     ),
-    "tui/app/console_restart_watch.py": (2, _COLD + ": the restart guard loads at the first S/R"),
+    "tui/app/console_restart_watch.py": (1, _COLD + ": the restart guard loads at the first S/R"),
     "tui/app/fleet_app.py": (1, "the Fleet's start: the summary loads at export"),
     "tui/app/fleet_run.py": (
         4,

@@ -13,15 +13,8 @@ from collections.abc import Sequence
 import pytest
 
 from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES, captured_lines
-from tui.logs.line import (
-    LevelClassifier,
-    LineBatch,
-    LineQueue,
-    LogLine,
-    read_lines,
-    texts_of,
-    warnings_or_worse,
-)
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LineBatch, LineQueue, LogLine, read_lines, texts_of, warnings_or_worse
 from tui.serving.load.tracker import LoadTracker
 from tui.serving.unit.restart_loop import RestartLoopDetector
 

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from tests.support.load_samples import FACT_SAMPLES
 from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES, captured_lines
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine
 from tui.serving.load.tracker import LoadTracker
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tui.cli import main
-from tui.logs.line import LevelClassifier, LineBatch, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LineBatch, LogLine
 from tui.logs.tail import FileFollower
 from tui.serving.load.eta import DEFAULT_PHASE_S, PhasePlan, estimate_ready
 from tui.serving.load.explain import LoadExplainer

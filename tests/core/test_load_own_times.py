@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.log_samples import FIXTURES
-from tui.logs.line import LevelClassifier, LineBatch, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LineBatch, LogLine
 from tui.serving.load.eta import phase_durations
 from tui.serving.load.explain import LoadExplainer
 from tui.serving.load.history import record_load

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES
-from tui.logs.line import LevelClassifier, LineBatch, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LineBatch, LogLine
 from tui.serving.load.prefilter import LOADING_WORDS, Prefilter, line_shapes
 from tui.serving.load.tracker import LoadTracker
 

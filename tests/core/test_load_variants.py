@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine
 from tui.logs.tail import FileFollower
 from tui.serving.load.tracker import LoadTracker, Phase
 

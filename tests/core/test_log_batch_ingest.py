@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.log_samples import STATS, TRICKY_LEVEL_LINES, captured_lines
-from tui.logs.line import LevelClassifier, LogLine, read_lines, warnings_or_worse
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine, read_lines, warnings_or_worse
 from tui.logs.tail import FileFollower
 from tui.serving.unit.restart_loop import RestartLoopDetector
 

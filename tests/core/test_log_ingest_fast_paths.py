@@ -21,19 +21,19 @@ from tui.core.redact import redact_text
 from tui.core.redact.shapes import _SHAPES, _URL_CREDENTIALS, _url_credentials
 from tui.core.redact.text import _redact_pem
 from tui.core.redact.values import _redact_named_values
-from tui.logs.line import (
+from tui.logs.classify import (
     _ERROR_WORDS,
     _EXCEPTION_LINE,
     _PY_WARNING,
     _PY_WARNING_LINE,
     _TRACEBACK,
     _VLLM_LEVEL,
-    Level,
     LevelClassifier,
     explicit_level,
     priority_level,
     strip_ansi,
 )
+from tui.logs.line import Level
 from tui.serving.load.tracker import vllm_line_time_s
 from tui.serving.unit import restart_loop
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tui.logs.line import LevelClassifier, LogLine, read_lines
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine, read_lines
 
 
 def test_texts_and_levels_of_different_counts_are_refused() -> None:

@@ -19,7 +19,8 @@ from tui.core.redact import REDACTED, redact_lines, redact_text
 from tui.core.redact import lines as redact_batch
 from tui.core.redact import names as redact_names
 from tui.core.redact import shapes as redact_shapes
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine
 from tui.record.feed import RecordFeed
 from tui.record.model import Event
 from tui.serving.load.tracker import vllm_line_time_s

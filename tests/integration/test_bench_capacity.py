@@ -18,7 +18,6 @@ import pytest
 
 from tui.bench.capacity.driver import CapacityProcess
 from tui.bench.capacity.history import read_capacity_history
-from tui.bench.capacity.runner import CapacitySpec
 from tui.bench.capacity.search import (
     CapacityLevel,
     CapacitySearch,
@@ -28,6 +27,7 @@ from tui.bench.capacity.search import (
     level_failures,
     parse_slo,
 )
+from tui.bench.capacity.spec import CapacitySpec
 from tui.bench.workload import BenchSpec
 from tui.cli import main
 from tui.core.config import profile_from_data

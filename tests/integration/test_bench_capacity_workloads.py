@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from tui.bench.capacity.driver import CapacityProcess
-from tui.bench.capacity.runner import CapacitySpec
 from tui.bench.capacity.search import CapacitySlo
+from tui.bench.capacity.spec import CapacitySpec
 from tui.bench.capacity.workloads import cycled_trace, trace_rate
 from tui.bench.trace import TraceRequest
 from tui.bench.workload import BenchSpec

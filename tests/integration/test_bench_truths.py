@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.summary_helpers import bench_run, demo_deck
 from tui.bench.capacity.driver import CapacityProcess
 from tui.bench.capacity.history import append_capacity
-from tui.bench.capacity.runner import CapacitySpec
 from tui.bench.capacity.search import CapacitySlo
+from tui.bench.capacity.spec import CapacitySpec
 from tui.bench.context import context_for_profile
 from tui.bench.driver import BenchProcess
 from tui.bench.history import append_result

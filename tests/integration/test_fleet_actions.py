@@ -43,7 +43,8 @@ from tui.fleet.actions import (
     run_cleanup,
     run_service,
 )
-from tui.fleet.collector import DeckProbe, FleetCollector
+from tui.fleet.collector import FleetCollector
+from tui.fleet.deck_probe import DeckProbe
 from tui.hosts.ssh import SSHHost
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.screens.kill_confirm import KillConfirmScreen

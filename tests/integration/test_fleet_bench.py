@@ -24,7 +24,7 @@ from tui.app.fleet_app import FleetApp
 from tui.bench.history import history_path
 from tui.core.audit import read_audit
 from tui.fleet.bench_action import plan_bench, run_bench_on_host
-from tui.fleet.collector import DeckProbe
+from tui.fleet.deck_probe import DeckProbe
 from tui.screens.confirm_bench import ConfirmBenchScreen
 from tui.sim.box import SimBox
 

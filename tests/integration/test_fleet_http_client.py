@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tests.support.fleet_fixtures import SshdFleet, sshd_fleet  # noqa: F401  (fixture)
-from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
+from tui.fleet.collector import FleetCollector, probes_for
+from tui.fleet.deck_probe import DeckProbe
 from tui.fleet.groups import load_group
 
 pytestmark = pytest.mark.sshd

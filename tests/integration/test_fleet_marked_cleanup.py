@@ -24,7 +24,7 @@ from tests.support.sshd_fixtures import SshdPair, sshd_pair  # noqa: F401  (fixt
 from tests.support.waiting import pilot_wait
 from tui.app.fleet_app import FleetApp
 from tui.core.audit import read_audit
-from tui.fleet.collector import DeckProbe
+from tui.fleet.deck_probe import DeckProbe
 from tui.screens.kill_confirm import KillConfirmation, KillConfirmScreen
 
 pytestmark = pytest.mark.sshd

@@ -27,9 +27,10 @@ from tests.support.prometheus_fixtures import (
 )
 from tests.support.summary_helpers import demo_deck
 from tui.core.config import demo_profile
-from tui.fleet.collector import DeckProbe
+from tui.fleet.deck_probe import DeckProbe
 from tui.fleet.model import FleetRow
-from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig
+from tui.fleet.prom_query import PromFleetConfig
+from tui.fleet.prometheus import PrometheusFleet
 from tui.fleet.view import host_state
 from tui.sim.box import SimBox
 from tui.sim.dcgm import DcgmCollector, DcgmServer

@@ -29,7 +29,8 @@ from tests.support.prometheus_fixtures import (
 )
 from tests.support.sim_fixtures import FAST_OPTIONS, SIM_LOAD_SECONDS
 from tui.fleet.model import JSON_KEYS
-from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig
+from tui.fleet.prom_query import PromFleetConfig
+from tui.fleet.prometheus import PrometheusFleet
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.dcgm import MIB, DcgmCollector, DcgmServer
 from tui.sim.gpu_model import SimGpuModel

@@ -31,7 +31,8 @@ from tests.support.prometheus_fixtures import (
 from tui.core.errors import ServedeckError
 from tui.fleet.prom_access import OAuth2Config, PromAccess
 from tui.fleet.prom_body import PrometheusError
-from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, config_from_table
+from tui.fleet.prom_query import PromFleetConfig, config_from_table
+from tui.fleet.prometheus import PrometheusFleet
 from tui.sim.box import free_port
 from tui.sim.dcgm import DcgmCollector, DcgmServer
 from tui.sim.gpu_model import SimGpuModel

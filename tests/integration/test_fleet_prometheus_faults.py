@@ -19,14 +19,8 @@ from tests.support.prometheus_fixtures import (
     wait_for,
 )
 from tui.core.errors import ServedeckError
-from tui.fleet.prometheus import (
-    Column,
-    PrometheusError,
-    PrometheusFleet,
-    PromFleetConfig,
-    config_from_table,
-    rows_from_vector,
-)
+from tui.fleet.prom_query import Column, PromFleetConfig, config_from_table
+from tui.fleet.prometheus import PrometheusError, PrometheusFleet, rows_from_vector
 from tui.sim.box import free_port
 from tui.sim.dcgm import DcgmCollector, DcgmServer
 from tui.sim.gpu_model import SimGpuModel

@@ -36,7 +36,8 @@ from tui.fleet.demo import DemoFleet
 from tui.fleet.feed import FleetFeed
 from tui.fleet.history import HostHistory
 from tui.fleet.prom_history import PrometheusHistory
-from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig
+from tui.fleet.prom_query import PromFleetConfig
+from tui.fleet.prometheus import PrometheusFleet
 from tui.gpu.model import GpuBoxSnapshot
 from tui.sim.dcgm import DcgmCollector, DcgmServer
 from tui.sim.gpu_model import SimGpuModel

@@ -17,7 +17,8 @@ import pytest
 from tests.support.fleet_fixtures import SshdFleet, sshd_fleet  # noqa: F401  (fixture)
 from tui.compose import open_deck
 from tui.core.config import load_profile_file
-from tui.fleet.collector import DeckProbe, FleetCollector, borrow_deck, probes_for
+from tui.fleet.collector import FleetCollector, borrow_deck, probes_for
+from tui.fleet.deck_probe import DeckProbe
 from tui.fleet.groups import load_group
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state

@@ -23,7 +23,8 @@ from tests.support.fleet_fixtures import (  # noqa: F401  (fixture)
     status_shell_pids,
     write_unit,
 )
-from tui.fleet.collector import DeckProbe, FleetCollector, probes_for
+from tui.fleet.collector import FleetCollector, probes_for
+from tui.fleet.deck_probe import DeckProbe
 from tui.fleet.groups import load_group
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.gpu.nvml import nvml_driver_present
+from tui.gpu.nvml_calls import nvml_driver_present
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 
 from tests.support.journal_fixtures import JournalWriter
 from tui.hosts.local import LocalHost
-from tui.logs.journal import JournalFollower, decode_message, entry_to_line, read_journal
-from tui.logs.line import Level, LevelClassifier
+from tui.logs.classify import LevelClassifier
+from tui.logs.journal import JournalFollower, read_journal
+from tui.logs.journal_entry import decode_message, entry_to_line
+from tui.logs.line import Level
 
 
 def _entry(cursor: str, message: object, **fields: object) -> str:

@@ -8,7 +8,8 @@ import signal
 
 from tests.support.journal_fixtures import JournalWriter, journalctl_pids
 from tui.hosts.local import LocalHost
-from tui.logs.journal import JournalFollower, decode_message, read_journal
+from tui.logs.journal import JournalFollower, read_journal
+from tui.logs.journal_entry import decode_message
 from tui.logs.line import Level
 
 

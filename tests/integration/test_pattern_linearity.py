@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import tui
 import widgets
 from tui.core.redact import redact_data, redact_text
-from tui.logs.line import LevelClassifier
+from tui.logs.classify import LevelClassifier
 from tui.serving.load.tracker import LoadTracker
 
 MB = 1024 * 1024

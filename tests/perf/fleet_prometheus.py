@@ -28,7 +28,8 @@ sys.path.insert(0, str(REPO))
 
 from tests.support.prometheus_fixtures import PrometheusServer, ScrapeJob  # noqa: E402
 from tui.fleet.prom_history import PrometheusHistory  # noqa: E402
-from tui.fleet.prometheus import PrometheusFleet, PromFleetConfig, build_query  # noqa: E402
+from tui.fleet.prom_query import PromFleetConfig, build_query  # noqa: E402
+from tui.fleet.prometheus import PrometheusFleet  # noqa: E402
 from tui.sim.box import free_port  # noqa: E402
 
 SCRAPE_S = 5.0

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tui.gpu import nvml as nvml_module
 from tui.gpu.model import GpuSource
-from tui.gpu.nvml import NvmlGpuSource, nvml_driver_present
+from tui.gpu.nvml import NvmlGpuSource
+from tui.gpu.nvml_calls import nvml_driver_present
 from tui.gpu.smi import SmiGpuSource
 from tui.hosts.local import LocalHost
 

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from textual.app import App, ComposeResult
 
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine
 from widgets.log_pane import LogPane
 
 

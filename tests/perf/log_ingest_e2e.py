@@ -287,8 +287,10 @@ def stage_costs(total: int, workdir: Path, source: str) -> dict[str, float]:
     from tui.app.console_log import LOG_DRAIN_LINES
     from tui.core.redact import redact_lines, redact_text
     from tui.hosts.local import LocalHost
-    from tui.logs.journal import JournalFollower, loads_entry
-    from tui.logs.line import LevelClassifier, LineQueue, LogLine, texts_of, warnings_or_worse
+    from tui.logs.classify import LevelClassifier
+    from tui.logs.journal import JournalFollower
+    from tui.logs.journal_entry import loads_entry
+    from tui.logs.line import LineQueue, LogLine, texts_of, warnings_or_worse
     from tui.logs.tail import FileFollower
     from tui.record.feed import RecordFeed
     from tui.serving.load.tracker import LoadTracker, vllm_line_time_s

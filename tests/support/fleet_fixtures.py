@@ -27,8 +27,9 @@ from tests.support.procs_fixtures import SERVICE_DIR, unit_user_field
 from tests.support.sshd_fixtures import SshdPair, SshdServer, _children
 from tui.core.config import JumpHost
 from tui.fleet.collector import FleetCollector, probes_for
-from tui.fleet.demo import MODELS, LightBox
+from tui.fleet.demo import MODELS
 from tui.fleet.groups import load_group
+from tui.fleet.light_box import LightBox
 from tui.sim.box import SimBox
 
 UNIT = "vllm.service"

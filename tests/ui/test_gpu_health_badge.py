@@ -19,7 +19,7 @@ from tui.health.counters import HealthCounters, parse_counters
 from tui.health.interconnect.parse import norm_bdf
 from tui.health.report import build_report, with_events
 from tui.health.xid.decode import decode_xid
-from widgets.gpu_pane import badge_cell
+from widgets.gpu_rows import badge_cell
 from widgets.gpu_table import GpuTable
 
 FIXTURE_Q = (

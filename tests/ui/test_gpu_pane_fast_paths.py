@@ -199,7 +199,7 @@ def test_churn_mode_moves_every_displayed_field(tmp_path) -> None:
 
 def test_rtx_box_cells_render_the_same_through_the_pane() -> None:
     """Every cell the pane builds for a real box splits like Rich (a wide sample)."""
-    from widgets.gpu_pane import _gpu_cells, layout_for
+    from widgets.gpu_rows import _gpu_cells, layout_for
 
     snapshot, trends = loading_history()
     statics = {static.index: static for static in snapshot.statics}

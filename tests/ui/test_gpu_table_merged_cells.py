@@ -16,8 +16,8 @@ from tests.support.gpu_pane_app import GpuPaneApp
 from tui.gpu.history import GpuHistory
 from tui.sim.gpu_model import SimGpuModel
 from widgets.gpu_pane import GpuPane
-from widgets.gpu_table import CELL_PADDING, GpuTable
-from widgets.table_cells import Line, fit_pieces, markup_pieces, merged_pieces
+from widgets.gpu_table import GpuTable
+from widgets.table_cells import CELL_PADDING, Line, fit_pieces, markup_pieces, merged_pieces
 
 
 def _split_line(table: GpuTable, cells: dict[str, str]) -> Line:

@@ -31,7 +31,7 @@ from tests.support.screen_text import screen_text
 from tui.app.fleet_app import FleetApp
 from tui.app.replay_app import ReplayApp
 from tui.core.keymap import BY_ID, COMMANDS
-from tui.fleet.collector import HostProbe
+from tui.fleet.deck_probe import HostProbe
 from tui.fleet.groups import load_group_file
 from tui.fleet.model import FleetRow
 from tui.screens.help import HelpScreen

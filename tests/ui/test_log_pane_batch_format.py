@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from tests.support.snapshot_apps.log_pane_app import LogPaneApp
-from tui.logs.line import Level, LogLine, strip_ansi
+from tui.logs.classify import strip_ansi
+from tui.logs.line import Level, LogLine
 from widgets.log_pane import MAX_SHOWN_CHARS, LogPane
 
 BATCHES = [

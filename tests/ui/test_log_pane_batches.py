@@ -6,7 +6,8 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 
 from tests.support.log_samples import TRICKY_LEVEL_LINES, captured_lines
-from tui.logs.line import LevelClassifier, LineBatch
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LineBatch
 from widgets.log_pane import LogPane
 
 

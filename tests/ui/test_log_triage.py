@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 from tests.support.screen_text import screen_text
 from tests.support.snapshot_apps.log_pane_app import LogPaneApp
-from tui.logs.line import Level, LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import Level, LogLine
 from tui.sim.box import SimBox
 from widgets.log_pane import LogPane
 

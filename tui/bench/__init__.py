@@ -21,13 +21,14 @@ lengths.py: Per-request prompt and output lengths: fixed, drawn from a distribut
 loadgen.py: One level of load in one process: closed loop or open loop, cancellable
 metrics.py: Metric definitions of `vllm bench serve` (docs/DESIGN.md section 5), without numpy
 model.py: Frozen result types of a benchmark run, and their JSON round trip
+process_io.py: What both benchmark processes do alike: events on stdout (key redacted), cancel, discovery
 prompt_fit.py: Prompts of an exact token count: calibrate which words are one token each, then count
 repeats.py: `bench --repeat N`: the whole workload run N times, each figure's spread across runs
 report.py: vLLM's `bench serve` report of one level, as text lines (the CLI and the Bench pane)
 requests_file.py: `--requests run.csv|run.jsonl`: one row per request of every level
 runner.py: The benchmark process: `python -m tui.bench.runner`, a BenchSpec in, JSON-line events out
 server_view.py: The server's side of a run: vLLM /metrics before and after, as deltas
-shards.py: A level split over worker processes, one shard each: their outcomes and client samples gathered
+shards.py: A level split over worker processes: the parent gathers the shards, `run_shard` runs one
 spec_level.py: A level's speculative decoding, from the server's /metrics deltas over that level
 telemetry.py: The engine's side of a capacity level: vLLM /metrics polled while the level runs
 trace.py: The `trace` workload: replay a JSONL request trace at a chosen speed

@@ -21,56 +21,41 @@ import contextlib
 import json
 import math
 import os
-import signal
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime
 from typing import Any
 
 import httpx
 
-from tui.bench.adapters import AdapterSpecError, adapter_levels, check_served
+from tui.bench.adapters import adapter_levels
 from tui.bench.chat_loop import PrefixIntent, chat_questions, run_conversations
 from tui.bench.client import make_client
 from tui.bench.client_load import ClientMeter, ClientSample
 from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import Slos, summarize_level
 from tui.bench.model import BenchResult, LevelResult, RequestOutcome
+from tui.bench.process_io import (
+    WarmupStalled,
+    api_key_for,
+    describe,
+    discover,
+    emit,
+    install_cancel,
+    wall_deadline,
+)
 from tui.bench.prompt_fit import PromptPlan, approximate, plan_prompts
 from tui.bench.requests_file import append_requests, request_rows
 from tui.bench.server_view import scrape, server_delta
-from tui.bench.shards import sharded_level
+from tui.bench.shards import run_shard, sharded_level
 from tui.bench.trace import load_trace, replay, trace_prompts
-from tui.bench.workload import (
-    BenchSpec,
-    api_url,
-    endpoint_path,
-    words_for_tokens,
-)
+from tui.bench.workload import BenchSpec, api_url, endpoint_path, words_for_tokens
 from tui.bench.workloads import intended_prefix_hit_rate, reset_prefix_cache, workload_prompts
-from tui.core.redact import redact_data
 
 STREAMS_PER_PROCESS = 256
-
-
-_KNOWN_SECRETS: list[str] = []  # the API key, once read: never in any event
-
-
-def emit(event: str, **fields: Any) -> None:
-    """One event line on stdout, flushed at once; secrets redacted before serialising."""
-    record = redact_data({"event": event, **fields}, _KNOWN_SECRETS)
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
-
-
-def api_key_for(spec: BenchSpec) -> str | None:
-    key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
-    if key and key not in _KNOWN_SECRETS:
-        _KNOWN_SECRETS.append(key)  # a server may echo it in an error body
-    return key
 
 
 def processes_for(spec: BenchSpec, concurrency: int) -> int:
@@ -78,31 +63,6 @@ def processes_for(spec: BenchSpec, concurrency: int) -> int:
         return min(spec.processes, max(1, concurrency))
     spare = max(1, (os.cpu_count() or 2) - 1)
     return max(1, min(spare, math.ceil(concurrency / STREAMS_PER_PROCESS)))
-
-
-def _install_cancel(cancel: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, cancel.set)
-
-
-async def _discover(control: httpx.AsyncClient, spec: BenchSpec) -> tuple[str, str]:
-    """The model to ask for (first of /v1/models unless given) and the server version."""
-    model = spec.model
-    if not model or spec.lora:
-        response = await control.get(api_url(spec.base_url, "/v1/models"))
-        response.raise_for_status()
-        served = response.json()["data"]
-        if spec.lora:
-            check_served(spec.lora, served, spec.base_url)
-        model = model or served[0]["id"]
-    version = ""
-    with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
-        response = await control.get(api_url(spec.base_url, "/version"))
-        body = response.json() if response.status_code == 200 else None
-        if isinstance(body, dict):  # a list or a bare value is no version
-            version = str(body.get("version", ""))
-    return model, version
 
 
 async def _progress_loop(
@@ -167,7 +127,7 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
     )
     started_at = datetime.now().astimezone().isoformat(timespec="seconds")
     async with control:
-        model, version = await _discover(control, spec)
+        model, version = await discover(control, spec)
         spec = replace(spec, model=model)
         context = replace(spec.context, model=model, base_url=spec.base_url)
         if version:
@@ -339,10 +299,6 @@ async def run_spec(spec: BenchSpec, cancel: asyncio.Event) -> BenchResult:
     )
 
 
-class WarmupStalled(ValueError):
-    """The server took the warm-up request but never answered it: no run can succeed."""
-
-
 def _check_warmup(run: LevelRun) -> None:
     """A warm-up that hit a deadline ends the run at once, rather than every level timing out."""
     for outcome in run.outcomes:
@@ -377,8 +333,6 @@ def _workload_notes(
 
 
 def level_to_dict(level: LevelResult) -> dict[str, Any]:
-    from dataclasses import asdict
-
     return asdict(level)
 
 
@@ -389,63 +343,26 @@ def _duration_s(outcomes: list[RequestOutcome]) -> float:
     return max(o.end_s for o in outcomes) - min(o.start_s for o in outcomes)
 
 
-async def _worker(job: dict[str, Any], cancel: asyncio.Event) -> None:
-    spec = BenchSpec.from_dict(job["spec"])
-    url = api_url(spec.base_url, endpoint_path(spec.endpoint))
-    plan = PromptPlan.from_dict(job["plan"]) if job.get("plan") else None
-    prompts = workload_prompts(spec, job["words"], job["num_requests"], job["seed"], plan)
-    run = LevelRun()
-
-    async def live() -> None:
-        while True:
-            await asyncio.sleep(spec.progress_interval_s)
-            emit("live", tokens=sum(o.chunks for o in run.live.values()))
-
-    def send(outcome: RequestOutcome) -> None:
-        emit("outcome", outcome=outcome.to_dict())
-
-    async with make_client(
-        max_connections=max(1, job["concurrency"]),
-        read_timeout_s=spec.read_timeout_s,
-        connect_timeout_s=spec.connect_timeout_s,
-        transport=spec.transport,
-        api_key=api_key_for(spec),
-    ) as client:
-        ticker = asyncio.create_task(live())
-        meter = ClientMeter()
-        meter.start()
-        try:
-            await run_level(
-                client, url, spec, prompts, concurrency=job["concurrency"], rate=job["rate"],
-                seed=job["seed"], cancel=cancel, run=run, on_outcome=send,
-            )  # fmt: skip
-        finally:
-            ticker.cancel()
-            sample = await meter.stop()
-    emit("live", tokens=0)
-    emit("end", cancelled=run.cancelled, partial=run.partial, client=sample.to_dict())
-
-
 async def _main(argv: list[str], read_stdin: Callable[[], str]) -> int:
     cancel = asyncio.Event()
-    _install_cancel(cancel)
+    install_cancel(cancel)
     try:
         job = json.loads(read_stdin())
     except ValueError as error:
         emit("error", message=f"bad spec on stdin: {error}")
         return 1
     if "--worker" in argv:
-        await _worker(job, cancel)
+        await run_shard(job, cancel)
         return 0
     try:
         spec = BenchSpec.from_dict(job)
-        watchdog = asyncio.create_task(_wall_deadline(spec.run_timeout_s, cancel))
+        watchdog = asyncio.create_task(wall_deadline(spec.run_timeout_s, cancel))
         try:
             result = await run_spec(spec, cancel)
         finally:
             watchdog.cancel()
     except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError, OSError) as error:
-        emit("error", message=_describe(error))
+        emit("error", message=describe(error))
         return 1
     if watchdog.done() and not watchdog.cancelled() and watchdog.result():
         result = replace(
@@ -454,28 +371,6 @@ async def _main(argv: list[str], read_stdin: Callable[[], str]) -> int:
         )
     emit("result", result=result.to_dict())
     return 0
-
-
-async def _wall_deadline(limit_s: float, cancel: asyncio.Event) -> bool:
-    """Cancel the run (results so far kept, marked partial) once it has run `limit_s`."""
-    if not limit_s or limit_s <= 0:
-        return False
-    await asyncio.sleep(limit_s)
-    cancel.set()
-    return True
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, (WarmupStalled, AdapterSpecError)):
-        return str(error)
-    if isinstance(error, httpx.HTTPStatusError):
-        return f"{error.request.url}: HTTP {error.response.status_code}"
-    if isinstance(error, httpx.HTTPError):
-        where = ""
-        with contextlib.suppress(RuntimeError):
-            where = f"{error.request.url}: "
-        return f"{where}{type(error).__name__}: {error or 'no answer'}"
-    return f"{type(error).__name__}: {error}"
 
 
 def main() -> int:

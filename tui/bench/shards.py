@@ -1,5 +1,6 @@
 """A level split over worker processes (`python -m tui.bench.runner --worker`), one
-shard each, when one core is not enough: their outcomes and client samples gathered."""
+shard each, when one core is not enough: their outcomes and client samples gathered,
+and the worker's side (`run_shard`), its outcomes sent back as events."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import contextlib
 import json
 import signal
 import sys
+from typing import Any
 
-from tui.bench.client_load import ClientSample
-from tui.bench.loadgen import LevelRun
+from tui.bench.client import make_client
+from tui.bench.client_load import ClientMeter, ClientSample
+from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.model import RequestOutcome
+from tui.bench.process_io import api_key_for, emit
 from tui.bench.prompt_fit import PromptPlan
-from tui.bench.workload import BenchSpec
+from tui.bench.workload import BenchSpec, api_url, endpoint_path
+from tui.bench.workloads import workload_prompts
 
 
 async def sharded_level(
@@ -87,3 +92,40 @@ async def sharded_level(
     finally:
         forwarder.cancel()
     worker_tokens.clear()
+
+
+async def run_shard(job: dict[str, Any], cancel: asyncio.Event) -> None:
+    spec = BenchSpec.from_dict(job["spec"])
+    url = api_url(spec.base_url, endpoint_path(spec.endpoint))
+    plan = PromptPlan.from_dict(job["plan"]) if job.get("plan") else None
+    prompts = workload_prompts(spec, job["words"], job["num_requests"], job["seed"], plan)
+    run = LevelRun()
+
+    async def live() -> None:
+        while True:
+            await asyncio.sleep(spec.progress_interval_s)
+            emit("live", tokens=sum(o.chunks for o in run.live.values()))
+
+    def send(outcome: RequestOutcome) -> None:
+        emit("outcome", outcome=outcome.to_dict())
+
+    async with make_client(
+        max_connections=max(1, job["concurrency"]),
+        read_timeout_s=spec.read_timeout_s,
+        connect_timeout_s=spec.connect_timeout_s,
+        transport=spec.transport,
+        api_key=api_key_for(spec),
+    ) as client:
+        ticker = asyncio.create_task(live())
+        meter = ClientMeter()
+        meter.start()
+        try:
+            await run_level(
+                client, url, spec, prompts, concurrency=job["concurrency"], rate=job["rate"],
+                seed=job["seed"], cancel=cancel, run=run, on_outcome=send,
+            )  # fmt: skip
+        finally:
+            ticker.cancel()
+            sample = await meter.stop()
+    emit("live", tokens=0)
+    emit("end", cancelled=run.cancelled, partial=run.partial, client=sample.to_dict())

@@ -3,6 +3,8 @@
 _target.py: Turn `--profile` / `--demo` / `--read-only` into a Profile or an opened Deck, for every subcommand
 _width.py: Plain CLI output that fits an 80-column terminal (the narrowest an operator's SSH gives)
 bench_cmd.py: `servedeck bench`: run a benchmark preset against a profile's server, a URL or the demo
+bench_output.py: `servedeck bench`'s text output: a run's levels as a table, its headline and warnings
+bench_spec.py: A benchmark's spec from `servedeck bench`'s arguments, checked (the capacity search's too)
 capacity_cmd.py: `servedeck bench --capacity`: how many users the server holds under an SLO, in one sentence
 compare_cmd.py: `servedeck bench compare A B`: the configuration diff and each metric's change with its noise
 demo_cmd.py: `servedeck demo`: the console on the built-in simulator, with the model load already started

@@ -4,35 +4,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
-import os
 import signal
 import sys
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from tui.bench.adapters import AdapterSpecError, parse_adapters
-from tui.bench.context import context_for_profile
 from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
 from tui.bench.export import result_to_json
 from tui.bench.history import append_result
 from tui.bench.html_report import html_report
-from tui.bench.model import BenchResult, LevelResult, RunContext
-from tui.bench.repeats import (
-    SETTLE_RUNS,
-    repeat_lines,
-    settled,
-    summarize_repeats,
-    summary_from_dict,
-)
-from tui.bench.report import report_lines
-from tui.bench.workload import BenchSpec, spec_from_preset
+from tui.bench.model import BenchResult, LevelResult
+from tui.bench.repeats import settled, summarize_repeats
+from tui.bench.workload import BenchSpec
 from tui.commands._target import deck_from_args, profile_from_args
 from tui.commands._width import hanging
-from tui.core.config import BenchmarkPreset, default_presets, percentiles_problem
+from tui.commands.bench_output import format_result
+from tui.commands.bench_spec import build_spec, check_args, gpu_set
+from tui.commands.compare_cmd import run_compare
+from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError, UsageError
-from tui.deck import Deck
+from tui.core.redact import redact_text
+from tui.fleet.actions import ReadOnlyRefused
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -160,311 +152,6 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.set_defaults(func=_bench)
 
 
-def _positive(name: str, value: int | float | None) -> None:
-    if value is not None and (not math.isfinite(value) or value <= 0):
-        raise UsageError(f"--{name} must be positive, got {value}")
-
-
-def check_args(args: argparse.Namespace, presets: Mapping[str, BenchmarkPreset] | None) -> None:
-    """Refuse bad numbers and unknown presets before anything (a simulator) is started."""
-    numbers = ("num_requests", "input_tokens", "output_tokens", "timeout")
-    for name in (*numbers, "prefix_groups", "prefix_tokens", "chat_turns", "trace_speed"):
-        _positive(name.replace("_", "-"), getattr(args, name, None))
-    for name in ("request_timeout", "run_timeout"):
-        _positive(name.replace("_", "-"), getattr(args, name, None))
-    for level in args.concurrency or ():
-        _positive("concurrency", level)
-    _check_repeat(args)
-    parse_percentiles(getattr(args, "percentiles", None))
-    _output_file("report", getattr(args, "report", None), (".html", ".htm"))
-    _output_file("requests", getattr(args, "requests", None), (".csv", ".jsonl"))
-    known = default_presets() if presets is None else presets
-    if args.preset is not None and args.preset not in known:
-        raise UsageError(
-            f"unknown preset {args.preset!r}; known presets: {', '.join(sorted(known))}"
-        )
-
-
-def _check_repeat(args: argparse.Namespace) -> None:
-    """--repeat and --settle: positive, and only where runs can be compared."""
-    repeat, settle = getattr(args, "repeat", None), getattr(args, "settle", None)
-    _positive("repeat", repeat)
-    _positive("settle", settle)
-    if settle is not None and (repeat or 1) < SETTLE_RUNS + 1:
-        raise UsageError(
-            f"--settle needs --repeat {SETTLE_RUNS + 1} or more (it compares the last {SETTLE_RUNS} runs)"
-        )
-    if (repeat or 1) > 1 and getattr(args, "capacity", False):
-        raise UsageError(
-            "--repeat is not for --capacity: each search picks its own levels from what it "
-            "measures, so the runs' levels would not line up"
-        )
-    if (repeat or 1) > 1 and getattr(args, "requests", None):
-        raise UsageError("--requests is for one run; not with --repeat")
-
-
-def _output_file(flag: str, path: str | None, suffixes: tuple[str, ...]) -> None:
-    """A file the run will write: the right suffix, and writable now (not after the run)."""
-    if not path:
-        return
-    if Path(path).suffix.lower() not in suffixes:
-        raise UsageError(f"--{flag} {path}: expected a {' or '.join(suffixes)} file")
-    try:
-        with open(path, "a", encoding="utf-8"):
-            pass
-    except OSError as error:
-        raise UsageError(f"--{flag} {path}: {error.strerror or error}") from None
-
-
-def parse_percentiles(text: str | None) -> tuple[float, ...] | None:
-    """`--percentiles 50,90,95,99` as sorted numbers; a bad list is a one-line UsageError."""
-    if text is None:
-        return None
-    try:
-        values = [float(item) for item in text.split(",") if item.strip()]
-    except ValueError:
-        raise UsageError(f"--percentiles expects numbers like 50,90,99, got {text!r}") from None
-    problem = percentiles_problem(values)
-    if problem:
-        raise UsageError(f"--percentiles: {problem}")
-    return tuple(sorted(set(values)))
-
-
-def _dataset_path(args: argparse.Namespace) -> str | None:
-    """The --dataset file, checked now (a one-line error naming it), absolute for the runner."""
-    from tui.bench.workloads import DatasetError, load_sharegpt
-
-    path = getattr(args, "dataset", None)
-    if getattr(args, "workload", None) != "dataset":
-        if path:
-            raise UsageError("--dataset needs --workload dataset")
-        return None
-    if not path:
-        raise UsageError("--workload dataset needs --dataset FILE (ShareGPT-format JSON)")
-    try:
-        load_sharegpt(path)
-    except DatasetError as error:
-        raise UsageError(f"--dataset {error}") from None
-    return os.path.abspath(path)
-
-
-def _trace_path(args: argparse.Namespace) -> str | None:
-    """The --trace file, checked now (a one-line error naming it and the line)."""
-    from tui.bench.trace import load_trace
-    from tui.bench.workloads import DatasetError
-
-    path = getattr(args, "trace", None)
-    if getattr(args, "workload", None) != "trace":
-        if path:
-            raise UsageError("--trace needs --workload trace")
-        return None
-    if not path:
-        raise UsageError("--workload trace needs --trace FILE (JSONL)")
-    try:
-        load_trace(path)
-    except DatasetError as error:
-        raise UsageError(f"--trace {error}") from None
-    return os.path.abspath(path)
-
-
-def _tokenizer_path(args: argparse.Namespace) -> str | None:
-    """--tokenizer, checked now: a tokenizer.json, or a folder holding one."""
-    path = getattr(args, "tokenizer", None)
-    if not path:
-        return None
-    found = Path(path)
-    if not (found.is_file() or (found / "tokenizer.json").is_file()):
-        raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
-    return os.path.abspath(path)
-
-
-def build_spec(
-    args: argparse.Namespace, deck: Deck | None = None, base_url: str = "", gpus: str = ""
-) -> BenchSpec:
-    """Turn the command line (and the deck of the profile it names) into a BenchSpec."""
-    check_args(args, None if deck is None else deck.profile.benchmark.presets)
-    percentiles = parse_percentiles(getattr(args, "percentiles", None))
-    if args.url:
-        presets: dict[str, BenchmarkPreset] = default_presets()
-        default_name = "quick"
-        base_url = args.url
-        context = RunContext(profile="(url)", host=args.url, base_url=args.url)
-        api_key_env = None
-    else:
-        assert deck is not None, "a profile run needs its deck"
-        profile = deck.profile
-        presets = dict(profile.benchmark.presets)
-        default_name = profile.benchmark.default_preset
-        base_url = base_url or profile.service.base_url
-        context = replace(context_for_profile(profile, gpus), host=deck.host_label)
-        api_key_env = profile.service.api_key_env
-        percentiles = percentiles or profile.benchmark.percentiles
-    name = args.preset or default_name
-    if name not in presets:
-        known = ", ".join(sorted(presets))
-        raise UsageError(f"unknown preset {name!r}; known presets: {known}")
-    spec = spec_from_preset(
-        presets[name],
-        base_url,
-        model=args.model or "",
-        concurrency=tuple(args.concurrency) if args.concurrency else None,
-        num_requests=args.num_requests,
-        input_tokens=args.input_tokens,
-        output_tokens=args.output_tokens,
-        read_timeout_s=args.timeout,
-        request_timeout_s=getattr(args, "request_timeout", None),
-        run_timeout_s=getattr(args, "run_timeout", None),
-        workload=getattr(args, "workload", None),
-        prefix_groups=getattr(args, "prefix_groups", None),
-        prefix_tokens=getattr(args, "prefix_tokens", None),
-        chat_turns=getattr(args, "chat_turns", None),
-        dataset_path=_dataset_path(args),
-        trace_path=_trace_path(args),
-        trace_speed=getattr(args, "trace_speed", None),
-        tokenizer_path=_tokenizer_path(args),
-        api_key_env=api_key_env,
-        context=replace(context, base_url=base_url),
-        percentiles=percentiles,
-        seed=getattr(args, "seed", None),
-        requests_path=os.path.abspath(args.requests) if getattr(args, "requests", None) else None,
-        mix=getattr(args, "mix", None),
-        lora=_lora(args),
-        **_length_flags(args),
-    )
-    _check_lengths(spec, args)
-    return spec
-
-
-def _lora(args: argparse.Namespace) -> str | None:
-    """--lora, checked now: well formed, and only where each request can name its adapter."""
-    text = getattr(args, "lora", None)
-    if text is None:
-        return None
-    try:
-        parse_adapters(text)
-    except AdapterSpecError as error:
-        raise UsageError(str(error)) from None
-    if getattr(args, "workload", None) == "chat":
-        raise UsageError("--lora is not for --workload chat (a conversation keeps one model)")
-    return text
-
-
-def _length_flags(args: argparse.Namespace) -> dict[str, object]:
-    names = [
-        f"{side}_{part}" for side in ("input", "output") for part in ("dist", "stddev", "range")
-    ]
-    return {name: getattr(args, name, None) for name in names}
-
-
-def _check_lengths(spec: BenchSpec, args: argparse.Namespace) -> None:
-    """Length distributions and mixes: well formed, and only where they apply."""
-    from tui.bench.lengths import LengthSpecError
-
-    try:
-        lengths = spec.lengths()
-    except LengthSpecError as error:
-        raise UsageError(str(error)) from None
-    if lengths.varies and spec.workload != "random":
-        raise UsageError("--input-dist, --output-dist and --mix need --workload random")
-    if lengths.varies and getattr(args, "capacity", False):
-        raise UsageError("--input-dist, --output-dist and --mix are not for --capacity")
-
-
-def _ms(value: float) -> str:
-    return f"{value:,.1f}"
-
-
-def format_level(level: LevelResult) -> str:
-    """One level per line, 80 columns at most; `*` after the load marks a partial level."""
-    load = f"c={level.concurrency}" if level.request_rate is None else f"{level.request_rate:g}/s"
-    load += "*" if level.partial else ""
-    load += "!" if level.client_bound else ""
-    return (
-        f"{load:>7} {level.completed:>5}/{level.num_requests:<5} {level.failed:>4} "
-        f"{_ms(level.ttft.median_ms):>8} {_ms(level.ttft.p99_ms):>8} "
-        f"{_ms(level.tpot.median_ms):>8} {_ms(level.itl.p99_ms):>8} "
-        f"{level.output_throughput:>9,.1f} {level.request_throughput:>6.2f}"
-    )
-
-
-def _input_words(result: BenchResult) -> str:
-    """The prompt tokens actually sent (the server's count), and the target when it differs."""
-    sent = result.input_tokens_sent
-    if sent is None or sent == result.input_tokens:
-        return f"{result.input_tokens} tok"
-    return f"{sent} tok sent (asked {result.input_tokens})"
-
-
-def format_result(result: BenchResult) -> str:
-    context = result.context
-    lines = [
-        hanging(
-            "servedeck bench: ",
-            f"{result.preset} on {context.host or context.base_url}  model {context.model}  "
-            f"{context.engine} {context.engine_version}".rstrip(),
-        ),
-        hanging(
-            "  ",
-            f"input {_input_words(result)}, output {result.output_tokens} tok, "
-            f"{result.endpoint}, temperature {result.temperature:g}, ignore_eos {result.ignore_eos}",
-        ),
-        f"{'load':>7} {'ok/sent':>11} {'fail':>4} {'TTFT p50':>8} {'TTFT p99':>8} "
-        f"{'TPOT p50':>8} {'ITL p99':>8} {'out tok/s':>9} {'req/s':>6}",
-    ]
-    lines += [format_level(level) for level in result.levels]
-    for level in result.levels:
-        lines += report_lines(level)
-    for level in result.levels:
-        if level.errors:
-            lines.append(f"  c={level.concurrency}: first error: {level.errors[0]}")
-        server = level.server
-        if server and server.requests:
-            parts = [
-                f"{label} {value:,.1f} ms"
-                for label, value in (
-                    ("queue", server.mean_queue_ms),
-                    ("prefill", server.mean_prefill_ms),
-                    ("decode", server.mean_decode_ms),
-                )
-                if value is not None
-            ]
-            lines.append(f"  c={level.concurrency}: server mean " + ", ".join(parts))
-    single = result.single_stream_tok_s
-    if single:
-        lines.append(f"single stream {single:,.1f} tok/s (output tok/s at concurrency 1)")
-    decode = result.decode_tok_s_per_stream
-    if decode:
-        lines.append(f"decode {decode:,.1f} tok/s per stream (1 / mean TPOT at concurrency 1)")
-    prefill = [lv.prefill_tok_s_per_request for lv in result.levels if lv.concurrency == 1]
-    if prefill and prefill[0]:
-        lines.append(f"prefill {prefill[0]:,.0f} prompt tok/s per request (prompt / TTFT)")
-    if result.client.get("lengths"):
-        lines.append(f"lengths per request: {result.client['lengths']} tok")
-    method = result.client.get("prompt_method")
-    if method:
-        lines.append(f"prompt tokens: {method}")
-    if result.levels and result.levels[0].output_tokens_source != "usage":
-        lines.append(f"output tokens: {result.levels[0].output_tokens_source}")
-    intended = result.client.get("intended_prefix_hit_rate")
-    if intended is not None:
-        measured = result.client.get("measured_prefix_hit_rate")
-        shown = "n/a (no prefix-cache metrics)" if measured is None else f"{100 * measured:.1f}%"
-        lines.append(
-            f"prefix cache hit rate: measured {shown}, intended {100 * intended:.1f}% "
-            f"({result.client.get('workload')}; reset: {result.client.get('prefix_cache_reset')})"
-        )
-    bound = [lv for lv in result.levels if lv.client_bound]
-    if bound:
-        loads = ", ".join(f"c={lv.concurrency}" for lv in bound)
-        lines.append(f"! CLIENT-BOUND at {loads}: the client's limit, not the server's")
-    if result.partial:
-        lines.append("PARTIAL: the run was cancelled or did not finish every level")
-    repeats = summary_from_dict(result.client.get("repeat"))
-    if repeats is not None:
-        lines += repeat_lines(repeats)
-    return "\n".join(lines)
-
-
 async def _drive_runs(
     spec: BenchSpec, show_progress: bool, repeat: int | None, settle_pct: float | None
 ) -> BenchResult:
@@ -515,16 +202,6 @@ async def _drive(spec: BenchSpec, show_progress: bool) -> BenchResult:
     return process.result
 
 
-async def gpu_set(deck: Deck) -> str:
-    """ "8 x NVIDIA H200" style description of the deck's GPUs ("" when unknown)."""
-    try:
-        snapshot = await (await deck.gpu_source()).sample()
-    except ServedeckError:
-        return ""
-    names = [static.name for static in snapshot.statics]
-    return f"{len(names)} x {names[0]}" if names and snapshot.available else ""
-
-
 async def _bench_profile(args: argparse.Namespace, show_progress: bool) -> BenchResult:
     check_args(args, profile_from_args(args).benchmark.presets)
     deck = deck_from_args(args)
@@ -537,10 +214,6 @@ async def _bench_profile(args: argparse.Namespace, show_progress: bool) -> Bench
 
 def refuse_read_only(args: argparse.Namespace) -> None:
     """A benchmark loads the server: `--read-only` or a read-only profile refuses it, audited."""
-    from tui.core.audit import append_audit
-    from tui.core.redact import redact_text
-    from tui.fleet.actions import ReadOnlyRefused
-
     if args.url:
         read_only, label = bool(getattr(args, "read_only", False)), redact_text(args.url)
     else:
@@ -555,8 +228,6 @@ def refuse_read_only(args: argparse.Namespace) -> None:
 
 def _bench(args: argparse.Namespace) -> int:
     if args.operands:
-        from tui.commands.compare_cmd import run_compare
-
         return run_compare(args)
     refuse_read_only(args)
     if args.capacity:

@@ -20,10 +20,11 @@ from typing import Any
 from tui.bench.capacity.answer import truth_text
 from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
 from tui.bench.capacity.history import append_capacity
-from tui.bench.capacity.runner import CapacitySpec
 from tui.bench.capacity.search import CapacitySlo, parse_slo
+from tui.bench.capacity.spec import CapacitySpec
 from tui.commands._target import profile_from_args
 from tui.commands._width import hanging
+from tui.commands.bench_spec import build_spec, check_args, gpu_set
 from tui.compose import open_deck
 from tui.core.config import BenchmarkSlo
 from tui.core.formatting import counted
@@ -107,8 +108,6 @@ async def _search(spec: CapacitySpec, gpus: GpuSource | None, progress: bool) ->
 
 
 async def _run(args: argparse.Namespace, slo_text: str | None, progress: bool) -> dict[str, Any]:
-    from tui.commands.bench_cmd import build_spec, check_args, gpu_set
-
     if args.url:
         spec = build_spec(args)
         slo = parse_slo(slo_text or "")

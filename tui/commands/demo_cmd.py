@@ -7,6 +7,8 @@ import json
 
 from tui.core.config import demo_profile
 from tui.core.errors import UsageError
+from tui.hosts.profiles import load_profile
+from tui.open_console import run_console
 
 # tui.compose.CONSOLE_DEMO_LOAD_S (not imported here: parsing stays fast)
 DEFAULT_LOAD_S = 45.0
@@ -95,9 +97,6 @@ def demo_load_seconds(text: str) -> float:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from tui.hosts.profiles import load_profile
-    from tui.open_console import run_console
-
     read_only = getattr(args, "read_only", False)
     # A demo-kind profile file (its own handoff notes, api_key_env, keys) or the built-in one.
     name = getattr(args, "profile", None)

@@ -9,6 +9,7 @@ from tui.commands._width import hanging
 from tui.compose import open_deck
 from tui.hostfacts.doctor import DoctorCheck, doctor_verdict
 from tui.hosts.profiles import load_profile
+from tui.hosts.ssh_config import route_report
 from tui.ops.restart_guard import leftovers_checks
 
 _MARKS = {"ok": "OK  ", "warn": "WARN", "fail": "FAIL", "skip": "SKIP"}
@@ -60,8 +61,6 @@ def _doctor(args: argparse.Namespace) -> int:
     where = profile.host_label
     print(hanging("servedeck doctor: ", f"profile {profile.name} ({where})"))
     if profile.host.ssh_alias:  # the route ~/.ssh/config gave, and where each value came from
-        from tui.hosts.ssh_config import route_report
-
         for line in route_report(profile.host):
             print(hanging("  ", line))
     for check in checks:

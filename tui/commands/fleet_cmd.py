@@ -6,15 +6,15 @@ import argparse
 import json
 import sys
 import time
-from typing import TYPE_CHECKING
 
 from tui.cli import run_async
+from tui.commands import fleet_prom_cmd
 from tui.core.errors import UsageError
-from tui.fleet.collector import FleetCollector, HostProbe
+from tui.fleet.collector import FleetCollector, probes_for
+from tui.fleet.deck_probe import HostProbe
+from tui.fleet.groups import adhoc_group, load_group, ssh_alias_profile, ssh_group
 from tui.fleet.model import FleetRow
-
-if TYPE_CHECKING:
-    from tui.fleet.prometheus import PromFleetConfig
+from tui.fleet.prom_query import PromFleetConfig, config_from_table
 
 JSON_TIMEOUT_S = 20.0
 MAX_DEMO_HOSTS = 100
@@ -60,9 +60,10 @@ def add_parser(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.add_argument(
         "--read-only", action="store_true", help="disable every action that changes a host"
     )
-    from tui.commands.fleet_prom_cmd import add_prometheus_options
 
-    add_prometheus_options(parser)  # --prometheus URL: the same rows from a Prometheus server
+    fleet_prom_cmd.add_prometheus_options(
+        parser
+    )  # --prometheus URL: the same rows from a Prometheus server
     parser.set_defaults(func=run_fleet)
 
 
@@ -77,9 +78,6 @@ def probes_from_args(args: argparse.Namespace) -> tuple[list[HostProbe], object 
 
         demo = DemoFleet(args.demo)
         return demo.probes, demo
-    from tui.fleet.collector import probes_for
-    from tui.fleet.groups import adhoc_group, load_group, ssh_group
-
     named = getattr(args, "profile", None) or []
     named = [named] if isinstance(named, str) else named  # `servedeck -p X fleet`
     ssh = getattr(args, "ssh", None)
@@ -141,12 +139,10 @@ def _group_prometheus(args: argparse.Namespace) -> PromFleetConfig | None:
     """The Prometheus source a `-g` group's [fleet] table names (`source = "prometheus"`)."""
     if not getattr(args, "group", None) or args.demo is not None:
         return None
-    from tui.fleet.groups import load_group
 
     group = load_group(args.group, read_only=args.read_only)
     if group.prometheus is None:
         return None
-    from tui.fleet.prometheus import config_from_table
 
     return config_from_table(group.prometheus, f"{group.path}: [fleet]")
 
@@ -155,7 +151,6 @@ def _group_keys(args: argparse.Namespace) -> dict[str, str]:
     """The Fleet's key remaps: a `-g` group file's [keys] table (none for other fleets)."""
     if not getattr(args, "group", None) or args.demo is not None:
         return {}
-    from tui.fleet.groups import load_group
 
     return dict(load_group(args.group, read_only=args.read_only).keys)
 
@@ -164,8 +159,6 @@ def run_fleet(args: argparse.Namespace) -> int:
     prometheus = None
     group_config = _group_prometheus(args)
     if _wants_prometheus(args) or group_config is not None:
-        from tui.commands import fleet_prom_cmd
-
         # --prometheus/--fleet-config name the source over a group's own.
         config = fleet_prom_cmd.config_from_args(args) if _wants_prometheus(args) else None
         # Printed rows (--json, --markdown, or output that is not a terminal) come from
@@ -223,7 +216,6 @@ def open_group(group: str, *, read_only: bool = False) -> int:
 
 def open_ssh(spec: str) -> int:
     """`servedeck --ssh ALIAS`: the console on an ssh config alias (read-only); several: the fleet."""
-    from tui.fleet.groups import ssh_alias_profile, ssh_group
 
     if "," in spec:
         args = argparse.Namespace(

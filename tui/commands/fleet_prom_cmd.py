@@ -25,13 +25,8 @@ from tui.core.errors import ServedeckError, UsageError
 from tui.core.formatting import printable
 from tui.fleet.model import FleetRow
 from tui.fleet.prom_access import access_from_table
-from tui.fleet.prometheus import (
-    FleetAnswer,
-    PrometheusFleet,
-    PromFleetConfig,
-    config_from_table,
-    shown_url,
-)
+from tui.fleet.prom_query import PromFleetConfig, config_from_table, shown_url
+from tui.fleet.prometheus import FleetAnswer, PrometheusFleet
 
 
 def add_prometheus_options(parser: argparse.ArgumentParser) -> None:

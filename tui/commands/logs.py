@@ -9,7 +9,7 @@ from tui.cli import run_async
 from tui.commands._target import deck_from_args
 from tui.core.errors import UsageError
 from tui.core.redact import redact_text
-from tui.logs.line import strip_ansi
+from tui.logs.classify import strip_ansi
 
 
 def add_parser(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from tui.commands._target import deck_from_args, profile_from_args
+
 DEFAULT_PORT = 8766
 
 
@@ -54,7 +56,6 @@ def _port(text: str) -> int:
 def run_mcp(args: argparse.Namespace) -> int:
     import asyncio
 
-    from tui.commands._target import deck_from_args, profile_from_args
     from tui.mcp.run import serve
 
     os.environ["SERVEDECK_AUDIT_VIA"] = "mcp"  # every audit record of this process says so

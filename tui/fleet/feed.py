@@ -13,7 +13,8 @@ import asyncio
 from typing import TYPE_CHECKING, Protocol
 
 from tui.core.errors import ServedeckError
-from tui.fleet.collector import FleetCollector, HostProbe
+from tui.fleet.collector import FleetCollector
+from tui.fleet.deck_probe import HostProbe
 from tui.fleet.model import FleetRow
 
 if TYPE_CHECKING:  # httpx stays out of the import until a Prometheus source is made

@@ -13,7 +13,7 @@ then the user config dir's profiles/groups/NAME.toml), so `servedeck fleet -g la
     label = "GLM-5 staging"
 
 A group can read its rows from Prometheus instead (`source = "prometheus"`, `url`, and
-the other keys of tui.fleet.prometheus.config_from_table); its members, if any, are then
+the other keys of tui.fleet.prom_query.config_from_table); its members, if any, are then
 the hosts whose console Enter opens, and the ones Prometheus does not scrape.
 
 A `[keys]` table remaps the Fleet's keys by binding id, as a profile's does the console's
@@ -45,7 +45,7 @@ from tui.hosts.ssh_config import resolve_alias
 
 GROUPS_FOLDER = "groups"
 MAX_GROUP_HOSTS = 200
-# The [fleet] keys of a Prometheus source (checked by tui.fleet.prometheus.config_from_table).
+# The [fleet] keys of a Prometheus source (checked by tui.fleet.prom_query.config_from_table).
 # (the access keys are tui.fleet.prom_access.ACCESS_KEYS, written out: no httpx import here)
 PROMETHEUS_KEYS = (
     *("url", "host_label", "auth", "auth_env", "verify_tls", "queries", "headers_env"),

@@ -24,7 +24,8 @@ from tui.fleet.history import (
     grid,
 )
 from tui.fleet.prom_answer import sane_value
-from tui.fleet.prometheus import COLUMN_KEY, PrometheusFleet, pinned_column
+from tui.fleet.prom_query import COLUMN_KEY, pinned_column
+from tui.fleet.prometheus import PrometheusFleet
 
 
 class PrometheusHistory:

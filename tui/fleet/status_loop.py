@@ -23,12 +23,14 @@ from typing import TYPE_CHECKING
 
 from tui.core.errors import CommandTimeout, HostError, ServedeckError
 from tui.core.redact import LineRedactor
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine
 from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.unit.service import SHOW_PROPERTIES, UnitState, parse_systemctl_show
 
 if TYPE_CHECKING:
-    from tui.hosts.ssh import SSHDialog, SSHHost
+    from tui.hosts.ssh import SSHHost
+    from tui.hosts.ssh_remote import SSHDialog
 
 # The log bytes read at most per block: a log that grew more than this (or shrank) is read
 # again as its last `tail_lines` lines within this window, never whole.

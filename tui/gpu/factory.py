@@ -10,7 +10,8 @@ import time
 from tui.core.config import Profile
 from tui.core.errors import CommandNotFound
 from tui.gpu.model import GpuBoxSnapshot, GpuSource
-from tui.gpu.nvml import NvmlGpuSource, NvmlUnavailable
+from tui.gpu.nvml import NvmlGpuSource
+from tui.gpu.nvml_calls import NvmlUnavailable
 from tui.gpu.smi import NO_DRIVER, SmiGpuSource
 from tui.hosts.base import Host
 

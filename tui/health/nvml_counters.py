@@ -14,7 +14,7 @@ from typing import Any
 
 import pynvml
 
-from tui.gpu.nvml import NvmlUnavailable
+from tui.gpu.nvml_calls import NvmlUnavailable
 from tui.health.counters import HealthCounters
 from tui.health.interconnect.parse import norm_bdf
 

@@ -10,6 +10,7 @@ ssh.py: SSHHost: commands on a remote machine over one shared asyncssh connectio
 ssh_config.py: Hosts as the operator names them for `ssh`: a profile's `ssh_alias` read from ~/.ssh/config
 ssh_config_parser.py: asyncssh's ssh config parser, made safe to point at any file a user has
 ssh_connect.py: Opening SSH connections along a jump chain, with strict host key checking
+ssh_remote.py: A command running on an SSH host: the line sent to sshd, its process group, the dialog
 """
 
 from tui.hosts.base import CommandResult, Host, sh_command

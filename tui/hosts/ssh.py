@@ -13,7 +13,7 @@ command first prints its process group id (a line servedeck removes), and
 ending it sends the channel signal and also `kill -- -PGID` in a second
 session. Nothing is left running on the server either way. A stream's command
 also ends when its connection goes without a word (cut, sshd killed, the console's
-terminal closed), written to or not: see remote_command.
+terminal closed), written to or not: see remote_command (tui/hosts/ssh_remote.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import contextlib
 import random
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import asyncssh
@@ -32,6 +31,7 @@ from tui.core.config import HostConfig
 from tui.core.errors import CommandTimeout, HostError, HostKeyError, HostUnreachable
 from tui.hosts.base import CommandResult, sh_command
 from tui.hosts.ssh_connect import Connection, close_all, connect_chain, describe_error
+from tui.hosts.ssh_remote import PGID_PREFIX, Process, Remote, SSHDialog, remote_command
 
 _BACKOFF_FIRST_S = 0.5
 # Capped low: a failed attempt is one TCP connect, and the console must resume within
@@ -39,111 +39,6 @@ _BACKOFF_FIRST_S = 0.5
 _BACKOFF_MAX_S = 3.0
 _END_GRACE_S = 3.0
 _READ_FILE_TIMEOUT_S = 120.0
-
-Process = asyncssh.SSHClientProcess[Any]
-
-_PGID_PREFIX = "servedeck-pgid:"
-# Prints `servedeck-pgid:<id>` (the group sshd made for this session), then execs argv.
-_PGID_SCRIPT = (
-    f'g=; read -r _ _ _ _ g _ </proc/$$/stat 2>/dev/null; echo "{_PGID_PREFIX}$g"; exec "$@"'
-)
-
-
-# A long-lived command may never write (`dmesg --follow` on a quiet kernel), so no broken
-# pipe ends it when its connection goes: a watcher in its process group reads the
-# channel's stdin, which servedeck never writes nor closes, and ends the group at
-# end of input (the session closed, sshd killed, the console's terminal gone). The
-# command itself reads /dev/null, as a stream's command did before.
-_WATCHED_SCRIPT = (
-    f'g=; read -r _ _ _ _ g _ </proc/$$/stat 2>/dev/null; echo "{_PGID_PREFIX}$g"; '
-    # fd 3: an asynchronous list's stdin is /dev/null unless it was duplicated before.
-    "exec 3<&0; { while read -r _; do :; done; kill -TERM 0; } <&3 3<&- >/dev/null 2>&1 & "
-    'exec "$@" </dev/null 3<&-'
-)
-
-
-def remote_command(argv: Sequence[str], ends_with_channel: bool = False) -> str:
-    """The string sent to sshd: argv under /bin/sh, after the process group line.
-
-    `ends_with_channel`: the command's process group ends when the session's stdin
-    reaches end of input (a stream that must not outlive its connection).
-    """
-    script = _WATCHED_SCRIPT if ends_with_channel else _PGID_SCRIPT
-    return sh_command(["/bin/sh", "-c", script, "sh", *argv])
-
-
-@dataclass(slots=True, eq=False)
-class _Remote:
-    """A running remote command and the process group that ends it whole."""
-
-    process: Process
-    connection: Connection
-    pgid: str | None = None
-
-
-class SSHDialog:
-    """A running remote command written to and read line by line (SSHHost.dialog)."""
-
-    def __init__(self, host: SSHHost, remote: _Remote, argv: tuple[str, ...]) -> None:
-        self._host = host
-        self._remote = remote
-        self._argv = argv
-
-    @property
-    def running(self) -> bool:
-        """False once the command ended or its connection closed: open a new dialog."""
-        remote = self._remote
-        return remote.process.returncode is None and not remote.connection.is_closed()
-
-    @property
-    def ended_by_itself(self) -> bool:
-        """The command ended while its connection stayed up (killed or exited on the box)."""
-        remote = self._remote
-        return remote.process.returncode is not None and not remote.connection.is_closed()
-
-    async def send(self, text: str) -> None:
-        """Write text to the command's stdin; a lost connection raises HostError.
-
-        A command that already ended takes nothing; the next readline() says so (None).
-        """
-        try:
-            self._remote.process.stdin.write(text)
-        except (OSError, asyncssh.Error):
-            if self._remote.connection.is_closed():
-                raise await self._host._lost_while_running(self._remote, self._argv) from None
-
-    async def readline(self) -> str | None:
-        """The next stdout line without its newline; None once the command ended."""
-        try:
-            line = await self._remote.process.stdout.readline()
-        except (OSError, asyncssh.Error):
-            if not self._remote.connection.is_closed():
-                return None  # the command's channel ended, the connection did not
-            raise await self._host._lost_while_running(self._remote, self._argv) from None
-        if line:
-            return str(line).rstrip("\r\n")
-        if self._remote.connection.is_closed():
-            raise await self._host._lost_while_running(self._remote, self._argv)
-        return None
-
-    async def close(self, eof_grace_s: float = 1.0) -> None:
-        """End the remote command (its whole process group) and its session.
-
-        First its stdin is closed: a command that ends at end of input (a `read` loop)
-        exits by itself, with no second session to send the kill (a login per host
-        when a fleet closes). One that lingers is ended as a stream is.
-        """
-        self._host._streams.discard(self._remote)
-        process = self._remote.process
-        if self.running:
-            with contextlib.suppress(OSError, asyncssh.Error):
-                process.stdin.write_eof()
-            with contextlib.suppress(TimeoutError, OSError, asyncssh.Error):
-                await asyncio.wait_for(process.wait_closed(), eof_grace_s)
-        if process.returncode is not None:
-            process.close()
-            return
-        await self._host._end(self._remote)
 
 
 class SSHHost:
@@ -162,7 +57,7 @@ class SSHHost:
         self._chain: list[Connection] = []
         self._connect_lock = asyncio.Lock()
         self._sessions = asyncio.Semaphore(config.max_sessions)
-        self._streams: set[_Remote] = set()
+        self._streams: set[Remote] = set()
         self._failures = 0
         self._next_attempt_at = 0.0
         self.connects = 0  # successful (re)connections: a recorder notes each reconnect
@@ -247,7 +142,7 @@ class SSHHost:
         keep_stdin: bool = False,
         start_timeout_s: float | None = None,
         ends_with_channel: bool = False,
-    ) -> _Remote:
+    ) -> Remote:
         """Open a session running argv; read its process group line.
 
         `ends_with_channel` keeps stdin open, unwritten, for the watcher that ends the
@@ -282,7 +177,7 @@ class SSHHost:
                         continue
                 message = describe_error(error, self.config.connect_timeout_s)
                 raise HostError(self._route, f"{argv[0]}: {message}") from None
-        remote = _Remote(process, connection)
+        remote = Remote(process, connection)
         start_timeout_s = start_timeout_s or self.config.connect_timeout_s
         try:
             remote.pgid = await asyncio.wait_for(self._read_pgid(process), start_timeout_s)
@@ -308,11 +203,11 @@ class SSHHost:
             if not raw:
                 return None
             line = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-            if line.startswith(_PGID_PREFIX):
-                pgid = line[len(_PGID_PREFIX) :].strip()
+            if line.startswith(PGID_PREFIX):
+                pgid = line[len(PGID_PREFIX) :].strip()
                 return pgid if pgid.isdigit() and int(pgid) > 1 else None
 
-    async def _end(self, remote: _Remote, grace_s: float = _END_GRACE_S) -> None:
+    async def _end(self, remote: Remote, grace_s: float = _END_GRACE_S) -> None:
         """SIGTERM the remote process group, SIGKILL it if it lingers, close the channel."""
         process, connection = remote.process, remote.connection
         for signal_name in ("TERM", "KILL"):
@@ -333,7 +228,7 @@ class SSHHost:
         with contextlib.suppress(TimeoutError, OSError, asyncssh.Error):
             await asyncio.wait_for(process.wait_closed(), grace_s)
 
-    async def _lost_while_running(self, remote: _Remote, argv: Sequence[str]) -> HostError:
+    async def _lost_while_running(self, remote: Remote, argv: Sequence[str]) -> HostError:
         await self._drop(remote.connection)
         return HostError(self._route, f"{argv[0]}: connection lost before the command finished")
 

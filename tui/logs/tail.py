@@ -17,7 +17,8 @@ from typing import BinaryIO
 
 from tui.core.errors import HostError
 from tui.hosts.base import Host
-from tui.logs.line import LevelClassifier, LineBatch, LogLine, one_line_batches
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LineBatch, LogLine, one_line_batches
 
 _BLOCK_BYTES = 64 * 1024
 # The wait between reads at the end of a file written to within the last poll: a busy

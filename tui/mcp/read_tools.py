@@ -24,7 +24,8 @@ from tui.core.errors import ServedeckError, UsageError
 from tui.deck import Deck
 from tui.fleet.actions import read_identity
 from tui.health.findings import CRIT, WARN
-from tui.logs.line import LogLine, strip_ansi
+from tui.logs.classify import strip_ansi
+from tui.logs.line import LogLine
 from tui.mcp.results import (
     BenchHistoryResult,
     CapacityHistoryResult,

@@ -5,6 +5,7 @@ No Textual here: the console, `servedeck record` and tests all use these modules
 attempts.py: From the timeline: the summary's incidents and its "Deployment attempts" table
 execinfo.py: What a service start ran: the main process's argv and its serving-relevant environment
 feed.py: Turns the sources' snapshots into recorder rows and timeline events
+file_events.py: The events for what the console's files tell: an audited action, a benchmark, a capacity search
 headless.py: `servedeck record`: the Deck's sources polled without a console, fed to a Recorder
 lock.py: One recorder per recording: an exclusive flock on `<db>.lock` that names its holder
 model.py: What the recorder stores: timeline events, and GPU ticks packed into one small blob

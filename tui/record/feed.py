@@ -7,21 +7,18 @@ appearing or going), so the console and `servedeck record` record alike.
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tui.bench.best import COMPLETE, figure_of
-from tui.bench.capacity.answer import bracket, capacity_line, config_key, is_finished
-from tui.bench.capacity.answer import workload_key as capacity_workload
 from tui.core.formatting import gib
 from tui.core.redact import redact_data, redact_lines, redact_text
 from tui.gpu.model import GpuBoxSnapshot
 from tui.logs.line import LogLine, warning_or_worse
 from tui.procs.model import ProcListing
+from tui.record.file_events import audit_event, bench_event, capacity_event, digest
 from tui.record.model import Event, MetricsRow
 from tui.serving.load.tracker import LoadProgress, vllm_line_time_s
 from tui.serving.metrics import ServerMetrics
@@ -41,10 +38,6 @@ class Sink(Protocol):
     def add_metrics(self, row: MetricsRow) -> None: ...
 
     def add_event(self, event: Event) -> None: ...
-
-
-def _digest(*parts: object) -> str:
-    return hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=10).hexdigest()
 
 
 def _unit_text(state: UnitState) -> str:
@@ -159,7 +152,7 @@ class RecordFeed:
         key = (
             f"xid:{event.cursor}"
             if event.cursor
-            else f"xid:{_digest(event.text, event.timestamp_s)}"
+            else f"xid:{digest(event.text, event.timestamp_s)}"
         )
         self.event(
             Event(
@@ -296,7 +289,7 @@ class RecordFeed:
         for (line, own_s), text in zip(entries, texts, strict=True):
             # The line's own clock first: a follower stamps file lines with the time it read them.
             ts = own_s or line.timestamp_s or now_s
-            key = f"log:{line.cursor}" if line.cursor else f"log:{_digest(ts, line.text)}"
+            key = f"log:{line.cursor}" if line.cursor else f"log:{digest(ts, line.text)}"
             self._emit(  # redacted above, as one batch
                 Event(
                     ts,
@@ -340,13 +333,13 @@ class RecordFeed:
         previous = self._leftovers or {}
         for identity, text in current.items():
             if identity not in previous:
-                key = f"leftover+:{_digest(*identity)}"
+                key = f"leftover+:{digest(*identity)}"
                 self.event(
                     Event(now, "gpu", "procs", f"leftover appeared: {text}", gpus[identity], key)
                 )
         for identity, text in previous.items():
             if identity not in current:
-                key = f"leftover-:{_digest(*identity)}"
+                key = f"leftover-:{digest(*identity)}"
                 self.event(Event(now, "gpu", "procs", f"leftover gone: {text}", None, key))
         self._leftovers = current
 
@@ -364,67 +357,18 @@ class RecordFeed:
         return len(self._leftovers or {})
 
     def observe_audit(self, record: Mapping[str, Any]) -> None:
-        if record.get("host") not in (None, self.host_label):
-            return
-        event = str(record.get("event", "?"))
-        fields = (
-            "verb", "unit", "action", "preset", "outcome", "ok", "message", "reason", "error",
-            "verdict", "summary",
-        )  # fmt: skip
-        detail = ", ".join(
-            f"{name}={record[name]}" for name in fields if record.get(name) not in (None, "")
-        )
-        targets = record.get("targets")
-        if isinstance(targets, list) and targets:
-            pids = ",".join(str(t.get("pid")) for t in targets if isinstance(t, Mapping))
-            detail += f"{', ' if detail else ''}pids {pids}"
-        ts = float(record.get("ts") or 0.0)
-        key = f"audit:{_digest(ts, event, record.get('console_pid'), detail)}"
-        said = f": {self._redact(detail)}" if detail else ""  # never an empty reason after ':'
-        text = f"{event} by {record.get('operator', '?')}{said}"
-        self.event(Event(ts, "action", "audit", text, key=key, data={"event": event}))
+        if record.get("host") in (None, self.host_label):
+            self.event(audit_event(record, self._redact))
 
     def observe_bench(self, run: Any, ts_s: float) -> None:
-        """A benchmark run with its headline figure (tui.bench.best), marked when it does not count."""
-        figure = figure_of(run)
-        single = figure.single_stream_tok_s
-        single_text = f", {single:.1f} tok/s single stream" if single else ""
-        state = "" if figure.state == COMPLETE else f" ({figure.state}: not a measurement)"
-        text = f"benchmark {run.preset}: {figure.describe()}{single_text}{state}"
-        self.event(
-            Event(ts_s, "action", "bench", text, key=f"bench:{run.run_id}", data=figure.to_dict())
-        )
+        """A benchmark run with its headline figure, marked when it does not count."""
+        self.event(bench_event(run, ts_s))
 
     def observe_capacity(
         self, record: Mapping[str, Any], ts_s: float, history: Sequence[Any]
     ) -> None:
         """A capacity search: its answer with the bracket it proved, its SLO and its levels."""
-        low, high = bracket(record)
-        levels = [
-            {
-                "concurrency": level.get("concurrency"),
-                "request_rate": level.get("request_rate"),
-                "meets_slo": bool(level.get("meets_slo")),
-                "limited_by": level.get("limited_by", ""),
-                "output_throughput": level.get("output_throughput"),
-            }
-            for level in record.get("levels") or ()
-        ]
-        data = {
-            "answer": record.get("answer", ""),
-            "line": capacity_line(record, history),
-            "finished": is_finished(record),
-            "met": low,
-            "missed": high,
-            "by": record.get("by") or "concurrency",
-            "slo": record.get("slo") or {},
-            "levels": levels,
-            "workload": capacity_workload(record),
-            "config": config_key(record),
-        }
-        key = f"capacity:{_digest(record.get('saved_at'), record.get('answer'), len(levels))}"
-        text = f"capacity search: {self._redact(data['line'])}"
-        self.event(Event(ts_s, "action", "capacity", text, key=key, data=data))
+        self.event(capacity_event(record, ts_s, history, self._redact))
 
 
 def previous_phase(progress: LoadProgress) -> str:

@@ -13,16 +13,19 @@ deck.py: SimDeck: the Deck of a simulated box, answering every question the Deck
 deployment.py: vLLM's deployment flags on the simulated server in a known way, and the unit's drop-ins
 doctor.py: `servedeck doctor --demo`: the same verdicts, about the simulator instead of this machine
 engine.py: The simulated engine: continuous batching with chunked prefill, like vLLM V1's scheduler
+faults.py: Faults a test switches on while the server runs (POST /_sim/fault), applied from a request
 facts.py: Host facts for the simulator: the seed deployment's software stack and model folder
 gpu_model.py: The simulated GPUs: statics of the seed box, samples from live worker processes
 gpu_source.py: The GpuSource for the simulator: snapshots of a SimBox, marked simulated
 hang.py: The simulator's hangs on demand (POST /_sim/fault): a rank stopped, a spin, a CPU-side block, a slowdown
 health.py: The simulated box's GPU health: `nvidia-smi -q` counters and kernel XID lines
+histograms.py: The simulator's histograms: vLLM's bucket bounds and a cumulative count
 http_api.py: The simulator's HTTP surface: vLLM's OpenAI-compatible API on aiohttp
 interconnect.py: The simulated box's interconnect, printed in the real tools' formats
 load.py: The model load, phase by phase, in vLLM's log lines and worker memory
 lora.py: The simulator's vLLM 2026 engine options (data-parallel, drafts, sleep, LoRA) and its LoRA adapters
 metrics.py: /metrics for the simulator: vLLM's metric names and labels, via prometheus_client
+openai_shapes.py: vLLM's OpenAI-compatible bodies as the simulator writes them: errors, models, completions, frames
 overview.py: What the Host overview shows for the simulator: the seed deployment's machine
 pd.py: The simulator's prefill/decode role (--kv-transfer-config) and vLLM's NIXL metric families, faults on demand
 prefix_cache.py: The simulator's prefix cache: vLLM's automatic prefix caching, block by block

@@ -18,7 +18,8 @@ import math
 from dataclasses import asdict, dataclass
 
 from tui.bench.metrics import percentile
-from tui.sim.engine import HISTOGRAM_BUCKETS, Histogram, SimEngine, SimRequest
+from tui.sim.engine import SimEngine, SimRequest
+from tui.sim.histograms import HISTOGRAM_BUCKETS, Histogram
 from tui.sim.spec import ServerSettings
 
 WARMUP_ROUNDS = 1

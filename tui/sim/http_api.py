@@ -13,10 +13,8 @@ import contextlib
 import json
 import random
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from functools import partial
+from dataclasses import asdict
 from typing import Any
 
 from aiohttp import web
@@ -25,9 +23,17 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from tui.sim import tokens
 from tui.sim.capacity import SloTarget, true_capacity
 from tui.sim.engine import SimEngine, SimRequest
-from tui.sim.hang import HANGS, SLOW_FACTOR
-from tui.sim.lora import LoraCollector, adapter_entries, adapter_names
+from tui.sim.faults import RuntimeFaults, apply_fault
+from tui.sim.lora import LoraCollector, adapter_names
 from tui.sim.metrics import build_registry, exposition
+from tui.sim.openai_shapes import (
+    error_response,
+    full_body,
+    json_response,
+    model_list,
+    stream_frames,
+    usage,
+)
 from tui.sim.pd import NixlCollector
 from tui.sim.prefix_cache import BLOCK_TOKENS, PrefixCache
 from tui.sim.sleep_state import SleepStateCollector
@@ -35,33 +41,11 @@ from tui.sim.spec import VLLM_VERSION, ServerSettings
 
 SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
 DEFAULT_COMPLETION_MAX_TOKENS = 16
-# vLLM writes compact JSON (no spaces); so do we.
-_dumps = partial(json.dumps, separators=(",", ":"))
 DEFAULT_CHAT_MAX_TOKENS = 256  # vLLM would use the rest of the context; far too long here
-
-
-@dataclass(slots=True)
-class RuntimeFaults:
-    """Faults a test can switch on while the server runs (POST /_sim/fault)."""
-
-    http_5xx_rate: float = 0.0
-    cut_stream_after_tokens: int | None = None
-    stall_s: float = 0.0
-    hang: str = ""  # tui.sim.hang.HANGS
-    stop_rank: int | None = None
-
-
-def _error(status: int, message: str, kind: str, param: str | None = None) -> web.Response:
-    body = {"error": {"message": message, "type": kind, "param": param, "code": status}}
-    return _json_response(body, status=status)
 
 
 def _optional_float(text: str) -> float | None:
     return None if text.lower() in ("", "none", "off") else float(text)
-
-
-def _json_response(body: object, status: int = 200) -> web.Response:
-    return web.json_response(body, status=status, dumps=_dumps)
 
 
 class SimApi:
@@ -138,58 +122,32 @@ class SimApi:
 
     # -- sleep mode -----------------------------------------------------------
     async def is_sleeping(self, _request: web.Request) -> web.Response:
-        return _json_response({"is_sleeping": self.sleep_level > 0})
+        return json_response({"is_sleeping": self.sleep_level > 0})
 
     async def sleep(self, request: web.Request) -> web.Response:
         level = request.query.get("level", "1")
         if level not in ("0", "1", "2"):
-            return _error(422, "level must be 0, 1 or 2", "RequestValidationError", "level")
+            return error_response(422, "level must be 0, 1 or 2", "RequestValidationError", "level")
         self.sleep_level = max(int(level), 1)
-        return _json_response({"status": "sleeping", "level": int(level)})
+        return json_response({"status": "sleeping", "level": int(level)})
 
     async def wake_up(self, _request: web.Request) -> web.Response:
         self.sleep_level = 0
-        return _json_response({"status": "awake", "tags": None})
+        return json_response({"status": "awake", "tags": None})
 
     # -- small endpoints ------------------------------------------------------
     async def health(self, _request: web.Request) -> web.Response:
         return web.Response(status=200)
 
     async def version(self, _request: web.Request) -> web.Response:
-        return _json_response({"version": VLLM_VERSION})
+        return json_response({"version": VLLM_VERSION})
 
     async def load(self, _request: web.Request) -> web.Response:
         load = sum(len(engine.running) + len(engine.waiting) for engine in self.engines)
-        return _json_response({"server_load": load})
+        return json_response({"server_load": load})
 
     async def models(self, _request: web.Request) -> web.Response:
-        name = self.settings.served_model_name
-        permission = {
-            "id": f"modelperm-{uuid.UUID(int=self.settings.seed).hex[:16]}",
-            "object": "model_permission",
-            "created": self.created,
-            "allow_create_engine": False,
-            "allow_sampling": True,
-            "allow_logprobs": True,
-            "allow_search_indices": False,
-            "allow_view": True,
-            "allow_fine_tuning": False,
-            "organization": "*",
-            "group": None,
-            "is_blocking": False,
-        }
-        model = {
-            "id": name,
-            "object": "model",
-            "created": self.created,
-            "owned_by": "vllm",
-            "root": self.settings.model,
-            "parent": None,
-            "max_model_len": self.settings.max_model_len,
-            "permission": [permission],
-        }
-        adapters = adapter_entries(self.settings, self.created)
-        return _json_response({"object": "list", "data": [model, *adapters]})
+        return json_response(model_list(self.settings, self.created))
 
     async def metrics(self, _request: web.Request) -> web.Response:
         return web.Response(
@@ -205,7 +163,7 @@ class SimApi:
             ids = tokens.chat_token_ids([m for m in body["messages"] if isinstance(m, dict)])
         else:
             ids = tokens.tokenize(str(body.get("prompt", "")))
-        return _json_response(
+        return json_response(
             {
                 "count": len(ids),
                 "max_model_len": self.settings.max_model_len,
@@ -220,13 +178,15 @@ class SimApi:
             return body
         ids = body.get("tokens", [])
         if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
-            return _error(400, "tokens must be a list of integers", "BadRequestError", "tokens")
-        return _json_response({"prompt": tokens.detokenize(ids)})
+            return error_response(
+                400, "tokens must be a list of integers", "BadRequestError", "tokens"
+            )
+        return json_response({"prompt": tokens.detokenize(ids)})
 
     async def truth(self, request: web.Request) -> web.Response:
         since = int(request.query.get("since", "0"))
         records = [r for r in self.engine.truth if int(r["number"]) > since]  # type: ignore[call-overload]
-        return _json_response({"requests": records})
+        return json_response({"requests": records})
 
     async def reset_prefix_cache(self, _request: web.Request) -> web.Response:
         """vLLM's POST /reset_prefix_cache (a dev endpoint there): drop every cached block."""
@@ -235,7 +195,7 @@ class SimApi:
 
     async def clock(self, _request: web.Request) -> web.Response:
         """Simulated seconds per real second: clients scale what they measure by it."""
-        return _json_response({"time_scale": self.settings.time_scale})
+        return json_response({"time_scale": self.settings.time_scale})
 
     async def capacity_truth(self, request: web.Request) -> web.Response:
         """True capacity at an SLO for a closed-loop workload (tui.sim.capacity)."""
@@ -250,52 +210,43 @@ class SimApi:
             prompt_tokens = int(query.get("input_tokens", "1024"))
             output_tokens = int(query.get("output_tokens", "256"))
         except ValueError as error:
-            return _error(400, f"bad capacity query: {error}", "BadRequestError")
+            return error_response(400, f"bad capacity query: {error}", "BadRequestError")
         if not 0 < prompt_tokens <= 65_536 or not 0 < output_tokens <= 65_536:
-            return _error(400, "input_tokens and output_tokens must be 1..65536", "BadRequestError")
+            return error_response(
+                400, "input_tokens and output_tokens must be 1..65536", "BadRequestError"
+            )
         body = await asyncio.to_thread(
             true_capacity, self.settings, slo, prompt_tokens, output_tokens
         )
-        return _json_response(body)
+        return json_response(body)
 
     async def fault(self, request: web.Request) -> web.Response:
         body = await self._json(request)
         if isinstance(body, web.Response):
             return body
-        if "http_5xx_rate" in body:
-            self.faults.http_5xx_rate = float(body["http_5xx_rate"])
-        if "cut_stream_after_tokens" in body:
-            value = body["cut_stream_after_tokens"]
-            self.faults.cut_stream_after_tokens = None if value is None else int(value)
-        if "hang" in body:
-            if body["hang"] not in HANGS:
-                return _error(400, f"hang must be one of {HANGS}", "BadRequestError", "hang")
-            self.faults.hang = str(body["hang"])
-            self.engine.slow_factor = SLOW_FACTOR if self.faults.hang == "slow" else 1.0
-        if "stop_rank" in body:
-            value = body["stop_rank"]
-            self.faults.stop_rank = None if value is None else int(value)
-        if "stall_s" in body:
-            self.faults.stall_s = float(body["stall_s"])
-            self.engine.stall(self.faults.stall_s)
-        return _json_response(asdict(self.faults))
+        problem = apply_fault(self.faults, body, self.engine)
+        if problem is not None:
+            return error_response(400, problem, "BadRequestError", "hang")
+        return json_response(asdict(self.faults))
 
     # -- generation -----------------------------------------------------------
     async def _json(self, request: web.Request) -> dict[str, Any] | web.Response:
         try:
             body = await request.json()
         except ValueError:
-            return _error(400, "request body is not valid JSON", "BadRequestError")
+            return error_response(400, "request body is not valid JSON", "BadRequestError")
         if not isinstance(body, dict):
-            return _error(400, "request body must be a JSON object", "BadRequestError")
+            return error_response(400, "request body must be a JSON object", "BadRequestError")
         return body
 
     def _check(self, body: dict[str, Any]) -> web.Response | None:
         model = body.get("model")
         if model not in (None, self.settings.served_model_name, *adapter_names(self.settings)):
-            return _error(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
+            return error_response(
+                404, f"The model `{model}` does not exist.", "NotFoundError", "model"
+            )
         if self.faults.http_5xx_rate and self.rng.random() < self.faults.http_5xx_rate:
-            return _error(500, "simulated internal server error", "InternalServerError")
+            return error_response(500, "simulated internal server error", "InternalServerError")
         return None
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
@@ -325,7 +276,9 @@ class SimApi:
             return refusal
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
-            return _error(400, "messages must be a non-empty list", "BadRequestError", "messages")
+            return error_response(
+                400, "messages must be a non-empty list", "BadRequestError", "messages"
+            )
         turns = [m for m in messages if isinstance(m, dict)]
 
         def with_answer(answer: str) -> list[int]:
@@ -349,9 +302,11 @@ class SimApi:
         default = DEFAULT_CHAT_MAX_TOKENS if chat else DEFAULT_COMPLETION_MAX_TOKENS
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default
         if not isinstance(max_tokens, int) or max_tokens < 1:
-            return _error(400, "max_tokens must be at least 1", "BadRequestError", "max_tokens")
+            return error_response(
+                400, "max_tokens must be at least 1", "BadRequestError", "max_tokens"
+            )
         if prompt_tokens + max_tokens > self.settings.max_model_len:
-            return _error(
+            return error_response(
                 400,
                 f"This model's maximum context length is {self.settings.max_model_len} tokens. "
                 f"However, you requested {prompt_tokens + max_tokens} tokens.",
@@ -361,7 +316,7 @@ class SimApi:
         if self.settings.prefix_caching and ids:
             cached = min(self.prefix_cache.lookup_and_insert(ids), prompt_tokens - 1)
         if self.sleep_level:
-            return _error(503, "the engine is sleeping", "ServiceUnavailableError")
+            return error_response(503, "the engine is sleeping", "ServiceUnavailableError")
         engine = self._route()
         sim_request = engine.submit(prompt_tokens, max_tokens, cached)
         self._owner[sim_request] = engine
@@ -374,7 +329,7 @@ class SimApi:
             while not sim_request.finished:
                 sim_request.event.clear()
                 await sim_request.event.wait()
-            return _json_response(self._full_body(sim_request, chat))
+            return json_response(full_body(sim_request, chat, self.settings.served_model_name))
         finally:
             self._owner.pop(sim_request, engine).abort(sim_request)  # no-op once finished
             if self.settings.prefix_caching and with_answer and sim_request.emitted:
@@ -390,77 +345,14 @@ class SimApi:
         candidates = [e for rank, e in enumerate(self.engines) if rank != starved] or self.engines
         return min(candidates, key=lambda e: len(e.running) + len(e.waiting))
 
-    def _full_body(self, sim_request: SimRequest, chat: bool) -> dict[str, Any]:
-        text = "".join(sim_request.pieces[: sim_request.emitted])
-        usage = self._usage(sim_request)
-        base = {
-            "id": ("chatcmpl-" if chat else "cmpl-") + sim_request.request_id,
-            "created": int(time.time()),
-            "model": self.settings.served_model_name,
-        }
-        if chat:
-            message: dict[str, Any] = {
-                "role": "assistant",
-                "content": text,
-                "reasoning_content": None,
-                "tool_calls": [],
-            }
-            choice = {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": "length",
-                "stop_reason": None,
-            }
-            return {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
-        choice = {
-            "index": 0,
-            "text": text,
-            "logprobs": None,
-            "finish_reason": "length",
-            "stop_reason": None,
-            "prompt_logprobs": None,
-        }
-        return {**base, "object": "text_completion", "choices": [choice], "usage": usage}
-
-    @staticmethod
-    def _usage(sim_request: SimRequest) -> dict[str, int]:
-        return {
-            "prompt_tokens": sim_request.prompt_tokens,
-            "total_tokens": sim_request.prompt_tokens + sim_request.emitted,
-            "completion_tokens": sim_request.emitted,
-        }
-
     async def _stream(
         self, request: web.Request, sim_request: SimRequest, chat: bool, include_usage: bool
     ) -> web.StreamResponse:
         response = web.StreamResponse(status=200, headers=SSE_HEADERS)
         await response.prepare(request)
-        model = json.dumps(self.settings.served_model_name)
-        created = int(time.time())
-        if chat:
-            head = (
-                f'data: {{"id":"chatcmpl-{sim_request.request_id}",'
-                f'"object":"chat.completion.chunk","created":{created},"model":{model},'
-            )
-            role = head + (
-                '"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
-                '"logprobs":null,"finish_reason":null}]}\n\n'
-            )
-            open_piece = head + '"choices":[{"index":0,"delta":{"content":'
-            tail = '},"logprobs":null,"finish_reason":%s,"token_ids":null}]}\n\n'
-        else:
-            head = (
-                f'data: {{"id":"cmpl-{sim_request.request_id}","object":"text_completion",'
-                f'"created":{created},"model":{model},'
-            )
-            role = ""
-            open_piece = head + '"choices":[{"index":0,"text":'
-            tail = (
-                ',"logprobs":null,"finish_reason":%s,"stop_reason":null,'
-                '"prompt_token_ids":null,"token_ids":null}]}\n\n'
-            )
-        plain_tail, last_tail = tail % "null", tail % '"length"'
+        head, role, open_piece, plain_tail, last_tail = stream_frames(
+            sim_request.request_id, chat, self.settings.served_model_name
+        )
         cut_after = self.faults.cut_stream_after_tokens
         sent = 0
         dumps = json.dumps
@@ -492,10 +384,10 @@ class SimApi:
                     request.transport.abort()  # the client sees a broken chunked body
                 return response
         if include_usage:
-            usage = json.dumps(self._usage(sim_request), separators=(",", ":"))
+            usage_json = json.dumps(usage(sim_request), separators=(",", ":"))
             await response.write(
                 (
-                    head + f'"choices":[],"usage":{usage},'
+                    head + f'"choices":[],"usage":{usage_json},'
                     f'"system_fingerprint":"{self.fingerprint}"}}\n\n'
                 ).encode()
             )

@@ -25,8 +25,9 @@ from aiohttp import web
 
 from tui.sim.deployment import add_vllm_flags, apply_vllm_flags
 from tui.sim.engine import SimEngine
+from tui.sim.faults import RuntimeFaults
 from tui.sim.hang import SHM_WARNING, HangState
-from tui.sim.http_api import RuntimeFaults, SimApi
+from tui.sim.http_api import SimApi
 from tui.sim.load import LoadFailed, LoadSequence
 from tui.sim.lora import add_engine_args, engine_settings
 from tui.sim.procs import is_alive, register_pid, write_json_atomic

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from tui.logs.line import LevelClassifier, LogLine
+from tui.logs.classify import LevelClassifier
+from tui.logs.line import LogLine
 from tui.serving.load.tracker import LoadProgress, LoadTracker
 from tui.serving.metrics import ServerMetrics
 from widgets.load_strip import LoadStrip

@@ -20,353 +20,26 @@ SIGINT/SIGTERM cancel: the level in flight is dropped, finished levels are kept.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import math
 import sys
 import time
-from collections.abc import Coroutine
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import httpx
 
-from tui.bench.capacity.search import (
-    CapacityLevel,
-    CapacitySearch,
-    CapacitySlo,
-    capacity_json,
-    level_dict,
-    level_failures,
+from tui.bench.capacity.measure import (
+    measure_level,
+    measure_rate_level,
+    read_time_scale,
+    read_truth,
 )
-from tui.bench.capacity.watch import LevelWatch
-from tui.bench.capacity.workloads import (
-    CLOSED_LOOP_WORKLOADS,
-    check_workload,
-    replay_trace_level,
-    run_chat_users,
-    run_trace_users,
-)
-from tui.bench.chat_loop import PrefixIntent
-from tui.bench.client import make_client, stream_request
-from tui.bench.client_load import client_load, send_lags_s
-from tui.bench.loadgen import LevelRun, run_level
-from tui.bench.metrics import output_tokens_of, percentile, tpot_of
-from tui.bench.model import RequestOutcome
-from tui.bench.runner import _describe, _discover, _install_cancel, api_key_for, emit
-from tui.bench.telemetry import MetricsPoller
-from tui.bench.uncertainty import mean_interval
-from tui.bench.workload import (
-    BenchSpec,
-    api_url,
-    endpoint_path,
-    request_payload,
-    words_for_tokens,
-)
-from tui.bench.workloads import workload_prompts
-
-
-@dataclass(frozen=True, slots=True)
-class CapacitySpec:
-    """What the search process needs; travels as JSON on its stdin."""
-
-    bench: BenchSpec
-    slo: CapacitySlo = field(default_factory=CapacitySlo)
-    start: int = 1
-    max_concurrency: int = 1024
-    max_levels: int = 8
-    rounds: int = 3  # measured requests per user after the warm-up round
-    min_requests: int = 16
-    poll_s: float = 0.25
-    by: str = "concurrency"  # or "rate": open-loop Poisson levels
-    rate_step: float = 0.25  # req/s per search step when by rate
-    rate_level_s: float = 30.0  # server seconds of arrivals per rate level
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "bench": self.bench.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CapacitySpec:
-        values = dict(data)
-        values["bench"] = BenchSpec.from_dict(values["bench"])
-        values["slo"] = CapacitySlo(**(values.get("slo") or {}))
-        return cls(**values)
-
-
-async def read_time_scale(control: httpx.AsyncClient, base_url: str) -> float:
-    """The simulator's clock speed; 1 for a real server (no /_sim/clock)."""
-    with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
-        response = await control.get(api_url(base_url, "/_sim/clock"))
-        if response.status_code == 200:
-            scale = float(response.json()["time_scale"])
-            return scale if scale > 0 else 1.0
-    return 1.0
-
-
-async def read_truth(control: httpx.AsyncClient, spec: CapacitySpec) -> dict[str, Any] | None:
-    """The simulator's true capacity for this workload and SLO; None elsewhere."""
-    params = {
-        name: "off" if value is None else str(value) for name, value in asdict(spec.slo).items()
-    }
-    params.update(
-        input_tokens=str(spec.bench.input_tokens), output_tokens=str(spec.bench.output_tokens)
-    )
-    with contextlib.suppress(httpx.HTTPError, ValueError):
-        response = await control.get(
-            api_url(spec.bench.base_url, "/_sim/truth/capacity"), params=params, timeout=120.0
-        )
-        if response.status_code == 200:
-            body = response.json()
-            return body if isinstance(body, dict) else None
-    return None
-
-
-def summarize(
-    loop_run: ClosedLoop,
-    *,
-    concurrency: int,
-    slo: CapacitySlo,
-    scale: float,
-    partial: bool,
-    server: Any,
-) -> CapacityLevel:
-    """One level in server time: the first round (one request per user) is warm-up."""
-    good = [o for o in loop_run.measured if o.success]
-    failed = loop_run.failed
-    ttfts = [o.ttft_s * scale for o in good]
-    itls = [gap * scale for o in good for gap in o.itl_s]
-    tpots = [t * scale for o in good if (t := tpot_of(o)) is not None]
-    mean_tpot = sum(tpots) / len(tpots) if tpots else 0.0
-    window = (max(o.end_s for o in good) - min(o.start_s for o in good)) * scale if good else 0.0
-    tokens = sum(output_tokens_of(o) for o in good)
-    ttft_p99_ms = percentile(ttfts, 99) * 1000
-    itl_p99_ms = percentile(itls, 99) * 1000
-    per_user = 1.0 / mean_tpot if mean_tpot > 0 else 0.0
-    tpot_low, tpot_high = mean_interval(tpots) if len(tpots) >= 2 else (0.0, 0.0)
-    per_user_interval = (1.0 / tpot_high, 1.0 / tpot_low) if tpot_low > 0 else None
-    failures = level_failures(
-        slo,
-        ttft_p99_ms=ttft_p99_ms,
-        itl_p99_ms=itl_p99_ms,
-        per_user_tok_s=per_user,
-        failed=failed,
-        server=server,
-    )
-    if not good:  # nothing measured: only over-saturation signs can be judged
-        failures = tuple(f for f in failures if f in ("errors", "preemptions", "queue"))
-    max_tpot = 1.0 / slo.min_user_tok_s if slo.min_user_tok_s else None
-    meeting = sum(
-        (slo.ttft_p99_ms is None or o.ttft_s * scale * 1000 <= slo.ttft_p99_ms)
-        and (max_tpot is None or (tpot_of(o) or 0.0) * scale <= max_tpot)
-        for o in good
-    )
-    return CapacityLevel(
-        concurrency=concurrency,
-        completed=sum(o.success for o in (*loop_run.measured, *loop_run.warmup)),
-        failed=failed,
-        measured=len(good),
-        duration_s=window,
-        ttft_p99_ms=ttft_p99_ms,
-        itl_p99_ms=itl_p99_ms,
-        per_user_tok_s=per_user,
-        output_throughput=tokens / window if window > 0 else 0.0,
-        goodput=meeting / window if window > 0 else 0.0,
-        failures=failures,
-        partial=partial or not (good or failures),
-        per_user_tok_s_interval=per_user_interval,
-        server=server,
-    )
-
-
-def first_round_tokens(output_tokens: int, concurrency: int, user: int) -> int:
-    """Output length of user `user`'s warm-up request: 1/N, 2/N ... N/N of a full one.
-
-    N users that start together would stay in lockstep (identical requests finish
-    in the same step and are prefilled together again), so every later round
-    would be a wave. Uneven warm-up requests spread the users evenly over one
-    request's length, whatever the step time; the warm-up round is not measured.
-    """
-    return max(1, math.ceil(output_tokens * (user + 1) / concurrency))
-
-
-def rounds_for(spec: CapacitySpec, concurrency: int) -> int:
-    """Requests per user: the warm-up one, then enough for `min_requests` measured."""
-    return 1 + max(spec.rounds, math.ceil(spec.min_requests / concurrency))
-
-
-@dataclass(slots=True)
-class ClosedLoop:
-    """What the users of one level saw: measured outcomes apart from warm-up ones."""
-
-    measured: list[RequestOutcome] = field(default_factory=list)
-    warmup: list[RequestOutcome] = field(default_factory=list)
-
-    @property
-    def failed(self) -> int:
-        return sum(not o.success for o in (*self.measured, *self.warmup))
-
-    @property
-    def finished(self) -> int:
-        return len(self.measured) + len(self.warmup)
-
-
-async def run_users(
-    client: httpx.AsyncClient,
-    spec: CapacitySpec,
-    prompts: list[str],
-    concurrency: int,
-    stop: asyncio.Event,
-    loop_run: ClosedLoop,
-) -> None:
-    """`concurrency` users, each sending its next request when the last one ends."""
-    bench = spec.bench
-    url = api_url(bench.base_url, endpoint_path(bench.endpoint))
-    rounds = rounds_for(spec, concurrency)
-    length_key = "max_completion_tokens" if bench.endpoint == "chat" else "max_tokens"
-
-    started = time.perf_counter()
-
-    async def user(index: int) -> None:
-        due = started  # a user's next request is due when its last one ended
-        for turn in range(rounds):
-            if stop.is_set():
-                return
-            payload = request_payload(bench, prompts[(turn * concurrency + index) % len(prompts)])
-            if turn == 0:
-                payload[length_key] = first_round_tokens(bench.output_tokens, concurrency, index)
-            outcome = RequestOutcome(prompt_tokens=bench.input_tokens, scheduled_s=due)
-            await stream_request(client, url, payload, outcome, read_timeout_s=bench.read_timeout_s)
-            (loop_run.warmup if turn == 0 else loop_run.measured).append(outcome)
-            due = outcome.end_s
-
-    users = [asyncio.create_task(user(index)) for index in range(concurrency)]
-    stopper = asyncio.create_task(stop.wait())
-    everyone = asyncio.gather(*users)
-    await asyncio.wait({everyone, stopper}, return_when=asyncio.FIRST_COMPLETED)  # type: ignore[type-var]
-    stopper.cancel()
-    for task in users:
-        task.cancel()
-    await asyncio.gather(everyone, stopper, return_exceptions=True)
-
-
-async def measure_level(
-    client: httpx.AsyncClient,
-    control: httpx.AsyncClient,
-    spec: CapacitySpec,
-    words: int,
-    concurrency: int,
-    scale: float,
-    cancel: asyncio.Event,
-) -> CapacityLevel:
-    """Run one closed-loop level, stopping early when the server over-saturates."""
-    bench = spec.bench
-    # A fresh seed per level: a prompt repeated from an earlier level would hit the prefix cache.
-    seed = bench.seed + 7919 * concurrency
-    rounds = rounds_for(spec, concurrency)
-    loop_run = ClosedLoop()
-    intent = PrefixIntent()
-    stop = asyncio.Event()
-    poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
-    watch = LevelWatch(
-        spec.poll_s, poller, stop, cancel, nominal=concurrency,
-        steady=lambda: len(loop_run.warmup) >= concurrency, failed=lambda: loop_run.failed > 0,
-    )  # fmt: skip
-    if bench.workload == "chat":
-        traffic = run_chat_users(
-            client, bench, words, concurrency=concurrency, rounds=rounds, seed=seed,
-            first_tokens=lambda user: first_round_tokens(bench.output_tokens, concurrency, user),
-            stop=stop, loop_run=loop_run, intent=intent,
-        )  # fmt: skip
-    elif bench.workload == "trace":
-        traffic = run_trace_users(
-            client, bench, words, concurrency=concurrency, rounds=rounds, seed=seed,
-            stop=stop, loop_run=loop_run, intent=intent,
-        )  # fmt: skip
-    else:
-        prompts = workload_prompts(bench, words, concurrency * rounds, seed)
-        traffic = run_users(client, spec, prompts, concurrency, stop, loop_run)
-    sample = await watch.run(traffic)
-    server = poller.stats(concurrency)
-    # Stopped by the watchdog for over-saturation is a finding; stopped by a cancel is not.
-    level = summarize(
-        loop_run,
-        concurrency=concurrency,
-        slo=spec.slo,
-        scale=scale,
-        partial=cancel.is_set(),
-        server=server if server.samples else None,
-    )
-    load = client_load(send_lags_s(loop_run.measured), [sample])
-    return replace(_with_intent(level, bench, intent), client_bound=load.describe())
-
-
-def _with_intent(level: CapacityLevel, bench: BenchSpec, intent: PrefixIntent) -> CapacityLevel:
-    """The level with the prefix reuse its chat or trace workload intended, in percent."""
-    if bench.workload not in CLOSED_LOOP_WORKLOADS or intent.rate is None:
-        return level
-    return replace(level, intended_prefix_hit_rate_pct=100.0 * intent.rate)
-
-
-async def measure_rate_level(
-    client: httpx.AsyncClient,
-    control: httpx.AsyncClient,
-    spec: CapacitySpec,
-    words: int,
-    step: int,
-    scale: float,
-    cancel: asyncio.Event,
-) -> CapacityLevel:
-    """Poisson arrivals at step x rate_step req/s (server time); the first fifth is warm-up.
-
-    A queue that keeps growing (arrivals faster than the engine serves) stops the
-    level at once: that rate is over-saturated.
-    """
-    bench = spec.bench
-    rate = step * spec.rate_step
-    count = max(2 * spec.min_requests, math.ceil(rate * spec.rate_level_s))
-    seed = bench.seed + 7919 * step
-    run = LevelRun()
-    intent = PrefixIntent()
-    stop = asyncio.Event()
-    poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
-    nominal = max(4, math.ceil(rate))
-    watch = LevelWatch(
-        spec.poll_s, poller, stop, cancel, nominal=nominal,
-        steady=lambda: len(run.outcomes) >= count // 5, failed=lambda: run.failed > 0,
-        in_flight=lambda: len(run.live),
-    )  # fmt: skip
-    traffic: Coroutine[Any, Any, object]
-    if bench.workload == "trace":
-        traffic = replay_trace_level(
-            client, bench, words, rate=rate * scale, count=count,
-            max_concurrency=spec.max_concurrency, seed=seed, stop=stop, run=run,
-            intent=intent,
-        )  # fmt: skip
-    else:
-        traffic = run_level(
-            client, api_url(bench.base_url, endpoint_path(bench.endpoint)), bench,
-            workload_prompts(bench, words, count, seed), concurrency=spec.max_concurrency,
-            rate=rate * scale, seed=bench.seed + step, cancel=stop, run=run,
-        )  # fmt: skip
-    sample = await watch.run(traffic)
-    server = poller.stats(nominal)
-    ordered = sorted(run.outcomes, key=lambda o: o.start_s)
-    warm = len(ordered) // 5
-    level = summarize(
-        ClosedLoop(measured=ordered[warm:], warmup=ordered[:warm]),
-        concurrency=step,
-        slo=spec.slo,
-        scale=scale,
-        partial=cancel.is_set(),
-        server=server if server.samples else None,
-    )
-    load = client_load(send_lags_s(ordered[warm:]), [sample])
-    return replace(
-        _with_intent(level, bench, intent),
-        request_rate=rate,
-        peak_in_flight=watch.peak_in_flight,
-        client_bound=load.describe(),
-    )
+from tui.bench.capacity.search import CapacityLevel, CapacitySearch, capacity_json, level_dict
+from tui.bench.capacity.spec import CapacitySpec
+from tui.bench.capacity.workloads import CLOSED_LOOP_WORKLOADS, check_workload
+from tui.bench.client import make_client
+from tui.bench.process_io import api_key_for, describe, discover, emit, install_cancel
+from tui.bench.workload import words_for_tokens
 
 
 async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
@@ -387,7 +60,7 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
     started = time.time()
     check_workload(bench, spec.by)
     async with control:
-        model, version = await _discover(control, bench)
+        model, version = await discover(control, bench)
         bench = replace(bench, model=model)
         spec = replace(spec, bench=bench)
         scale = await read_time_scale(control, bench.base_url)
@@ -461,7 +134,7 @@ def _level_dict(level: CapacityLevel) -> dict[str, Any]:
 
 async def _main(read_stdin: Any) -> int:
     cancel = asyncio.Event()
-    _install_cancel(cancel)
+    install_cancel(cancel)
     try:
         spec = CapacitySpec.from_dict(json.loads(read_stdin()))
     except (ValueError, TypeError, KeyError) as error:
@@ -470,7 +143,7 @@ async def _main(read_stdin: Any) -> int:
     try:
         result = await search(spec, cancel)
     except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as error:
-        emit("error", message=_describe(error))
+        emit("error", message=describe(error))
         return 1
     emit("result", result=result)
     return 0

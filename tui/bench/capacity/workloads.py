@@ -32,7 +32,7 @@ from tui.bench.trace import TraceRequest, load_trace, replay, trace_prompts
 from tui.bench.workload import BenchSpec, api_url, endpoint_path, request_payload
 
 if TYPE_CHECKING:
-    from tui.bench.capacity.runner import ClosedLoop
+    from tui.bench.capacity.measure import ClosedLoop
 
 CLOSED_LOOP_WORKLOADS = ("chat", "trace")
 

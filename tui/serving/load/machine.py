@@ -13,7 +13,8 @@ import time
 from collections import deque
 from dataclasses import replace
 
-from tui.logs.line import Level, LogLine, explicit_level, strip_ansi
+from tui.logs.classify import explicit_level, strip_ansi
+from tui.logs.line import Level, LogLine
 from tui.serving.load import patterns as p
 from tui.serving.load.clock import own_time_s, vllm_line_time_s
 from tui.serving.load.prefilter import MAX_LINE_CHARS

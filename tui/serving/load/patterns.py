@@ -182,7 +182,7 @@ _FATALS = (
     "Killed",
 )
 FATAL = _needs("|".join([*map(re.escape, _FATALS[:-1]), f"{_FATALS[-1]}$"]), *_FATALS)
-# A line states an error level (tui.logs.line.explicit_level) with one of these words, or
+# A line states an error level (tui.logs.classify.explicit_level) with one of these words, or
 # starts as a glog error (`E1129 10:00:00`, `[F1129 ...`): each such start after a newline.
 STATED_ERROR_WORDS = ("ERROR", "CRITICAL", "FATAL", "\nE", "\n[E", "\nF", "\n[F")
 # `(Worker_TP3 pid=123) ERROR ...` (vLLM V1) or `[rank3]: ...` (torch.distributed)
