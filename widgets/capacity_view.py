@@ -35,6 +35,8 @@ def _verdict(level: dict[str, Any]) -> Text:
         return Text("meets", style="bold green")
     if level.get("client_bound"):
         return Text("client-bound", style="bold yellow")  # the client's limit, not a miss
+    if level.get("verdict") == "too few requests to decide":
+        return Text("undecided: too few requests", style="bold yellow")
     return Text(f"miss: {level.get('limited_by') or 'partial'}", style="bold red")
 
 
@@ -125,7 +127,9 @@ class CapacityView(Static):
             rate = event.get("request_rate")
             load = f"{rate:g} requests/s" if rate else _users(event["concurrency"]) + " at once"
             self._status = Text(f"measuring {load} ...", "bold")
-        elif kind == "level":
+        elif kind == "level":  # an extended level replaces its earlier measure
+            step = _step(event["level"])
+            self._levels = [lv for lv in self._levels if _step(lv) != step]
             self._levels.append(event["level"])
             self._measuring = None
         elif kind == "result":
@@ -195,3 +199,7 @@ class CapacityView(Static):
 def _users(concurrency: object) -> str:
     """'1 user', '31 users'; what is not a count is shown as it came."""
     return counted(concurrency, "user") if isinstance(concurrency, int) else f"{concurrency} users"
+
+
+def _step(level: dict[str, Any]) -> Any:
+    return level.get("search_step", level.get("concurrency"))

@@ -5,13 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tui.bench.capacity.search import (
-    CapacityLevel,
-    CapacitySearch,
-    CapacitySlo,
-    answer_sentence,
-    capacity_json,
-)
+from tui.bench.capacity.result import answer_sentence, capacity_json
+from tui.bench.capacity.search import CapacityLevel, CapacitySearch, CapacitySlo
 from tui.bench.client_load import (
     LOOP_LAG_LIMIT_MS,
     ClientMeter,

@@ -70,7 +70,14 @@ async def test_chat_users_send_their_growing_history(caching_fast_box: SimBox) -
         base_url=caching_fast_box.base_url, workload="chat", chat_turns=3, input_tokens=40,
         output_tokens=12,
     )  # fmt: skip
-    spec = CapacitySpec(bench, slo=SLO, rounds=5, min_requests=1, max_levels=1)
+    spec = CapacitySpec(
+        bench,
+        slo=SLO,
+        rounds=5,
+        min_requests=1,
+        max_levels=1,
+        max_level_requests=0,  # what the workload sends, not the verdict: never run again
+    )
     result, records = await search(spec)
     (level,) = result["levels"]
     assert result["workload"]["name"] == "chat" and "truth" not in result
@@ -88,7 +95,14 @@ async def test_chat_search_reports_intended_and_measured_reuse(caching_fast_box:
         base_url=caching_fast_box.base_url, workload="chat", chat_turns=4, input_tokens=64,
         output_tokens=24,
     )  # fmt: skip
-    spec = CapacitySpec(bench, slo=SLO, rounds=3, max_levels=3, max_concurrency=4)
+    spec = CapacitySpec(
+        bench,
+        slo=SLO,
+        rounds=3,
+        max_levels=3,
+        max_concurrency=4,
+        max_level_requests=0,  # what the workload sends, not the verdict: never run again
+    )
     result, _ = await search(spec)
     levels = result["levels"]
     assert 1 <= len(levels) <= 3 and result["answer"]
@@ -109,7 +123,14 @@ async def test_trace_users_send_the_traces_requests(
         base_url=caching_fast_box.base_url, workload="trace", trace_path=str(path),
         input_tokens=600, output_tokens=11,
     )  # fmt: skip
-    spec = CapacitySpec(bench, slo=SLO, rounds=2, min_requests=4, max_levels=2)
+    spec = CapacitySpec(
+        bench,
+        slo=SLO,
+        rounds=2,
+        min_requests=4,
+        max_levels=2,
+        max_level_requests=0,  # what the workload sends, not the verdict: never run again
+    )
     result, records = await search(spec)
     levels = result["levels"]
     assert result["workload"]["name"] == "trace" and "truth" not in result

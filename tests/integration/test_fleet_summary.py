@@ -126,3 +126,25 @@ def test_fleet_markdown_cli_on_the_demo() -> None:
     assert sum(line.startswith("| box-") for line in lines) == 6
     assert "Traceback" not in result.stderr
     json.dumps(result.stdout)  # plain text, nothing binary
+
+
+def test_a_multi_node_deployment_has_its_section_degraded_naming_the_host() -> None:
+    """Two hosts of one DP deployment (the head, a headless rank host that is lost) and a
+    host alone: one Deployments section, the head and members named, degraded by node2."""
+    rows = [
+        FleetRow(host="node1", reachable=True, unit_state="active", health_ok=True, running=3,
+                 waiting=0, gpu_count=8, deployment="kimi"),
+        FleetRow(host="node2", reachable=False, unit_state="active", gpu_count=8,
+                 deployment="kimi", headless=True),
+        FleetRow(host="solo", reachable=True, unit_state="active", health_ok=True),
+    ]  # fmt: skip
+    lines = fleet_markdown(rows, "lab", now_s=0).splitlines()
+    start = lines.index("## Deployments")
+    section = lines[start : lines.index("## node1")]
+    assert section[2].startswith("### kimi: degraded (node2 unreachable")
+    assert "- Head: node1" in section
+    members = next(line for line in section if line.startswith("- Members: "))
+    assert "node1 (head, " in members and "node2 (headless ranks, unreachable)" in members
+    assert "- GPUs: 16" in section and "solo" not in "\n".join(section)
+    # a fleet without a deployment has no such section
+    assert "## Deployments" not in fleet_markdown(rows[2:], "lab", now_s=0)

@@ -1,4 +1,5 @@
-"""One Markdown summary of a whole fleet: a table of hosts, then a short section per host.
+"""One Markdown summary of a whole fleet: a table of hosts, its multi-node deployments, then
+a short section per host.
 
 Built from the rows the pane shows (pure: no I/O), so the file says exactly what the
 operator saw. Every free text (errors, routes, labels) goes through redaction, and a
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 from tui.core.formatting import printable
 from tui.core.redact import redact_text
+from tui.fleet.deployments import group_row
 from tui.fleet.model import FleetRow
 from tui.fleet.view import host_state, summarize
 
@@ -125,8 +127,41 @@ def _section(row: FleetRow) -> list[str]:
     return [*lines, ""]
 
 
+def deployment_lines(rows: Sequence[FleetRow]) -> list[str]:
+    """`## Deployments`: each multi-node deployment as the pane groups it (one service over
+    its hosts), its head, its members with their part and state, degraded naming the host."""
+    members = [row for row in rows if row.deployment is not None and not row.members]
+    names = list(dict.fromkeys(row.deployment for row in members if row.deployment))
+    if not names:
+        return []
+    lines = ["## Deployments", ""]
+    for name in names:
+        mine = [row for row in members if row.deployment == name]
+        group = group_row(name, mine, [host_state(row) for row in mine])
+        heads = [row.host for row in mine if not row.headless]
+        state = (
+            f"degraded ({', '.join(group.members_down)})"
+            if group.members_down
+            else host_state(group)
+        )
+        parts = [
+            f"{row.host} ({'headless ranks' if row.headless else 'head'}, {host_state(row)})"
+            for row in mine
+        ]
+        lines += [
+            f"### {_cell(name)}: {_cell(state)}",
+            "",
+            f"- Head: {_cell(', '.join(heads) or 'none: no host runs the API server')}",
+            f"- Members: {_cell(', '.join(parts))}",
+            f"- GPUs: {_cell(group.gpu_count)}",
+            "",
+        ]
+    return lines
+
+
 def fleet_markdown(rows: Sequence[FleetRow], title: str, now_s: float | None = None) -> str:
-    """The whole fleet as Markdown: summary line, host table, one section per host."""
+    """The whole fleet as Markdown: summary line, host table, deployments, one section per
+    host."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(now_s))
     lines = [
         f"# Fleet {_cell(title)}",
@@ -138,6 +173,7 @@ def fleet_markdown(rows: Sequence[FleetRow], title: str, now_s: float | None = N
     ]
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in rows]
     lines.append("")
+    lines += deployment_lines(rows)
     for row in rows:
         lines += _section(row)
     return "\n".join(lines).rstrip() + "\n"

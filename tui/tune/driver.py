@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -234,6 +234,8 @@ async def measure(deck: Deck, space: TuneSpace, say: Say) -> dict[str, Any] | No
     )
     single = space.objective == "single_stream"
     spec = CapacitySpec(bench, slo=slo_of(deck), rounds=2, max_levels=1 if single else 8)
+    if single:  # its speed is the figure: a level is not run again to decide a p99
+        spec = replace(spec, max_level_requests=0)
     process = CapacityProcess(spec)
     async for event in process.events():
         if event.get("event") == "level":

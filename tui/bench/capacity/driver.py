@@ -66,7 +66,8 @@ class GpuRecorder:
         self._interval_s = interval_s
         self._current: list[GpuBoxSnapshot] = []
         self._task: asyncio.Task[None] | None = None
-        self.per_level: list[list[GpuBoxSnapshot]] = []
+        # per level (its search step): an extended level's runs add to its samples
+        self.per_level: dict[Any, list[GpuBoxSnapshot]] = {}
 
     async def _loop(self) -> None:
         assert self._source is not None
@@ -84,7 +85,7 @@ class GpuRecorder:
             self._task = asyncio.create_task(self._loop())
         elif event.get("event") == "level":
             self._stop()
-            self.per_level.append(self._current)
+            self.per_level.setdefault(_step(event.get("level") or {}), []).extend(self._current)
 
     def _stop(self) -> None:
         if self._task is not None:
@@ -95,8 +96,14 @@ class GpuRecorder:
         self._stop()
 
     def annotate(self, result: dict[str, Any]) -> dict[str, Any]:
-        """The result with each level's `gpu` figures filled in (levels in order)."""
-        for level, snapshots in zip(result.get("levels", []), self.per_level, strict=False):
+        """The result with each level's `gpu` figures filled in."""
+        for level in result.get("levels", []):
+            snapshots = self.per_level.get(_step(level), [])
             stats = gpu_level_stats(snapshots, float(level.get("output_throughput", 0.0)))
             level["gpu"] = asdict(stats) if stats else {}
         return result
+
+
+def _step(level: dict[str, Any]) -> Any:
+    """A level's place in the search (a rate level's `concurrency` is its peak in flight)."""
+    return level.get("search_step", level.get("concurrency"))

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from tui.bench.capacity.judge import bootstrap, judge_p99, judge_speed
 from tui.bench.capacity.search import CapacityLevel, CapacitySlo, level_failures
 from tui.bench.capacity.spec import CapacitySpec
 from tui.bench.capacity.watch import LevelWatch
@@ -34,7 +35,7 @@ from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import output_tokens_of, percentile, tpot_of
 from tui.bench.model import RequestOutcome
 from tui.bench.telemetry import MetricsPoller
-from tui.bench.uncertainty import mean_interval
+from tui.bench.uncertainty import UNDECIDED, mean_interval
 from tui.bench.workload import BenchSpec, api_url, endpoint_path, request_payload
 from tui.bench.workloads import workload_prompts
 
@@ -75,15 +76,19 @@ def summarize(
     scale: float,
     partial: bool,
     server: Any,
+    seed: int = 0,
 ) -> CapacityLevel:
-    """One level in server time: the first round (one request per user) is warm-up."""
+    """One level in server time: the first round (one request per user) is warm-up; each
+    objective judged on its interval (tui.bench.capacity.judge)."""
     good = [o for o in loop_run.measured if o.success]
     failed = loop_run.failed
     ttfts = [o.ttft_s * scale for o in good]
     itls = [gap * scale for o in good for gap in o.itl_s]
     tpots = [t * scale for o in good if (t := tpot_of(o)) is not None]
     mean_tpot = sum(tpots) / len(tpots) if tpots else 0.0
-    window = (max(o.end_s for o in good) - min(o.start_s for o in good)) * scale if good else 0.0
+    fresh = [o for o in loop_run.measured[loop_run.earlier :] if o.success]
+    span = max(o.end_s for o in fresh) - min(o.start_s for o in fresh) if fresh else 0.0
+    window = (loop_run.earlier_window_s + span) * scale
     tokens = sum(output_tokens_of(o) for o in good)
     ttft_p99_ms = percentile(ttfts, 99) * 1000
     itl_p99_ms = percentile(itls, 99) * 1000
@@ -100,6 +105,18 @@ def summarize(
     )
     if not good:  # nothing measured: only over-saturation signs can be judged
         failures = tuple(f for f in failures if f in ("errors", "preemptions", "queue"))
+    boot = bootstrap(seed)
+    judged = [
+        judge_p99("ttft", [t * 1000 for t in ttfts], limit, requests=len(good), boot=boot)
+        for limit in (slo.ttft_p99_ms,) if limit is not None
+    ] + [
+        judge_p99("itl", [g * 1000 for g in itls], limit, requests=len(good), boot=boot)
+        for limit in (slo.itl_p99_ms,) if limit is not None
+    ] + [
+        judge_speed(per_user, per_user_interval, limit, requests=len(tpots))
+        for limit in (slo.min_user_tok_s,) if limit is not None
+    ]  # fmt: skip
+    open_ = [j for j in judged if j.verdict == UNDECIDED] if good else []
     max_tpot = 1.0 / slo.min_user_tok_s if slo.min_user_tok_s else None
     meeting = sum(
         (slo.ttft_p99_ms is None or o.ttft_s * scale * 1000 <= slo.ttft_p99_ms)
@@ -121,6 +138,8 @@ def summarize(
         partial=partial or not (good or failures),
         per_user_tok_s_interval=per_user_interval,
         server=server,
+        undecided=tuple(j.objective for j in open_),
+        undecided_needs=tuple(j.needed_requests for j in open_),
     )
 
 
@@ -146,6 +165,19 @@ class ClosedLoop:
 
     measured: list[RequestOutcome] = field(default_factory=list)
     warmup: list[RequestOutcome] = field(default_factory=list)
+    # an extended level: the measured outcomes of its earlier runs (first in `measured`)
+    # and their measured window (wall seconds), so no gap between runs counts as serving
+    earlier: int = 0
+    earlier_window_s: float = 0.0
+
+    def extended(self) -> ClosedLoop:
+        """A loop for the level's next run that keeps this one's outcomes."""
+        fresh = [o for o in self.measured[self.earlier :] if o.success]
+        window = max(o.end_s for o in fresh) - min(o.start_s for o in fresh) if fresh else 0.0
+        return ClosedLoop(
+            list(self.measured), list(self.warmup), len(self.measured),
+            self.earlier_window_s + window,
+        )  # fmt: skip
 
     @property
     def failed(self) -> int:
@@ -163,11 +195,11 @@ async def run_users(
     concurrency: int,
     stop: asyncio.Event,
     loop_run: ClosedLoop,
+    rounds: int,
 ) -> None:
     """`concurrency` users, each sending its next request when the last one ends."""
     bench = spec.bench
     url = api_url(bench.base_url, endpoint_path(bench.endpoint))
-    rounds = rounds_for(spec, concurrency)
     length_key = "max_completion_tokens" if bench.endpoint == "chat" else "max_tokens"
 
     started = time.perf_counter()
@@ -203,19 +235,24 @@ async def measure_level(
     concurrency: int,
     scale: float,
     cancel: asyncio.Event,
-) -> CapacityLevel:
-    """Run one closed-loop level, stopping early when the server over-saturates."""
+    earlier: tuple[CapacityLevel, ClosedLoop] | None = None,
+) -> tuple[CapacityLevel, ClosedLoop]:
+    """Run one closed-loop level, stopping early when the server over-saturates; with
+    `earlier`, run it again for the requests its verdict needs and judge them together."""
     bench = spec.bench
-    # A fresh seed per level: a prompt repeated from an earlier level would hit the prefix cache.
-    seed = bench.seed + 7919 * concurrency
-    rounds = rounds_for(spec, concurrency)
-    loop_run = ClosedLoop()
+    extension = earlier[0].extensions + 1 if earlier else 0
+    # A fresh seed per run: a prompt repeated from an earlier one would hit the prefix cache.
+    seed = bench.seed + 7919 * concurrency + 104_729 * extension
+    rounds = rounds_for(spec, concurrency) if earlier is None else more_rounds(spec, *earlier)
+    loop_run = ClosedLoop() if earlier is None else earlier[1].extended()
+    warm = len(loop_run.warmup)
     intent = PrefixIntent()
     stop = asyncio.Event()
     poller = MetricsPoller(control, api_url(bench.base_url, "/metrics"), scale=scale)
     watch = LevelWatch(
         spec.poll_s, poller, stop, cancel, nominal=concurrency,
-        steady=lambda: len(loop_run.warmup) >= concurrency, failed=lambda: loop_run.failed > 0,
+        steady=lambda: len(loop_run.warmup) - warm >= concurrency,
+        failed=lambda: loop_run.failed > 0,
     )  # fmt: skip
     if bench.workload == "chat":
         traffic = run_chat_users(
@@ -230,7 +267,7 @@ async def measure_level(
         )  # fmt: skip
     else:
         prompts = workload_prompts(bench, words, concurrency * rounds, seed)
-        traffic = run_users(client, spec, prompts, concurrency, stop, loop_run)
+        traffic = run_users(client, spec, prompts, concurrency, stop, loop_run, rounds)
     sample = await watch.run(traffic)
     server = poller.stats(concurrency)
     # Stopped by the watchdog for over-saturation is a finding; stopped by a cancel is not.
@@ -240,10 +277,22 @@ async def measure_level(
         slo=spec.slo,
         scale=scale,
         partial=cancel.is_set(),
-        server=server if server.samples else None,
+        server=server if server.samples else earlier[0].server if earlier else None,
+        seed=seed,
     )
-    load = client_load(send_lags_s(loop_run.measured), [sample])
-    return replace(_with_intent(level, bench, intent), client_bound=load.describe())
+    load = client_load(send_lags_s(loop_run.measured[loop_run.earlier :]), [sample])
+    level = replace(
+        _with_intent(level, bench, intent), client_bound=load.describe(), extensions=extension
+    )
+    return level, loop_run
+
+
+def more_rounds(spec: CapacitySpec, level: CapacityLevel, loop_run: ClosedLoop) -> int:
+    """Requests per user of an extending run (its warm-up one first): what the level's
+    verdict needs, within `max_level_requests`, never fewer than one round."""
+    target = level.needed_requests(spec.max_level_requests) or spec.max_level_requests
+    extra = max(target - len(loop_run.measured), level.concurrency)
+    return 1 + math.ceil(extra / level.concurrency)
 
 
 def _with_intent(level: CapacityLevel, bench: BenchSpec, intent: PrefixIntent) -> CapacityLevel:

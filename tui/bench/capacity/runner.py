@@ -29,12 +29,14 @@ from typing import Any
 import httpx
 
 from tui.bench.capacity.measure import (
+    ClosedLoop,
     measure_level,
     measure_rate_level,
     read_time_scale,
     read_truth,
 )
-from tui.bench.capacity.search import CapacityLevel, CapacitySearch, capacity_json, level_dict
+from tui.bench.capacity.result import capacity_json, level_dict
+from tui.bench.capacity.search import CapacityLevel, CapacitySearch
 from tui.bench.capacity.spec import CapacitySpec
 from tui.bench.capacity.workloads import CLOSED_LOOP_WORKLOADS, check_workload
 from tui.bench.client import make_client
@@ -56,7 +58,10 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
         start=max(1, round(1.0 / spec.rate_step)) if by_rate else spec.start,
         max_concurrency=10_000 if by_rate else spec.max_concurrency,
         max_levels=spec.max_levels,
+        # a rate level is not run again: an undecided one is said so
+        max_requests=0 if by_rate else spec.max_level_requests,
     )
+    loops: dict[int, ClosedLoop] = {}
     started = time.time()
     check_workload(bench, spec.by)
     async with control:
@@ -73,7 +78,10 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
         ) as client:  # fmt: skip
             while not cancel.is_set():
                 concurrency = searcher.next_concurrency()
-                if concurrency is None:
+                extend = searcher.to_extend() if concurrency is None else None
+                if extend is not None and extend.concurrency in loops:
+                    concurrency = extend.concurrency
+                elif concurrency is None:
                     break
                 if by_rate:
                     emit(
@@ -85,9 +93,10 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
                         client, control, spec, words, concurrency, scale, cancel
                     )
                 else:
-                    emit("level_start", concurrency=concurrency)
-                    level = await measure_level(
-                        client, control, spec, words, concurrency, scale, cancel
+                    earlier = (extend, loops[concurrency]) if extend else None
+                    emit("level_start", concurrency=concurrency, extending=bool(earlier))
+                    level, loops[concurrency] = await measure_level(
+                        client, control, spec, words, concurrency, scale, cancel, earlier
                     )
                 if level.partial and cancel.is_set():
                     break  # cancelled mid-level: keep only the finished levels

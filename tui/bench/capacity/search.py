@@ -6,15 +6,18 @@ bisection, or by interpolating the SLO margin when the highest passing level is
 already close to a smoothly rising limit. It stops once every untested level
 in the bracket is within `tolerance` (10 %) of the highest passing one. A level that
 over-saturates (errors, preemptions, a waiting queue that keeps growing) fails
-whatever its latencies. Pure logic: `tui.bench.capacity.runner` measures levels.
+whatever its latencies. The search steers by each level's figures; the answer stands
+only on levels its intervals decided (tui.bench.capacity.judge): once the bracket is
+found, an undecided end is extended with more requests (up to `max_requests`) and one
+still undecided is said so. Pure logic: `tui.bench.capacity.runner` measures levels.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
 
+from tui.bench.uncertainty import MET, MISSED, UNDECIDED
 from tui.core.errors import UsageError
 from tui.core.formatting import milliseconds
 
@@ -134,6 +137,18 @@ class CapacityLevel:
     # the 95 % interval of per_user_tok_s (tui.bench.uncertainty's mean_interval over the
     # requests' TPOT, inverted); None with fewer than two requests
     per_user_tok_s_interval: tuple[float, float] | None = None
+    # objectives whose 95 % interval straddles the limit (tui.bench.capacity.judge), the
+    # requests that could decide them, and how often the level was extended to try
+    undecided: tuple[str, ...] = ()
+    undecided_needs: tuple[int | None, ...] = ()  # per undecided objective (None: none could)
+    extensions: int = 0
+
+    def needed_requests(self, bound: int = 1 << 30) -> int | None:
+        """The requests that could decide the undecided objectives that `bound` requests
+        can decide, in one run; None when none can (more requests would be wasted). One
+        decided here serves the levels below (`inferred`) even if this one stays open."""
+        counts = [n for n in self.undecided_needs if n is not None and n <= bound]
+        return max(counts) if counts else None
 
     @property
     def load(self) -> str:
@@ -151,10 +166,25 @@ class CapacityLevel:
         )
 
     @property
-    def meets_slo(self) -> bool:
+    def likely_meets(self) -> bool:
+        """Its figures meet the SLO (what the search steers by, not what it answers on)."""
         return (
             not self.failures and not self.partial and self.completed > 0 and not self.client_bound
         )
+
+    @property
+    def meets_slo(self) -> bool:
+        """Shown to meet the SLO: its figures do and every interval lies within."""
+        return self.likely_meets and not self.undecided
+
+    @property
+    def verdict(self) -> str:
+        """MET, MISSED (a sign of over-saturation or an interval beyond its limit) or
+        UNDECIDED (too few requests; a client-bound or cancelled level)."""
+        if self.meets_slo:
+            return MET
+        decided = [kind for kind in self.failures if kind not in self.undecided]
+        return MISSED if decided and not self.client_bound else UNDECIDED
 
     def margin(self, slo: CapacitySlo) -> float:
         """The binding objective's ratio to its limit (>1: missed); inf when over-saturated."""
@@ -196,6 +226,37 @@ def level_failures(
     return tuple(missed)
 
 
+def inferred(levels: list[CapacityLevel]) -> list[CapacityLevel]:
+    """Levels whose undecided objectives a busier level's met: latencies rise with load
+    (the premise of the search's bisection), so an objective shown met at 22 users is met
+    at 20, and a p99 proved once near the limit need not be proved again below it."""
+    met_at: dict[str, int] = {}
+    for level in levels:
+        if level.partial or level.client_bound or not level.measured:
+            continue
+        for kind in FAILURE_LABELS:
+            if kind not in level.failures and kind not in level.undecided:
+                met_at[kind] = max(met_at.get(kind, 0), level.concurrency)
+    found = []
+    for level in levels:
+        pairs = [
+            (kind, need)
+            for kind, need in zip(level.undecided, level.undecided_needs, strict=True)
+            if met_at.get(kind, 0) <= level.concurrency
+        ]
+        if len(pairs) == len(level.undecided):
+            found.append(level)
+            continue
+        found.append(
+            replace(
+                level,
+                undecided=tuple(kind for kind, _ in pairs),
+                undecided_needs=tuple(need for _, need in pairs),
+            )
+        )
+    return found
+
+
 def limit_label(level: CapacityLevel) -> str:
     """What stopped a level, in words: TTFT split into queueing and prefill by the server."""
     if not level.failures:
@@ -219,21 +280,63 @@ class CapacitySearch:
     growth: int = 4
     levels: list[CapacityLevel] = field(default_factory=list)
 
-    def record(self, level: CapacityLevel) -> None:
-        self.levels.append(level)
+    max_requests: int = 400  # an extended level's measured requests (a p99 needs 368)
+    max_extensions: int = 2
 
-    def _bounds(self) -> tuple[CapacityLevel | None, CapacityLevel | None]:
-        passing = [lv for lv in self.levels if lv.meets_slo]
+    def record(self, level: CapacityLevel) -> None:
+        """A new level, or an extended one in place of its earlier measure."""
+        levels = [lv for lv in self.levels if lv.concurrency != level.concurrency]
+        self.levels = inferred([*levels, level])
+
+    def _bounds(self, proven: bool = False) -> tuple[CapacityLevel | None, CapacityLevel | None]:
+        """(highest passing level, lowest level above it that did not pass): by the
+        figures, or by the verdicts (`proven`)."""
+        passing = [
+            lv
+            for lv in self.levels
+            if (lv.meets_slo if proven else lv.likely_meets and not self._settled_open(lv))
+        ]
         low = max(passing, key=lambda lv: lv.concurrency, default=None)
         above = [
             lv
             for lv in self.levels
-            if not lv.meets_slo
+            if lv not in passing
             and not lv.client_bound
+            and (not proven or not lv.partial)
             and (low is None or lv.concurrency > low.concurrency)
         ]
         high = min(above, key=lambda lv: lv.concurrency, default=None)
         return low, high
+
+    def _extendable(self, level: CapacityLevel) -> bool:
+        return (
+            level.verdict == UNDECIDED
+            and not level.client_bound
+            and not level.partial
+            and level.extensions < self.max_extensions
+            and level.measured < self.max_requests
+            and level.needed_requests(self.max_requests) is not None
+        )
+
+    def _settled_open(self, level: CapacityLevel) -> bool:
+        """Undecided for good after the search could extend it: steered below, as below a
+        miss. Where no level is run again (`max_requests` 0), the figures steer."""
+        return self.max_requests > 0 and level.verdict == UNDECIDED and not self._extendable(level)
+
+    def to_extend(self) -> CapacityLevel | None:
+        """Once the figures bracket the limit: the level whose verdict the answer needs and
+        more requests could give. The highest level whose figures pass, down to one shown
+        to pass; then the lowest above that one, when it is undecided."""
+        steering = sorted(
+            (lv for lv in self.levels if lv.likely_meets), key=lambda lv: -lv.concurrency
+        )
+        for level in steering:
+            if level.meets_slo:
+                break
+            if self._extendable(level):
+                return level
+        _best, above = self._bounds(proven=True)
+        return above if above is not None and self._extendable(above) else None
 
     def _closed(self, low: int, high: int) -> bool:
         """Every untested level between the bounds is within `tolerance` of the passing one."""
@@ -273,7 +376,9 @@ class CapacitySearch:
 
     def _extrapolate(self) -> float | None:
         """Where the two highest passing levels' margins reach 1, if they rise."""
-        passing = sorted((lv for lv in self.levels if lv.meets_slo), key=lambda lv: lv.concurrency)
+        passing = sorted(
+            (lv for lv in self.levels if lv.likely_meets), key=lambda lv: lv.concurrency
+        )
         if len(passing) < 2:
             return None
         a, b = passing[-2], passing[-1]
@@ -283,94 +388,10 @@ class CapacitySearch:
         return b.concurrency + (1.0 - m_b) / (m_b - m_a) * (b.concurrency - a.concurrency)
 
     def answer(self) -> tuple[CapacityLevel | None, CapacityLevel | None]:
-        """(highest level meeting the SLO, lowest level above it that missed)."""
-        return self._bounds()
+        """(highest level shown to meet the SLO, lowest level above it that did not: missed,
+        or too few requests to decide)."""
+        return self._bounds(proven=True)
 
     def client_bound(self) -> CapacityLevel | None:
         """The first level whose client could not keep up, if any."""
         return next((lv for lv in self.levels if lv.client_bound), None)
-
-
-def answer_sentence(
-    slo: CapacitySlo,
-    best: CapacityLevel | None,
-    above: CapacityLevel | None,
-    bound: CapacityLevel | None = None,
-) -> str:
-    """The result in one sentence, as an operator would say it; a client-bound level is
-    named as the client's limit, never the server's."""
-    text = _answer(slo, best, above)
-    if bound is None or (above is not None and above.concurrency < bound.concurrency):
-        return text
-    return (
-        f"{text.split('; ')[0]}; the client could not drive {bound.load} ({bound.client_bound}):"
-        " the server's limit is not known above it"
-    )
-
-
-def _answer(slo: CapacitySlo, best: CapacityLevel | None, above: CapacityLevel | None) -> str:
-    if best is None:
-        if above is None:
-            return "no level finished: capacity unknown"
-        lowest = "the lowest rate" if above.request_rate is not None else "1 user"
-        return (
-            f"not even {lowest} meets the SLO ({slo.describe()}); "
-            f"limited by {limit_label(above)} at {above.at}"
-        )
-    text = (
-        f"{best.load} ({slo.describe()}): {best.output_throughput:,.0f} tok/s total, "
-        f"{best.per_user_tok_s:,.0f} tok/s per user"
-    )
-    if above is None:
-        return text + "; no limit reached in the levels tried"
-    return text + f"; limited by {limit_label(above)} at {above.at}"
-
-
-def level_dict(level: CapacityLevel) -> dict[str, Any]:
-    """One finished level as `--json` and the live `level` event give it: with its verdict,
-    so a view never has to guess whether a level met the SLO."""
-    body = asdict(level)
-    body["server"] = asdict(level.server) if level.server else {}
-    body["gpu"] = asdict(level.gpu) if level.gpu else {}
-    body["meets_slo"] = level.meets_slo
-    body["limited_by"] = limit_label(level)
-    body["failures"] = list(level.failures)
-    if level.request_rate is not None:
-        body["search_step"] = level.concurrency
-        body["concurrency"] = level.peak_in_flight
-    return body
-
-
-def capacity_json(
-    slo: CapacitySlo,
-    levels: list[CapacityLevel],
-    best: CapacityLevel | None,
-    above: CapacityLevel | None,
-    *,
-    truth: dict[str, Any] | None = None,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The CLI contract of `servedeck bench --capacity --json`."""
-    bound = next((level for level in levels if level.client_bound), None)
-    body: dict[str, Any] = {
-        "answer": answer_sentence(slo, best, above, bound),
-        "capacity": {
-            "concurrency": (
-                best.peak_in_flight if best.request_rate is not None else best.concurrency
-            )
-            if best
-            else 0,
-            **({"request_rate": best.request_rate} if best and best.request_rate else {}),
-            "output_tok_s": best.output_throughput if best else 0.0,
-            "per_user_tok_s": best.per_user_tok_s if best else 0.0,
-            "limited_by": limit_label(above) if above else "",
-        },
-        # the first level whose client could not keep up: no server limit is known above it
-        "client_bound_at": bound.at if bound else None,
-        "slo": asdict(slo),
-        "levels": [level_dict(level) for level in levels],
-    }
-    if truth is not None:
-        body["truth"] = truth
-    body.update(extra or {})
-    return body

@@ -26,6 +26,9 @@ class CapacitySpec:
     by: str = "concurrency"  # or "rate": open-loop Poisson levels
     rate_step: float = 0.25  # req/s per search step when by rate
     rate_level_s: float = 30.0  # server seconds of arrivals per rate level
+    # an undecided level is run again for more requests, up to this many measured
+    # (a p99 needs 368 to be shown met: tui.bench.uncertainty.requests_for_upper_bound)
+    max_level_requests: int = 400
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "bench": self.bench.to_dict()}
