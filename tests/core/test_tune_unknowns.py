@@ -19,7 +19,7 @@ from tui.summary.recorded_render import tune_lines
 from tui.tune.driver import Outcome
 from tui.tune.figures import capacity_words, figures, level_line
 from tui.tune.record import finished_event
-from tui.tune.results import margin_line, pareto_front, ranked, result_lines
+from tui.tune.results import margin_line, pareto_front, ranked, result_lines, table_rows
 
 SLO_OFF = CapacitySlo(ttft_p99_ms=None, itl_p99_ms=None, min_user_tok_s=None)
 SLO = CapacitySlo(ttft_p99_ms=2000.0, itl_p99_ms=100.0, min_user_tok_s=None)
@@ -136,6 +136,14 @@ def test_a_ranked_tune_names_what_it_skipped() -> None:
     assert "best: a (1 users); nothing else measured" in text
     assert "not ranked: b: capacity none proved" in text
     assert [o.name for o in pareto_front(outcomes)] == ["a"]
+
+
+def test_a_capacity_no_level_missed_above_is_a_floor() -> None:
+    floor = _record(SLO_OFF, _level(1))  # one level (the single-stream objective): met
+    bracketed = _record(SLO, _level(1), _level(4, itl_p99_ms=150.0, failures=("itl",)))
+    outcomes = [_cpu_outcome("floor", floor), _cpu_outcome("bracketed", bracketed)]
+    rows = table_rows(outcomes, "single_stream")
+    assert [row[5] for row in rows[1:]] == [">=1 user", "1 user"]
 
 
 def test_the_handoff_and_the_timeline_say_none_proved() -> None:

@@ -53,9 +53,12 @@ NO_GPUS = "no GPUs"  # a CPU box: a per-GPU figure does not apply
 
 
 def _users(o: Outcome, short: bool = False) -> str:
-    if o.capacity_users is not None:
-        return str(o.capacity_users) if short else f"{o.capacity_users} users"
-    return NONE_PROVED if o.capacity_none_proved else NA
+    """`24 users`; `>=1 user` when no level above it missed (a floor, not the limit)."""
+    users = o.capacity_users
+    if users is None:
+        return NONE_PROVED if o.capacity_none_proved else NA
+    text = (">=" if o.capacity_users_above is None else "") + str(users)
+    return text if short else f"{text} {'user' if users == 1 else 'users'}"
 
 
 def _per_gpu(o: Outcome, text: str) -> str:
