@@ -82,3 +82,18 @@ def test_a_level_no_count_can_decide_is_said_and_searched_below() -> None:
     assert answer_sentence(SLO, best, above).endswith(
         "too few requests to decide at 22 (per-user speed: 370 requests)"
     )
+
+
+def test_a_search_whose_levels_were_all_undecided_proves_none_and_says_why() -> None:
+    from tui.bench.capacity.answer import none_proved
+    from tui.bench.uncertainty import UNDECIDED
+
+    record = {
+        "slo": {"ttft_p99_ms": 2000.0, "itl_p99_ms": None, "min_user_tok_s": None},
+        "levels": [
+            {"concurrency": 1, "meets_slo": False, "failures": [], "verdict": UNDECIDED,
+             "undecided": ["ttft"], "client_bound": "", "partial": False},
+        ],
+    }  # fmt: skip
+    why = none_proved(record)
+    assert why is not None and why.startswith("at 1 user, too few requests to decide (TTFT)"), why

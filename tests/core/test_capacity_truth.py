@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 
 from tui.bench.capacity.answer import bracket, capacity_line, truth_text
+from tui.bench.capacity.result import capacity_json
 from tui.bench.capacity.search import (
     CapacityLevel,
     CapacitySearch,
     CapacitySlo,
     ServerLevelStats,
-    capacity_json,
     level_failures,
 )
 from tui.commands.capacity_cmd import format_capacity

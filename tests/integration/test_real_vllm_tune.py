@@ -131,6 +131,19 @@ def test_two_configurations_tuned_end_to_end_on_the_cpu_build(
     for outcome in outcomes:
         assert outcome.gpus == 0 and outcome.tok_per_gpu is None, outcome
         assert outcome.load_s and outcome.single_stream_tok_s, outcome
+    # no 0 stands for unknown: a capacity is proved (the SLO is off: only the client, errors
+    # or a cut-short level fail one) or "none proved" with that level and why; no GPUs is said
+    rows = [line.split("  ") for line in table[1:3]]
+    for outcome, row in zip(ranked(outcomes, space.objective), rows, strict=True):
+        cells = [cell.strip() for cell in row if cell.strip()]
+        assert cells[-3:] == ["no GPUs", "no GPUs", "no GPUs"], table
+        if outcome.capacity_users is None:
+            assert (outcome.capacity_none_proved or "").startswith("at 1 user, "), outcome
+            assert outcome.total_tok_s is None and "none proved" in cells, table
+            assert f"{outcome.name}: capacity none proved: " in "\n".join(table), table
+        else:
+            assert outcome.capacity_users > 0 and outcome.total_tok_s, outcome
+    assert not any(" 0 users" in line or "/0;" in line or "/0\n" in line for line in table), table
     best = ranked(outcomes, space.objective)[0]
     assert any(line.startswith(f"best: {best.name}") for line in table), table
     # each start ran the drop-in's command line and environment

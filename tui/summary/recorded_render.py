@@ -101,4 +101,6 @@ def tune_lines(recorded: Any) -> list[str]:
                    f"{failed.get('line') or NA}")  # fmt: skip
     for skip in data.get("skipped") or []:
         out.append(f"- {skip['name']}: {skip['outcome']}: {skip.get('reason') or NA}")
+    for unproved in data.get("none_proved") or []:
+        out.append(f"- {unproved['name']}: capacity none proved: {unproved.get('reason') or NA}")
     return [*out, ""] if out[-1] else out

@@ -40,7 +40,7 @@ from tui.tune.dropin import (
     read_marker,
     write_marker,
 )
-from tui.tune.figures import figures
+from tui.tune.figures import capacity_words, figures, level_line
 from tui.tune.preflight import PlannedConfig
 from tui.tune.progress import TuneBoard
 from tui.tune.space import TuneSpace
@@ -70,6 +70,8 @@ class Outcome:
     load_s: float | None = None
     single_stream_tok_s: float | None = None
     capacity_users: int | None = None
+    # why a capacity search that ran proved no capacity (None: it proved one, or none ran)
+    capacity_none_proved: str | None = None
     total_tok_s: float | None = None  # output tok/s at capacity
     per_user_tok_s: float | None = None  # each user's tok/s at capacity
     # The capacity's bracket: the first level above it that missed the SLO (None: unknown).
@@ -239,10 +241,7 @@ async def measure(deck: Deck, space: TuneSpace, say: Say) -> dict[str, Any] | No
     process = CapacityProcess(spec)
     async for event in process.events():
         if event.get("event") == "level":
-            level = event.get("level") or {}
-            say(
-                f"  level {level.get('concurrency')}: {level.get('output_throughput', 0):.0f} tok/s"
-            )
+            say(f"  {level_line(event.get('level') or {})}")
     return process.result
 
 
@@ -309,12 +308,11 @@ def _ended(
     """The board's end state of a configuration, and what to say of it."""
     if kind != "served":
         return "failed", f"{kind} at {phase or '?'}: {line}"
-    users, single = measured.get("capacity_users"), measured.get("single_stream_tok_s")
+    single = measured.get("single_stream_tok_s")
     return "done", (
         f"loaded in {load_s:.0f} s; 1-stream "
         + ("unknown" if single is None else f"{single:.1f} tok/s")
-        + "; capacity "
-        + ("unknown" if users is None else f"{users} users")
+        + f"; capacity {capacity_words(measured)}"
     )
 
 

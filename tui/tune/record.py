@@ -66,6 +66,12 @@ def finished_event(outcomes: Sequence[Outcome], objective: str, at_s: float) -> 
             for o in outcomes
             if o.outcome in ("failed", "timeout")
         ],
+        # served, searched, no capacity proved: why (the table says "none proved")
+        "none_proved": [
+            {"name": o.name, "reason": o.capacity_none_proved}
+            for o in outcomes
+            if o.capacity_none_proved
+        ],
     }
     text = f"tune finished ({len(outcomes)} configurations, {objective}): {margin}"
     return Event(at_s, "action", TUNE_SOURCE, text, key=f"tune:{at_s:.3f}", data=data)

@@ -44,27 +44,31 @@ def ranked(outcomes: Sequence[Outcome], objective: str) -> list[Outcome]:
 
 
 def pareto_front(outcomes: Sequence[Outcome]) -> list[Outcome]:
-    """Configurations no other beats on both per-user and total tok/s (at capacity)."""
-    points = [o for o in outcomes if o.per_user_tok_s is not None and o.total_tok_s is not None]
+    """Configurations no other beats on both per-user and total tok/s (at capacity); one
+    without a proved capacity has no point and is left out, never placed at 0."""
+    points = {
+        id(o): (o.per_user_tok_s, o.total_tok_s)
+        for o in outcomes
+        if o.per_user_tok_s is not None and o.total_tok_s is not None
+    }
 
-    def beaten(o: Outcome) -> bool:
-        return any(
-            p is not o
-            and (p.per_user_tok_s or 0) >= (o.per_user_tok_s or 0)
-            and (p.total_tok_s or 0) >= (o.total_tok_s or 0)
-            and ((p.per_user_tok_s or 0), (p.total_tok_s or 0))
-            != ((o.per_user_tok_s or 0), (o.total_tok_s or 0))
-            for p in points
-        )
+    def beaten(mine: tuple[float, float]) -> bool:
+        return any(p[0] >= mine[0] and p[1] >= mine[1] and p != mine for p in points.values())
 
-    return sorted((o for o in points if not beaten(o)), key=lambda o: -(o.total_tok_s or 0))
+    front = [o for o in outcomes if id(o) in points and not beaten(points[id(o)])]
+    return sorted(front, key=lambda o: -points[id(o)][1])
 
 
 def margin_line(outcomes: Sequence[Outcome], objective: str) -> str:
     """The best configuration, its margin over the next, and whether it is beyond the noise."""
     order = [o for o in ranked(outcomes, objective) if objective_value(o, objective) is not None]
     if not order:
-        return "no configuration was measured"
+        skipped = unranked_text(outcomes, objective)
+        return (
+            f"no configuration was ranked: {skipped}"
+            if skipped
+            else "no configuration was measured"
+        )
     best = order[0]
     value = objective_value(best, objective) or 0.0
     if len(order) == 1:
@@ -92,6 +96,27 @@ def margin_line(outcomes: Sequence[Outcome], objective: str) -> str:
             else f": within the noise (95 % intervals overlap: {best_low:.1f} <= {runner_high:.1f})"
         )
     return head + ": noise unknown (one run each)"
+
+
+def unranked(outcomes: Sequence[Outcome], objective: str) -> list[tuple[str, str]]:
+    """Served configurations the ranking skips, each with why its figure is not known."""
+    skipped = []
+    for o in outcomes:
+        if o.outcome != "served" or objective_value(o, objective) is not None:
+            continue
+        if objective == "tok_per_gpu" and o.gpus == 0:
+            why = "no GPUs"
+        elif objective != "single_stream" and o.capacity_none_proved:
+            why = "capacity none proved"
+        else:
+            why = "not measured"
+        skipped.append((o.name, why))
+    return skipped
+
+
+def unranked_text(outcomes: Sequence[Outcome], objective: str) -> str:
+    """`seqs=2: capacity none proved (...); seqs=8: no GPUs`, empty when all were ranked."""
+    return "; ".join(f"{name}: {why}" for name, why in unranked(outcomes, objective))
 
 
 def _range(outcome: Outcome, objective: str) -> tuple[float, float] | None:
@@ -129,13 +154,21 @@ def result_lines(
             notes.append(f"{o.name}: {o.failure_line}")
         elif short and o.outcome == "skipped" and o.reason:
             notes.append(f"{o.name}: skipped: {o.reason}")
+        if o.capacity_none_proved:
+            notes.append(f"{o.name}: capacity none proved: {o.capacity_none_proved}")
     front = pareto_front(outcomes)
     if front:
         notes.append(
             "Pareto front (per-user vs total tok/s): "
             + "; ".join(f"{o.name} {o.per_user_tok_s:.1f}/{o.total_tok_s:.0f}" for o in front)
         )
+    off_front = [o.name for o in outcomes if o.outcome == "served" and o.capacity_none_proved]
+    if off_front:
+        notes.append("not on the Pareto front (capacity none proved): " + ", ".join(off_front))
     notes.append(margin_line(outcomes, objective))
+    skipped = unranked_text(outcomes, objective)
+    if skipped and any(objective_value(o, objective) is not None for o in outcomes):
+        notes.append(f"not ranked: {skipped}")
     if width is not None:
         notes = [
             part

@@ -48,8 +48,22 @@ class Column:
     short_cell: Callable[[Outcome], str] | None = None
 
 
-def _users(o: Outcome) -> str:
-    return NA if o.capacity_users is None else f"{o.capacity_users} users"
+NONE_PROVED = "none proved"  # a search ran and no level met the SLO (the why goes below)
+NO_GPUS = "no GPUs"  # a CPU box: a per-GPU figure does not apply
+
+
+def _users(o: Outcome, short: bool = False) -> str:
+    """`24 users`; `>=1 user` when no level above it missed (a floor, not the limit)."""
+    users = o.capacity_users
+    if users is None:
+        return NONE_PROVED if o.capacity_none_proved else NA
+    text = (">=" if o.capacity_users_above is None else "") + str(users)
+    return text if short else f"{text} {'user' if users == 1 else 'users'}"
+
+
+def _per_gpu(o: Outcome, text: str) -> str:
+    """A per-GPU cell: "no GPUs" on a box without any, never a figure over 0 GPUs."""
+    return NO_GPUS if o.gpus == 0 else text
 
 
 COLUMNS = (
@@ -68,12 +82,12 @@ COLUMNS = (
         "capacity",
         "users",
         _users,
-        lambda o: NA if o.capacity_users is None else str(o.capacity_users),
+        lambda o: _users(o, short=True),
     ),
     Column("total", "total tok/s", "total", lambda o: _num(o.total_tok_s, ".0f")),
-    Column("per_gpu", "tok/s/GPU", "/GPU", lambda o: _num(o.tok_per_gpu)),
-    Column("gpus", "GPUs", "GPUs", lambda o: str(o.gpus)),
-    Column("kv", "KV room/GPU", "KV/GPU", lambda o: gib(o.kv_room_bytes_per_gpu)),
+    Column("per_gpu", "tok/s/GPU", "/GPU", lambda o: _per_gpu(o, _num(o.tok_per_gpu))),
+    Column("gpus", "GPUs", "GPUs", lambda o: _per_gpu(o, str(o.gpus))),
+    Column("kv", "KV room/GPU", "KV/GPU", lambda o: _per_gpu(o, gib(o.kv_room_bytes_per_gpu))),
 )
 
 

@@ -14,6 +14,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tui.bench.best import CONFIG_FIELDS
+from tui.bench.uncertainty import UNDECIDED
+
+# What each failure kind of a level is called (tui.bench.capacity.search.level_failures).
+FAILURE_LABELS = {
+    "ttft": "TTFT",
+    "itl": "ITL",
+    "user_tok_s": "per-user speed",
+    "errors": "errors",
+    "preemptions": "preemptions (KV cache full)",
+    "queue": "a growing queue",
+}
 
 
 def is_finished(record: Mapping[str, Any]) -> bool:
@@ -56,9 +67,13 @@ def config_key(record: Mapping[str, Any]) -> str:
 
 
 def bracket(record: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """(highest level that met the SLO, lowest level above it that missed)."""
+    """(highest level that met the SLO, lowest level above it that missed).
+
+    A client-bound level neither met nor missed (the client's limit, not the server's).
+    """
     loads = [(load, bool(lv.get("meets_slo"))) for lv in record.get("levels") or ()
-             if (load := _load(lv)) is not None]  # fmt: skip
+             if (load := _load(lv)) is not None
+             and (lv.get("meets_slo") or not lv.get("client_bound"))]  # fmt: skip
     low = max((load for load, met in loads if met), default=None)
     high = min(
         (load for load, met in loads if not met and (low is None or load > low)), default=None
@@ -90,7 +105,7 @@ def _figures(level: Mapping[str, Any], slo: Mapping[str, Any], names: Iterable[s
     said = []
     for name in names:
         if name not in _OBJECTIVES:
-            said.append(str(name))  # errors, preemptions, a growing queue: no figure
+            said.append(FAILURE_LABELS.get(name, str(name)))  # errors, preemptions, queue
             continue
         label, field, limit_field, unit, higher_worse = _OBJECTIVES[name]
         value, limit = level.get(field), slo.get(limit_field)
@@ -100,6 +115,48 @@ def _figures(level: Mapping[str, Any], slo: Mapping[str, Any], names: Iterable[s
         sign = (">" if bad else "<=") if higher_worse else ("<" if bad else ">=")
         said.append(f"{label} {value:,.{0 if unit == 'ms' else 1}f} {unit} {sign} {limit:g} {unit}")
     return ", ".join(said)
+
+
+def _level_words(level: Mapping[str, Any]) -> str:
+    """`1 user`, `4 users`, `0.5 requests/s`: a level's load as its record gives it."""
+    rate = level.get("request_rate")
+    if rate is not None:
+        return f"{_count(float(rate))} requests/s"
+    users = level.get("concurrency")
+    return "1 user" if users == 1 else f"{users} users"
+
+
+def none_proved(record: Mapping[str, Any]) -> str | None:
+    """Why a search that measured levels proved no capacity, naming the level that decided;
+    None when a level met the SLO, or when none was measured (unknown, not disproved).
+
+    With the SLO off a level still fails when its client could not keep up (client-bound),
+    its requests failed, or it ended before a measured request finished (partial).
+    """
+    levels = [lv for lv in record.get("levels") or () if _load(lv) is not None]
+    if not levels or any(lv.get("meets_slo") for lv in levels):
+        return None
+    lowest = min(levels, key=lambda lv: _load(lv) or 0.0)  # every one has a load (above)
+    level = next((lv for lv in levels if lv.get("client_bound")), lowest)
+    slo = record.get("slo") or {}
+    failures = list(level.get("failures") or ())
+    if level.get("client_bound"):
+        why = f"the client could not keep up ({level['client_bound']})"
+    elif failures:
+        said = _figures(level, slo, [kind for kind in failures if kind != "errors"])
+        if "errors" in failures:
+            failed, done = level["failed"], level["completed"]
+            said = ", ".join(filter(None, [f"errors ({failed} of {failed + done} failed)", said]))
+        why = f"missed {said}"
+    elif level.get("partial"):
+        why = "partial: it ended before a measured request finished"
+    elif level.get("verdict") == UNDECIDED and level.get("undecided"):
+        what = ", ".join(FAILURE_LABELS.get(k, k) for k in level.get("undecided") or ())
+        why = f"{UNDECIDED} ({what})"
+    else:
+        why = "no request completed"
+    off = ", with the SLO off" if not any(v is not None for v in slo.values()) else ""
+    return f"at {_level_words(level)}, {why}{off}"
 
 
 def truth_text(record: Mapping[str, Any]) -> str:
@@ -172,6 +229,8 @@ def capacity_line(record: Mapping[str, Any], history: Iterable[Mapping[str, Any]
     answer = str(record.get("answer") or "capacity unknown")
     if not is_finished(record):
         return f"cancelled capacity search (not an answer): {answer}"
+    if record.get("none_proved") and bracket(record) == (None, None):
+        return answer  # the answer says why nothing was proved; there is no bracket
     parts = [f"{answer}; proved {bracket_text(record)}", spread_text(record, history)]
     return "; ".join(part for part in (*parts, truth_text(record)) if part)
 

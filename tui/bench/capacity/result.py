@@ -10,12 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from tui.bench.capacity.search import (
-    FAILURE_LABELS,
-    CapacityLevel,
-    CapacitySlo,
-    limit_label,
-)
+from tui.bench.capacity.answer import FAILURE_LABELS, none_proved
+from tui.bench.capacity.search import CapacityLevel, CapacitySlo, limit_label
 from tui.bench.uncertainty import UNDECIDED
 
 
@@ -93,15 +89,16 @@ def capacity_json(
     bound = next((level for level in levels if level.client_bound), None)
     body: dict[str, Any] = {
         "answer": answer_sentence(slo, best, above, bound),
+        # None where nothing was proved: no capacity is not a capacity of 0
         "capacity": {
             "concurrency": (
                 best.peak_in_flight if best.request_rate is not None else best.concurrency
             )
             if best
-            else 0,
+            else None,
             **({"request_rate": best.request_rate} if best and best.request_rate else {}),
-            "output_tok_s": best.output_throughput if best else 0.0,
-            "per_user_tok_s": best.per_user_tok_s if best else 0.0,
+            "output_tok_s": best.output_throughput if best else None,
+            "per_user_tok_s": best.per_user_tok_s if best else None,
             "limited_by": limit_label(above) if above else "",
         },
         # the first level whose client could not keep up: no server limit is known above it
@@ -111,6 +108,12 @@ def capacity_json(
         "slo": asdict(slo),
         "levels": [level_dict(level) for level in levels],
     }
+    # why levels were measured and none met the SLO (None: one did, or none ran)
+    body["none_proved"] = none_proved(body)
+    if body["none_proved"] is not None and above is None:  # no miss of the SLO: say what
+        body["answer"] = (
+            f"capacity none proved: {body['none_proved']}; the server's limit is not known"
+        )
     if truth is not None:
         body["truth"] = truth
     body.update(extra or {})

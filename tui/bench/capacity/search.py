@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields, replace
 
+from tui.bench.capacity.answer import FAILURE_LABELS
 from tui.bench.uncertainty import MET, MISSED, UNDECIDED
 from tui.core.errors import UsageError
 from tui.core.formatting import milliseconds
@@ -24,14 +25,6 @@ from tui.core.formatting import milliseconds
 DEFAULT_SLO_TEXT = "ttft_p99_ms=2000,itl_p99_ms=100,min_user_tok_s=20"
 # The passing level's margin above which interpolation beats bisection.
 INTERPOLATE_FROM = 0.7
-FAILURE_LABELS = {
-    "ttft": "TTFT",
-    "itl": "ITL",
-    "user_tok_s": "per-user speed",
-    "errors": "errors",
-    "preemptions": "preemptions (KV cache full)",
-    "queue": "a growing queue",
-}
 
 
 @dataclass(frozen=True, slots=True)
