@@ -81,3 +81,8 @@ def test_exporter_engine_progress_state() -> None:
     bare = CollectorRegistry()
     bare.register(ServedeckCollector(lambda: ExporterView("box", "u", "m", "1")))
     assert "servedeck_engine_progress" not in generate_latest(bare).decode()
+
+
+def test_the_serving_headline_says_tokens_advance_not_a_second_ready_clock() -> None:
+    """The Deck shows the load strip's "serving 0:03" (ready that long) beside this line."""
+    assert verdict("serving", T0).headline().startswith("serving: tokens advancing")

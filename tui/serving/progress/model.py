@@ -77,8 +77,14 @@ class ProgressVerdict:
         return STALL_KINDS.get(self.kind) if self.kind else None
 
     def headline(self) -> str:
-        """One line for the Deck and the summary: "stalled: a rank stopped (42 s)"."""
+        """One line for the Deck and the summary: "stalled: a rank stopped (42 s)".
+
+        Serving says what it means here, tokens advancing: beside the load strip's
+        "serving 0:03" (ready that long) a bare "serving (0 s)" read as a second clock.
+        """
         text: str = self.state
+        if self.state == "serving":
+            text += ": tokens advancing"
         if self.kind_text:
             text += f": {self.kind_text}"
         if self.since_s is not None and self.state != "idle":
