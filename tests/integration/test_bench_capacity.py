@@ -299,7 +299,8 @@ async def test_a_level_of_few_requests_is_undecided_not_met(fast_box: SimBox) ->
     assert level["failures"] == [] and level["ttft_p99_ms"] < 2000
     assert level["verdict"] == "too few requests to decide" and not level["meets_slo"]
     assert level["undecided"] == ["ttft"] and level["undecided_needs"] == [368]
-    assert result["capacity"]["concurrency"] == 0 and result["undecided_at"] == "1"
+    assert result["capacity"]["concurrency"] is None and result["undecided_at"] == "1"
+    assert result["none_proved"] == "at 1 user, too few requests to decide (TTFT)"
     assert result["answer"].endswith(
         "too few requests to decide at 1 (TTFT: 16 requests, need >= 368)"
     )

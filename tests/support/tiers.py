@@ -32,7 +32,10 @@ def tier_of(path: Path) -> str | None:
 # server it ends with to the next (vllm_harness.VllmServerFactory.hand_on): the load
 # explainer's warm server is the one the restart guard's test orphans, that test's
 # restarted server the one the orphan killer's test orphans (three starts, not five).
-# Every other test runs with the rest of its file, so a module's servers start once.
+# A real-vLLM test that starts its own server (speculative decoding, LoRA, DP=2, the tune's
+# restarts) is a group of its own, so they spread over the workers the others leave free
+# (one group of them all was the run's longest pole: 7-8 minutes on one worker). Every
+# other test runs with the rest of its file, so a module's servers start once.
 REAL_VLLM_SESSION = "real_vllm_session"
 REAL_VLLM_ORPHANS = "real_vllm_orphans"
 ORPHANING_FILES = (
@@ -40,7 +43,8 @@ ORPHANING_FILES = (
     "test_real_vllm_guard.py",
     "test_real_vllm_procs.py",
 )
-REAL_VLLM_GROUPS = (REAL_VLLM_SESSION, REAL_VLLM_ORPHANS, "real_vllm_own")
+REAL_VLLM_OWN = "real_vllm_own"
+REAL_VLLM_GROUPS = (REAL_VLLM_SESSION, REAL_VLLM_ORPHANS, REAL_VLLM_OWN)
 
 
 def xdist_group_of(item: pytest.Item) -> str:
@@ -48,7 +52,9 @@ def xdist_group_of(item: pytest.Item) -> str:
         return item.path.name
     if "real_vllm_server" in getattr(item, "fixturenames", ()):
         return REAL_VLLM_SESSION
-    return REAL_VLLM_ORPHANS if item.path.name in ORPHANING_FILES else REAL_VLLM_GROUPS[2]
+    if item.path.name in ORPHANING_FILES:
+        return REAL_VLLM_ORPHANS
+    return f"{REAL_VLLM_OWN}:{item.path.name}::{item.name}"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
@@ -69,4 +75,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _run_order(item: pytest.Item) -> tuple[bool, int]:
     group = xdist_group_of(item)
     handing_on = ORPHANING_FILES.index(item.path.name) if group == REAL_VLLM_ORPHANS else 0
-    return group not in REAL_VLLM_GROUPS, handing_on
+    return not group.startswith(REAL_VLLM_GROUPS), handing_on
