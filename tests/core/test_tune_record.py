@@ -69,6 +69,7 @@ def test_each_start_is_an_attempt_and_the_tune_is_a_section(
     assert attempts[2].outcome == "stopped before serving"
     assert attempts[0].outcome == "served" and attempts[1].outcome == "served"
     assert "TP=1" in attempts[0].config_text
+    assert attempts[1].config_text == "max_num_seqs 32 -> 4"  # which configuration it was
     assert any(e.source == "tune" and "best: seqs=32" in e.text for e in events)
 
     history = recorded_history(profile, "simulator")

@@ -127,9 +127,13 @@ class KillReport:
     gpu_used_after_bytes: int | None = None
 
     @property
-    def freed_bytes(self) -> int:
-        """GPU memory attributed to the targets that is no longer attributed to them."""
-        return sum(outcome.freed_bytes or 0 for outcome in self.outcomes)
+    def freed_bytes(self) -> int | None:
+        """GPU memory attributed to the targets that is no longer attributed to them; None
+        when no target's memory was read again after the kill (unknown, never 0)."""
+        known = [o.freed_bytes for o in self.outcomes if o.freed_bytes is not None]
+        if self.outcomes and not known:
+            return None
+        return sum(known)
 
     @property
     def all_ended(self) -> bool:
@@ -140,5 +144,6 @@ class KillReport:
         for outcome in self.outcomes:
             counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
         parts = ", ".join(f"{count} {name}" for name, count in sorted(counts.items()))
-        gib = self.freed_bytes / 1024**3
-        return f"{self.host_label}: {parts or 'nothing to do'}; {gib:.2f} GiB GPU memory freed"
+        freed = self.freed_bytes
+        gib = "unknown" if freed is None else f"{freed / 1024**3:.2f} GiB"
+        return f"{self.host_label}: {parts or 'nothing to do'}; {gib} GPU memory freed"

@@ -22,12 +22,21 @@ FLAGS: dict[str, tuple[str, ...]] = {
     "model": ("--model", "--model-path"),
     "TP": ("--tensor-parallel-size", "-tp", "--tp", "--tp-size"),
     "PP": ("--pipeline-parallel-size", "-pp", "--pp", "--pp-size"),
+    "DP": ("--data-parallel-size", "-dp", "--dp-size"),
     "EP": ("--enable-expert-parallel", "--ep-size", "--expert-parallel-size"),
     "quantization": ("--quantization", "-q"),
     "max_model_len": ("--max-model-len", "--context-length"),
     "gpu_memory_utilization": ("--gpu-memory-utilization", "--mem-fraction-static"),
+    # what `servedeck tune` varies between its starts: each attempt must say which it was
+    "max_num_seqs": ("--max-num-seqs",),
+    "max_num_batched_tokens": ("--max-num-batched-tokens",),
+    "kv_cache_dtype": ("--kv-cache-dtype",),
+    "prefix_caching": ("--enable-prefix-caching",),
+    "chunked_prefill": ("--enable-chunked-prefill",),
 }
-BOOLEAN_FLAGS = frozenset(("--enable-expert-parallel",))
+BOOLEAN_FLAGS = frozenset(
+    ("--enable-expert-parallel", "--enable-prefix-caching", "--enable-chunked-prefill")
+)
 INCIDENT_PREFIXES = (
     "load failed",
     "readiness lost",
@@ -48,11 +57,14 @@ def config_of(argv: Sequence[str], env: dict[str, str] | None = None) -> dict[st
             found["model"] = words[index + 1]
     for i, word in enumerate(words):
         name, eq, inline = word.partition("=")
+        # vLLM's `--no-enable-prefix-caching` (what the tune writes for false) turns it off
+        off = name.startswith("--no-") and f"--{name[5:]}" in BOOLEAN_FLAGS
+        flag = f"--{name[5:]}" if off else name
         for column, spellings in FLAGS.items():
-            if name not in spellings:
+            if flag not in spellings:
                 continue
-            if name in BOOLEAN_FLAGS:
-                found[column] = "on"
+            if flag in BOOLEAN_FLAGS:
+                found[column] = "off" if off else "on"
             elif eq:
                 found[column] = inline
             elif i + 1 < len(words):
@@ -109,6 +121,12 @@ def _starts_load(event: Event) -> bool:
     return phase in LOADING and previous not in LOADING
 
 
+def _ends_load(event: Event) -> bool:
+    return event.source == "load" and (
+        event.text == "load phase: stopped" or event.text.startswith("load failed: ")
+    )
+
+
 def deployment_attempts(events: Sequence[Event]) -> list[Attempt]:
     starts = [i for i, event in enumerate(events) if _starts_load(event)]
     attempts: list[Attempt] = []
@@ -117,9 +135,12 @@ def deployment_attempts(events: Sequence[Event]) -> list[Attempt]:
         end = starts[n + 1] if n + 1 < len(starts) else len(events)
         begin_s = events[start].ts_s
         attempt = Attempt(begin_s, model=events[start].data.get("model"))
-        # the exec of this start: the last one recorded before the load's first line
+        # the exec of this start: the last one recorded before the load's first line (or
+        # seconds after it: log clocks are coarse), never one after this load ended, which
+        # is the next start's (a start that dies at once is followed within seconds)
         lower = starts[n - 1] if n else 0
-        execs = [e for e in events[lower:end] if e.source == "exec" and e.ts_s <= begin_s + 5]
+        own = next((i for i in range(start + 1, end) if _ends_load(events[i])), end)
+        execs = [e for e in events[lower:own] if e.source == "exec" and e.ts_s <= begin_s + 5]
         if execs:
             data = execs[-1].data
             attempt.config = config_of(data.get("argv") or (), data.get("env") or {})

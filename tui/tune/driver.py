@@ -27,7 +27,7 @@ from tui.bench.capacity.search import CapacitySlo
 from tui.bench.workload import BenchSpec
 from tui.core.errors import ServedeckError
 from tui.deck import Deck
-from tui.ops.gpu_hints import deck_context
+from tui.ops.gpu_hints import deck_context, rereader
 from tui.ops.restart_guard import guard_listing, guarded_action
 from tui.procs.kill import kill_processes, leftovers
 from tui.serving.load.tracker import LoadTracker
@@ -124,6 +124,7 @@ async def clean_leftovers(deck: Deck, say: Say) -> None:
         targets,
         await deck_context(deck),
         read_only=deck.profile.read_only,
+        reread=rereader(deck),  # what the kill freed, measured like every other kill's
         action="tune: kill leftovers",
     )
     if not report.all_ended:
