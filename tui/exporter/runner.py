@@ -231,7 +231,8 @@ class ExporterRunner:
             alerts=firing,
             bench=self.bench.read(),
             sources_up=tuple(sources),
-            progress=recorder.progress.verdict.state if recorder.progress.verdict else None,
+            # Before the first verdict (two reads of the engine) the state is unknown, said so.
+            progress=recorder.progress.verdict.state if recorder.progress.verdict else "unknown",
             engine=engine,
         )
         with self._lock:
