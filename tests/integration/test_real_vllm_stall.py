@@ -1,4 +1,4 @@
-"""A real vLLM 0.32.0 CPU engine SIGSTOPped, busy and idle: the verdict, its kind, the stacks.
+"""A real vLLM 0.32.0 CPU engine's ranks SIGSTOPped, busy and idle: the verdict, its kind, stacks.
 
 Busy: while four streams of completions run, the server's VLLM::EngineCore (found among
 the API server's children by its process title) is SIGSTOPped at whatever moment the
@@ -15,6 +15,11 @@ Idle: with nothing running, the core SIGSTOPped reads `unknown` (its gauges froz
 nothing is known to wait, yet a stopped core is no idle engine), never `idle` or `serving`;
 a stream begun then (its access line is logged with its headers) turns it `stalled`, "a rank
 stopped"; SIGCONT: the stream completes.
+
+Worker: the CPU build runs the model in a VLLM::Worker under the EngineCore even at TP=1
+(API server -> EngineCore -> Worker), so the same session server gives a worker rank to stop
+while streams run: `stalled`, "a rank stopped" naming the Worker's pid, the EngineCore
+waiting on it not named; SIGCONT: back to `serving`.
 """
 
 from __future__ import annotations
@@ -128,7 +133,7 @@ async def streams(
     client: httpx.AsyncClient, server: VllmServer, index: int, stop: asyncio.Event
 ) -> list[tuple[int, int]]:
     """Streams one after another until `stop`."""
-    answers = []
+    answers: list[tuple[int, int]] = []
     while not stop.is_set():
         answers.append(await one_stream(client, server, f"{PROMPT}, {index}.{len(answers)}."))
     return answers
@@ -143,53 +148,76 @@ def sigstopped(pid: int) -> Iterator[None]:
         os.kill(pid, signal.SIGCONT)
 
 
+def titled(server: VllmServer, title: str) -> int:
+    """The pid of the server's one process whose title starts with `title`."""
+    (found,) = [p for p in descendants(server.pid) if p.cmdline.startswith(title)]
+    return found.pid
+
+
+async def stop_while_busy(
+    seen: Observer, client: httpx.AsyncClient, pid: int, role: str
+) -> ProgressVerdict:
+    """SIGSTOP `pid` while streams run: stalled, "a rank stopped" naming it; SIGCONT: serving,
+    and every stream completes whole. Returns the stalled verdict."""
+    server = seen.server
+    stop = asyncio.Event()
+    busy = [asyncio.create_task(streams(client, server, i, stop)) for i in range(STREAMS)]
+    try:
+        serving, _ = await seen.until("serving", 120.0)
+        assert serving.state == "serving", serving
+        await asyncio.sleep(POLL_S)  # the stop lands wherever the streams are
+        before_stop = len(seen.seen)
+        with sigstopped(pid):
+            health: list[str] = []
+            stalled, latency_s = await seen.until("stalled", STALL_AFTER_S + 30.0, health)
+            record_timing(f"stall detected after SIGSTOP of a busy {role}", latency_s)
+            print(f"\nbusy: SIGSTOP {role} pid {pid}: {latency_s:.1f} s to stalled")
+            print(f"verdict: {stalled.headline()}; evidence: {' | '.join(stalled.evidence)}")
+            print(f"/health meanwhile (s since SIGSTOP:status): {' '.join(health)}")
+            assert stalled.state == "stalled", (stalled, seen.seen)
+            assert latency_s <= STALL_AFTER_S + 5.0, latency_s
+            assert stalled.kind == "rank_stopped", stalled
+            assert any(
+                line.startswith(f"{role} (pid {pid}) stopped: state T") for line in stalled.evidence
+            ), stalled
+            assert "idle" not in seen.seen[before_stop:], seen.seen
+
+            ranks = await read_ranks(LocalHost(), server.pid)
+            assert ranks is not None and ranks.ranks, ranks
+            dump = await dump_stacks(LocalHost(), ranks, py_spy=str(PY_SPY))
+            print(f"stacks: {dump.summary()}")
+            assert dump.note is None, dump.note
+            assert all(r.main_thread and r.main_thread.innermost for r in dump.ranks), dump
+            assert role in dump.summary()
+            assert process_state(pid) in ("T", "t")  # the dump never resumed it
+        back, back_s = await seen.until("serving", 60.0)
+        record_timing(f"back to serving after SIGCONT of the {role}", back_s)
+        print(f"SIGCONT: {back.headline()} after {back_s:.1f} s")
+        assert back.state == "serving", back
+    except BaseException:
+        for task in busy:
+            task.cancel()
+        raise
+    finally:
+        stop.set()
+    answers = await asyncio.wait_for(asyncio.gather(*busy), 300.0)
+    flat = [answer for stream in answers for answer in stream]
+    print(f"streams: {len(flat)} completions, statuses {sorted({s for s, _ in flat})}")
+    assert all(answer == (200, MAX_TOKENS) for answer in flat), flat
+    return stalled
+
+
 @pytest.mark.skipif(not PY_SPY.exists(), reason="py-spy not installed (test extra)")
 async def test_engine_core_sigstop_busy_then_idle(real_vllm_server: VllmServer) -> None:
     server = real_vllm_server
-    (core,) = [p for p in descendants(server.pid) if p.cmdline.startswith("VLLM::EngineCore")]
+    core = titled(server, "VLLM::EngineCore")
     async with httpx.AsyncClient(timeout=300.0) as client:
         seen = Observer(server, client)
-        stop = asyncio.Event()
-        busy = [asyncio.create_task(streams(client, server, i, stop)) for i in range(STREAMS)]
-        try:
-            serving, _ = await seen.until("serving", 120.0)
-            assert serving.state == "serving", serving
-            await asyncio.sleep(POLL_S)  # the stop lands wherever the streams are
-            before_stop = len(seen.seen)
-            with sigstopped(core.pid):
-                health: list[str] = []
-                stalled, latency_s = await seen.until("stalled", STALL_AFTER_S + 30.0, health)
-                record_timing("stall detected after SIGSTOP of a busy EngineCore", latency_s)
-                print(f"\nbusy: SIGSTOP EngineCore pid {core.pid}: {latency_s:.1f} s to stalled")
-                print(f"verdict: {stalled.headline()}; evidence: {' | '.join(stalled.evidence)}")
-                print(f"/health meanwhile (s since SIGSTOP:status): {' '.join(health)}")
-                assert stalled.state == "stalled", (stalled, seen.seen)
-                assert latency_s <= STALL_AFTER_S + 5.0, latency_s
-                assert stalled.kind == "rank_stopped", stalled
-                assert any(f"pid {core.pid}" in line for line in stalled.evidence), stalled
-                assert "idle" not in seen.seen[before_stop:], seen.seen
-
-                ranks = await read_ranks(LocalHost(), server.pid)
-                assert ranks is not None and ranks.ranks, ranks
-                dump = await dump_stacks(LocalHost(), ranks, py_spy=str(PY_SPY))
-                print(f"stacks: {dump.summary()}")
-                assert dump.note is None, dump.note
-                assert all(r.main_thread and r.main_thread.innermost for r in dump.ranks), dump
-                assert "EngineCore" in dump.summary()
-                assert process_state(core.pid) in ("T", "t")  # the dump never resumed it
-            back, back_s = await seen.until("serving", 60.0)
-            print(f"SIGCONT: {back.headline()} after {back_s:.1f} s")
-            assert back.state == "serving", back
-        finally:
-            stop.set()
-        answers = await asyncio.wait_for(asyncio.gather(*busy), 300.0)
-        flat = [answer for stream in answers for answer in stream]
-        print(f"streams: {len(flat)} completions, statuses {sorted({s for s, _ in flat})}")
-        assert all(answer == (200, MAX_TOKENS) for answer in flat), flat
+        await stop_while_busy(seen, client, core, "EngineCore")
 
         idle, _ = await seen.until("idle", 60.0)
         assert idle.state == "idle", idle
-        with sigstopped(core.pid):
+        with sigstopped(core):
             seen.seen.clear()
             await seen.until("never", STALL_AFTER_S + 2.0)
             print(f"idle: SIGSTOP EngineCore: read {seen.seen}")
@@ -203,4 +231,26 @@ async def test_engine_core_sigstop_busy_then_idle(real_vllm_server: VllmServer) 
             assert not late.done()
         assert await asyncio.wait_for(late, 60.0) == (200, MAX_TOKENS)
         after, _ = await seen.until("idle", 30.0)
+        assert after.state == "idle", after
+
+
+@pytest.mark.skipif(not PY_SPY.exists(), reason="py-spy not installed (test extra)")
+async def test_worker_rank_sigstop_busy(real_vllm_server: VllmServer) -> None:
+    """The CPU build runs the model in a Worker under the EngineCore even at TP=1 (its
+    platform turns the `uni` executor into `mp`): the Worker stopped leaves the core waiting
+    for its answer (state S, not T), and the verdict must name the Worker."""
+    server = real_vllm_server
+    core, worker = titled(server, "VLLM::EngineCore"), titled(server, "VLLM::Worker")
+    ranks = await read_ranks(LocalHost(), server.pid)
+    assert ranks is not None, "the process helper gave no ranks"
+    names = {rank.pid: rank.name for rank in ranks.ranks}
+    print(f"\nranks: {sorted(names.items())}")
+    assert names.get(core, "").startswith("VLLM::EngineCore"), names
+    assert names.get(worker, "").startswith("VLLM::Worker"), names
+    async with httpx.AsyncClient(timeout=300.0) as client:
+        seen = Observer(server, client)
+        stalled = await stop_while_busy(seen, client, worker, "Worker")
+        stopped = [line.split(",")[0] for line in stalled.evidence if " stopped: state " in line]
+        assert stopped == [f"Worker (pid {worker}) stopped: state T"], stalled
+        after, _ = await seen.until("idle", 60.0)
         assert after.state == "idle", after

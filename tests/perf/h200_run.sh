@@ -20,6 +20,8 @@ export PYTHONUNBUFFERED=1
     python3 tests/perf/h200_verify.py "$out"
     echo "== leftover killer on a real CUDA process"
     python3 tests/perf/h200_procs.py "$out"
+    echo "== the stall verdict's GPU-side signals: a simulated engine hung, a torch spinner"
+    python3 tests/perf/gpu_stall_proof.py | tee "$out/gpu_stall_proof.txt"
   fi
   echo "== whole-tree CPU, servedeck console vs nvitop, idle then busy GPUs, 3 x 30 s at 1 s,"
   echo "   with each round's breakdown by process and thread (py-spy names the threads)"
