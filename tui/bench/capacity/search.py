@@ -281,6 +281,10 @@ class CapacitySearch:
         levels = [lv for lv in self.levels if lv.concurrency != level.concurrency]
         self.levels = inferred([*levels, level])
 
+    def rejudged(self, levels: list[CapacityLevel]) -> None:
+        """The levels judged again (their busier levels' values pooled in: runner)."""
+        self.levels = inferred(levels)
+
     def _bounds(self, proven: bool = False) -> tuple[CapacityLevel | None, CapacityLevel | None]:
         """(highest passing level, lowest level above it that did not pass): by the
         figures, or by the verdicts (`proven`)."""
