@@ -163,13 +163,15 @@ def test_demo_capacity_json_lands_within_ten_percent_of_truth(
         assert level["gpu"]["power_mean_w"] > 0 and level["gpu"]["tokens_per_joule"] > 0
         assert isinstance(level["meets_slo"], bool)
     # The answer stands on decided levels: its own met on every interval, and its p99
-    # TTFT shown (>= 368 requests) at it or at a busier level (latency rises with load).
+    # TTFT shown over >= 368 requests of it and the busier levels that ran whole (latency
+    # rises with load: their values bound its p99 from above; tui.bench.capacity.judge).
     (answer,) = [level for level in body["levels"] if level["concurrency"] == found]
     assert answer["verdict"] == "met" and answer["undecided"] == []
-    assert any(
-        level["concurrency"] >= found and level["measured"] >= 368 and "ttft" not in
-        level["undecided"] for level in body["levels"]
-    ), body["levels"]  # fmt: skip
+    assert sum(
+        level["measured"] for level in body["levels"]
+        if level["concurrency"] >= found and not level["partial"] and not level["client_bound"]
+        and not {"errors", "preemptions", "queue"} & set(level["failures"])
+    ) >= 368, body["levels"]  # fmt: skip
     if body["undecided_at"] is not None:
         assert f"too few requests to decide at {body['undecided_at']} (" in body["answer"]
     busiest = max(body["levels"], key=lambda level: level["concurrency"])

@@ -5,6 +5,7 @@ driver.py: Drive a capacity search from the CLI or the console, with the GPUs sa
 history.py: Capacity history: one `bench --capacity` result per line, next to the benchmark history
 judge.py: A level's SLO judged on its intervals: met, missed or too few requests to decide
 measure.py: One level of a capacity search measured: its closed loop (or arrivals by rate), watched, summarised
+pooled.py: Busier levels' values pooled into each level's p99 proofs as the search adds levels
 result.py: The search's answer in one sentence and its `bench --capacity --json` body
 runner.py: The capacity search process: `python -m tui.bench.capacity.runner` reads a spec on stdin
 search.py: Capacity under an SLO: the search over concurrency, its levels and its one-sentence answer

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from tui.bench.capacity.judge import bootstrap, judge_p99, judge_speed
+from tui.bench.capacity.judge import Busier, clearly_missed, open_objectives
 from tui.bench.capacity.search import CapacityLevel, CapacitySlo, level_failures
 from tui.bench.capacity.spec import CapacitySpec
 from tui.bench.capacity.watch import LevelWatch
@@ -35,7 +35,7 @@ from tui.bench.loadgen import LevelRun, run_level
 from tui.bench.metrics import output_tokens_of, percentile, tpot_of
 from tui.bench.model import RequestOutcome
 from tui.bench.telemetry import MetricsPoller
-from tui.bench.uncertainty import UNDECIDED, mean_interval
+from tui.bench.uncertainty import mean_interval
 from tui.bench.workload import BenchSpec, api_url, endpoint_path, request_payload
 from tui.bench.workloads import workload_prompts
 
@@ -105,18 +105,7 @@ def summarize(
     )
     if not good:  # nothing measured: only over-saturation signs can be judged
         failures = tuple(f for f in failures if f in ("errors", "preemptions", "queue"))
-    boot = bootstrap(seed)
-    judged = [
-        judge_p99("ttft", [t * 1000 for t in ttfts], limit, requests=len(good), boot=boot)
-        for limit in (slo.ttft_p99_ms,) if limit is not None
-    ] + [
-        judge_p99("itl", [g * 1000 for g in itls], limit, requests=len(good), boot=boot)
-        for limit in (slo.itl_p99_ms,) if limit is not None
-    ] + [
-        judge_speed(per_user, per_user_interval, limit, requests=len(tpots))
-        for limit in (slo.min_user_tok_s,) if limit is not None
-    ]  # fmt: skip
-    open_ = [j for j in judged if j.verdict == UNDECIDED] if good else []
+    undecided, needs = open_objectives(good, slo, scale, seed, Busier())
     max_tpot = 1.0 / slo.min_user_tok_s if slo.min_user_tok_s else None
     meeting = sum(
         (slo.ttft_p99_ms is None or o.ttft_s * scale * 1000 <= slo.ttft_p99_ms)
@@ -138,9 +127,14 @@ def summarize(
         partial=partial or not (good or failures),
         per_user_tok_s_interval=per_user_interval,
         server=server,
-        undecided=tuple(j.objective for j in open_),
-        undecided_needs=tuple(j.needed_requests for j in open_),
+        undecided=undecided,
+        undecided_needs=needs,
     )
+
+
+def level_seed(spec: CapacitySpec, concurrency: int, extension: int) -> int:
+    """A fresh seed per run: a prompt repeated from an earlier one would hit the prefix cache."""
+    return spec.bench.seed + 7919 * concurrency + 104_729 * extension
 
 
 def first_round_tokens(output_tokens: int, concurrency: int, user: int) -> int:
@@ -241,8 +235,7 @@ async def measure_level(
     `earlier`, run it again for the requests its verdict needs and judge them together."""
     bench = spec.bench
     extension = earlier[0].extensions + 1 if earlier else 0
-    # A fresh seed per run: a prompt repeated from an earlier one would hit the prefix cache.
-    seed = bench.seed + 7919 * concurrency + 104_729 * extension
+    seed = level_seed(spec, concurrency, extension)
     rounds = rounds_for(spec, concurrency) if earlier is None else more_rounds(spec, *earlier)
     loop_run = ClosedLoop() if earlier is None else earlier[1].extended()
     warm = len(loop_run.warmup)
@@ -253,6 +246,7 @@ async def measure_level(
         spec.poll_s, poller, stop, cancel, nominal=concurrency,
         steady=lambda: len(loop_run.warmup) - warm >= concurrency,
         failed=lambda: loop_run.failed > 0,
+        decided=None if earlier else MissLook(loop_run, spec, concurrency, scale, seed),
     )  # fmt: skip
     if bench.workload == "chat":
         traffic = run_chat_users(
@@ -285,6 +279,28 @@ async def measure_level(
         _with_intent(level, bench, intent), client_bound=load.describe(), extensions=extension
     )
     return level, loop_run
+
+
+class MissLook:
+    """Looks once a round (after at least `min_requests`) whether the level's intervals
+    already show a miss: a level far above the limit then stops after its first round
+    rather than its third. Few looks, each on the 95 % interval, so a stop on a chance
+    excursion stays rare; a met or undecided level runs whole (the search steers by it)."""
+
+    def __init__(
+        self, loop_run: ClosedLoop, spec: CapacitySpec, concurrency: int, scale: float, seed: int
+    ) -> None:
+        self.loop_run, self.spec, self.scale, self.seed = loop_run, spec, scale, seed
+        self.every = max(concurrency, spec.min_requests)
+        self.looked = 0
+
+    def __call__(self) -> bool:
+        looks = len(self.loop_run.measured) // self.every
+        if looks <= self.looked:
+            return False
+        self.looked = looks
+        good = [o for o in self.loop_run.measured if o.success]
+        return clearly_missed(good, self.spec.slo, self.scale, self.seed)
 
 
 def more_rounds(spec: CapacitySpec, level: CapacityLevel, loop_run: ClosedLoop) -> int:

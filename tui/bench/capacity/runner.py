@@ -35,6 +35,7 @@ from tui.bench.capacity.measure import (
     read_time_scale,
     read_truth,
 )
+from tui.bench.capacity.pooled import pooled_levels
 from tui.bench.capacity.result import capacity_json, level_dict
 from tui.bench.capacity.search import CapacityLevel, CapacitySearch
 from tui.bench.capacity.spec import CapacitySpec
@@ -101,6 +102,9 @@ async def search(spec: CapacitySpec, cancel: asyncio.Event) -> dict[str, Any]:
                 if level.partial and cancel.is_set():
                     break  # cancelled mid-level: keep only the finished levels
                 searcher.record(level)
+                if not by_rate:
+                    searcher.rejudged(pooled_levels(searcher.levels, loops, spec, scale))
+                    level = next(lv for lv in searcher.levels if lv.concurrency == concurrency)
                 emit("level", level=_level_dict(level))
         # The simulator's truth is for closed-loop users of fixed-length prompts: a rate
         # search, chat (growing histories) and trace (the trace's lengths) have none.

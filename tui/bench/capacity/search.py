@@ -8,8 +8,9 @@ in the bracket is within `tolerance` (10 %) of the highest passing one. A level 
 over-saturates (errors, preemptions, a waiting queue that keeps growing) fails
 whatever its latencies. The search steers by each level's figures; the answer stands
 only on levels its intervals decided (tui.bench.capacity.judge): once the bracket is
-found, an undecided end is extended with more requests (up to `max_requests`) and one
-still undecided is said so. Pure logic: `tui.bench.capacity.runner` measures levels.
+found, an undecided end is extended with more requests (up to `max_requests`; a p99
+counts the busier levels' requests, tui.bench.capacity.pooled) and one still
+undecided is said so. Pure logic: `tui.bench.capacity.runner` measures levels.
 """
 
 from __future__ import annotations
@@ -280,6 +281,10 @@ class CapacitySearch:
         """A new level, or an extended one in place of its earlier measure."""
         levels = [lv for lv in self.levels if lv.concurrency != level.concurrency]
         self.levels = inferred([*levels, level])
+
+    def rejudged(self, levels: list[CapacityLevel]) -> None:
+        """The levels judged again (their busier levels' values pooled in: runner)."""
+        self.levels = inferred(levels)
 
     def _bounds(self, proven: bool = False) -> tuple[CapacityLevel | None, CapacityLevel | None]:
         """(highest passing level, lowest level above it that did not pass): by the

@@ -1,7 +1,8 @@
 """A capacity level's watch: /metrics polled and the client metered while its load runs.
 
 Both kinds of level (closed-loop users, open-loop rates) stop the same way: a cancel,
-a failed request or an over-saturated server sets the level's stop event at once.
+a failed request or an over-saturated server sets the level's stop event at once; a
+closed-loop level whose miss its intervals already show stops too.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class LevelWatch:
         steady: Callable[[], bool],
         failed: Callable[[], bool],
         in_flight: Callable[[], int] | None = None,
+        decided: Callable[[], bool] | None = None,
     ) -> None:
         self.poll_s = poll_s
         self.poller = poller
@@ -42,6 +44,7 @@ class LevelWatch:
         self.steady = steady
         self.failed = failed
         self.in_flight = in_flight
+        self.decided = decided  # the level's verdict is known: its remaining load is waste
         self.peak_in_flight = 0
 
     async def _watch(self) -> None:
@@ -52,7 +55,9 @@ class LevelWatch:
                 self.peak_in_flight = max(self.peak_in_flight, self.in_flight())
             steady = self.steady()
             await self.poller.sample(steady=steady)
-            if self.cancel.is_set() or self.failed() or self.poller.oversaturated(self.nominal):
+            over = self.poller.oversaturated(self.nominal)
+            known = self.decided is not None and self.decided()
+            if self.cancel.is_set() or self.failed() or over or known:
                 self.stop.set()
 
     async def run(self, load: Coroutine[Any, Any, object]) -> ClientSample:
