@@ -28,6 +28,8 @@ async def test_capacity_key_answers_on_the_bench_pane() -> None:
     # A short workload keeps the search brief. No ITL objective (0 is off): beside other
     # tests one stall of the client or the server is a level's ITL p99 (532 ms at 2 users
     # in a full run, the search then ending at 1 user); TTFT and per-user speed decide.
+    # The clock runs 5 times real time: this test reads the pane, not the answer's accuracy
+    # (tests/integration/test_bench_capacity.py holds that to 10 % at 2).
     presets = {**base.benchmark.presets, "quick": BenchmarkPreset("quick", (1,), 128, 32, 4)}
     benchmark = replace(base.benchmark, presets=presets, slo=BenchmarkSlo(itl_p99_ms=0))
     deck = open_deck(
@@ -35,7 +37,7 @@ async def test_capacity_key_answers_on_the_bench_pane() -> None:
         demo_load_s=2.0,
         demo_autostart=True,
         demo_wait_ready=True,
-        demo_time_scale=2.0,
+        demo_time_scale=5.0,
     )
     app = ServedeckApp(deck.profile, deck)
     try:
