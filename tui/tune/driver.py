@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from tui.bench.capacity.driver import CapacityProcess
-from tui.bench.capacity.runner import CapacitySpec
 from tui.bench.capacity.search import CapacitySlo
+from tui.bench.capacity.spec import CapacitySpec
 from tui.bench.workload import BenchSpec
 from tui.core.errors import ServedeckError
 from tui.deck import Deck
