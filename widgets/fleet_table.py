@@ -149,6 +149,13 @@ def host_cell(row: FleetRow, compact: bool) -> str:
     return host if not row.label or compact else f"{host} {row.label}"
 
 
+def ready_cell(row: FleetRow) -> str:
+    """/health's answer; n/a on a headless rank host, which runs no API server to answer."""
+    if row.health_ok is None or row.headless:
+        return NA
+    return "[green]yes[/]" if row.health_ok else "no"
+
+
 def values(row: FleetRow, compact: bool = False) -> dict[str, str]:
     """Every column's markup for one host, uncut but for the source's own text."""
     state = host_state(row)
@@ -159,7 +166,7 @@ def values(row: FleetRow, compact: bool = False) -> dict[str, str]:
         "state": f"[{STATE_STYLE[state]}]{state}[/]",
         "unit": free(row.unit_state, 12),
         "load": free(load_cell(row), 14),
-        "ready": NA if row.health_ok is None else ("[green]yes[/]" if row.health_ok else "no"),
+        "ready": ready_cell(row),
         "progress": progress_cell(row),
         "reqs": NA if row.running is None else f"{row.running}/{_na(row.waiting)}",
         "kv": _na(row.kv_pct, "{:.0f}%"),

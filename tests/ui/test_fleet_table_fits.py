@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 from tests.support.screen_text import screen_lines
 from tui.fleet.deployments import grouped
 from tui.fleet.model import FleetRow
-from widgets.fleet_table import FleetTable
+from widgets.fleet_table import FleetTable, values
 
 GIB = 1024**3
 ROWS = [
@@ -72,7 +72,8 @@ async def test_no_hosts_yet_is_an_empty_table() -> None:
 
 MEMBERS = [
     replace(ROWS[0], host="node0", deployment="kimi"),
-    replace(ROWS[0], host="node1", deployment="kimi", headless=True, alerts=()),
+    # A rank host runs no API server: nothing answers its /health.
+    replace(ROWS[0], host="node1", deployment="kimi", headless=True, alerts=(), health_ok=False),
 ]
 DEPLOYED = grouped(MEMBERS, MEMBERS)
 
@@ -97,3 +98,9 @@ async def test_a_deployments_rows_read_whole_at_80_and_120_columns(size: tuple[i
         assert "…" not in body, body
         assert lines[1].split()[:3] == ["kimi:", "2", "hosts"], body
         assert "└ node0" in lines[2] and "└ node1 headless" in lines[3], body
+
+
+def test_a_headless_hosts_ready_is_not_applicable() -> None:
+    """A rank host runs no API server: its Ready read "no" beside a serving state, as if the
+    host were down; it reads n/a (its unit and the deployment's head say how it is)."""
+    assert [values(row)["ready"] for row in DEPLOYED] == ["[green]yes[/]", "[green]yes[/]", "n/a"]
