@@ -33,11 +33,15 @@ ROWS = [
 
 
 class FleetApp(App[None]):
+    def __init__(self, rows: list[FleetRow] = ROWS) -> None:
+        super().__init__()
+        self.rows = rows
+
     def compose(self) -> ComposeResult:
         yield FleetTable()
 
     def on_mount(self) -> None:
-        self.query_one(FleetTable).show(ROWS, self.size.width)
+        self.query_one(FleetTable).show(self.rows, self.size.width)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
@@ -78,19 +82,11 @@ MEMBERS = [
 DEPLOYED = grouped(MEMBERS, MEMBERS)
 
 
-class DeploymentApp(App[None]):
-    def compose(self) -> ComposeResult:
-        yield FleetTable()
-
-    def on_mount(self) -> None:
-        self.query_one(FleetTable).show(DEPLOYED, self.size.width)
-
-
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
 async def test_a_deployments_rows_read_whole_at_80_and_120_columns(size: tuple[int, int]) -> None:
     """The group row read "deployment:ki…" and the rank host "└ node1 headl…" (the compact
     layout's 14-cell host cut): the deployment's name and its hosts, the headless word, whole."""
-    app = DeploymentApp()
+    app = FleetApp(DEPLOYED)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         lines = screen_lines(app)
