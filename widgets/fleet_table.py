@@ -133,23 +133,40 @@ def fullest_cell(row: FleetRow) -> str:
 
 ALERTS_MIN_CELLS = 20  # Alerts is kept this wide before the figures after it
 HOST_MAX_CELLS = 30
+# A narrow pane's host column: room for a member's `└ NAME headless` of an 8-letter name.
+HOST_COMPACT_CELLS = 19
 LABELS_FROM_CELLS = 150
+
+
+def host_cell(row: FleetRow, compact: bool) -> str:
+    """Who a row is: a deployment's row by its name and its hosts (never its row key), each
+    member beneath it marked, headless rank hosts said; the label only where there is room."""
+    if row.members:
+        name = f"{row.deployment}: {len(row.members)} hosts"
+        return name if compact else f"deployment {name}"
+    host = f"└ {row.host}" if row.deployment is not None else row.host
+    host += " headless" if row.headless else ""
+    return host if not row.label or compact else f"{host} {row.label}"
+
+
+def ready_cell(row: FleetRow) -> str:
+    """/health's answer; n/a on a headless rank host, which runs no API server to answer."""
+    if row.health_ok is None or row.headless:
+        return NA
+    return "[green]yes[/]" if row.health_ok else "no"
 
 
 def values(row: FleetRow, compact: bool = False) -> dict[str, str]:
     """Every column's markup for one host, uncut but for the source's own text."""
     state = host_state(row)
-    host = f"└ {row.host}" if row.deployment is not None and not row.members else row.host
-    host += " headless" if row.headless else ""  # a member beneath its deployment's row
-    name = host if not row.label or compact else f"{host} {row.label}"
     return {
-        "host": free(name, 14 if compact else HOST_MAX_CELLS),
+        "host": free(host_cell(row, compact), HOST_COMPACT_CELLS if compact else HOST_MAX_CELLS),
         "src": SOURCE_WORD.get(row.source, row.source),
         "age": age_cell(row),
         "state": f"[{STATE_STYLE[state]}]{state}[/]",
         "unit": free(row.unit_state, 12),
         "load": free(load_cell(row), 14),
-        "ready": NA if row.health_ok is None else ("[green]yes[/]" if row.health_ok else "no"),
+        "ready": ready_cell(row),
         "progress": progress_cell(row),
         "reqs": NA if row.running is None else f"{row.running}/{_na(row.waiting)}",
         "kv": _na(row.kv_pct, "{:.0f}%"),

@@ -3,6 +3,8 @@ the ranked table once it is over. A pure view: it is handed a TuneSnapshot and d
 
 from __future__ import annotations
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -22,6 +24,9 @@ STYLES = {
     "cancelled": "yellow",
 }
 LOG_LINES = 8
+# Once the tune is over the ranked result is what matters: the run's last words only, so
+# the table and its margin fit an 80x24 terminal.
+LOG_LINES_OVER = 2
 
 
 def state_words(config: ConfigState) -> str:
@@ -53,16 +58,23 @@ class TuneView(Vertical):
             yield Static(id="tune-result", markup=False)
 
     def show(self, snapshot: TuneSnapshot) -> None:
-        configs = Text()
-        width = max((len(c.name) for c in snapshot.configs), default=0)
+        # A grid: a long detail wraps in its own column, never under the names.
+        configs = Table.grid(padding=(0, 2))
+        configs.add_column(no_wrap=True)
+        configs.add_column(no_wrap=True)
+        configs.add_column(ratio=1)
         for config in snapshot.configs:
-            configs.append(f"{config.name.ljust(width)}  ")
-            configs.append(state_words(config).ljust(14), style=STYLES.get(config.state, ""))
-            if config.detail:
-                configs.append(f"  {config.detail}", style="dim")
-            configs.append("\n")
-        if snapshot.cancelling:
-            configs.append("cancelling: stopping the load and restoring the unit...", "bold yellow")
-        self.query_one("#tune-configs", Static).update(configs)
-        self.query_one("#tune-log", Static).update("\n".join(snapshot.lines[-LOG_LINES:]))
+            state = Text(state_words(config), style=STYLES.get(config.state, ""))
+            configs.add_row(Text(config.name), state, Text(config.detail, style="dim"))
+        cancelling = Text("cancelling: stopping the load and restoring the unit...", "bold yellow")
+        drawn = Group(configs, cancelling) if snapshot.cancelling else configs
+        self.query_one("#tune-configs", Static).update(drawn)
+        shown = LOG_LINES_OVER if snapshot.finished else LOG_LINES
+        self.query_one("#tune-log", Static).update("\n".join(snapshot.lines[-shown:]))
         self.query_one("#tune-result", Static).update("\n".join(snapshot.result))
+
+    def text_width(self) -> int:
+        """The cells a result line has before it wraps here (the scroll bar's room kept)."""
+        scroll = self.query_one("#tune-result-scroll", VerticalScroll)
+        padding = self.query_one("#tune-result", Static).styles.padding
+        return scroll.size.width - scroll.styles.scrollbar_size_vertical - padding.width

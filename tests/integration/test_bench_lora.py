@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.sim_fixtures import module_sim_box
 from tui.cli import main
 from tui.sim.box import SimBox, SimServerOptions
 
@@ -28,15 +28,7 @@ OPTIONS = SimServerOptions(
 )
 
 
-@pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
-    sim = SimBox(tmp_path_factory.mktemp("bench-lora"), seed=5, load_seconds=1.0, options=OPTIONS)
-    try:
-        sim.start()
-        assert sim.wait_until_ready(timeout_s=90), sim.log_path.read_text()[-3000:]
-        yield sim
-    finally:
-        sim.close()
+box = module_sim_box("bench-lora", OPTIONS, seed=5)
 
 
 def _last_number(url: str) -> int:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.sim_fixtures import module_sim_box
 from tui.bench.server_view import parse_counters
 from tui.sim.box import SimBox, SimServerOptions
 from tui.sim.spec import SERVED_MODEL_NAME
@@ -32,15 +32,7 @@ ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
 
 
-@pytest.fixture(scope="module")
-def spec_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
-    box = SimBox(tmp_path_factory.mktemp("spec"), seed=5, load_seconds=2.0, options=OPTIONS)
-    try:
-        box.start()
-        assert box.wait_until_ready(timeout_s=90), box.log_path.read_text()[-3000:]
-        yield box
-    finally:
-        box.close()
+spec_box = module_sim_box("spec", OPTIONS, seed=5, load_seconds=2.0)
 
 
 def _bench(box: SimBox, *extra: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fleet_fixtures import FLEET_HOST_TIMEOUT_S, SshdFleet, running_fleet
+from tests.support.fleet_fixtures import FLEET_HOST_TIMEOUT_S, running_fleet, write_deployment
 from tests.support.screen_text import screen_text
 from tests.support.sshd_fixtures import SshdPair
 from tui.app.fleet_app import FleetApp
@@ -24,19 +24,6 @@ from tui.fleet.view import host_state
 from tui.sim.box import SimBox
 
 pytestmark = pytest.mark.sshd
-
-DEPLOYMENT = '[deployment]\nname = "kimi"\n'
-
-
-def write_deployment(fleet: SshdFleet, folder: Path) -> Path:
-    """The fleet's group, its two profiles joined as one deployment (host1 headless)."""
-    group = fleet.write_group(folder)
-    head, ranks = fleet.hosts
-    profiles = folder / "profiles"
-    (profiles / f"{head.name}.toml").write_text(fleet.profile_toml(head) + DEPLOYMENT)
-    extra = DEPLOYMENT + "headless = true\n"
-    (profiles / f"{ranks.name}.toml").write_text(fleet.profile_toml(ranks) + extra)
-    return group
 
 
 async def test_a_deployment_is_one_group_row_and_a_lost_rank_host_degrades_it(
@@ -76,7 +63,7 @@ async def test_a_deployment_is_one_group_row_and_a_lost_rank_host_degrades_it(
                     "host1",
                 ]
                 text = screen_text(app)
-                assert "deployment:kimi 2 hosts" in text
+                assert "deployment kimi: 2 hosts" in text
                 assert "└ host0 moonshotai/Kimi-K2.5" in text
                 assert "└ host1 headless" in text
                 # Enter on the group row leaves for the head's console.

@@ -12,12 +12,12 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
-import httpx
 import pytest
 
+from tests.support.sim_fixtures import started
+from tests.support.sim_traffic import scrape_until, set_fault, streaming_users
 from tui.hosts.local import LocalHost
 from tui.serving.metrics import MetricsPoller
 from tui.serving.progress.model import ProgressVerdict
@@ -30,26 +30,10 @@ OPTIONS = SimServerOptions(
 )
 
 
-@contextlib.asynccontextmanager
-async def traffic(box: SimBox, users: int = 4) -> AsyncIterator[None]:
+def traffic(box: SimBox) -> contextlib.AbstractAsyncContextManager[None]:
     """Users streaming long completions back to back: requests always running."""
-
-    async def user(client: httpx.AsyncClient) -> None:
-        while True:
-            body = {"model": "kimi-k2.5-int4", "prompt": "hi", "max_tokens": 400, "stream": True}
-            with contextlib.suppress(httpx.HTTPError):
-                async with client.stream("POST", "/v1/completions", json=body) as answer:
-                    async for _ in answer.aiter_bytes():
-                        pass
-
-    async with httpx.AsyncClient(base_url=box.base_url, timeout=120) as client:
-        tasks = [asyncio.create_task(user(client)) for _ in range(users)]
-        try:
-            yield
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    body = {"model": "kimi-k2.5-int4", "prompt": "hi", "max_tokens": 400, "stream": True}
+    return streaming_users(box, lambda: body)
 
 
 class Watcher:
@@ -71,28 +55,13 @@ class Watcher:
     async def until(
         self, done: Callable[[ProgressVerdict], bool], timeout_s: float
     ) -> tuple[ProgressVerdict, float, list[str]]:
-        start = time.monotonic()
-        states: list[str] = []
-        while True:
-            verdict = await self.tick()
-            states.append(verdict.state)
-            if done(verdict) or time.monotonic() - start > timeout_s:
-                return verdict, time.monotonic() - start, states
-            await asyncio.sleep(0.5)
-
-
-async def fault(box: SimBox, **body: object) -> None:
-    async with httpx.AsyncClient() as client:
-        answer = await client.post(f"{box.base_url}/_sim/fault", json=body)
-        assert answer.status_code == 200, answer.text
+        verdicts, took_s = await scrape_until(self.tick, done, timeout_s)
+        return verdicts[-1], took_s, [v.state for v in verdicts]
 
 
 @pytest.fixture
 def box(sim_box_factory: Callable[..., SimBox]) -> SimBox:
-    made = sim_box_factory(OPTIONS, load_seconds=1.5, gpu_count=4)
-    made.start()
-    assert made.wait_until_ready(60)
-    return made
+    return started(sim_box_factory(OPTIONS, load_seconds=1.5, gpu_count=4), timeout_s=60)
 
 
 def engine_core_pid(box: SimBox) -> int:
@@ -120,7 +89,7 @@ def test_each_hang_is_stalled_with_its_kind(
             if inject == "sigstop-engine":
                 os.kill(engine_core_pid(box), signal.SIGSTOP)
             else:
-                await fault(box, **inject)  # type: ignore[arg-type]
+                await set_fault(box, **inject)  # type: ignore[arg-type]
             verdict, took_s, states = await watcher.until(lambda v: v.state == "stalled", N_S + 8)
             print(f"\n{kind}: stalled after {took_s:.1f} s (N = {N_S:g} s): {verdict.evidence}")
             assert verdict.state == "stalled", (states, verdict)
@@ -129,7 +98,7 @@ def test_each_hang_is_stalled_with_its_kind(
             if clear == "sigcont-engine":
                 os.kill(engine_core_pid(box), signal.SIGCONT)
             else:
-                await fault(box, **clear)  # type: ignore[arg-type]
+                await set_fault(box, **clear)  # type: ignore[arg-type]
             back, back_s, _ = await watcher.until(lambda v: v.state == "serving", 15)
             print(f"{kind}: serving again after {back_s:.1f} s")
             assert back.state == "serving", back
@@ -144,9 +113,9 @@ def test_slow_degradation_and_an_idle_box_are_no_stall(box: SimBox) -> None:
         watcher = Watcher(box)
         async with traffic(box):
             await watcher.until(lambda v: v.state == "serving", 20)
-            await fault(box, hang="slow")
+            await set_fault(box, hang="slow")
             _, _, states = await watcher.until(lambda v: False, N_S + 4)
-            await fault(box, hang="")
+            await set_fault(box, hang="")
         assert "stalled" not in states, states
         verdict, _, states = await watcher.until(lambda v: v.state == "idle", 15)
         assert verdict.state == "idle", states

@@ -10,12 +10,12 @@ says so; the sum alone would show a half-empty KV cache and nothing wrong.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.sim_fixtures import module_sim_box
 from tui.serving.engines import idle_engine_warnings
 from tui.serving.metrics import MetricsPoller
 from tui.serving.readiness import ReadinessProbe
@@ -35,15 +35,7 @@ OPTIONS = SimServerOptions(
 )
 
 
-@pytest.fixture(scope="module")
-def dp_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
-    box = SimBox(tmp_path_factory.mktemp("dp"), seed=3, load_seconds=2.0, options=OPTIONS)
-    try:
-        box.start()
-        assert box.wait_until_ready(timeout_s=90), box.log_path.read_text()[-3000:]
-        yield box
-    finally:
-        box.close()
+dp_box = module_sim_box("dp", OPTIONS, seed=3, load_seconds=2.0)
 
 
 async def _while_busy(box: SimBox, requests: int, max_tokens: int) -> list:

@@ -9,11 +9,10 @@ chat waits.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import httpx
-import pytest
 
+from tests.support.sim_fixtures import module_sim_box
 from tui.commands.status import status_report
 from tui.core.config import Profile, ServiceConfig
 from tui.deck import Deck
@@ -34,15 +33,7 @@ OPTIONS = SimServerOptions(
 )
 
 
-@pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
-    sim = SimBox(tmp_path_factory.mktemp("lora"), seed=4, load_seconds=1.0, options=OPTIONS)
-    try:
-        sim.start()
-        assert sim.wait_until_ready(timeout_s=90), sim.log_path.read_text()[-3000:]
-        yield sim
-    finally:
-        sim.close()
+box = module_sim_box("lora", OPTIONS, seed=4)
 
 
 def test_the_newest_label_set_is_the_present() -> None:

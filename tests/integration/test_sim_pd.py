@@ -8,12 +8,11 @@ and servedeck's poller, reading vLLM's family names, says the prefill engine han
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
+from tests.support.sim_fixtures import module_sim_box
 from tui.serving.disagg import pd_warnings, role_from_log, role_from_metrics
 from tui.serving.metrics import MetricsPoller, ServerMetrics
 from tui.sim.box import SimBox, SimServerOptions
@@ -29,15 +28,7 @@ OPTIONS = SimServerOptions(
 )
 
 
-@pytest.fixture(scope="module")
-def pd_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
-    box = SimBox(tmp_path_factory.mktemp("pd"), seed=3, load_seconds=2.0, options=OPTIONS)
-    try:
-        box.start()
-        assert box.wait_until_ready(timeout_s=90), box.log_path.read_text()[-3000:]
-        yield box
-    finally:
-        box.close()
+pd_box = module_sim_box("pd", OPTIONS, seed=3, load_seconds=2.0)
 
 
 async def _while_busy(box: SimBox) -> ServerMetrics:

@@ -8,11 +8,11 @@ request, refusal and outcome to the audit log.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.sim_fixtures import module_sim_box
 from tui.core.audit import read_audit
 from tui.core.errors import ServedeckError
 from tui.serving.metrics import parse_metrics
@@ -26,15 +26,7 @@ OPTIONS = SimServerOptions(shards=2, extra_args=("--enable-sleep-mode",))
 MODELS = (SERVED_MODEL_NAME,)
 
 
-@pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
-    sim = SimBox(tmp_path_factory.mktemp("sleep"), seed=5, load_seconds=1.0, options=OPTIONS)
-    try:
-        sim.start()
-        assert sim.wait_until_ready(timeout_s=90), sim.log_path.read_text()[-3000:]
-        yield sim
-    finally:
-        sim.close()
+box = module_sim_box("sleep", OPTIONS, seed=5)
 
 
 def test_the_real_engine_reports_awake_as_level_0() -> None:

@@ -14,11 +14,12 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
-import httpx
 import pytest
 
+from tests.support.sim_fixtures import started
+from tests.support.sim_traffic import scrape_until, set_fault, streaming_users
 from tui.alerts.engine import AlertChange
 from tui.alerts.monitor import AlertMonitor
 from tui.core.alert_rules import AlertingConfig, LiveSlo
@@ -30,33 +31,19 @@ SLO = LiveSlo(ttft_p99_ms=0, itl_p99_ms=80, short_window_s=3, long_window_s=8)
 SCRAPE_S = 0.5
 
 
-@contextlib.asynccontextmanager
-async def noisy_load(box: SimBox, users: int = 4) -> AsyncIterator[None]:
+def noisy_load(box: SimBox) -> contextlib.AbstractAsyncContextManager[None]:
     """Users streaming completions of random lengths with random pauses between them."""
     rng = random.Random(38)
 
-    async def user(client: httpx.AsyncClient) -> None:
-        while True:
-            body = {
-                "model": "kimi-k2.5-int4",
-                "prompt": "The operator asks for a summary of the last shift's incidents.",
-                "max_tokens": rng.randint(20, 200),
-                "stream": True,
-            }
-            with contextlib.suppress(httpx.HTTPError):
-                async with client.stream("POST", "/v1/completions", json=body) as answer:
-                    async for _ in answer.aiter_bytes():
-                        pass
-            await asyncio.sleep(rng.uniform(0.0, 0.5))
+    def request() -> dict[str, object]:
+        return {
+            "model": "kimi-k2.5-int4",
+            "prompt": "The operator asks for a summary of the last shift's incidents.",
+            "max_tokens": rng.randint(20, 200),
+            "stream": True,
+        }
 
-    async with httpx.AsyncClient(base_url=box.base_url, timeout=120) as client:
-        tasks = [asyncio.create_task(user(client)) for _ in range(users)]
-        try:
-            yield
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    return streaming_users(box, request, pause_s=lambda: rng.uniform(0.0, 0.5))
 
 
 class Feed:
@@ -67,37 +54,28 @@ class Feed:
         self.poller = MetricsPoller(box.base_url)
         self.changes: list[tuple[float, AlertChange]] = []
 
+    async def scrape(self) -> list[AlertChange]:
+        metrics = await self.poller.poll()
+        slo = [c for c in self.monitor.observe_metrics(metrics) if c.rule.metric.startswith("slo.")]
+        self.changes += [(time.monotonic(), change) for change in slo]
+        return slo
+
     async def run(
-        self, seconds: float, until: Callable[[AlertChange], bool] | None = None
+        self, seconds: float, until: Callable[[AlertChange], bool] = lambda _: False
     ) -> float:
         """Scrape for `seconds` (or until a change matches); the seconds it took."""
-        start = time.monotonic()
-        while time.monotonic() - start < seconds:
-            metrics = await self.poller.poll()
-            for change in self.monitor.observe_metrics(metrics):
-                if change.rule.metric.startswith("slo."):
-                    self.changes.append((time.monotonic(), change))
-                    if until is not None and until(change):
-                        return time.monotonic() - start
-            await asyncio.sleep(SCRAPE_S)
-        return time.monotonic() - start
+        _, took_s = await scrape_until(
+            self.scrape, lambda slo: any(until(c) for c in slo), seconds, SCRAPE_S
+        )
+        return took_s
 
     def since(self, mark: int) -> list[str]:
         return [f"{c.alert_id} {c.state}" for _, c in self.changes[mark:]]
 
 
-async def fault(box: SimBox, **body: object) -> None:
-    async with httpx.AsyncClient() as client:
-        answer = await client.post(f"{box.base_url}/_sim/fault", json=body)
-        assert answer.status_code == 200, answer.text
-
-
 @pytest.fixture
 def box(sim_box_factory: Callable[..., SimBox]) -> SimBox:
-    made = sim_box_factory(OPTIONS, load_seconds=1.5, gpu_count=4)
-    made.start()
-    assert made.wait_until_ready(60)
-    return made
+    return started(sim_box_factory(OPTIONS, load_seconds=1.5, gpu_count=4), timeout_s=60)
 
 
 def test_a_latency_step_fires_and_resolves_with_no_flapping(box: SimBox) -> None:
@@ -107,7 +85,7 @@ def test_a_latency_step_fires_and_resolves_with_no_flapping(box: SimBox) -> None
             await feed.run(SLO.long_window_s + 12)  # the windows fill, then a steady stretch
             assert feed.since(0) == [], feed.since(0)
 
-            await fault(box, hang="slow")
+            await set_fault(box, hang="slow")
             fired_s = await feed.run(
                 SLO.long_window_s + 4, lambda c: c.alert_id == "slo-itl" and c.state == "firing"
             )
@@ -118,7 +96,7 @@ def test_a_latency_step_fires_and_resolves_with_no_flapping(box: SimBox) -> None
             assert "(bucket " in firing[-1].text
 
             await feed.run(4)  # the step goes on: it stays firing
-            await fault(box, hang="")
+            await set_fault(box, hang="")
             mark = len(feed.changes)
             resolved_s = await feed.run(
                 SLO.short_window_s + 6,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from rich.text import Text
 from textual.widgets import Input, Static
 
 from tui.app import ServedeckApp
@@ -58,7 +59,8 @@ async def until(pilot, predicate, timeout_s: float, what: str) -> None:  # type:
 def _drawn(app: ServedeckApp) -> str:
     console = Console(width=160, record=True, file=io.StringIO())
     for static in app.screen.query_one(TuneView).query(Static):
-        console.print(static.render())
+        content = static.content  # what the view drew: text, or the configurations' grid
+        console.print(Text(content) if isinstance(content, str) else content)
     return console.export_text()
 
 

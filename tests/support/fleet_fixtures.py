@@ -243,3 +243,18 @@ def running_fleet(
         yield fleet
     finally:
         fleet.stop()
+
+
+DEPLOYMENT = '[deployment]\nname = "kimi"\n'
+
+
+def write_deployment(fleet: SshdFleet, folder: Path) -> Path:
+    """The fleet's group, its two profiles joined as one multi-node DP deployment (`[deployment]
+    name`; host1 runs the headless ranks)."""
+    group = fleet.write_group(folder)
+    head, ranks = fleet.hosts
+    profiles = folder / "profiles"
+    (profiles / f"{head.name}.toml").write_text(fleet.profile_toml(head) + DEPLOYMENT)
+    extra = DEPLOYMENT + "headless = true\n"
+    (profiles / f"{ranks.name}.toml").write_text(fleet.profile_toml(ranks) + extra)
+    return group

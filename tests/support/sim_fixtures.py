@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,6 +15,36 @@ SIM_LOAD_SECONDS = 2.5
 FAST_OPTIONS = SimServerOptions(
     shards=16, decode_step_s=0.004, decode_alpha=0.02, log_interval_s=1.0
 )
+
+
+def started(box: SimBox, timeout_s: float = 90) -> SimBox:
+    """The box started and ready to answer; a failure quotes its server log's tail."""
+    box.start()
+    assert box.wait_until_ready(timeout_s=timeout_s), box.log_path.read_text()[-3000:]
+    return box
+
+
+@contextlib.contextmanager
+def ready_box(state: Path, options: SimServerOptions, **kwargs: object) -> Iterator[SimBox]:
+    """A started, ready SimBox for the block; every process it started ends with the block."""
+    kwargs.setdefault("load_seconds", 1.0)
+    box = SimBox(state, options=options, **kwargs)  # type: ignore[arg-type]
+    try:
+        yield started(box)
+    finally:
+        box.close()
+
+
+def module_sim_box(name: str, options: SimServerOptions, **kwargs: object) -> object:
+    """A module-scoped fixture of one ready SimBox shared by a module's tests (`box =
+    module_sim_box("lora", OPTIONS, seed=4)`): the module states only what its box serves."""
+
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimBox]:
+        with ready_box(tmp_path_factory.mktemp(name), options, **kwargs) as box:
+            yield box
+
+    return fixture
 
 
 @pytest.fixture

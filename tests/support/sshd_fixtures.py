@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -268,9 +269,9 @@ class SshdPair:
         return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="session")
-def sshd_pair() -> Iterator[SshdPair]:
-    """Two running sshd servers for the whole test session."""
+@contextmanager
+def running_sshd_pair() -> Iterator[SshdPair]:
+    """Two running sshd servers for the block (the session's pair; a screenshot's fleet)."""
     if not SSHD_PATH.exists():
         _missing(f"{SSHD_PATH} not found (Debian package openssh-server)")
     if shutil.which("ssh-keygen") is None:
@@ -297,6 +298,13 @@ def sshd_pair() -> Iterator[SshdPair]:
         for server in servers:
             server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def sshd_pair() -> Iterator[SshdPair]:
+    """Two running sshd servers for the whole test session."""
+    with running_sshd_pair() as pair:
+        yield pair
 
 
 @pytest.fixture

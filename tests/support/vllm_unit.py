@@ -26,6 +26,7 @@ from tests.support.vllm_install import VllmVenv
 from tui.core.config import Profile
 from tui.deck import Deck
 from tui.hosts.local import LocalHost
+from tui.serving.unit.exec_start import exec_start_argv
 from tui.serving.unit.lint_run import UnitFile
 from tui.serving.unit.service import (
     ActionOutcome,
@@ -37,7 +38,6 @@ from tui.serving.unit.service import (
     parse_systemctl_show,
 )
 from tui.sim.unit import SimUnit
-from tui.tune.dropin import exec_start_argv
 
 UNIT = "vllm-tiny.service"
 STOP_TIMEOUT_S = 60.0  # systemd's TimeoutStopSec: vLLM's CPU engine ends within it
@@ -76,7 +76,7 @@ def resolved(text: str, dropin_dir: Path) -> tuple[list[str], dict[str, str], st
             env.update(word.partition("=")[::2] for word in shlex.split(value))
         elif key == "WorkingDirectory":
             folder = value.strip()
-    return exec_start_argv(whole), env, folder
+    return exec_start_argv(UNIT, whole), env, folder
 
 
 class ProcessUnit(SimUnit):
@@ -94,7 +94,7 @@ class ProcessUnit(SimUnit):
         return ["env", "-u", "PYTHONPATH", "-u", "PYTHONHOME", *chdir, *assignments, *argv]
 
     def show(self) -> dict[str, str]:
-        program = exec_start_argv(self.text)[0]
+        program = exec_start_argv(UNIT, self.text)[0]
         folder = resolved(self.text, self.dropin_dir)[2] or ""
         exec_start = f"{{ path={program} ; argv[]={program} ; }}"
         return {**super().show(), "WorkingDirectory": folder, "ExecStart": exec_start}

@@ -3,12 +3,15 @@ never cut, most needed kept first; the memory figures say what they are a share 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from textual.app import App, ComposeResult
 
 from tests.support.screen_text import screen_lines
+from tui.fleet.deployments import grouped
 from tui.fleet.model import FleetRow
-from widgets.fleet_table import FleetTable
+from widgets.fleet_table import FleetTable, values
 
 GIB = 1024**3
 ROWS = [
@@ -30,11 +33,15 @@ ROWS = [
 
 
 class FleetApp(App[None]):
+    def __init__(self, rows: list[FleetRow] = ROWS) -> None:
+        super().__init__()
+        self.rows = rows
+
     def compose(self) -> ComposeResult:
         yield FleetTable()
 
     def on_mount(self) -> None:
-        self.query_one(FleetTable).show(ROWS, self.size.width)
+        self.query_one(FleetTable).show(self.rows, self.size.width)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
@@ -65,3 +72,31 @@ async def test_no_hosts_yet_is_an_empty_table() -> None:
         table.show([], 80)
         await pilot.pause()
         assert table.row_count == 0 and "Host" in screen_lines(app)[0]
+
+
+MEMBERS = [
+    replace(ROWS[0], host="node0", deployment="kimi"),
+    # A rank host runs no API server: nothing answers its /health.
+    replace(ROWS[0], host="node1", deployment="kimi", headless=True, alerts=(), health_ok=False),
+]
+DEPLOYED = grouped(MEMBERS, MEMBERS)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_a_deployments_rows_read_whole_at_80_and_120_columns(size: tuple[int, int]) -> None:
+    """The group row read "deployment:ki…" and the rank host "└ node1 headl…" (the compact
+    layout's 14-cell host cut): the deployment's name and its hosts, the headless word, whole."""
+    app = FleetApp(DEPLOYED)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        lines = screen_lines(app)
+        body = "\n".join(lines[1:4])
+        assert "…" not in body, body
+        assert lines[1].split()[:3] == ["kimi:", "2", "hosts"], body
+        assert "└ node0" in lines[2] and "└ node1 headless" in lines[3], body
+
+
+def test_a_headless_hosts_ready_is_not_applicable() -> None:
+    """A rank host runs no API server: its Ready read "no" beside a serving state, as if the
+    host were down; it reads n/a (its unit and the deployment's head say how it is)."""
+    assert [values(row)["ready"] for row in DEPLOYED] == ["[green]yes[/]", "[green]yes[/]", "n/a"]

@@ -122,8 +122,10 @@ class TunePart(Part):
             outcomes = await tune_on_deck(
                 self.deck, space, planned, say=board.say, board=board, held_feed=self._held_feed()
             )
-            width = max(TABLE_MIN_WIDTH, self.console.screen.size.width - 4)  # the frame's
-            board.finish(result_lines(outcomes, space.objective, width))
+            view = self.screen  # its own width; hidden (q), the screen's less the frame's edges
+            shown = view is not None and view.is_mounted
+            width = view.result_width() if view and shown else self.console.screen.size.width - 10
+            board.finish(result_lines(outcomes, space.objective, max(TABLE_MIN_WIDTH, width)))
         except asyncio.CancelledError:
             board.finish(["tune cancelled: the unit is as it was"], cancelled=True)
             raise

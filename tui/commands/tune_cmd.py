@@ -21,7 +21,7 @@ from tui.core.errors import ServedeckError, UsageError
 from tui.deck import Deck
 from tui.ops.restart_guard import guarded_action
 from tui.tune.driver import Outcome
-from tui.tune.dropin import DropIn, config_argv, dropin_text, exec_start_argv
+from tui.tune.dropin import DropIn, config_argv, dropin_text, unit_argv
 from tui.tune.preflight import plan_for_deck, plan_lines
 from tui.tune.results import ranked, result_lines
 from tui.tune.session import restore_left_behind, tune_on_deck
@@ -72,7 +72,7 @@ def _apply_confirmed(question: str, args: argparse.Namespace) -> bool:
 
 async def _apply(deck: Deck, best: Outcome, space: TuneSpace) -> None:
     config = next(c for c in space.configs if c.key == best.key)
-    argv = config_argv(exec_start_argv((await deck.unit_file()).text), config)
+    argv = config_argv(unit_argv(await deck.unit_file()), config)
     drop = DropIn(deck)
     await drop.write(dropin_text(config, argv))
     service = deck.service()

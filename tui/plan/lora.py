@@ -12,13 +12,12 @@ in host memory (`--max-cpu-loras`) cost no GPU memory and are shown as such.
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tui.core.errors import ServedeckError
 from tui.plan.modelcfg import ModelArch
-from tui.serving.unit.lint import parse_unit
+from tui.serving.unit.exec_start import exec_start_argv
 
 # vLLM's --lora-dtype choices (LoRADType) and the ranks --max-lora-rank accepts (MaxLoRARanks).
 LORA_DTYPE_BYTES = {"float16": 2, "bfloat16": 2}
@@ -97,12 +96,7 @@ def lora_from_argv(argv: Sequence[str], source: str) -> LoraSettings | None:
 
 def lora_from_unit(name: str, text: str) -> LoraSettings | None:
     """The LoRA limits of a unit's effective `ExecStart=` (drop-ins applied, as `systemctl cat`)."""
-    starts = parse_unit(name, text).all("Service", "ExecStart")
-    try:
-        argv = shlex.split(starts[-1].lstrip("-@+!:")) if starts else []
-    except ValueError as error:
-        raise LoraFlagsError(f"{name}: ExecStart cannot be split into words ({error})") from None
-    return lora_from_argv(argv, f"{name} ExecStart")
+    return lora_from_argv(exec_start_argv(name, text), f"{name} ExecStart")
 
 
 def _linears(arch: ModelArch, tp: int) -> list[tuple[str, int, int, int]]:

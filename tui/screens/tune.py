@@ -111,6 +111,10 @@ class TuneScreen(Dialog[None]):
         if self.is_mounted:
             self.query_one(TuneView).show(snapshot)
 
+    def result_width(self) -> int:
+        """The width the ranked result is fitted and wrapped to: the view's own."""
+        return self.query_one(TuneView).text_width()
+
     def action_cancel_tune(self) -> None:
         """A finished tune just closes; a running one is the part's to ask about and cancel."""
         if self._snapshot is not None and self._snapshot.finished:

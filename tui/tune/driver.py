@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from tui.bench.capacity.driver import CapacityProcess
-from tui.bench.capacity.runner import CapacitySpec
 from tui.bench.capacity.search import CapacitySlo
+from tui.bench.capacity.spec import CapacitySpec
 from tui.bench.workload import BenchSpec
 from tui.core.errors import ServedeckError
 from tui.deck import Deck
@@ -36,8 +36,8 @@ from tui.tune.dropin import (
     clear_marker,
     config_argv,
     dropin_text,
-    exec_start_argv,
     read_marker,
+    unit_argv,
     write_marker,
 )
 from tui.tune.figures import capacity_words, figures, level_line
@@ -351,7 +351,7 @@ async def run_tune(
     service = deck.service()
     if service is None:
         raise ServedeckError(f"profile {deck.profile.name} names no unit: nothing to tune")
-    base_argv = exec_start_argv((await deck.unit_file()).text)
+    base_argv = unit_argv(await deck.unit_file())
     drop = DropIn(deck, say)
     elsewhere = read_marker()
     if elsewhere is not None and elsewhere.host != deck.host_label:

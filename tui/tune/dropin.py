@@ -22,23 +22,20 @@ from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
 from tui.core.redact import redact_text
 from tui.deck import Deck
+from tui.serving.unit.exec_start import exec_start_argv
+from tui.serving.unit.lint_run import UnitFile
 from tui.tune.space import BOOL_FLAGS, TuneConfig
 
 DROPIN_NAME = "90-servedeck-tune.conf"
 MARKER_FILE = "tune-restore.json"
 
 
-def exec_start_argv(unit_text: str) -> list[str]:
-    """The unit's last `ExecStart=` as words (continuation lines joined, prefixes dropped)."""
-    joined = unit_text.replace("\\\n", " ")
-    found: list[str] = []
-    for line in joined.splitlines():
-        key, _, value = line.strip().partition("=")
-        if key.strip() == "ExecStart":
-            found = shlex.split(value.strip().lstrip("-@+!:"))
-    if not found:
-        raise ServedeckError("the unit has no ExecStart= line: nothing to change flags on")
-    return found
+def unit_argv(unit: UnitFile) -> list[str]:
+    """The unit's own command line, the base each configuration's flags replace; none refused."""
+    argv = exec_start_argv(unit.name, unit.text)
+    if not argv:
+        raise ServedeckError(f"{unit.name} has no ExecStart= line: nothing to change flags on")
+    return argv
 
 
 def _drop_flag(words: list[str], flag: str) -> list[str]:
