@@ -78,13 +78,21 @@ class SourceHealthPart(Part):
         self.host_outages: list[Outage] = []
         self._seen_losses = 0
         self._procs_status = ""
+        self._header_bar: HeaderBar | None = None  # read every tick: looked up once
+
+    @property
+    def _header(self) -> HeaderBar:
+        """The header, found once: a lookup walks the whole DOM, and the clock asks each second."""
+        if self._header_bar is None:
+            self._header_bar = self.console.query_one(HeaderBar)
+        return self._header_bar
 
     def start(self) -> None:
         self.console.set_interval(HEALTH_TICK_S, self._tick, name="health-clock")
 
     def host_reached(self) -> None:
         """Any answer from the host ends an outage: the header says connected again."""
-        header = self.console.query_one(HeaderBar)
+        header = self._header
         if self.health["host"].failing or header.connection_state != "connected":
             self.set("host", None)
         else:
@@ -156,14 +164,14 @@ class SourceHealthPart(Part):
             self.host_reached()
             self._wake_overview()  # and read the host again (it may have rebooted)
         # A countdown or a reconnected note on the header is redrawn until it clears.
-        header = self.console.query_one(HeaderBar)
+        header = self._header
         if any(h.failing for h in self.health.values()) or header.countdown:
             self.render()
 
     def render(self) -> None:
         if console_closing(self.console):
             return
-        header = self.console.query_one(HeaderBar)
+        header = self._header
         host = self.health["host"]
         if host.failing:
             header.connection_state = "unreachable" if host.failures <= 1 else "reconnecting"
