@@ -13,6 +13,7 @@ header_bar.py: The top line: profile, host route, connection state, and SIMULATE
 health_view.py: HealthView: the interconnect doctor's findings and each GPU's health, as text
 host_overview.py: The Host overview pane: what machine this is, drawn from a HostOverview snapshot
 keys.py: Bindings built from the one command table (tui.core.keymap), so `?` and the keys agree
+line_repaint.py: Repaint a few lines of a widget without Textual's message round trip
 line_static.py: LineStatic: a Static whose markup is drawn line by line, each line kept as Strips
 load_strip.py: One or two lines above the log: load phase, shard k/N, a bar, ETA; then live metrics
 load_why.py: One line under the load strip: why the load is slow right now, then its diagnosis

@@ -24,6 +24,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from widgets.keys import bindings_for
+from widgets.line_repaint import repaint_rows
 from widgets.plain_lines import PlainLines
 from widgets.table_cells import (
     _CELL_CACHE_SIZE,
@@ -371,19 +372,11 @@ class GpuTable(Widget, can_focus=True):
         return next(row for row in self._rows if row.key == key)
 
     def _refresh_rows(self, indices: Sequence[int]) -> None:
-        """One refresh for all changed rows: Textual's cost is per refresh, not per line."""
-        width, height = self.size
-        lines = sorted({index - self._first_row + 1 for index in indices})
-        spans: list[list[int]] = []  # runs of adjacent lines: one region each, same lines
-        for y in lines:
-            if not 1 <= y < height:
-                continue
-            if spans and spans[-1][1] == y:
-                spans[-1][1] = y + 1
-            else:
-                spans.append([y, y + 1])
-        if spans:
-            self.refresh(*(Region(0, top, width, bottom - top) for top, bottom in spans))
+        """One repaint for all changed rows (none: an idle box asks Textual for nothing)."""
+        if indices:
+            width, height = self.size
+            lines = (index - self._first_row + 1 for index in indices)
+            repaint_rows(self, (y for y in lines if 1 <= y < height), width)
 
     def _keep_cursor_visible(self) -> bool:
         """Scroll the rows (the header stays) so the cursor shows; True when they moved."""

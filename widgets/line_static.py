@@ -25,6 +25,7 @@ from textual.style import Style
 from textual.visual import Visual, VisualType
 from textual.widgets import Static
 
+from widgets.line_repaint import repaint_rows
 from widgets.plain_lines import PlainLines, style_key
 
 # Printable ASCII without markup ([ ] \\), not blank at either end: drawn as it is.
@@ -112,7 +113,7 @@ class LineStatic(Static):
         ]
         if changed:  # refresh() with no region would repaint the whole widget
             top, width = self.styles.gutter.top, self.outer_size.width
-            self.refresh(*(Region(0, top + y, width, 1) for y in changed))
+            repaint_rows(self, (top + y for y in changed), width)
 
     def _auto_height(self) -> bool:
         height = self.styles.height

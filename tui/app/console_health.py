@@ -24,6 +24,8 @@ from tui.source_health import Outage, SourceHealth, reconnected_text
 from widgets.header_bar import HeaderBar
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from tui.deck import Deck
 
 # While the host is unreachable the overview asks again this often (a failed attempt is
@@ -78,13 +80,22 @@ class SourceHealthPart(Part):
         self.host_outages: list[Outage] = []
         self._seen_losses = 0
         self._procs_status = ""
+        self._header_bar: HeaderBar | None = None  # read every tick: looked up once
+        self._clock: Timer | None = None
+
+    @property
+    def _header(self) -> HeaderBar:
+        """The header, found once: a lookup walks the whole DOM, and the clock asks each second."""
+        if self._header_bar is None:
+            self._header_bar = self.console.query_one(HeaderBar)
+        return self._header_bar
 
     def start(self) -> None:
-        self.console.set_interval(HEALTH_TICK_S, self._tick, name="health-clock")
+        self._clock = self.console.set_interval(HEALTH_TICK_S, self._tick, name="health-clock")
 
     def host_reached(self) -> None:
         """Any answer from the host ends an outage: the header says connected again."""
-        header = self.console.query_one(HeaderBar)
+        header = self._header
         if self.health["host"].failing or header.connection_state != "connected":
             self.set("host", None)
         else:
@@ -102,6 +113,8 @@ class SourceHealthPart(Part):
         before = self.health[source]
         after = before.succeeded() if failure is None else before.failed(failure, retry_in_s)
         self.health[source] = after
+        if self._clock is not None:
+            self._clock.resume()  # a countdown or an age to move (paused by _tick when none)
         if source == "host" and after.failing != before.failing:
             self._note_outage(after)
         if source == "service":
@@ -156,14 +169,18 @@ class SourceHealthPart(Part):
             self.host_reached()
             self._wake_overview()  # and read the host again (it may have rebooted)
         # A countdown or a reconnected note on the header is redrawn until it clears.
-        header = self.console.query_one(HeaderBar)
+        header = self._header
         if any(h.failing for h in self.health.values()) or header.countdown:
             self.render()
+        elif connected is None and self._clock is not None:
+            # No connection to watch (a local host) and nothing to count down: the clock
+            # sleeps until the next failure (set) instead of waking the loop every second.
+            self._clock.pause()
 
     def render(self) -> None:
         if console_closing(self.console):
             return
-        header = self.console.query_one(HeaderBar)
+        header = self._header
         host = self.health["host"]
         if host.failing:
             header.connection_state = "unreachable" if host.failures <= 1 else "reconnecting"
