@@ -1,7 +1,9 @@
-"""The stack summary names every rank once, under the frame (and wchan) it is in.
+"""The stack summary names every rank once, under the frame it is in, a stopped rank apart.
 
-Generated: any assignment of ranks to frames, in any order, read back from the summary
-("ranks 0-2, 5 in all_reduce [futex_wait_queue], rank 3 in sleep") gives the assignment.
+Generated: any assignment of ranks to frames and waits, in any order, read back from the
+summary ("ranks 0-2, 5 in all_reduce [futex_wait_queue], rank 3 in all_reduce
+[do_signal_stop]") gives each rank's frame; a stopped rank is always said stopped, and a
+wait shown for a group is every member's.
 """
 
 from __future__ import annotations
@@ -44,7 +46,28 @@ def test_every_rank_is_named_once_under_its_frame(
         for number in _numbers(spans):
             assert number not in found, summary
             found[number] = (frame, wchan or None)
-    assert found == dict(enumerate(places)), summary
+    assert {i: frame for i, (frame, _) in found.items()} == {
+        i: frame for i, (frame, _) in enumerate(places)
+    }, summary
+    for i, (_, wchan) in enumerate(places):
+        shown = found[i][1]
+        assert shown in (None, wchan), summary  # a wait shown is the rank's own
+        assert (shown == "do_signal_stop") == (wchan == "do_signal_stop"), summary
+
+
+def test_a_rank_caught_on_the_cpu_stays_in_its_frames_group() -> None:
+    """Under load a rank in the same frame may be read running (no wchan): the group holds;
+    the stopped rank stands apart."""
+    ranks = [
+        _rank(0, "all_reduce", "hrtimer_nanosleep"),
+        _rank(1, "all_reduce", None),
+        _rank(2, "all_reduce", "hrtimer_nanosleep"),
+        _rank(3, "all_reduce", "do_signal_stop"),
+    ]
+    assert summarise(tuple(ranks)) == (
+        "ranks 0-2 in all_reduce, rank 3 in all_reduce [do_signal_stop]"
+    )
+    assert summarise(tuple(ranks[::2])) == "ranks 0, 2 in all_reduce [hrtimer_nanosleep]"
 
 
 def test_the_issue_example_and_named_processes() -> None:

@@ -30,7 +30,7 @@ from tests.support.vllm_harness import (
     short_tmpdir,
 )
 from tests.support.vllm_install import VllmVenv
-from tests.support.vllm_procs import kill_run, processes_with_marker
+from tests.support.vllm_procs import ProcInfo, kill_run, processes_with_marker
 from tests.support.vllm_unit import UNIT, CpuBoxDeck, ProcessUnit, unit_text
 from tui.core.audit import read_audit
 from tui.core.profile_store import load_profile
@@ -92,6 +92,20 @@ class LaunchLog(ProcessUnit):
         return argv
 
 
+def _after_stop(run_id: str, settle_s: float = 15.0) -> list[ProcInfo]:
+    """The run's processes left once the stop settles. multiprocessing's resource tracker
+    ignores SIGTERM and ends by itself when the last server process is gone (its pipe
+    closes): under load it was still cleaning up when the unit read inactive (ppid 1). A
+    systemd stop (KillMode=control-group) ends only once the cgroup is empty, so what is
+    judged is what is left after that settling, not the tracker's last seconds."""
+    deadline = time.monotonic() + settle_s
+    left = processes_with_marker(run_id)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = processes_with_marker(run_id)
+    return left
+
+
 @pytest.mark.timeout(600)
 def test_two_configurations_tuned_end_to_end_on_the_cpu_build(
     vllm_venv: VllmVenv, tiny_model_dir: Path, tmp_path: Path
@@ -119,7 +133,7 @@ def test_two_configurations_tuned_end_to_end_on_the_cpu_build(
     try:
         plan, outcomes = asyncio.run(tune())
         record_timing("tune of two configurations (two starts)", time.monotonic() - started)
-        left = processes_with_marker(run_id)
+        left = _after_stop(run_id)
     finally:
         kill_run(run_id, grace_s=10.0)
         shutil.rmtree(tmpdir, ignore_errors=True)

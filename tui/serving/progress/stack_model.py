@@ -98,15 +98,29 @@ def threads_from_json(pid: int, text: str) -> tuple[ThreadStack, ...]:
     return tuple(threads)
 
 
-def _where(rank: RankStacks) -> str:
+# A stopped or traced rank is the evidence a summary exists for: it is never grouped with
+# ranks in the same frame that merely wait (or run: a rank on the CPU has no wchan).
+STOP_WCHANS = frozenset({"do_signal_stop", "ptrace_stop"})
+
+
+def _wchan(rank: RankStacks) -> str | None:
+    return rank.wchan if rank.wchan and rank.wchan != "0" else None
+
+
+def _frame(rank: RankStacks) -> str:
     if rank.error:
         return rank.error
     main = rank.main_thread
-    # The kernel's wait tells a rank stopped (do_signal_stop) from one asleep in the same frame.
-    wchan = f" [{rank.wchan}]" if rank.wchan and rank.wchan != "0" else ""
     if main is None or main.innermost is None:
-        return f"no Python frame{wchan}"
-    return f"in {main.innermost}{wchan}"
+        return "no Python frame"
+    return f"in {main.innermost}"
+
+
+def _where(rank: RankStacks) -> str:
+    # The kernel's wait tells a rank stopped (do_signal_stop) from one asleep in the same frame.
+    wchan = _wchan(rank)
+    where = _frame(rank)
+    return where if rank.error or wchan is None else f"{where} [{wchan}]"
 
 
 def _spans(numbers: list[int]) -> str:
@@ -123,22 +137,30 @@ def _spans(numbers: list[int]) -> str:
 
 
 def summarise(ranks: tuple[RankStacks, ...]) -> str:
-    """Where each rank's main thread is: its innermost frame and its wchan, ranks grouped:
-    "ranks 0-6 in all_reduce [futex_wait], rank 7 in sleep [do_signal_stop]; EngineCore ..."."""
-    numbered: dict[str, list[int]] = {}
+    """Where each rank's main thread is: its innermost frame, ranks grouped by it, and the
+    wchan the group shares: "ranks 0-6 in all_reduce [futex_wait], rank 7 in all_reduce
+    [do_signal_stop]; EngineCore ...". A rank stopped is a group of its own; ranks in one
+    frame whose waits differ (one caught on the CPU, one in a timed sleep) stay one group,
+    each one's wchan in the saved dump."""
+    numbered: dict[tuple[str, str | None], list[RankStacks]] = {}
     named: list[str] = []
     for rank in ranks:
         label = rank.label
         if label.startswith("rank "):
-            numbered.setdefault(_where(rank), []).append(int(label.split()[1]))
+            wchan = _wchan(rank)
+            stop = wchan if wchan in STOP_WCHANS and not rank.error else None
+            numbered.setdefault((_frame(rank), stop), []).append(rank)
         else:
             named.append(f"{label} {_where(rank)}")
     groups = []
-    for where, numbers in sorted(numbered.items(), key=lambda item: min(item[1])):
-        numbers.sort()
+    for (frame, _), members in numbered.items():
+        numbers = sorted(int(rank.label.split()[1]) for rank in members)
+        waits = {_wchan(rank) for rank in members}
+        shared = waits.pop() if len(waits) == 1 else None
+        where = frame if shared is None or members[0].error else f"{frame} [{shared}]"
         noun = "rank" if len(numbers) == 1 else "ranks"
-        groups.append(f"{noun} {_spans(numbers)} {where}")
-    parts = [", ".join(groups)] if groups else []
+        groups.append((numbers[0], f"{noun} {_spans(numbers)} {where}"))
+    parts = [", ".join(text for _, text in sorted(groups))] if groups else []
     return "; ".join(parts + named)
 
 
