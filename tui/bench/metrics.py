@@ -160,7 +160,8 @@ def summarize_level(
     """Aggregate one level's outcomes; failures are counted, never in latency lists.
     `seed` seeds the bootstrap of the intervals; `client_samples` (each process's loop lag
     and CPU) with the requests' send lags say whether the client kept up."""
-    good = [outcome for outcome in outcomes if outcome.success]
+    # In send order: the intervals' block bootstrap needs neighbours next to each other.
+    good = sorted((o for o in outcomes if o.success), key=lambda o: o.start_s)
     failed = [outcome for outcome in outcomes if not outcome.success]
     ttfts = [outcome.ttft_s for outcome in good]
     e2els = [outcome.latency_s for outcome in good]

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-CONFIDENCE = 0.95
+from tui.bench.uncertainty_blocks import (
+    CONFIDENCE,
+    effective_requests,
+    serial_mean_interval,
+    t_quantile,
+)
+
 RESAMPLES = 1000
 MET, MISSED, UNDECIDED = "met", "missed", "too few requests to decide"
 
@@ -110,21 +116,8 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tu
     if n < 2:
         return mean, mean
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
-    half = _t_quantile(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
+    half = t_quantile(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
     return mean - half, mean + half
-
-
-# Student's t at 0.975 for 1..30 degrees of freedom; above, z with its 1/df correction.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
-
-
-def _t_quantile(p: float, df: int) -> float:
-    if p == 0.975 and df <= len(_T975):
-        return _T975[df - 1]
-    z = NormalDist().inv_cdf(p)
-    return z + (z**3 + z) / (4 * df)
 
 
 class RankBootstrap:
@@ -134,16 +127,19 @@ class RankBootstrap:
     def __init__(self, rng: random.Random, confidence: float = CONFIDENCE) -> None:
         self.rng = rng
         self.tail = (1 - confidence) / 2
-        self._ranks: dict[tuple[int, int], tuple[int, int]] = {}
+        self._ranks: dict[tuple[int, int, int], tuple[int, int]] = {}
 
-    def ranks(self, n: int, k: int) -> tuple[int, int]:
-        """0-based ranks of the interval's ends for the k-th smallest (1-based) of n."""
-        found = self._ranks.get((n, k))
+    def ranks(self, n: int, k: int, effective: int | None = None) -> tuple[int, int]:
+        """0-based ranks of the interval's ends for the k-th smallest (1-based) of n; with
+        `effective` < n independent requests' worth, its k-th of them, on n's ranks."""
+        m = n if effective is None else max(1, min(n, effective))
+        j = k if m == n else max(1, min(m, round(k * m / n)))
+        found = self._ranks.get((n, j, m))
         if found is None:
-            draws = sorted(self.rng.betavariate(k, n - k + 1) for _ in range(RESAMPLES))
+            draws = sorted(self.rng.betavariate(j, m - j + 1) for _ in range(RESAMPLES))
             low, high = _tails(draws, self.tail)
             found = (_rank(low, n), _rank(high, n))
-            self._ranks[(n, k)] = found
+            self._ranks[(n, j, m)] = found
         return found
 
 
@@ -157,10 +153,11 @@ def nearest_rank(n: int, percentile: float) -> int:
 
 
 def percentile_interval(
-    ordered: Sequence[float], percentile: float, boot: RankBootstrap
+    ordered: Sequence[float], percentile: float, boot: RankBootstrap, effective: int | None = None
 ) -> tuple[float, float]:
-    """The bootstrap interval of the nearest-rank percentile of sorted `ordered`."""
-    low, high = boot.ranks(len(ordered), nearest_rank(len(ordered), percentile))
+    """The bootstrap interval of the nearest-rank percentile of sorted `ordered`, worth
+    `effective` independent values (None: all of them)."""
+    low, high = boot.ranks(len(ordered), nearest_rank(len(ordered), percentile), effective)
     return ordered[low], ordered[high]
 
 
@@ -225,15 +222,17 @@ def metric_intervals(
     boot: RankBootstrap,
     scale: float = 1.0,
 ) -> MetricIntervals | None:
-    """Mean, median and each asked percentile of `values` with intervals, times `scale`."""
+    """Mean, median and each asked percentile of `values` (in send order: neighbours may
+    share the server's state, tui.bench.uncertainty_blocks) with intervals, times `scale`."""
     if not values:
         return None
     ordered = sorted(values)
     n = len(ordered)
-    low, high = mean_interval(ordered)
+    effective = effective_requests(values)
+    low, high = serial_mean_interval(values)
     found = [Interval("mean", math.fsum(ordered) / n * scale, low * scale, high * scale, n)]
     for q in (50.0, *(p for p in percentiles if p != 50)):
-        low, high = percentile_interval(ordered, q, boot)
+        low, high = percentile_interval(ordered, q, boot, effective)
         value = ordered[nearest_rank(n, q) - 1]
         needed = requests_for_upper_bound(q)
         if needed is None or n < needed:
