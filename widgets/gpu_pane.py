@@ -157,9 +157,11 @@ class GpuPane(Widget):
             if text != self._message_text:  # the same error every tick: nothing to redraw
                 self._message_text = text
                 message.update(text)
-            message.display, table.display, detail.display = True, False, False
+            for widget, shown in ((message, True), (table, False), (detail, False)):
+                _show(widget, shown)
             return
-        message.display, table.display, detail.display = False, not self.show_topology, True
+        for widget, shown in ((message, False), (table, not self.show_topology), (detail, True)):
+            _show(widget, shown)
         layout = self._layout or _COMPACT
         table.set_rows(layout.columns, self._rows(snapshot, layout))
         if self._selected_gpu is not None and f"gpu-{self._selected_gpu}" in table.row_keys:
@@ -193,6 +195,13 @@ def health_line(badge: GpuBadge, width: int) -> str:
     reasons = "; ".join(badge.reasons) or "see the Health tab (7)"
     text = fmt.clip(f"{reasons} · 7: Health", max(20, width - 14))
     return f"[{style}]health {badge.codes}[/] {text}"
+
+
+def _show(widget: Widget, shown: bool) -> None:
+    """Show or hide a widget only when that changes: each tick's write of the same value
+    sets a style rule and walks Textual's style machinery for nothing."""
+    if widget.display != shown:
+        widget.display = shown
 
 
 def _numa_sort_key(static: GpuStatic | None) -> int:

@@ -92,3 +92,28 @@ async def test_busy_ticks_post_no_message_and_draw_only_the_changed_rows() -> No
         assert len(sent) == TICKS  # one screen update a tick, each with the new reading
         for tick, text in enumerate(sent, start=1):
             assert f"{50 + tick}%" in text and f"{300 + tick}/600W" in text, text
+
+
+async def test_busy_ticks_set_no_style_rule() -> None:
+    """A tick that shows what was shown sets no style: before, the pane wrote `display` on
+    its message, table and detail each tick (three style rules, each through Textual's
+    style machinery), all to the values they had."""
+    snapshot = rtx_pro_6000_box()
+    app = _ConsoleScreenApp(snapshot)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        pane = app.query_one(GpuPane)
+        rules: list[str] = []
+        for widget in pane.query("*"):
+            styles = widget.styles._inline_styles
+            set_rule = styles.set_rule
+
+            def counted(rule: str, value: object, set_rule=set_rule) -> bool:  # type: ignore[no-untyped-def]
+                rules.append(rule)
+                return set_rule(rule, value)  # type: ignore[no-any-return]
+
+            styles.set_rule = counted  # type: ignore[method-assign]
+        for tick in range(1, TICKS + 1):
+            pane.update_view(_busy(snapshot, tick), {})
+            await pilot.pause()
+        assert rules == []

@@ -36,7 +36,14 @@ class LineCroppingCompositor(Compositor):
         # never sent to the terminal.
         drawn: dict[int, list[tuple[int, int]]] = {}
         crop_left, crop_right = crop.x, crop.right
+        crop_top, crop_bottom = crop.y, crop.y + crop.height
         for widget, (region, clip) in self.visible_widgets.items():
+            # Most widgets have no line in a tick's few rows: told by integers, before any
+            # Region is built for them (a screen holds ~35 visible widgets).
+            if max(region.y, clip.y, crop_top) >= min(
+                region.y + region.height, clip.y + clip.height, crop_bottom
+            ):
+                continue
             # the update's lines, across the widget's whole clip: columns as Textual cuts them
             clip = intersection(clip, Region(clip.x, crop.y, clip.width, crop.height))
             x, y, width, height = intersection(region, clip)
