@@ -28,8 +28,9 @@ async def test_capacity_key_answers_on_the_bench_pane() -> None:
     # A short workload keeps the search brief. No ITL objective (0 is off): beside other
     # tests one stall of the client or the server is a level's ITL p99 (532 ms at 2 users
     # in a full run, the search then ending at 1 user); TTFT and per-user speed decide.
-    # The clock runs 5 times real time: this test reads the pane, not the answer's accuracy
-    # (tests/integration/test_bench_capacity.py holds that to 10 % at 2).
+    # The clock runs twice real time. At 5 times, a loaded run read every level client-bound
+    # (event-loop lag p90 44 ms is 220 ms of the simulator's time): the pane then rightly
+    # said "none proved", not what this test reads.
     presets = {**base.benchmark.presets, "quick": BenchmarkPreset("quick", (1,), 128, 32, 4)}
     benchmark = replace(base.benchmark, presets=presets, slo=BenchmarkSlo(itl_p99_ms=0))
     deck = open_deck(
@@ -37,7 +38,7 @@ async def test_capacity_key_answers_on_the_bench_pane() -> None:
         demo_load_s=2.0,
         demo_autostart=True,
         demo_wait_ready=True,
-        demo_time_scale=5.0,
+        demo_time_scale=2.0,
     )
     app = ServedeckApp(deck.profile, deck)
     try:

@@ -380,7 +380,16 @@ class MetricsPoller:
                 async with httpx.AsyncClient(timeout=self._timeout) as own:
                     response = await own.get(self.url, headers=self._headers)
             else:
-                response = await client.get(self.url, headers=self._headers, timeout=self._timeout)
+                get = client.get(self.url, headers=self._headers, timeout=self._timeout)
+                try:
+                    response = await get
+                except httpx.RemoteProtocolError:
+                    # The pooled connection was closed under the request: a server ends an
+                    # idle keep-alive connection after its own timeout (uvicorn's is 5 s), and
+                    # a poll landing then would read as an outage. Once more, on a fresh one.
+                    response = await client.get(
+                        self.url, headers=self._headers, timeout=self._timeout
+                    )
             response.raise_for_status()
         except httpx.HTTPError as error:
             raise ServedeckError(f"{self.url}: {type(error).__name__}: {error}") from None
