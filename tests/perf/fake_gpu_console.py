@@ -1,7 +1,7 @@
 """Main-thread CPU of the console on one fake GPU, busy or idle: this tree against another.
 
     python tests/perf/fake_gpu_console.py [--seconds 60] [--rounds 3] [--idle] [--procs N]
-                                          [--previous DIR]
+                                          [--previous DIR [--previous-procs N]]
 
 For machines without a GPU: the console runs in a real terminal (tmux, 160x50) on a local
 profile whose GPU source is replaced by one fake H100 (busy: utilization, power and
@@ -11,7 +11,10 @@ change every second as NVML reports a serving process's), at a
 1 s refresh, the recorder on. After a warm-up, the CPU ticks of its main thread (the event
 loop: the GPU rows' redraw, Textual's compositor, the timers) and of the whole process are
 read from /proc over each window. With `--previous DIR` (another checkout) both consoles
-run side by side in each round, the start order alternating, and the medians are compared.
+run side by side in each round, the start order alternating, and the medians are compared;
+`--previous . --previous-procs 0` compares this tree with and without GPU processes. Only
+consoles of one round compare: on this shared VM the same console's CPU per window moves
+2-3x with the machine's load.
 On a real GPU box, tests/perf/h200_run.sh is the measurement that decides.
 """
 
@@ -131,9 +134,12 @@ def start(name: str, tree: Path, folder: Path, busy: bool, procs: int = 0) -> tu
 
 
 def run_round(trees: dict[str, Path], args: argparse.Namespace, order: list[str]) -> dict:
+    procs = {"this": args.procs, "previous": args.procs}
+    if args.previous_procs is not None:
+        procs["previous"] = args.previous_procs
     folder = Path(tempfile.mkdtemp(prefix="servedeck-fakegpu-"))
     (folder / "local.toml").write_text('[host]\nkind = "local"\n[gpu]\nrefresh_s = 1\n')
-    started = {name: start(name, trees[name], folder, not args.idle, args.procs) for name in order}
+    started = {name: start(name, trees[name], folder, not args.idle, procs[name]) for name in order}
     try:
         time.sleep(args.warmup)
         before = {name: cpu_ticks(pid) for name, (_, pid, _) in started.items()}
@@ -160,6 +166,9 @@ def main() -> int:
     parser.add_argument("--idle", action="store_true", help="nothing on the GPU changes")
     parser.add_argument("--procs", type=int, default=0, help="GPU processes on the busy GPU")
     parser.add_argument("--previous", type=Path, help="another checkout, run side by side")
+    parser.add_argument(
+        "--previous-procs", type=int, help="GPU processes on the previous tree's GPU"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--busy", action="store_true", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
@@ -175,6 +184,8 @@ def main() -> int:
     state = "idle" if args.idle else "busy"
     if args.procs and not args.idle:
         state += f" with {args.procs} GPU process(es)"
+    if args.previous_procs is not None:
+        state += f" (previous: {args.previous_procs})"
     print(f"one fake GPU, {state}, {args.seconds:.0f} s windows, load {os.getloadavg()[0]:.1f}")
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     for number in range(args.rounds):
