@@ -66,6 +66,10 @@ class LineStatic(Static):
         self._link_style: RichStyle | None = None
         self._plain = PlainLines()
         self._link_style_key: tuple[int, ...] = ()
+        # The base style with each row's selection offset, kept while the base style stays:
+        # Textual builds (and pickles the meta of) a new Rich style on each call.
+        self._offset_styles: dict[int, RichStyle] = {}
+        self._offset_styles_of: Style | None = None
 
     @property
     def link_style(self) -> RichStyle:
@@ -126,6 +130,9 @@ class LineStatic(Static):
         fresh: dict[tuple[str, int], list[Strip]] = {}
         rows: list[Strip] = []
         plain_fits = self._plain_lines_drawn_as_is()
+        if style != self._offset_styles_of:
+            self._offset_styles, self._offset_styles_of = {}, style
+        offset_styles = self._offset_styles
         for y, line in enumerate(self._lines):
             key = (line, y)
             strips = kept.get(key)
@@ -135,7 +142,10 @@ class LineStatic(Static):
                 if plain_fits and len(line) <= width and _PLAIN_LINE.fullmatch(line):
                     # what Textual's formatting gives a plain line that fits: one segment
                     # in the base style, carrying its offset for selection
-                    segment = Segment(line, style.rich_style_with_offset(0, y))
+                    offset_style = offset_styles.get(y)
+                    if offset_style is None:
+                        offset_style = offset_styles[y] = style.rich_style_with_offset(0, y)
+                    segment = Segment(line, offset_style)
                     strips = [Strip([segment], len(line))]
                 else:
                     content = _LineAt(Content.from_markup(line), y)

@@ -217,3 +217,29 @@ async def test_used_memory_is_what_nvidia_smi_states_with_the_reserve_apart(
         assert sample.memory_reserved_bytes is None
     finally:
         await source.aclose()
+
+
+async def test_a_process_outside_proc_is_named_by_nvml_once_while_it_holds_the_gpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pid /proc does not show (another pid namespace: a container) takes its name from
+    NVML: asked once while it stays on a GPU, not on every tick for every process."""
+    gpus = h200_box(8)
+    for gpu in gpus:  # pids above any pid_max: never in this machine's /proc
+        gpu.processes = [(5_000_000 + gpu.index, 60 * GIB)]
+    fake = FakeNvml(gpus)
+    fake.install(monkeypatch.setattr)
+    source = await NvmlGpuSource.open()
+    try:
+        for _ in range(5):
+            snapshot = await source.sample()
+        names = {p.pid: p.process_name for p in snapshot.processes()}
+        assert names == {5_000_000 + i: f"python{5_000_000 + i}" for i in range(8)}
+        assert fake.calls["nvmlSystemGetProcessName"] == 8  # was 40: 8 GPUs x 5 ticks
+        gpus[0].processes = []  # it left the GPU: a pid that comes back is asked afresh
+        await source.sample()
+        gpus[0].processes = [(5_000_000, 60 * GIB)]
+        await source.sample()
+        assert fake.calls["nvmlSystemGetProcessName"] == 9
+    finally:
+        await source.aclose()

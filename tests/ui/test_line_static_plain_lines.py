@@ -11,9 +11,11 @@ from __future__ import annotations
 import random
 
 from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.geometry import Region
+from textual.style import Style
 
 import widgets.line_static as line_static
 from widgets.line_static import LineStatic
@@ -94,3 +96,32 @@ async def test_a_process_row_takes_the_direct_path_and_alignment_does_not(monkey
         assert not lines._plain_lines_drawn_as_is()
         right = _segments(lines, 2)
         assert right[1][0].text.strip() == ""  # padded on the left: Textual's path drew it
+
+
+async def test_a_changed_process_row_reuses_its_rows_offset_style(monkeypatch) -> None:
+    """A busy GPU's process rows change every tick (memory, age): each new row's Strip takes
+    the row's offset style kept from before, not a new Rich style (and a pickled meta)."""
+    built: list[tuple[int, int]] = []
+    original = Style.rich_style_with_offset
+
+    def counting(self: Style, x: int, y: int) -> RichStyle:
+        built.append((x, y))
+        return original(self, x, y)
+
+    monkeypatch.setattr(Style, "rich_style_with_offset", counting)
+    app = OneList()
+    async with app.run_test(size=(60, 30)) as pilot:
+        lines = app.query_one("#lines", LineStatic)
+        for tick in range(10):
+            lines.show_markup(
+                "[b]GPU 0 processes[/]\n"
+                f"4242     alice        1.{tick:02d}G     {tick}s  vllm\n"
+                f"4243     alice        2.{tick:02d}G     {tick}s  vllm"
+            )
+            await pilot.pause()
+        before = list(lines.render_line(1))
+        assert "1.09G" in lines.render_line(1).text
+        assert [y for _, y in built].count(1) <= 1, built  # was one per tick
+        assert [y for _, y in built].count(2) <= 1, built
+        # the kept style is the one Textual gives that row: selection offsets unchanged
+        assert before[0].style == original(lines.visual_style, 0, 1)

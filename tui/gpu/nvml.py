@@ -75,6 +75,9 @@ class NvmlGpuSource:
         # Whether the driver answers NVML's v2 memory info (None: not asked yet).
         self._memory_v2: bool | None = None
         self._process_cache = LocalProcessCache()
+        # NVML's name for a pid /proc does not show (another pid namespace), asked once while
+        # the pid stays on a GPU: the call is a driver round trip per process per tick.
+        self._nvml_names: dict[int, str] = {}
         self._sample_lock = asyncio.Lock()
 
     @classmethod
@@ -177,6 +180,8 @@ class NvmlGpuSource:
             live_pids.update(proc.pid for proc in sample.processes)
             samples.append(sample)
         self._process_cache.keep_only(live_pids)
+        for pid in [pid for pid in self._nvml_names if pid not in live_pids]:
+            del self._nvml_names[pid]
         return GpuBoxSnapshot(
             source=self.name,
             taken_at_s=time.time(),
@@ -298,11 +303,7 @@ class NvmlGpuSource:
         usages = []
         for pid, (kind, memory) in sorted(merged.items()):
             details = self._process_cache.get(pid)
-            name = (
-                details.command
-                if details
-                else _text(_call_quiet(pynvml.nvmlSystemGetProcessName, pid) or "")
-            )
+            name = details.command if details else self._nvml_name(pid)
             started_at_s = details.started_at_s if details else None
             sm, memory_util = (
                 process_util.figures(pid, started_at_s) if process_util else (None, None)
@@ -321,6 +322,15 @@ class NvmlGpuSource:
                 )
             )
         return tuple(usages)
+
+    def _nvml_name(self, pid: int) -> str:
+        """The driver's name for a pid; an empty answer is asked again on the next tick."""
+        name = self._nvml_names.get(pid)
+        if name is None:
+            name = _text(_call_quiet(pynvml.nvmlSystemGetProcessName, pid) or "")
+            if name:
+                self._nvml_names[pid] = name
+        return name
 
     # -- slow metrics, in the background thread ----------------------------------------
 
