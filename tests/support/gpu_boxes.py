@@ -141,3 +141,14 @@ def with_memory(snapshot: GpuBoxSnapshot, index: int, used_bytes: int) -> GpuBox
         for s in snapshot.samples
     )
     return dataclasses.replace(snapshot, samples=samples)
+
+
+def busy_tick(snapshot: GpuBoxSnapshot, tick: int) -> GpuBoxSnapshot:
+    """GPU 1 at a new utilization and power: what a busy box changes each second."""
+    samples = tuple(
+        dataclasses.replace(s, utilization_gpu_pct=50.0 + tick, power_w=300.0 + tick)
+        if s.index == 1
+        else s
+        for s in snapshot.samples
+    )
+    return dataclasses.replace(snapshot, samples=samples, taken_at_s=snapshot.taken_at_s + tick)

@@ -8,30 +8,17 @@ any Region is built for it. Counted, not timed: the Region intersections that pa
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import pytest
 from textual.geometry import Region
 
-from tests.support.gpu_boxes import rtx_pro_6000_box
+from tests.support.gpu_boxes import busy_tick, rtx_pro_6000_box
 from tui.app import ServedeckApp
 from tui.compose import open_deck
 from tui.core.config import Profile
-from tui.gpu.model import GpuBoxSnapshot
 
 TICKS = 8
-
-
-def _busy(snapshot: GpuBoxSnapshot, tick: int) -> GpuBoxSnapshot:
-    """GPU 1 at a new utilization and power: what a busy box changes each second."""
-    samples = tuple(
-        dataclasses.replace(s, utilization_gpu_pct=50.0 + tick, power_w=300.0 + tick)
-        if s.index == 1
-        else s
-        for s in snapshot.samples
-    )
-    return dataclasses.replace(snapshot, samples=samples, taken_at_s=snapshot.taken_at_s + tick)
 
 
 async def test_a_busy_tick_builds_no_region_for_the_widgets_beside_it(
@@ -54,7 +41,7 @@ async def test_a_busy_tick_builds_no_region_for_the_widgets_beside_it(
 
         monkeypatch.setattr(Region, "intersection", counted)
         for tick in range(1, TICKS + 1):
-            app.gpus.show(_busy(snapshot, tick))
+            app.gpus.show(busy_tick(snapshot, tick))
             await pilot.pause()
         visible = len(compositor.visible_widgets)
         assert visible >= 20  # the whole console, not a pane alone

@@ -9,7 +9,6 @@ to draw the new values.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from rich.console import Console
@@ -17,9 +16,8 @@ from textual import events
 from textual.message import Message
 from textual.screen import Screen
 
-from tests.support.gpu_boxes import rtx_pro_6000_box
+from tests.support.gpu_boxes import busy_tick, rtx_pro_6000_box
 from tests.support.gpu_pane_app import GpuPaneApp
-from tui.gpu.model import GpuBoxSnapshot
 from tui.screens.cropped_screen import CroppedScreen
 from widgets.gpu_pane import GpuPane
 from widgets.gpu_table import GpuTable
@@ -33,17 +31,6 @@ class _ConsoleScreenApp(GpuPaneApp):
 
     def get_default_screen(self) -> Screen[None]:
         return CroppedScreen()
-
-
-def _busy(snapshot: GpuBoxSnapshot, tick: int) -> GpuBoxSnapshot:
-    """GPU 1 at a new utilization and power: what a busy box changes each second."""
-    samples = tuple(
-        dataclasses.replace(s, utilization_gpu_pct=50.0 + tick, power_w=300.0 + tick)
-        if s.index == 1
-        else s
-        for s in snapshot.samples
-    )
-    return dataclasses.replace(snapshot, samples=samples, taken_at_s=snapshot.taken_at_s + tick)
 
 
 async def test_busy_ticks_post_no_message_and_draw_only_the_changed_rows() -> None:
@@ -79,7 +66,7 @@ async def test_busy_ticks_post_no_message_and_draw_only_the_changed_rows() -> No
 
         repainted = 0
         for tick in range(1, TICKS + 1):
-            pane.update_view(_busy(snapshot, tick), {})
+            pane.update_view(busy_tick(snapshot, tick), {})
             repainted += table.rows_repainted
             await pilot.pause()
             await pilot.pause()
@@ -114,6 +101,6 @@ async def test_busy_ticks_set_no_style_rule() -> None:
 
             styles.set_rule = counted  # type: ignore[method-assign]
         for tick in range(1, TICKS + 1):
-            pane.update_view(_busy(snapshot, tick), {})
+            pane.update_view(busy_tick(snapshot, tick), {})
             await pilot.pause()
         assert rules == []
