@@ -12,7 +12,7 @@ from tui.core.config import load_profile_file
 from tui.core.errors import ServedeckError
 from tui.serving.progress.judge import ProgressJudge
 from tui.serving.progress.logwords import request_lines, stall_lines
-from tui.serving.progress.model import ProgressInputs, RankReading, RankSample
+from tui.serving.progress.model import ProgressInputs, ProgressVerdict, RankReading, RankSample
 from tui.serving.progress.watch import ProgressWatch
 
 N_S = 30.0
@@ -238,9 +238,101 @@ def test_the_last_requests_tail_then_a_stop_is_no_stall() -> None:
     last requests' tokens; a core stopped after it had nothing to do."""
     judge = ProgressJudge(N_S)
     judge.update(tick(0.0, running=4, gen=500.0, reading=ranks("R")))
-    assert judge.update(tick(1.0, running=0, gen=300.0, reading=ranks("S"))).state == "idle"
+    tail = judge.update(tick(1.0, running=0, gen=300.0, reading=ranks("S")))
+    assert tail.state == "serving"  # tokens moved in the interval: they were served
+    assert judge.update(tick(2.0, running=0, gen=0.0, reading=ranks("S"))).state == "idle"
+    frames = [tick(t, running=0, reading=ranks("T")) for t in (3.0, 10.0, N_S + 5)]
+    assert run(judge, frames).state == "unknown"
+    judge = ProgressJudge(N_S)
+    judge.update(tick(0.0, running=4, gen=500.0, reading=ranks("R")))
+    judge.update(tick(1.0, running=0, gen=300.0, reading=ranks("S")))  # the tail, then the stop
     frames = [tick(t, running=0, reading=ranks("T")) for t in (2.0, 10.0, N_S + 5)]
     assert run(judge, frames).state == "unknown"
+
+
+# vLLM 0.32 CPU, test_real_vllm_stall.py's Worker variant beside two CPU burners on two cores,
+# four streams of 128 tokens always in flight (every one ended 200 with 128 tokens): each
+# reading's (seconds, running, waiting, generated tok/s, Worker's state) as /metrics and /proc
+# gave them. The gauges read 0 at 11 of 12 scrapes before the stop and 7 of 8 after SIGCONT.
+RECORDED_WORKER_STOP: list[tuple[float, int, int, float, str]] = [
+    (142.4, 0, 0, 594.9, "S"),
+    (149.0, 0, 0, 269.1, "S"),
+    (153.5, 0, 0, 328.9, "S"),
+    (158.1, 0, 0, 341.0, "S"),
+    (161.7, 0, 0, 330.3, "S"),
+    (171.0, 0, 0, 359.4, "S"),
+    (173.5, 0, 0, 468.2, "S"),
+    (176.1, 0, 0, 583.1, "S"),
+    (181.1, 0, 0, 299.7, "S"),
+    (186.4, 0, 0, 277.3, "S"),
+    (187.5, 4, 0, 738.6, "S"),
+    (188.7, 0, 0, 780.8, "T"),  # SIGSTOP at 188.6; the log showed 4 access lines
+    (189.8, 0, 0, 0.0, "T"),
+    (190.9, 0, 0, 0.0, "T"),
+    (191.9, 0, 0, 0.0, "T"),
+    (192.9, 0, 0, 0.0, "T"),
+    (194.0, 0, 0, 0.0, "T"),  # SIGCONT at 194.1
+    (195.0, 0, 0, 0.0, "S"),
+    (199.3, 0, 0, 332.5, "S"),
+    (202.8, 0, 0, 402.7, "S"),
+    (207.2, 0, 0, 330.6, "S"),
+    (211.5, 0, 0, 417.8, "S"),
+    (216.0, 0, 0, 336.5, "S"),
+    (220.4, 0, 0, 375.2, "S"),
+    (225.4, 1, 0, 388.3, "S"),
+    (226.2, 0, 0, 684.6, "S"),  # the streams' last tokens
+    (227.2, 0, 0, 0.0, "S"),
+]
+
+
+# The access lines each reading read from the server's log (the streams begun meanwhile).
+RECORDED_ACCESS_LINES = {188.7: 4, 189.8: 4}
+
+
+def replay_worker_stop(drop: tuple[float, ...] = ()) -> list[tuple[float, ProgressVerdict]]:
+    """The recording (less the readings at `drop`) through a ProgressWatch, as the console
+    feeds it: the log's new lines, then the reading."""
+    watch = ProgressWatch(5.0)  # the real test's stall_after_s
+    seen = []
+    for at_s, running, waiting, gen, worker in RECORDED_WORKER_STOP:
+        if at_s in drop:
+            continue
+        watch.feed_log([STREAM_LINE] * RECORDED_ACCESS_LINES.get(at_s, 0))
+        reading = ranks("S", worker)
+        verdict = watch.judge.update(
+            tick(at_s, running=running, waiting=waiting, gen=gen, reading=reading)
+        )
+        seen.append((at_s, verdict))
+    return seen
+
+
+def test_tokens_advancing_at_a_zero_gauge_read_serving_never_idle() -> None:
+    """Recorded: after SIGCONT the gauges read 0 while 330-420 tok/s were generated, and the
+    verdict said `idle` until a scrape happened to catch a step (31 s here, over 60 s under
+    the whole suite). A reading whose interval generated tokens is `serving`."""
+    seen = replay_worker_stop()
+    states = {at_s: verdict.state for at_s, verdict in seen}
+    generated = {row[0]: row[3] for row in RECORDED_WORKER_STOP}
+    assert all(states[at_s] != "idle" for at_s in states if generated[at_s] > 0), seen
+    assert states[142.4] == "serving"
+    assert (seen[16][1].state, seen[16][1].kind) == ("stalled", "rank_stopped")  # 194.0
+    # SIGCONT: the API server wrote the streams' ends before its counters moved; that scrape
+    # read no token and 0 running (no rank stopped: the gauges are live again).
+    assert states[195.0] == "idle"
+    assert states[199.3] == "serving"  # the first reading after SIGCONT whose tokens moved
+    assert states[227.2] == "idle"  # the streams ended: nothing running, no token
+
+
+def test_a_stop_after_readings_served_on_tokens_alone_is_a_stall() -> None:
+    """Under load every reading before the stop may be tokens at 0 running (drop the one that
+    read 4): the streams begun during the stop, in the log, say work was under way."""
+    seen = replay_worker_stop(drop=(187.5,))
+    stalled = [(at_s, verdict) for at_s, verdict in seen if verdict.state == "stalled"]
+    assert stalled, seen
+    at_s, verdict = stalled[0]
+    assert at_s - 188.6 <= 5.0 + 5.0  # within stall_after_s + 5 s of the SIGSTOP
+    assert verdict.kind == "rank_stopped"
+    assert "the log shows 4 requests since" in verdict.evidence[0]
 
 
 reading_states = st.sampled_from(["R", "S", "T", "D"])
@@ -279,6 +371,41 @@ def test_a_stopped_rank_never_reads_idle(
             assert verdict.state != "idle", (index, verdict)
             if verdict.state == "stalled":
                 assert verdict.kind == "rank_stopped"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),
+            st.integers(0, 3),
+            st.sampled_from([0.0, 0.0, 41.0, 500.0]),
+            st.sampled_from([0.0, 0.0, 900.0]),
+            st.lists(reading_states, min_size=1, max_size=3),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_a_reading_whose_tokens_moved_never_reads_idle(
+    frames: list[tuple[int, int, float, float, list[str]]],
+) -> None:
+    """The gauges are the instant of the scrape, the token counters the whole interval: tokens
+    generated or prompts computed since the last scrape were served, whatever the gauges say."""
+    judge = ProgressJudge(N_S)
+    for index, (running, waiting, gen, prompt, states) in enumerate(frames):
+        verdict = judge.update(
+            tick(
+                index * 3.0,
+                running=running,
+                waiting=waiting,
+                gen=gen,
+                prompt=prompt,
+                reading=ranks(*states),
+            )
+        )
+        if gen > 0 or prompt > 0:
+            assert verdict.state != "idle", (index, verdict)
 
 
 def test_counts_that_move_while_a_rank_is_stopped_are_live() -> None:

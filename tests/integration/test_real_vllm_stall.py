@@ -9,7 +9,9 @@ the stopped pid in its evidence, whatever /health says (what it answered is prin
 is the finding). vLLM's running/waiting gauges are the core's last published stats and
 freeze with it, at 0 when it stopped between steps: the verdict must not need them. The
 stacks are dumped with py-spy from the real processes (read-only). SIGCONT: back to
-`serving`, and every request completes.
+`serving`, and every request completes. On loaded cores the same gauges read 0 at most scrapes
+while the streams run (the scrape is answered between the engine's steps: 11 of 12 beside two
+CPU burners): `serving` must come from the tokens counted over the interval, not the gauges.
 
 Idle: with nothing running, the core SIGSTOPped reads `unknown` (its gauges froze at 0:
 nothing is known to wait, yet a stopped core is no idle engine), never `idle` or `serving`;
@@ -84,12 +86,18 @@ class Observer:
         self.poller = MetricsPoller(server.base_url, timeout_s=10.0)
         self.log = LogTail(server.log_path)
         self.seen: list[str] = []  # each verdict's state, in order
+        self.readings: list[str] = []  # each verdict with the figures it read, for failures
 
     async def verdict(self) -> ProgressVerdict:
         self.watch.feed_log(self.log.new_lines())
         metrics = await self.poller.poll(self.client)
         verdict = await self.watch.observe(LocalHost(), self.server.pid, metrics, None)
         self.seen.append(verdict.state)
+        rate = metrics.generation_tokens_per_s
+        self.readings.append(
+            f"{verdict.state}: {metrics.running_reqs} running, {metrics.waiting_reqs} waiting, "
+            f"{'?' if rate is None else f'{rate:.0f}'} tok/s"
+        )
         return verdict
 
     async def until(
@@ -193,7 +201,7 @@ async def stop_while_busy(
         back, back_s = await seen.until("serving", 60.0)
         record_timing(f"back to serving after SIGCONT of the {role}", back_s)
         print(f"SIGCONT: {back.headline()} after {back_s:.1f} s")
-        assert back.state == "serving", back
+        assert back.state == "serving", (back, seen.readings[-12:])
     except BaseException:
         for task in busy:
             task.cancel()
