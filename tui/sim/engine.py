@@ -127,6 +127,9 @@ class SimEngine:
         self._task: asyncio.Task[None] | None = None
         self._ideal_end_s = -1.0
         self._last_end_s = -1.0  # loop time the last step ended
+        # Busy steps that started later than the catch-up bound (the machine held the
+        # simulator): each starts the timeline again, its delay kept in the token times.
+        self.timeline_restarts = 0
         tokens = settings.num_speculative_tokens
         self.spec = (
             SimSpecDecode(tokens, settings.spec_acceptance, settings.seed) if tokens else None
@@ -263,6 +266,8 @@ class SimEngine:
             duration *= self.slow_factor
             real_s = duration / self.settings.time_scale  # a fast clock for capacity tests
             step_start = timeline_start_s(loop.time(), self._ideal_end_s, real_s, fast)
+            if self._ideal_end_s >= 0.0 and step_start != self._ideal_end_s:
+                self.timeline_restarts += 1  # busy back to back, but held beyond the bound
             # The step's tokens follow the last ones (never the ideal start before them).
             begun_s = max(step_start, self._last_end_s)
             for request in admitted:
