@@ -204,7 +204,9 @@ async def test_single_stream_matches_ground_truth(fidelity_box: SimBox) -> None:
     # A lone request into an idle engine: TTFT is the prefill, TPOT one decode step.
     prompt_tokens = level.total_input_tokens / level.completed
     assert level.ttft.median_ms >= 1000 * prompt_tokens / PREFILL_TOK_S
-    assert level.tpot.median_ms >= 1000 * DECODE_STEP_S
+    # Steps keep to the model's timeline: a request's TPOT is the step, up to the first and
+    # last token's lateness over its 63 gaps (never the event loop's overshoot a step).
+    assert level.tpot.median_ms >= 1000 * DECODE_STEP_S * (1 - TOLERANCE)
     _assert_server_view_matches_truth(level, records)
 
 

@@ -7,6 +7,8 @@ handler writing the step's token) ends at 4 + h ms, not 4 (for h under 1 ms). Th
 simulator's TPOT at one stream is then its model step plus its own per-step CPU time,
 which moves with the machine's clock between runs: the shared shift that
 bench_interval_coverage.py finds in TPOT and no interval over one run's requests sees.
+tui.sim.engine now ends each step at an absolute deadline (the last one's plus the step,
+a late start caught up within one step): the second figures, which keep the model's step.
     .venv/bin/python tests/perf/loop_timer_grain.py [--steps 200]
 """
 
@@ -16,6 +18,8 @@ import argparse
 import asyncio
 import statistics
 import time
+
+from tui.sim.engine import timeline_start_s
 
 STEP_S = 0.004  # tests/support/sim_fixtures.FAST_OPTIONS' decode step
 
@@ -27,24 +31,33 @@ def work(seconds: float) -> None:
         pass
 
 
-async def steps(handler_s: float, count: int) -> list[float]:
-    """Step lengths in ms, each a sleep to its model end while a task does `handler_s`."""
+async def steps(handler_s: float, count: int, deadline: bool) -> list[float]:
+    """Step lengths in ms (end to end), each a sleep while a task does `handler_s`: to the
+    model's end from the step's own start, or to an absolute deadline (tui.sim.engine)."""
     loop = asyncio.get_running_loop()
     found = []
+    end = ideal_end = loop.time()
     for _ in range(count):
         start = loop.time()
+        if deadline:  # the engine's own rule: late by at most a step is caught up
+            start = timeline_start_s(start, ideal_end, STEP_S, fast=False)
+        ideal_end = start + STEP_S
         loop.call_soon(work, handler_s)  # runs before the loop waits, as the handler does
-        await asyncio.sleep(max(start + STEP_S - loop.time(), 0.0))  # as tui.sim.engine
-        found.append(1000 * (loop.time() - start))
+        await asyncio.sleep(max(ideal_end - loop.time(), 0.0))
+        found.append(1000 * (loop.time() - end))
+        end = loop.time()
     return found
 
 
 async def main(count: int) -> None:
     print(f"model step {1000 * STEP_S:.3f} ms; {count} steps each")
     for handler_s in (0.0, 0.0001, 0.0003, 0.0006):
-        found = await steps(handler_s, count)
+        own = await steps(handler_s, count, deadline=False)
+        kept = await steps(handler_s, count, deadline=True)
         print(f"loop work {1000 * handler_s:.1f} ms a step: step mean"
-              f" {statistics.fmean(found):.3f} ms, p50 {statistics.median(found):.3f} ms")  # fmt: skip
+              f" {statistics.fmean(own):.3f} ms, p50 {statistics.median(own):.3f} ms;"
+              f" to a deadline: mean {statistics.fmean(kept):.3f} ms,"
+              f" p50 {statistics.median(kept):.3f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

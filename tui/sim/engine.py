@@ -21,11 +21,19 @@ one that arrives mid-step waits for the step to end (queue time). At most
 so the simulator never preempts (`num_preemptions` stays 0).
 
 `time_scale` > 1 runs the same schedule faster than real time (a fast clock
-for capacity searches). On a fast clock, steps that follow each other without
-a pause keep to an ideal timeline: a step that starts late because the
-machine is loaded is shortened by the lateness (up to CATCH_UP_S), since a
-wake-up delay multiplied by the scale would otherwise slow the clock. At the
-real-time scale of 1 a step never lasts less than its model duration.
+for capacity searches). Steps that follow each other without a pause keep to
+an ideal timeline: each ends at an absolute deadline (the last one's plus the
+model's step), so a step that starts late is shortened by the lateness
+instead of shifting every later token (`timeline_start_s`). Else the
+simulator's own event loop would add its overshoot to every step (epoll waits
+whole ms from when it is entered, after the loop's work of writing the step's
+tokens: +0.1 to +0.7 ms a 4 ms step, moving with the machine's load), and its
+truth would move with the machine. The catch-up is bounded, so a stall still
+looks like one: on a fast clock by CATCH_UP_S (a wake-up delay multiplied by
+the scale would otherwise slow the clock); at the real-time scale of 1 by the
+step itself (up to CATCH_UP_S), so no step is ever shorter than 0 and no
+tokens come in a burst. A later start, a stall or an idle engine starts the
+timeline again where it is.
 
 Every token time recorded is the moment the step ended and the token was
 handed to the HTTP layer. A streaming request's record also holds when the HTTP layer
@@ -79,6 +87,18 @@ class SimRequest:
 CATCH_UP_S = 0.02
 
 
+def timeline_start_s(now_s: float, ideal_end_s: float, step_real_s: float, fast: bool) -> float:
+    """When a step that can start at `now_s` begins: at the last step's ideal end when it
+    is late by at most the catch-up bound (this step is shortened by the lateness), else now.
+
+    The bound is CATCH_UP_S on a fast clock; at real time also the step's own length, so
+    the step never lasts less than 0 and a longer delay (a loaded machine's hiccup, a
+    suspended process) starts the timeline again instead of bursting tokens after it.
+    """
+    bound_s = CATCH_UP_S if fast else min(CATCH_UP_S, step_real_s)
+    return ideal_end_s if 0.0 <= now_s - ideal_end_s <= bound_s else now_s
+
+
 class SimEngine:
     """Scheduler, counters and ground truth of the simulated inference server."""
 
@@ -106,6 +126,10 @@ class SimEngine:
         self._truth_file = truth_path.open("a", encoding="utf-8")
         self._task: asyncio.Task[None] | None = None
         self._ideal_end_s = -1.0
+        self._last_end_s = -1.0  # loop time the last step ended
+        # Busy steps that started later than the catch-up bound (the machine held the
+        # simulator): each starts the timeline again, its delay kept in the token times.
+        self.timeline_restarts = 0
         tokens = settings.num_speculative_tokens
         self.spec = (
             SimSpecDecode(tokens, settings.spec_acceptance, settings.seed) if tokens else None
@@ -235,24 +259,25 @@ class SimEngine:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), pause)
+                self._ideal_end_s = -1.0  # a stall is never caught up afterwards
                 continue
-            step_start = loop.time()
-            if fast and 0.0 <= step_start - self._ideal_end_s <= CATCH_UP_S:
-                # Busy back to back on a fast clock: start where the last step should have
-                # ended, so a late wake-up shortens this step instead of slowing the clock.
-                step_start = self._ideal_end_s
             decoding, chunks, admitted = self._plan_step()
             duration = self.settings.batch_step_s(len(decoding), sum(chunks.values()))
             duration *= self.slow_factor
-            for request in admitted:
-                request.scheduled_s = step_start
-            self.running.extend(admitted)
             real_s = duration / self.settings.time_scale  # a fast clock for capacity tests
+            step_start = timeline_start_s(loop.time(), self._ideal_end_s, real_s, fast)
+            if self._ideal_end_s >= 0.0 and step_start != self._ideal_end_s:
+                self.timeline_restarts += 1  # busy back to back, but held beyond the bound
+            # The step's tokens follow the last ones (never the ideal start before them).
+            begun_s = max(step_start, self._last_end_s)
+            for request in admitted:
+                request.scheduled_s = max(step_start, request.arrival_s)
+            self.running.extend(admitted)
             self._ideal_end_s = step_start + real_s
-            await asyncio.sleep(max(step_start + real_s - loop.time(), 0.0))
-            step_end = loop.time()
-            self.busy_s += step_end - step_start
-            self._complete_step(decoding, chunks, step_end, step_end - step_start)
+            await asyncio.sleep(max(self._ideal_end_s - loop.time(), 0.0))
+            step_end = self._last_end_s = loop.time()
+            self.busy_s += step_end - begun_s
+            self._complete_step(decoding, chunks, step_end, step_end - begun_s)
 
     def _complete_step(
         self,
