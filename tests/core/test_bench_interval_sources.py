@@ -9,7 +9,7 @@ import random
 import pytest
 
 from tests.support.interval_sources import first_minus_rest, most_in_flight, run_spread
-from tui.bench.uncertainty import RankBootstrap, metric_intervals
+from tui.bench.uncertainty import PercentileRanks, metric_intervals
 
 TRUTH_MS = 4.27  # the quiet box's pooled TPOT (tests/perf/results/bench_interval_coverage.txt)
 REQUEST_SD_MS = 0.05  # one request's TPOT around its run's level: within se 0.0102 at 24
@@ -25,10 +25,10 @@ def _runs(rng: random.Random, tau_ms: float, runs: int = 400) -> list[list[float
 
 
 def _coverage(runs: list[list[float]]) -> float:
-    boot = RankBootstrap(random.Random(5))
+    ranks = PercentileRanks()
     covered = 0
     for values in runs:
-        found = metric_intervals("tpot_ms", values, [90.0], boot)
+        found = metric_intervals("tpot_ms", values, [90.0], ranks)
         assert found is not None
         mean = found.get("mean")
         assert mean is not None

@@ -1,5 +1,5 @@
-"""The interval math: coverage of known populations over many seeded samples, the exact
-bootstrap of a percentile, Wilson's interval and the SLO verdicts, the report's lines."""
+"""The interval math: coverage of known populations over many seeded samples, the
+order-statistic interval of a percentile, Wilson's interval and the SLO verdicts, the report's lines."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tui.bench.uncertainty import (
     MISSED,
     UNDECIDED,
     LevelUncertainty,
-    RankBootstrap,
+    PercentileRanks,
     figure_name,
     mean_interval,
     metric_intervals,
@@ -34,24 +34,24 @@ from tui.bench.uncertainty import (
 
 def test_mean_and_median_intervals_cover_an_exponential_population_95_percent() -> None:
     rng = random.Random(11)
-    boot = RankBootstrap(random.Random(5))
+    ranks = PercentileRanks()
     trials, covered_mean, covered_median = 400, 0, 0
     truth_median = 0.6931471805599453  # ln 2 at rate 1
     for _ in range(trials):
         sample = sorted(rng.expovariate(1.0) for _ in range(60))
         low, high = mean_interval(sample)
         covered_mean += low <= 1.0 <= high
-        low, high = percentile_interval(sample, 50, boot)
+        low, high = percentile_interval(sample, 50, ranks)
         covered_median += low <= truth_median <= high
     assert 0.91 <= covered_mean / trials <= 0.98
     assert 0.91 <= covered_median / trials <= 0.99
 
 
-def test_the_rank_bootstrap_matches_resampling_outright() -> None:
+def test_the_order_statistic_interval_is_near_resampling_outright_at_200() -> None:
     rng = random.Random(2)
     sample = sorted(rng.lognormvariate(0, 1) for _ in range(200))
     resampled = sorted(sorted(rng.choices(sample, k=200))[round(199 * 0.9)] for _ in range(4000))
-    low, high = percentile_interval(sample, 90, RankBootstrap(random.Random(3)))
+    low, high = percentile_interval(sample, 90, PercentileRanks())
     assert sample.index(low) == pytest.approx(sample.index(resampled[100]), abs=3)
     assert sample.index(high) == pytest.approx(sample.index(resampled[3899]), abs=3)
 
@@ -131,7 +131,7 @@ def test_a_percentile_is_open_above_exactly_while_its_largest_value_cannot_bound
     interval is open above and says how many it needs; with enough, it is closed."""
     rng = random.Random(seed)
     values = [rng.lognormvariate(0, 1) for _ in range(n)]
-    found = metric_intervals("ttft_ms", values, [percentile], RankBootstrap(rng))
+    found = metric_intervals("ttft_ms", values, [percentile], PercentileRanks())
     assert found is not None
     interval = found.get(figure_name(percentile))
     assert interval is not None and interval.requests == n
@@ -152,11 +152,11 @@ def test_p99_of_24_requests_is_open_above_where_a_bootstrap_covered_0_to_18_perc
     = 0.99^24 = 79 %, so a closed interval would miss the truth most of the time. Open
     above, it covers an exponential population's true p99 in >= 95 % of seeded runs."""
     rng = random.Random(4)
-    boot = RankBootstrap(random.Random(8))
+    ranks = PercentileRanks()
     truth = -math.log(0.01)  # p99 of Exp(1)
     covered, trials = 0, 400
     for _ in range(trials):
-        found = metric_intervals("ttft_ms", [rng.expovariate(1.0) for _ in range(24)], [99], boot)
+        found = metric_intervals("ttft_ms", [rng.expovariate(1.0) for _ in range(24)], [99], ranks)
         assert found is not None
         p99 = found.get("p99")
         assert p99 is not None and p99.high is None and p99.needed == 368
@@ -202,11 +202,11 @@ def test_tpot_intervals_cover_a_drifting_decode_step_where_independent_resamplin
     series (lag-1 0.5) around the true 4.27 ms. The mean's and median's intervals over
     the requests in send order cover it in >= 90 %; an interval that takes the requests
     as independent covered about 74 % (the mean) and 75 % (the median)."""
-    rng, boot = random.Random(43), RankBootstrap(random.Random(5))
+    rng, ranks = random.Random(43), PercentileRanks()
     runs, covered_mean, covered_median, independent = 300, 0, 0, 0
     for _ in range(runs):
         values = _drifting_tpots(rng, 200)
-        found = metric_intervals("tpot_ms", values, [90.0], boot)
+        found = metric_intervals("tpot_ms", values, [90.0], ranks)
         assert found is not None
         mean, median = found.get("mean"), found.get("p50")
         assert mean is not None and median is not None
@@ -222,11 +222,11 @@ def test_tpot_intervals_cover_a_drifting_decode_step_where_independent_resamplin
 def test_independent_requests_keep_their_width_under_the_block_bootstrap() -> None:
     """TTFT and E2EL vary request by request (independent prompt and output lengths): the
     block bootstrap keeps their coverage and widens their intervals by a few percent."""
-    rng, boot = random.Random(7), RankBootstrap(random.Random(5))
+    rng, ranks = random.Random(7), PercentileRanks()
     runs, covered, widths_new, widths_old = 300, 0, 0.0, 0.0
     for _ in range(runs):
         values = [rng.expovariate(1.0) for _ in range(24)]
-        found = metric_intervals("ttft_ms", values, [90.0], boot)
+        found = metric_intervals("ttft_ms", values, [90.0], ranks)
         assert found is not None
         mean = found.get("mean")
         assert mean is not None and mean.high is not None

@@ -9,25 +9,29 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tui.bench.capacity.judge import bootstrap, judge_p99, judge_speed
+from tui.bench.capacity.judge import judge_p99, judge_speed
 from tui.bench.capacity.result import answer_sentence
 from tui.bench.capacity.search import CapacityLevel, CapacitySearch, CapacitySlo
-from tui.bench.uncertainty import MET, MISSED, UNDECIDED
+from tui.bench.uncertainty import MET, MISSED, UNDECIDED, PercentileRanks
 
 SLO = CapacitySlo(ttft_p99_ms=2000, itl_p99_ms=None, min_user_tok_s=20)
 
 
 def test_a_p99_of_few_requests_is_undecided_however_far_below_its_limit() -> None:
-    few = judge_p99("ttft", [50.0 + i for i in range(16)], 2000, requests=16, boot=bootstrap(1))
+    few = judge_p99(
+        "ttft", [50.0 + i for i in range(16)], 2000, requests=16, ranks=PercentileRanks()
+    )
     assert few.verdict == UNDECIDED and few.high is None and few.needed_requests == 368
     many = judge_p99("ttft", [50.0 + i % 16 for i in range(400)], 2000, requests=400,
-                     boot=bootstrap(1))  # fmt: skip
+                     ranks=PercentileRanks())  # fmt: skip
     assert many.verdict == MET and many.high is not None and many.high <= 2000
     # the interval's lower end above the limit: missed, whatever the count
-    over = judge_p99("ttft", [3000.0 + i for i in range(16)], 2000, requests=16, boot=bootstrap(1))
+    over = judge_p99(
+        "ttft", [3000.0 + i for i in range(16)], 2000, requests=16, ranks=PercentileRanks()
+    )
     assert over.verdict == MISSED
     # ITL: many gaps per request, so its p99 closes with few requests
-    gaps = judge_p99("itl", [20.0] * 31 * 16, 100, requests=16, boot=bootstrap(1))
+    gaps = judge_p99("itl", [20.0] * 31 * 16, 100, requests=16, ranks=PercentileRanks())
     assert gaps.verdict == MET
 
 

@@ -13,13 +13,13 @@ import random
 from dataclasses import replace
 from statistics import NormalDist
 
-from tui.bench.capacity.judge import bootstrap, clearly_missed, judge_p99
+from tui.bench.capacity.judge import clearly_missed, judge_p99
 from tui.bench.capacity.measure import ClosedLoop
 from tui.bench.capacity.pooled import pooled_levels
 from tui.bench.capacity.search import CapacityLevel, CapacitySlo
 from tui.bench.capacity.spec import CapacitySpec
 from tui.bench.model import RequestOutcome
-from tui.bench.uncertainty import MET, MISSED, UNDECIDED
+from tui.bench.uncertainty import MET, MISSED, UNDECIDED, PercentileRanks
 from tui.bench.workload import BenchSpec
 
 SLO = CapacitySlo(ttft_p99_ms=2000, itl_p99_ms=None, min_user_tok_s=20)
@@ -27,27 +27,28 @@ SLO = CapacitySlo(ttft_p99_ms=2000, itl_p99_ms=None, min_user_tok_s=20)
 
 def test_busier_levels_values_prove_a_p99_the_level_alone_cannot() -> None:
     own = [100.0 + i for i in range(60)]
-    alone = judge_p99("ttft", own, 2000, requests=60, boot=bootstrap(1))
+    alone = judge_p99("ttft", own, 2000, requests=60, ranks=PercentileRanks())
     assert alone.verdict == UNDECIDED and alone.needed_requests == 368
     busier = [150.0 + i % 50 for i in range(200)]
-    short = judge_p99("ttft", own, 2000, requests=60, boot=bootstrap(1), busier=busier)
+    short = judge_p99("ttft", own, 2000, requests=60, ranks=PercentileRanks(), busier=busier)
     # 260 values of 368: the level needs 108 more of its own, not 308
     assert short.verdict == UNDECIDED and short.needed_requests == 168
     busier = [150.0 + i % 50 for i in range(320)]
-    pooled = judge_p99("ttft", own, 2000, requests=60, boot=bootstrap(1), busier=busier)
+    pooled = judge_p99("ttft", own, 2000, requests=60, ranks=PercentileRanks(), busier=busier)
     assert pooled.verdict == MET and pooled.values == 380 and pooled.high is not None
 
 
 def test_a_miss_is_judged_on_the_levels_own_values_and_a_spoiling_pool_asks_for_its_own() -> None:
     own = [100.0 + i for i in range(60)]
     busier = [3000.0 + i for i in range(320)]  # a busier level far over the limit
-    judged = judge_p99("ttft", own, 2000, requests=60, boot=bootstrap(1), busier=busier)
+    judged = judge_p99("ttft", own, 2000, requests=60, ranks=PercentileRanks(), busier=busier)
     assert judged.verdict == UNDECIDED  # never MISSED on values from other levels
     assert judged.needed_requests == 368  # its own 368 can still prove it
     # with its own 368 the pool is not consulted: one test per level, by its count
     many = [100.0 + i % 60 for i in range(400)]
     assert (
-        judge_p99("ttft", many, 2000, requests=400, boot=bootstrap(1), busier=busier).verdict == MET
+        judge_p99("ttft", many, 2000, requests=400, ranks=PercentileRanks(), busier=busier).verdict
+        == MET
     )
 
 
@@ -57,14 +58,14 @@ def test_the_pooled_bound_covers_a_levels_p99_when_busier_levels_run_slower() ->
     true p99 in at most the interval's 2.5 % tail (binomial allowance: <= 4.5 %)."""
     rng = random.Random(43)
     true_p99 = math.exp(5.0 + 0.6 * NormalDist().inv_cdf(0.99))
-    boot = bootstrap(43)
+    ranks = PercentileRanks()
     below = 0
     trials = 400
     for _ in range(trials):
         own = [rng.lognormvariate(5.0, 0.6) for _ in range(60)]
         slower = [1.0 + rng.random() / 2 for _ in range(4)]
         busier = [rng.lognormvariate(5.0, 0.6) * slower[i % 4] for i in range(320)]
-        judged = judge_p99("ttft", own, 1e9, requests=60, boot=boot, busier=busier)
+        judged = judge_p99("ttft", own, 1e9, requests=60, ranks=ranks, busier=busier)
         assert judged.high is not None
         below += judged.high < true_p99
     assert below / trials <= 0.045, below

@@ -33,7 +33,7 @@ spec_level.py: A level's speculative decoding, from the server's /metrics deltas
 telemetry.py: The engine's side of a capacity level: vLLM /metrics polled while the level runs
 trace.py: The `trace` workload: replay a JSONL request trace at a chosen speed
 over_time.py: A level over time: per-second output tok/s, requests running and TTFT
-uncertainty.py: How sure a level's figures are: 95 % bootstrap intervals over its requests, seeded
+uncertainty.py: How sure a level's figures are: 95 % intervals over its requests, none drawn at random
 uncertainty_blocks.py: Intervals over requests that share the server's state: a moving-block bootstrap in send order
 workload.py: What a run sends: the spec, synthetic prompts of a token length, arrival times
 workloads.py: Workload presets beyond random prompts; the same seed always gives byte-identical prompts

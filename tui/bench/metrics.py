@@ -10,7 +10,6 @@ std is the population std (numpy's default ddof=0), as vLLM computes them.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,7 +30,7 @@ from tui.bench.uncertainty import (
     CONFIDENCE,
     RESAMPLES,
     LevelUncertainty,
-    RankBootstrap,
+    PercentileRanks,
     metric_intervals,
     slo_attainment,
 )
@@ -158,7 +157,7 @@ def summarize_level(
     client_samples: Sequence[ClientSample] = (),
 ) -> LevelResult:
     """Aggregate one level's outcomes; failures are counted, never in latency lists.
-    `seed` seeds the bootstrap of the intervals; `client_samples` (each process's loop lag
+    `seed` is kept with the intervals (none of them draws at random); `client_samples` (each process's loop lag
     and CPU) with the requests' send lags say whether the client kept up."""
     # In send order: the intervals' block bootstrap needs neighbours next to each other.
     good = sorted((o for o in outcomes if o.success), key=lambda o: o.start_s)
@@ -244,12 +243,12 @@ def _uncertainty(
     """Intervals of TTFT, TPOT, E2EL (ms) and per-user output tok/s; SLO attainment."""
     if not good:
         return None
-    boot = RankBootstrap(random.Random(seed ^ 0xB007))
+    ranks = PercentileRanks()
     found = [
-        metric_intervals("ttft_ms", ttfts, percentiles, boot, 1000.0),
-        metric_intervals("tpot_ms", tpots, percentiles, boot, 1000.0),
-        metric_intervals("e2el_ms", e2els, percentiles, boot, 1000.0),
-        metric_intervals("user_tok_s", user_tok_s, percentiles, boot),
+        metric_intervals("ttft_ms", ttfts, percentiles, ranks, 1000.0),
+        metric_intervals("tpot_ms", tpots, percentiles, ranks, 1000.0),
+        metric_intervals("e2el_ms", e2els, percentiles, ranks, 1000.0),
+        metric_intervals("user_tok_s", user_tok_s, percentiles, ranks),
     ]
     attainment = None
     if slos is not None and slos.any:

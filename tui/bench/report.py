@@ -179,9 +179,7 @@ def interval_lines(found: LevelUncertainty) -> list[str]:
 
     A figure open above gets one line saying why ("p99: upper bound unknown: 24
     requests, need >= 368"), once per level for each figure and count of requests."""
-    lines = [
-        f"  {100 * found.confidence:g}% intervals over requests (bootstrap, seed {found.seed})"
-    ]
+    lines = [f"  {100 * found.confidence:g}% intervals over requests (seed {found.seed})"]
     unknown: dict[str, None] = {}
     for name, label in _INTERVAL_NAMES:
         metric = found.metric(name)

@@ -1,10 +1,12 @@
-"""How sure a level's figures are: 95 % bootstrap intervals over its requests, seeded.
+"""How sure a level's figures are: 95 % intervals over its requests, none drawn at random.
 
 Why not resample n values B times: in pure Python that is seconds at 10k requests.
-Each figure's bootstrap distribution is drawn without building the resamples:
-- a percentile: the k-th smallest of a resample is the original's ceil(n U)-th
-  smallest, U ~ Beta(k, n - k + 1) (the k-th of n uniforms), so B Beta draws give
-  the exact bootstrap of the nearest-rank percentile;
+- a percentile: the order-statistic interval, the values at the ranks where the count
+  of requests below the true percentile, Bin(n, q), leaves <= 2.5 % on each side; exact
+  for any distribution, ties included. Its bootstrap (Beta draws of the resample's
+  rank) fell a rank short at few requests: the median of 24 came out x(8)..x(17) or
+  x(9)..x(18) by the draws, 89-96 % coverage, where the binomial's x(7)..x(18) is 97.7 %
+  (tests/core/test_bench_percentile_coverage.py);
 - the mean: the resampled mean's distribution is its normal limit (sd / sqrt(n)),
   used directly, with Student's t in place of z for few requests (the percentile
   bootstrap of a mean is too narrow there; resampling outright cost 25 ms a
@@ -24,7 +26,6 @@ unknown: N requests, need >= M".
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -37,7 +38,7 @@ from tui.bench.uncertainty_blocks import (
     t_quantile,
 )
 
-RESAMPLES = 1000
+RESAMPLES = 1000  # kept in stored levels (LevelUncertainty.resamples); none is drawn now
 MET, MISSED, UNDECIDED = "met", "missed", "too few requests to decide"
 
 
@@ -120,31 +121,69 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tu
     return mean - half, mean + half
 
 
-class RankBootstrap:
-    """Seeded bootstrap of order statistics: the ranks a resample's k-th smallest falls
-    on, kept per (n, k), so the metrics of a level (same n) share the draws."""
+class PercentileRanks:
+    """The ranks of a percentile's distribution-free interval, kept per (n, q, effective)
+    so the metrics of a level (same n) share them."""
 
-    def __init__(self, rng: random.Random, confidence: float = CONFIDENCE) -> None:
-        self.rng = rng
+    def __init__(self, confidence: float = CONFIDENCE) -> None:
         self.tail = (1 - confidence) / 2
-        self._ranks: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self._ranks: dict[tuple[int, float, int], tuple[int, int]] = {}
 
-    def ranks(self, n: int, k: int, effective: int | None = None) -> tuple[int, int]:
-        """0-based ranks of the interval's ends for the k-th smallest (1-based) of n; with
-        `effective` < n independent requests' worth, its k-th of them, on n's ranks."""
+    def ranks(self, n: int, q: float, effective: int | None = None) -> tuple[int, int]:
+        """0-based ranks of the interval's ends for the q-quantile (0..1) of n sorted
+        values; with `effective` < n independent requests' worth, the interval of that
+        many, each end moved outward onto n's ranks. An end with no rank that bounds the
+        quantile (too few values below or above it) is the extreme value."""
         m = n if effective is None else max(1, min(n, effective))
-        j = k if m == n else max(1, min(m, round(k * m / n)))
-        found = self._ranks.get((n, j, m))
+        found = self._ranks.get((n, q, m))
         if found is None:
-            draws = sorted(self.rng.betavariate(j, m - j + 1) for _ in range(RESAMPLES))
-            low, high = _tails(draws, self.tail)
-            found = (_rank(low, n), _rank(high, n))
-            self._ranks[(n, j, m)] = found
+            low, high = order_statistic_ranks(m, q, self.tail)
+            if m < n:  # the count of values below each end, scaled outward to n's
+                low = 1 + (low - 1) * n // m if low >= 1 else 0
+                high = n - (m - high) * n // m if high <= m else n + 1
+            found = (max(low, 1) - 1, min(high, n) - 1)
+            self._ranks[(n, q, m)] = found
         return found
 
 
-def _rank(u: float, n: int) -> int:
-    return min(n - 1, max(0, math.ceil(u * n) - 1))
+def order_statistic_ranks(n: int, q: float, tail: float) -> tuple[int, int]:
+    """1-based ranks (low, high) of the equal-tailed order-statistic interval of the
+    q-quantile of n independent values: the largest low with P(Bin(n, q) < low) <= tail
+    and the smallest high with P(Bin(n, q) >= high) <= tail, whatever the distribution
+    (ties included: the ends are the values at those ranks, inclusive). 0: no value
+    bounds it below; n + 1: none bounds it above (q^n > tail, requests_for_upper_bound)."""
+    if q <= 0:
+        return 0, 1
+    if q >= 1:
+        return n, n + 1
+    first, below = _binomial_cdf(n, q)  # below[i] = P(Bin(n, q) <= first + i)
+    low = max((first + i + 1 for i, p in enumerate(below) if p <= tail), default=first)
+    high = next((first + i + 1 for i, p in enumerate(below) if 1 - p <= tail), n + 1)
+    return low, min(high, n + 1)
+
+
+def _binomial_cdf(n: int, q: float) -> tuple[int, list[float]]:
+    """(first, cdf): P(Bin(n, q) <= first + i) for the j around the mode whose terms are
+    over 1e-18 (about 9 standard deviations: 10^6 values stay quick); below `first` it
+    is 0 to that precision, past the list's end 1."""
+    mode = min(n, math.floor((n + 1) * q))
+    log_mode = (
+        math.lgamma(n + 1) - math.lgamma(mode + 1) - math.lgamma(n - mode + 1)
+        + mode * math.log(q) + (n - mode) * math.log1p(-q)
+    )  # fmt: skip
+    ratio = q / (1 - q)
+    down = [math.exp(log_mode)]  # pmf(mode), pmf(mode - 1), ...
+    while (j := mode - len(down) + 1) > 0 and down[-1] >= 1e-18:
+        down.append(down[-1] * j / ((n - j + 1) * ratio))
+    up: list[float] = []  # pmf(mode + 1), ...
+    while (j := mode + len(up)) < n and (up[-1] if up else 1.0) >= 1e-18:
+        up.append((up[-1] if up else down[0]) * (n - j) / (j + 1) * ratio)
+    found: list[float] = []
+    total = 0.0
+    for p in [*reversed(down), *up]:
+        total += p
+        found.append(total)
+    return mode - len(down) + 1, found
 
 
 def nearest_rank(n: int, percentile: float) -> int:
@@ -153,17 +192,15 @@ def nearest_rank(n: int, percentile: float) -> int:
 
 
 def percentile_interval(
-    ordered: Sequence[float], percentile: float, boot: RankBootstrap, effective: int | None = None
+    ordered: Sequence[float],
+    percentile: float,
+    ranks: PercentileRanks,
+    effective: int | None = None,
 ) -> tuple[float, float]:
-    """The bootstrap interval of the nearest-rank percentile of sorted `ordered`, worth
+    """The order-statistic interval of the `percentile` of sorted `ordered`, worth
     `effective` independent values (None: all of them)."""
-    low, high = boot.ranks(len(ordered), nearest_rank(len(ordered), percentile), effective)
+    low, high = ranks.ranks(len(ordered), percentile / 100, effective)
     return ordered[low], ordered[high]
-
-
-def _tails(ordered: Sequence[float], tail: float) -> tuple[float, float]:
-    last = len(ordered) - 1
-    return ordered[round(tail * last)], ordered[round((1 - tail) * last)]
 
 
 def wilson(met: int, total: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -219,7 +256,7 @@ def metric_intervals(
     name: str,
     values: Sequence[float],
     percentiles: Sequence[float],
-    boot: RankBootstrap,
+    ranks: PercentileRanks,
     scale: float = 1.0,
 ) -> MetricIntervals | None:
     """Mean, median and each asked percentile of `values` (in send order: neighbours may
@@ -232,7 +269,7 @@ def metric_intervals(
     low, high = serial_mean_interval(values)
     found = [Interval("mean", math.fsum(ordered) / n * scale, low * scale, high * scale, n)]
     for q in (50.0, *(p for p in percentiles if p != 50)):
-        low, high = percentile_interval(ordered, q, boot, effective)
+        low, high = percentile_interval(ordered, q, ranks, effective)
         value = ordered[nearest_rank(n, q) - 1]
         needed = requests_for_upper_bound(q)
         if needed is None or n < needed:

@@ -17,7 +17,8 @@ lag-1 autocorrelation, at least n^(1/3) (Kunsch's rate), at most n / 2. The inte
 never narrower than the independent one: a negative autocorrelation (TTFT and E2EL
 alternate slightly, -0.07) is noise at a few dozen requests, and narrowing on it would
 trade coverage for nothing. Percentiles use the same dependence as fewer effective
-requests (n times the independent over the long-run variance) in the rank bootstrap.
+requests (n times the independent over the long-run variance): their order-statistic
+interval over that many, each end moved outward onto n's ranks.
 
 What no interval from one run can see is a drift constant over the run (the machine's
 speed between runs): `bench --repeat N` measures that spread (tui.bench.repeats).

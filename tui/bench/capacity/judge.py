@@ -18,7 +18,6 @@ the limit then costs the requests the bracket lacks, not 368 more at one level.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ from tui.bench.uncertainty import (
     MET,
     MISSED,
     UNDECIDED,
-    RankBootstrap,
+    PercentileRanks,
     mean_interval,
     nearest_rank,
     percentile_interval,
@@ -71,7 +70,7 @@ def judge_p99(
     limit: float,
     *,
     requests: int,
-    boot: RankBootstrap,
+    ranks: PercentileRanks,
     busier: Sequence[float] = (),
 ) -> ObjectiveJudgement:
     """A p99 objective (`values` and `limit` in one unit) over `requests` requests; the
@@ -83,7 +82,7 @@ def judge_p99(
     ordered = sorted(values)
     own = len(ordered)
     value = ordered[nearest_rank(own, P99) - 1]
-    low, high = percentile_interval(ordered, P99, boot)
+    low, high = percentile_interval(ordered, P99, ranks)
     needed = requests_for_upper_bound(P99) or own
     if low > limit:
         closed_own = high if own >= needed else None
@@ -92,7 +91,7 @@ def judge_p99(
     # per level, chosen by its count, never by which of two bounds came out lower.
     pooled = sorted([*ordered, *busier]) if busier and own < needed else ordered
     n = len(pooled)
-    closed: float | None = percentile_interval(pooled, P99, boot)[1] if n >= needed else None
+    closed: float | None = percentile_interval(pooled, P99, ranks)[1] if n >= needed else None
     if closed is not None and closed <= limit:
         return ObjectiveJudgement(objective, MET, value, low, closed, n)
     if own >= needed:
@@ -125,11 +124,6 @@ def judge_speed(
     return ObjectiveJudgement("user_tok_s", UNDECIDED, value, low, high, requests, needed)
 
 
-def bootstrap(seed: int) -> RankBootstrap:
-    """The level's seeded bootstrap (the bench's own seeding)."""
-    return RankBootstrap(random.Random(seed ^ 0xB007))
-
-
 @dataclass(frozen=True, slots=True)
 class Busier:
     """TTFT and ITL values (ms, server time) of the levels busier than one being judged:
@@ -152,12 +146,12 @@ def judge_level(
     mean_tpot = sum(tpots) / len(tpots) if tpots else 0.0
     tpot_low, tpot_high = mean_interval(tpots) if len(tpots) >= 2 else (0.0, 0.0)
     per_user_interval = (1.0 / tpot_high, 1.0 / tpot_low) if tpot_low > 0 else None
-    boot = bootstrap(seed)
+    ranks = PercentileRanks()
     return [
-        judge_p99("ttft", ttfts, limit, requests=len(good), boot=boot, busier=busier.ttft_ms)
+        judge_p99("ttft", ttfts, limit, requests=len(good), ranks=ranks, busier=busier.ttft_ms)
         for limit in (slo.ttft_p99_ms,) if limit is not None
     ] + [
-        judge_p99("itl", itls, limit, requests=len(good), boot=boot, busier=busier.itl_ms)
+        judge_p99("itl", itls, limit, requests=len(good), ranks=ranks, busier=busier.itl_ms)
         for limit in (slo.itl_p99_ms,) if limit is not None
     ] + [
         judge_speed(1.0 / mean_tpot if mean_tpot > 0 else 0.0, per_user_interval, limit,
