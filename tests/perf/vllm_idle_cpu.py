@@ -1,26 +1,34 @@
 """Print the CPU a test vLLM server burns idle and per generated token, and its tokens/s.
 
-    python -m tests.perf.vllm_idle_cpu [NAME=VALUE ...]
+    python -m tests.perf.vllm_idle_cpu [--engine-anywhere] [--burners=N] [NAME=VALUE ...]
 
 Starts one server the harness's way (tests/support/vllm_harness.py), with NAME=VALUE
 added to its environment (for comparing, say, OMP_WAIT_POLICY=PASSIVE against the
 harness's own), then reads its processes' CPU (utime+stime of every thread, from
 /proc/PID/stat) over 30 s with no request, over one stream, and over c=1 and c=4
 runs. On two shared cores a server that spins while idle steals from every other
-test. Not a test: the figures depend on the machine and its load.
+test. The harness puts the engine core on its worker's cores
+(tests/support/vllm_affinity.py); --engine-anywhere gives it every core back, as vLLM
+leaves it, for comparing; --burners=N runs the serving part beside N busy loops with the
+server's tree at a raised priority, as a `quiet` test runs (tests/support/quiet.py). Not a test: the figures depend on the machine and its load.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
+from tests.support.quiet import prioritized
+from tests.support.vllm_affinity import set_affinity
 from tests.support.vllm_harness import start_vllm_server, stop_vllm_server
 from tests.support.vllm_install import ensure_tiny_model, ensure_vllm_venv
 from tests.support.vllm_procs import descendants
@@ -81,8 +89,9 @@ def stream(base_url: str, model: str, tokens: int) -> int:
     return got
 
 
-def measured(root: int, label: str, work: float | None, run: object) -> None:
-    """Print CPU per role over `run` (a callable returning tokens) or an idle window."""
+def measured(root: int, label: str, expected: int | None, run: object) -> None:
+    """Print CPU per role over `run` (a callable returning chunks) or an idle window, and
+    how many of the `expected` tokens came merged into another's chunk."""
     before, started = cpu_by_role(root), time.monotonic()
     tokens = run() if callable(run) else (time.sleep(IDLE_WINDOW_S) or 0)
     wall_s = time.monotonic() - started
@@ -95,11 +104,30 @@ def measured(root: int, label: str, work: float | None, run: object) -> None:
         if tokens
         else ""
     )
+    merged = f"  {expected - tokens} of {expected} tokens merged" if expected else ""
     print(
         f"{label:10s} wall {wall_s:5.1f} s  CPU {total:5.1f} s ({total / wall_s:4.2f} cores)"
-        f"  [{roles}]{rate}",
+        f"  [{roles}]{rate}{merged}",
         flush=True,
     )
+
+
+@contextlib.contextmanager
+def burning(count: int) -> Iterator[None]:
+    """`count` busy shell loops at the default priority meanwhile."""
+    loops = [
+        subprocess.Popen(
+            ["sh", "-c", "while :; do :; done"],
+            preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, 0),  # not the client's
+        )
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
 
 
 def concurrent(base_url: str, model: str, clients: int, each: int, tokens: int) -> int:
@@ -118,6 +146,9 @@ def concurrent(base_url: str, model: str, clients: int, each: int, tokens: int) 
 
 
 def main(argv: list[str]) -> int:
+    anywhere = "--engine-anywhere" in argv
+    burners = int(next((a.split("=")[1] for a in argv if a.startswith("--burners=")), "0"))
+    argv = [arg for arg in argv if not arg.startswith("--")]
     for pair in argv:
         name, _, value = pair.partition("=")
         os.environ[name] = value
@@ -134,11 +165,24 @@ def main(argv: list[str]) -> int:
         )
         try:
             pid, url, name = server.pid, server.base_url, server.model
+            print(f"affinity: {server.affinity}", flush=True)
+            if anywhere:
+                for engine in descendants(pid):
+                    if engine.cmdline.startswith("VLLM::EngineCore"):
+                        set_affinity(engine.pid, os.sched_getaffinity(0))
+                print("engine core given every core back", flush=True)
             time.sleep(5.0)  # the first seconds after /health still warm up
             measured(pid, "idle", None, None)
-            measured(pid, "1 stream", None, lambda: stream(url, name, 256))
-            measured(pid, "c=1", None, lambda: concurrent(url, name, 1, 8, 128))
-            measured(pid, "c=4", None, lambda: concurrent(url, name, 4, 4, 128))
+            with contextlib.ExitStack() as quiet:
+                if (
+                    burners
+                ):  # as a `quiet` test beside other workers' tests (tests/support/quiet.py)
+                    quiet.enter_context(prioritized(os.getpid()))  # client and server
+                    quiet.enter_context(burning(burners))
+                measured(pid, "1 stream", 256, lambda: stream(url, name, 256))
+                measured(pid, "c=1", 8 * 128, lambda: concurrent(url, name, 1, 8, 128))
+                measured(pid, "c=1 short", 48 * 24, lambda: concurrent(url, name, 1, 48, 24))
+                measured(pid, "c=4", 16 * 128, lambda: concurrent(url, name, 4, 4, 128))
             measured(pid, "idle after", None, None)
         finally:
             before_stop = time.monotonic()
