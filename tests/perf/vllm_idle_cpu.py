@@ -1,6 +1,7 @@
 """Print the CPU a test vLLM server burns idle and per generated token, and its tokens/s.
 
-    python -m tests.perf.vllm_idle_cpu [--engine-anywhere] [--burners=N] [NAME=VALUE ...]
+    python -m tests.perf.vllm_idle_cpu [--engine-anywhere] [--burners=N [--engine-nice=N]]
+        [NAME=VALUE ...]
 
 Starts one server the harness's way (tests/support/vllm_harness.py), with NAME=VALUE
 added to its environment (for comparing, say, OMP_WAIT_POLICY=PASSIVE against the
@@ -9,8 +10,11 @@ harness's own), then reads its processes' CPU (utime+stime of every thread, from
 runs. On two shared cores a server that spins while idle steals from every other
 test. The harness puts the engine core on its worker's cores
 (tests/support/vllm_affinity.py); --engine-anywhere gives it every core back, as vLLM
-leaves it, for comparing; --burners=N runs the serving part beside N busy loops with the
-server's tree at a raised priority, as a `quiet` test runs (tests/support/quiet.py). Not a test: the figures depend on the machine and its load.
+leaves it, for comparing. --burners=N runs the serving part beside N busy loops (nice 0)
+with this script and the server at nice -10, as a `quiet` test runs under xdist
+(tests/support/quiet.py), and prints the cores the loops got: the other tests' share.
+--engine-nice=N leaves the engine core at N meanwhile. Not a test: the figures depend on
+the machine and its load (tests/perf/results/vllm_idle_cpu.txt: one run of each).
 """
 
 from __future__ import annotations
@@ -28,12 +32,13 @@ from pathlib import Path
 import httpx
 
 from tests.support.quiet import prioritized
-from tests.support.vllm_affinity import set_affinity
+from tests.support.vllm_affinity import set_affinity, threads
 from tests.support.vllm_harness import start_vllm_server, stop_vllm_server
 from tests.support.vllm_install import ensure_tiny_model, ensure_vllm_venv
 from tests.support.vllm_procs import descendants
 
 IDLE_WINDOW_S = 30.0
+BURNERS: list[int] = []  # pids of the busy loops running now
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
@@ -89,12 +94,24 @@ def stream(base_url: str, model: str, tokens: int) -> int:
     return got
 
 
+def process_cpu_s(pid: int) -> float:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS_PER_S
+
+
 def measured(root: int, label: str, expected: int | None, run: object) -> None:
-    """Print CPU per role over `run` (a callable returning chunks) or an idle window, and
-    how many of the `expected` tokens came merged into another's chunk."""
+    """Print CPU per role over `run` (a callable returning chunks) or an idle window, how
+    many of the `expected` tokens came merged into another's chunk, and what the busy
+    loops beside it got (the other tests' share)."""
     before, started = cpu_by_role(root), time.monotonic()
+    burnt = sum(process_cpu_s(pid) for pid in BURNERS)
     tokens = run() if callable(run) else (time.sleep(IDLE_WINDOW_S) or 0)
     wall_s = time.monotonic() - started
+    burnt = sum(process_cpu_s(pid) for pid in BURNERS) - burnt
     after = cpu_by_role(root)
     used = {name: after.get(name, 0.0) - before.get(name, 0.0) for name in after}
     total = sum(used.values())
@@ -105,6 +122,7 @@ def measured(root: int, label: str, expected: int | None, run: object) -> None:
         else ""
     )
     merged = f"  {expected - tokens} of {expected} tokens merged" if expected else ""
+    merged += f"  busy loops {burnt / wall_s:4.2f} cores" if BURNERS else ""
     print(
         f"{label:10s} wall {wall_s:5.1f} s  CPU {total:5.1f} s ({total / wall_s:4.2f} cores)"
         f"  [{roles}]{rate}{merged}",
@@ -122,9 +140,11 @@ def burning(count: int) -> Iterator[None]:
         )
         for _ in range(count)
     ]
+    BURNERS.extend(loop.pid for loop in loops)
     try:
         yield
     finally:
+        BURNERS.clear()
         for loop in loops:
             loop.kill()
             loop.wait()
@@ -148,6 +168,8 @@ def concurrent(base_url: str, model: str, clients: int, each: int, tokens: int) 
 def main(argv: list[str]) -> int:
     anywhere = "--engine-anywhere" in argv
     burners = int(next((a.split("=")[1] for a in argv if a.startswith("--burners=")), "0"))
+    nices = [int(a.split("=")[1]) for a in argv if a.startswith("--engine-nice=")]
+    engine_nice = nices[0] if nices else None
     argv = [arg for arg in argv if not arg.startswith("--")]
     for pair in argv:
         name, _, value = pair.partition("=")
@@ -179,6 +201,11 @@ def main(argv: list[str]) -> int:
                 ):  # as a `quiet` test beside other workers' tests (tests/support/quiet.py)
                     quiet.enter_context(prioritized(os.getpid()))  # client and server
                     quiet.enter_context(burning(burners))
+                    if engine_nice is not None:
+                        for engine in descendants(pid):
+                            if engine.cmdline.startswith("VLLM::EngineCore"):
+                                for tid in threads(engine.pid):
+                                    os.setpriority(os.PRIO_PROCESS, tid, engine_nice)
                 measured(pid, "1 stream", 256, lambda: stream(url, name, 256))
                 measured(pid, "c=1", 8 * 128, lambda: concurrent(url, name, 1, 8, 128))
                 measured(pid, "c=1 short", 48 * 24, lambda: concurrent(url, name, 1, 48, 24))
