@@ -1,8 +1,9 @@
 """vLLM's 2026 engine features as servedeck reads them, on the real vLLM 0.32.0 CPU build.
 
-Each server runs what the CPU build supports for real: n-gram speculative decoding, a
-LoRA adapter made at test time (zero weights, tests/support/vllm_tiny_lora.py), two
-data-parallel engines, and prefix caching with a 32-token block (the session server).
+Each server runs what the CPU build supports for real: n-gram speculative decoding and a
+LoRA adapter made at test time (zero weights, tests/support/vllm_tiny_lora.py) on one
+server, two data-parallel engines, and prefix caching with a 32-token block (the session
+server).
 What servedeck shows (`servedeck status`'s report, the serving line's poller) must equal
 what the engine itself counts, read here with the reference Prometheus parser.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,14 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.vllm_harness import PREFIX_BLOCK_TOKENS, VllmServer, VllmServerFactory
+from tests.support.vllm_harness import (
+    PREFIX_BLOCK_TOKENS,
+    VllmServer,
+    VllmServerFactory,
+    end_servers,
+    start_vllm_server,
+)
+from tests.support.vllm_install import VllmVenv
 from tests.support.vllm_tiny_lora import write_zero_adapter
 from tui.commands.status import status_report
 from tui.core.config import ServiceConfig, demo_profile
@@ -84,6 +92,34 @@ async def settle(server: VllmServer, finished: float) -> list[tuple[str, dict[st
     return samples
 
 
+@pytest.fixture(scope="module")
+def spec_lora_module_server(
+    vllm_venv: VllmVenv, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VllmServer]:
+    """One server with n-gram speculative decoding and the test-time LoRA adapter.
+
+    vLLM's CPU build runs both at once, and a start is ~23 s of CPU on two quiet cores
+    (tests/perf/vllm_idle_cpu.py): the two tests share it (tiers.py runs them on one
+    worker), each reading what its own requests moved.
+    """
+    workdir = tmp_path_factory.mktemp("vllm-spec-lora")
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    adapter = write_zero_adapter(workdir / "tiny-sql", config, rank=8)
+    server = start_vllm_server(
+        vllm_venv,
+        tiny_model_dir,
+        workdir / "server",
+        (
+            *("--speculative-config", json.dumps(NGRAM)),
+            *("--enable-lora", "--max-loras", "2", "--max-lora-rank", "8"),
+            *("--lora-modules", f"tiny-sql={adapter}"),
+        ),
+    )
+    yield server
+    survivors = end_servers([server])
+    assert not survivors, f"processes survived cleanup: {survivors}"
+
+
 @pytest.fixture
 async def deck_of(tmp_path: Path) -> AsyncIterator[Any]:
     """A real Deck (LocalHost) on a running server: its URL and its log file, no unit."""
@@ -106,12 +142,17 @@ async def deck_of(tmp_path: Path) -> AsyncIterator[Any]:
 
 
 async def test_ngram_speculative_decoding_acceptance_is_the_engines(
-    vllm_server_factory: VllmServerFactory, deck_of: Any
+    spec_lora_module_server: VllmServer, deck_of: Any
 ) -> None:
-    server = vllm_server_factory("--speculative-config", json.dumps(NGRAM))
+    server = spec_lora_module_server
+    before = await engine_samples(server)
     for _ in range(3):
         await complete(server, REPEATING, max_tokens=32)
-    samples = await settle(server, 3)
+    samples = await settle(server, total(before, "vllm:request_success_total") + 3)
+    moved = total(samples, "vllm:spec_decode_num_drafts_total") - total(
+        before, "vllm:spec_decode_num_drafts_total"
+    )
+    assert moved > 0, "the n-gram proposer drafted nothing for these requests"
     report = await status_report(deck_of(server))
     spec = report["metrics"]["spec_decode"]
     drafts = total(samples, "vllm:spec_decode_num_drafts_total")
@@ -144,20 +185,13 @@ def deck_metrics(report: dict[str, Any]) -> Any:
 
 
 async def test_a_lora_adapter_made_at_test_time_is_listed_as_loaded(
-    vllm_server_factory: VllmServerFactory,
-    tiny_model_dir: Path,
-    tmp_path: Path,
-    deck_of: Any,
+    spec_lora_module_server: VllmServer, deck_of: Any
 ) -> None:
-    config = json.loads((tiny_model_dir / "config.json").read_text())
-    adapter = write_zero_adapter(tmp_path / "tiny-sql", config, rank=8)
-    server = vllm_server_factory(
-        *("--enable-lora", "--max-loras", "2", "--max-lora-rank", "8"),
-        *("--lora-modules", f"tiny-sql={adapter}"),
-    )
+    server = spec_lora_module_server
+    before = await engine_samples(server)
     answer = await complete(server, "select the rows", model="tiny-sql")
     assert answer["model"] == "tiny-sql"
-    await settle(server, 1)
+    await settle(server, total(before, "vllm:request_success_total") + 1)
     report = await status_report(deck_of(server))
     assert report["readiness"]["adapters"] == ["tiny-sql"]
     samples = await engine_samples(server)

@@ -13,6 +13,8 @@ body, which starts once the running tests have ended, and none starts until it i
 It first takes a gate lock exclusively, which every test passes through before its shared
 lock, so tests starting one after another cannot keep it waiting forever. That costs the
 other workers their wait. A run without xdist has nothing beside it and does neither.
+Either way a vLLM server's engine core has its cores as vLLM left them for the body
+(tests/support/vllm_affinity.py: the harness keeps it beside its worker otherwise).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.vllm_affinity import threads
+from tests.support.vllm_affinity import engines_anywhere, threads
 from tests.support.vllm_procs import descendants
 
 QUIET_MARK = "quiet"
@@ -119,10 +121,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """A quiet test's body runs first on the CPU, or else alone: its fixtures (a server's
     start) are set up and torn down beside the other workers' tests either way."""
     folder = _run_folder(item)
-    if folder is None or not _is_quiet(item):
+    if not _is_quiet(item):
         yield
         return
     with contextlib.ExitStack() as stack:
-        if not stack.enter_context(prioritized(os.getpid())):
+        stack.enter_context(engines_anywhere(os.getpid()))
+        if folder is not None and not stack.enter_context(prioritized(os.getpid())):
             stack.enter_context(machine_share(folder, quiet=True))
         yield

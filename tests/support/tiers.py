@@ -32,10 +32,12 @@ def tier_of(path: Path) -> str | None:
 # server it ends with to the next (vllm_harness.VllmServerFactory.hand_on): the load
 # explainer's warm server is the one the restart guard's test orphans, that test's
 # restarted server the one the orphan killer's test orphans (three starts, not five).
-# A real-vLLM test that starts its own server (speculative decoding, LoRA, DP=2, the tune's
-# restarts) is a group of its own, so they spread over the workers the others leave free
-# (one group of them all was the run's longest pole: 7-8 minutes on one worker). Every
-# other test runs with the rest of its file, so a module's servers start once.
+# A real-vLLM test that starts its own server (DP=2, the tune's restarts) is a group of its
+# own, so they spread over the workers the others leave free (one group of them all was the
+# run's longest pole: 7-8 minutes on one worker). Tests that share a server their module
+# starts once (a fixture named *_module_server: n-gram speculative decoding with LoRA on)
+# are one group, on one worker. Every other test runs with the rest of its file, so a
+# module's servers start once.
 REAL_VLLM_SESSION = "real_vllm_session"
 REAL_VLLM_ORPHANS = "real_vllm_orphans"
 ORPHANING_FILES = (
@@ -44,6 +46,7 @@ ORPHANING_FILES = (
     "test_real_vllm_procs.py",
 )
 REAL_VLLM_OWN = "real_vllm_own"
+MODULE_SERVER_SUFFIX = "_module_server"
 REAL_VLLM_GROUPS = (REAL_VLLM_SESSION, REAL_VLLM_ORPHANS, REAL_VLLM_OWN)
 
 
@@ -54,6 +57,10 @@ def xdist_group_of(item: pytest.Item) -> str:
         return REAL_VLLM_SESSION
     if item.path.name in ORPHANING_FILES:
         return REAL_VLLM_ORPHANS
+    fixtures = getattr(item, "fixturenames", ())
+    shared = sorted(name for name in fixtures if name.endswith(MODULE_SERVER_SUFFIX))
+    if shared:
+        return f"{REAL_VLLM_OWN}:{item.path.name}::{shared[0]}"
     return f"{REAL_VLLM_OWN}:{item.path.name}::{item.name}"
 
 

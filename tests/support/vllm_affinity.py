@@ -14,7 +14,16 @@ API server on the rest, all 32 runs of four such series streamed (TTFT 13-20 ms,
 output tok/s 1,230-1,730). Comparing two clients needs a server that delivers
 the same way to both.
 
-The test suite's shared server is pinned only while the clients are compared
+Every test server's engine core runs on its worker's cores (`pin_engine_with_worker`):
+its wait for the worker then yields the core to the worker instead of spinning on the
+other core, and the server takes ~1.1 cores while it serves, not 1.9, leaving the rest
+to the tests beside it (tests/perf/vllm_idle_cpu.py: c=4 ~980 tok/s instead of ~420,
+c=1 ~320 instead of ~400, on two quiet cores). Tests that compare timings have the engine
+core where vLLM put it while they run (`engines_anywhere`, tests/support/quiet.py): beside
+its worker it hands a lone stream's tokens over late enough that some share a chunk. The
+API server stays free on every core:
+pinned to one, it shares it with the client (see `frontend_apart`). The test suite's
+shared server has its API server pinned apart only while the clients are compared
 (`frontend_apart`); perf scripts that own their server pin it for its life.
 """
 
@@ -22,7 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from tests.support.vllm_procs import descendants
 
@@ -35,7 +44,7 @@ def threads(pid: int) -> list[int]:
         return []
 
 
-def _set_affinity(pid: int, cores: set[int]) -> None:
+def set_affinity(pid: int, cores: set[int]) -> None:
     """Every thread of pid (affinity is per thread; later threads inherit their creator's)."""
     for tid in threads(pid):
         try:
@@ -69,12 +78,68 @@ def pin_frontend_apart(api_server_pid: int) -> str:
     if not frontend_cores:
         return f"not pinned: the worker may use every core ({sorted(worker_cores)})"
     for pid in engine:
-        _set_affinity(pid, worker_cores)
-    _set_affinity(api_server_pid, frontend_cores)
+        set_affinity(pid, worker_cores)
+    set_affinity(api_server_pid, frontend_cores)
     return (
         f"engine core {engine} on cores {sorted(worker_cores)} with its worker,"
         f" API server {api_server_pid} on cores {sorted(frontend_cores)}"
     )
+
+
+def pin_engine_with_worker(api_server_pid: int) -> str:
+    """Each engine core onto its own workers' cores, the API server left free; says what it did.
+
+    The engine core waits for its worker with sched_yield, which yields only to tasks on
+    its own core: beside its worker it hands the worker the core instead of spinning on
+    another one (tests/perf/vllm_idle_cpu.py: 1.1 cores serving instead of 1.9).
+    """
+    tree = descendants(api_server_pid)
+    moved: list[str] = []
+    for engine in (p.pid for p in tree if p.cmdline.startswith("VLLM::EngineCore")):
+        cores: set[int] = set()
+        for worker in descendants(engine):
+            if worker.cmdline.startswith("VLLM::Worker"):
+                try:
+                    cores |= os.sched_getaffinity(worker.pid)
+                except OSError:
+                    pass  # the worker ended meanwhile
+        with suppress(OSError):  # the engine core ended meanwhile
+            if cores and cores != os.sched_getaffinity(engine):
+                set_affinity(engine, cores)
+                moved.append(f"engine core {engine} on cores {sorted(cores)} with its worker")
+    return (
+        "; ".join(moved)
+        or f"not pinned: no engine core apart from its worker below {api_server_pid}"
+    )
+
+
+@contextmanager
+def engines_anywhere(root_pid: int) -> Iterator[int]:
+    """Give every engine core below root_pid its API server's cores (where vLLM leaves it)
+    for a block, then put it back; yields how many engine cores moved.
+
+    For the tests that compare timings (tests/support/quiet.py): beside its worker the
+    engine core hands over its output later, and a lone short stream then carries two
+    tokens in one chunk now and then (tests/perf/vllm_idle_cpu.py --burners=2: 130 of
+    1,152 tokens merged, none with the engine core anywhere).
+    """
+    tree = descendants(root_pid)
+    parents = {p.pid: p.ppid for p in tree}
+    engines = [p.pid for p in tree if p.cmdline.startswith("VLLM::EngineCore")]
+    before = _masks(engines)
+    try:
+        for engine in engines:
+            try:
+                set_affinity(engine, os.sched_getaffinity(parents[engine]))
+            except OSError:
+                pass  # the API server or the engine core ended meanwhile
+        yield len(engines)
+    finally:
+        for tid, mask in before.items():
+            try:
+                os.sched_setaffinity(tid, mask)
+            except OSError:
+                pass
 
 
 @contextmanager

@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.vllm_affinity import pin_frontend_apart
+from tests.support.vllm_affinity import pin_engine_with_worker, pin_frontend_apart
 from tests.support.vllm_install import TinyModel, VllmVenv, ensure_tiny_model, ensure_vllm_venv
 from tests.support.vllm_procs import (
     RUN_ID_ENV,
@@ -234,8 +234,9 @@ def start_vllm_server(
     It runs in its own session so terminal signals to pytest do not reach it and
     the tests decide how it is stopped. On failure everything it spawned is ended.
     VLLM_CACHE_ROOT is workdir/vllm-cache, so reusing a workdir reuses the
-    torch.compile cache (a warm start). `frontend_apart` gives the API server cores
-    the engine core does not spin on (tests/support/vllm_affinity.py says why).
+    torch.compile cache (a warm start). Its engine core is moved onto its worker's
+    cores, where it stops spinning beside the other tests; `frontend_apart` also gives
+    the API server cores of its own (tests/support/vllm_affinity.py says why).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex
@@ -291,8 +292,9 @@ def start_vllm_server(
     server.start_s = time.monotonic() - started
     copy_new_files(workdir / "vllm-cache" / MODELINFOS, shared_modelinfos(venv))
     server.tree_at_start = descendants(process.pid)
-    if frontend_apart:
-        server.affinity = pin_frontend_apart(process.pid)
+    server.affinity = (pin_frontend_apart if frontend_apart else pin_engine_with_worker)(
+        process.pid
+    )
     record_timing(f"server start ({'eager' if use_eager else 'compile'})", server.start_s)
     return server
 
