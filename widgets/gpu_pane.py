@@ -141,7 +141,7 @@ class GpuPane(Widget):
             badge = self._badges.get(sample.index)
             cells = _gpu_cells(static, sample, trend, layout, badge)
             rows.append(TableRow(f"gpu-{sample.index}", cells))
-            slowed = _slowdown_cells(sample, layout.compact)
+            slowed = _slowdown_cells(sample, trend, layout.compact)
             if slowed is not None:
                 rows.append(TableRow(f"slow-{sample.index}", slowed, selectable=False))
         rows.append(TableRow("total", _total_cells(snapshot, layout), selectable=False))

@@ -11,6 +11,7 @@ from tui.gpu.model import (
     GpuBoxSnapshot,
     GpuSample,
     GpuStatic,
+    reason_labels,
     throttle_labels,
     total_memory_bytes,
 )
@@ -127,20 +128,30 @@ def _gpu_cells(
     return cells
 
 
-def _slowdown_cells(sample: GpuSample, compact: bool) -> dict[str, str] | None:
-    """The row under a slowed GPU: its SM and memory clocks and why they are held down."""
+def _slowdown_cells(
+    sample: GpuSample, trend: GpuTrend | None, compact: bool
+) -> dict[str, str] | None:
+    """The row under a slowed GPU: its SM and memory clocks and why they are held down.
+
+    A GPU slowed within the history's hold keeps its row, saying so, with the clocks it
+    runs at now: under load a power cap comes and goes every few seconds, and a row that
+    came and went with it would re-lay the whole screen out each time."""
     labels = throttle_labels(sample)
+    title, style = "↳ slowed:", "yellow"
     if not labels:
-        return None
+        labels = reason_labels(trend.recent_slowdown_reasons) if trend and not sample.lost else ()
+        if not labels:
+            return None
+        title, style = ("↳ <1m ago:" if compact else "↳ slowed <1m ago:"), "dim yellow"
     sm = "?" if sample.sm_clock_mhz is None else str(sample.sm_clock_mhz)
     clocks = f"SM {sm} MHz"
     if not compact:
         mem = "?" if sample.memory_clock_mhz is None else str(sample.memory_clock_mhz)
         clocks = f"SM {sm} mem {mem} MHz"
     return {
-        "name": "[yellow]↳ slowed:[/]",
-        "memory": f"[yellow]{fmt.clip(clocks, 15 if compact else 22)}[/]",
-        "util": f"[yellow]{fmt.clip(', '.join(labels), 9 if compact else 15)}[/]",
+        "name": f"[{style}]{title}[/]",
+        "memory": f"[{style}]{fmt.clip(clocks, 15 if compact else 22)}[/]",
+        "util": f"[{style}]{fmt.clip(', '.join(labels), 9 if compact else 15)}[/]",
     }
 
 

@@ -29,6 +29,10 @@ class GpuTrend:
     memory_rising: bool = False
     memory_target_bytes: int | None = None
     eta_to_target_s: float | None = None  # None: not rising, no target, or target passed
+    # The clock-event reasons of this GPU's latest slowed sample while it is within the
+    # history's hold (a minute): power-cap slowdowns come and go every few seconds under
+    # load, and a row that appears and goes with each would re-lay the screen out each time.
+    recent_slowdown_reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,7 @@ class GpuHistory:
         rising_threshold_bytes_per_s: float = 32 * MIB,
         target_fraction: float | None = None,
         max_points: int = 4096,
+        slowdown_hold_s: float = 60.0,
     ) -> None:
         self.window_s = window_s
         self.rate_window_s = rate_window_s
@@ -72,6 +77,8 @@ class GpuHistory:
         # a trend copies them instead of recomputing them from every point on every tick.
         self._series: dict[int, tuple[deque[float], deque[float]]] = {}
         self._max_points = max_points
+        self.slowdown_hold_s = slowdown_hold_s
+        self._slowed: dict[int, tuple[float, tuple[str, ...]]] = {}  # last slowed (t_s, reasons)
 
     def add(self, snapshot: GpuBoxSnapshot) -> None:
         if not snapshot.available:
@@ -88,6 +95,8 @@ class GpuHistory:
                 now, sample.memory_used_bytes, sample.memory_total_bytes, sample.utilization_gpu_pct
             )
             points.append(point)
+            if sample.throttle_reasons:
+                self._slowed[sample.index] = (now, sample.throttle_reasons)
             if point.used_bytes is not None and point.total_bytes:
                 memory.append(100.0 * point.used_bytes / point.total_bytes)
             if point.utilization_pct is not None:
@@ -131,6 +140,9 @@ class GpuHistory:
         if rising and target is not None and last.used_bytes is not None and rate:
             remaining = target - last.used_bytes
             eta = remaining / rate if remaining > 0 else None
+        slowed_at_s, slowdown_reasons = self._slowed.get(index, (None, ()))
+        if slowed_at_s is None or last.t_s - slowed_at_s > self.slowdown_hold_s:
+            slowdown_reasons = ()
         return GpuTrend(
             index=index,
             memory_used_pct=memory_pct,
@@ -139,6 +151,7 @@ class GpuHistory:
             memory_rising=rising,
             memory_target_bytes=target,
             eta_to_target_s=eta,
+            recent_slowdown_reasons=slowdown_reasons,
         )
 
     def _still_rising(self, recent: list[tuple[float, float]]) -> bool:

@@ -148,7 +148,12 @@ def throttle_labels(sample: GpuSample) -> tuple[str, ...]:
     """
     if sample.lost:
         return ()
-    return tuple(THROTTLE_LABELS.get(name, name) for name in sample.throttle_reasons)
+    return reason_labels(sample.throttle_reasons)
+
+
+def reason_labels(reasons: tuple[str, ...]) -> tuple[str, ...]:
+    """NVML's clock-event reason names in the Deck's words."""
+    return tuple(THROTTLE_LABELS.get(name, name) for name in reasons)
 
 
 def slowdown_text(sample: GpuSample) -> str | None:
