@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tui.gpu.history import GpuTrend
+from tui.gpu.history import SLOWDOWN_HOLD_S, GpuTrend
 from tui.gpu.model import (
     GpuBoxSnapshot,
     GpuSample,
@@ -142,7 +142,8 @@ def _slowdown_cells(
         labels = reason_labels(trend.recent_slowdown_reasons) if trend and not sample.lost else ()
         if not labels:
             return None
-        title, style = ("↳ <1m ago:" if compact else "↳ slowed <1m ago:"), "dim yellow"
+        held = f"<{SLOWDOWN_HOLD_S / 60:g}m ago:"  # the history's hold, in its words
+        title, style = (f"↳ {held}" if compact else f"↳ slowed {held}"), "dim yellow"
     sm = "?" if sample.sm_clock_mhz is None else str(sample.sm_clock_mhz)
     clocks = f"SM {sm} MHz"
     if not compact:

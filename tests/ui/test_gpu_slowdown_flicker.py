@@ -44,6 +44,12 @@ def _tick(snapshot: GpuBoxSnapshot, tick: int, capped: bool) -> GpuBoxSnapshot:
     return dataclasses.replace(busy, samples=samples)
 
 
+def _show(pane: GpuPane, history: GpuHistory, sample: GpuBoxSnapshot) -> None:
+    """One tick as the console draws it: recorded in the history, shown with its trends."""
+    history.add(sample)
+    pane.update_view(sample, history.trends())
+
+
 async def test_a_flickering_power_cap_keeps_its_row_and_lays_nothing_out() -> None:
     snapshot = rtx_pro_6000_box()
     app = _ConsoleScreenApp(snapshot)
@@ -54,16 +60,17 @@ async def test_a_flickering_power_cap_keeps_its_row_and_lays_nothing_out() -> No
         layouts: list[int] = []
         now = [0]
         refresh_layout = screen._refresh_layout
-        screen._refresh_layout = lambda *a, **k: (layouts.append(now[0]), refresh_layout(*a, **k))[
-            1
-        ]  # type: ignore[method-assign]
+
+        def counted_layout(*args, **kwargs):  # type: ignore[no-untyped-def]
+            layouts.append(now[0])
+            return refresh_layout(*args, **kwargs)
+
+        screen._refresh_layout = counted_layout  # type: ignore[method-assign]
         seen: list[tuple[bool, str]] = []
         for tick in range(1, TICKS + 1):
             now[0] = tick
             capped = ((tick + 1) // 2) % 2 == 1  # on two ticks, off two, as NVML reads it
-            sample = _tick(snapshot, tick, capped)
-            history.add(sample)
-            pane.update_view(sample, history.trends())
+            _show(pane, history, _tick(snapshot, tick, capped))
             await pilot.pause()
             await pilot.pause()
             assert "slow-1" in table.row_keys, f"tick {tick}: the row went"
@@ -83,9 +90,7 @@ async def test_the_row_goes_a_minute_after_the_last_slowdown() -> None:
         await pilot.pause()
         pane, table = app.query_one(GpuPane), app.query_one(GpuTable)
         for tick, capped in ((1, True), (2, False), (61, False), (62, False)):
-            sample = _tick(snapshot, tick, capped)
-            history.add(sample)
-            pane.update_view(sample, history.trends())
+            _show(pane, history, _tick(snapshot, tick, capped))
             await pilot.pause()
             if tick <= 61:  # last slowed at 1: within the minute through 61
                 assert "slow-1" in table.row_keys, tick
@@ -100,9 +105,7 @@ async def test_at_80_columns_the_held_row_says_so_in_its_name() -> None:
         await pilot.pause()
         pane, table = app.query_one(GpuPane), app.query_one(GpuTable)
         for tick, capped in ((1, True), (2, False)):
-            sample = _tick(snapshot, tick, capped)
-            history.add(sample)
-            pane.update_view(sample, history.trends())
+            _show(pane, history, _tick(snapshot, tick, capped))
             await pilot.pause()
         assert "<1m ago" in table.cell("slow-1", "name")
         assert "SM 1757 MHz" in table.cell("slow-1", "memory")  # the clock it runs at now

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from tui.gpu.model import GpuBoxSnapshot
 
 MIB = 1024**2
+SLOWDOWN_HOLD_S = 60.0  # a slowed GPU keeps its row this long after its last slowdown
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ class GpuHistory:
         rising_threshold_bytes_per_s: float = 32 * MIB,
         target_fraction: float | None = None,
         max_points: int = 4096,
-        slowdown_hold_s: float = 60.0,
+        slowdown_hold_s: float = SLOWDOWN_HOLD_S,
     ) -> None:
         self.window_s = window_s
         self.rate_window_s = rate_window_s
