@@ -159,11 +159,9 @@ class Recorder:
         next_maintenance = 0.0  # at once: a recorder started after days away trims first
         stopping = False
         while not stopping:
-            wait_s = (
-                0.5
-                if not pending
-                else max(0.0, last_commit + self.commit_interval_s - time.monotonic())
-            )
+            # Nothing pending: sleep until an item (or the stop) comes, or the maintenance.
+            due_s = next_maintenance if not pending else last_commit + self.commit_interval_s
+            wait_s = max(0.0, due_s - time.monotonic())
             try:
                 item = self._queue.get(timeout=wait_s)
             except queue.Empty:
