@@ -55,17 +55,20 @@ KEPT: dict[str, tuple[int, str]] = {
     "tui/app/__init__.py": (1, _COLD + ": `import tui.app` loads no Textual app yet"),
     "tui/app/console.py": (1, _COLD + ": Textual's terminal driver loads only in a terminal"),
     "tui/app/console_bench.py": (
-        8,
-        _COLD + ": a run's workload (httpx), context (hashlib), the capacity spec and"
-        " command, the comparison and the capacity view load with the run or its history",
+        13,
+        _COLD + ": a run's workload (httpx), context (hashlib), the bench and capacity"
+        " drivers, spec and command, the comparison, the capacity view and its history load"
+        " with the run or its history",
     ),
     "tui/app/console_handoff.py": (
-        3,
-        _COLD + ": the summary (SQLite, the recording) and markdown-it load when it is asked for",
+        5,
+        _COLD + ": the summary (SQLite, the recording) and markdown-it load when it is asked"
+        " for, the planner (~20 ms) at the Plan tab",
     ),
     "tui/app/console_hardware.py": (
-        4,
-        _COLD + ": the journal follower and the interconnect rules load with the XIDs and probe",
+        5,
+        _COLD + ": the journal follower, the interconnect rules and the health report load"
+        " with the XIDs, the probe and the first report",
     ),
     "tui/app/console_load_live.py": (4, _COLD + ": the load explainer loads when a load is seen"),
     "tui/app/console_record.py": (
@@ -73,7 +76,12 @@ KEPT: dict[str, tuple[int, str]] = {
         _COLD + ": the recorder (SQLite, httpx) after the first frame; Timeline, replay and the"
         " alerts firing (the alert engine) when opened",
     ),
-    "tui/app/console_restart_watch.py": (1, _COLD + ": the restart guard loads at the first S/R"),
+    "tui/app/console_restart_watch.py": (2, _COLD + ": the restart guard loads at the first S/R"),
+    "tui/app/console_tune.py": (
+        10,
+        _COLD + ": the Tune view (its driver brings httpx, ~65 ms; its record SQLite) loads at U",
+    ),
+    "tui/health/badge.py": (1, _COLD + ": the health report loads with the first report"),
     "tui/app/fleet_app.py": (1, "the Fleet's start: the summary loads at export"),
     "tui/app/fleet_run.py": (
         4,

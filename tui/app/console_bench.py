@@ -13,10 +13,6 @@ from tui.app import messages
 from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker, failure_text
 from tui.bench.best import COMPLETE, NO_EARLIER, earlier_alike, result_toast, run_state
-from tui.bench.capacity import answer
-from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
-from tui.bench.capacity.history import append_capacity, read_capacity_history
-from tui.bench.driver import BenchProcess, BenchProgress, BenchStarted
 from tui.bench.history import append_result, runs_for_host
 from tui.bench.model import BenchResult
 from tui.core.audit import append_audit
@@ -24,8 +20,8 @@ from tui.core.errors import ServedeckError
 from tui.screens.preset_picker import PresetPickerScreen
 from widgets.bench_view import BenchView
 
-if TYPE_CHECKING:
-    from tui.bench.capacity.driver import CapacityProcess
+if TYPE_CHECKING:  # the runners load at the first run (B, the capacity key): not at start
+    from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
     from tui.bench.driver import BenchProcess
     from tui.deck import Deck
 
@@ -120,6 +116,7 @@ class BenchPart(Part):
     @console_worker("bench", pane="bench", what="run the capacity search", user_action=True)
     async def _run_capacity(self) -> None:
         """The capacity search on the default preset's workload, GPUs sampled per level."""
+        from tui.bench.capacity.driver import CapacityProcess, GpuRecorder
         from tui.bench.capacity.spec import CapacitySpec
         from tui.bench.context import context_for_profile
         from tui.bench.workload import spec_from_preset
@@ -177,6 +174,8 @@ class BenchPart(Part):
             view.mount(Static(text, id="bench-compare", markup=False), before="#bench-history")
 
     def _show_capacity(self, event: dict) -> None:
+        from tui.bench.capacity import answer
+        from tui.bench.capacity.history import append_capacity, read_capacity_history
         from widgets.capacity_view import CapacityView
 
         bench_view = self._view()
@@ -218,6 +217,7 @@ class BenchPart(Part):
     )
     async def _run_bench(self, preset_name: str) -> None:
         from tui.bench.context import context_for_profile
+        from tui.bench.driver import BenchProcess
         from tui.bench.workload import spec_from_preset
 
         preset = self.profile.benchmark.presets[preset_name]
@@ -247,6 +247,8 @@ class BenchPart(Part):
             self.console.refresh_bindings()
 
     def show_event(self, message: messages.BenchEvent) -> None:
+        from tui.bench.driver import BenchProgress, BenchStarted
+
         view = self._view()
         event = message.event
         if isinstance(event, dict):  # the capacity search's events

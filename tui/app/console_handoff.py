@@ -12,8 +12,6 @@ from tui.app.console_workers import console_worker, failure_text
 from tui.core import paths
 from tui.core.audit import append_audit
 from tui.core.errors import ServedeckError
-from tui.ops.plan import plan_for_deck
-from tui.plan.for_profile import profile_layout
 from widgets.plan_view import PlanView
 
 if TYPE_CHECKING:
@@ -28,6 +26,8 @@ class HandoffPart(Part):
 
     @console_worker("plan", pane="plan", what="plan the deployment layouts")
     async def show_plan(self) -> None:
+        from tui.ops.plan import plan_for_deck  # the planner loads at the Plan tab
+
         self._status().update("Reading the model and planning layouts ...")
         try:
             progress = self.console.progress
@@ -45,6 +45,7 @@ class HandoffPart(Part):
         if message.plan is None:
             self.plan_failed(str(message.error))
             return
+        from tui.plan.for_profile import profile_layout
 
         layout = profile_layout(self.profile)
         chosen = message.plan.find(layout.tp, layout.ep, layout.pp, layout.dp)

@@ -20,7 +20,6 @@ from tui.app.console_record import RecordPart
 from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.health.badge import badges
-from tui.health.report import with_events
 from tui.screens.confirm_action import ConfirmActionScreen
 from tui.serving.unit.service import ServiceAction
 from widgets.gpu_pane import GpuPane
@@ -99,7 +98,7 @@ class HardwarePart(Part):
         self.console.query_one("#gpu-pane", GpuPane).set_health(badges(self._hw_report))
 
     def counters_read(self, message: messages.HardwareCounters) -> None:
-        self._hw_report = with_events(message.health, list(self._xids))
+        self._hw_report = _with_events(message.health, list(self._xids))
         self._show_hardware()
 
     def xid_seen(self, message: messages.XidSeen) -> None:
@@ -107,7 +106,7 @@ class HardwarePart(Part):
         self._xids = (*self._xids, event)[-XIDS_KEPT:]
         self._record.xid(event)
         if self._hw_report is not None:
-            self._hw_report = with_events(self._hw_report, [event])
+            self._hw_report = _with_events(self._hw_report, [event])
         self._show_hardware()
 
     def kernel_log_state(self, message: messages.KernelLogState) -> None:
@@ -207,7 +206,14 @@ class HardwarePart(Part):
 
         self._hw_interconnect = message.interconnect
         if message.health is not None:
-            self._hw_report = with_events(message.health, list(self._xids))
+            self._hw_report = _with_events(message.health, list(self._xids))
             self._show_hardware()
         else:
             view.show(message.interconnect, message.health)
+
+
+def _with_events(report: HealthReport, events: list[XidEvent]) -> HealthReport:
+    """The report with these XIDs; the health checks load with the first report."""
+    from tui.health.report import with_events
+
+    return with_events(report, events)

@@ -16,7 +16,6 @@ from tui.app.console_workers import console_worker
 from tui.core.errors import ServedeckError
 from tui.logs.line import texts_of
 from tui.screens.guard_refused import GuardRefusedScreen
-from tui.serving.unit.restart_guard import GUARDED_VERBS
 from tui.serving.unit.restart_loop import RestartLoopDetector, record
 
 if TYPE_CHECKING:
@@ -42,6 +41,7 @@ class RestartWatchPart(Part):
     async def guard_then_confirm(self, verb: str, confirm: Callable[[], None]) -> None:
         """Open the confirm dialog only when the guard passes; else the refusal offering K."""
         from tui.ops.restart_guard import check
+        from tui.serving.unit.restart_guard import GUARDED_VERBS
 
         if verb not in GUARDED_VERBS:
             confirm()

@@ -21,19 +21,17 @@ from tui.app.console_protocol import Console, Part
 from tui.app.console_workers import console_worker, failure_text
 from tui.core.errors import ServedeckError
 from tui.core.formatting import duration_compact
-from tui.screens.tune import TuneCancelScreen, TuneConfirmScreen, TuneScreen, TuneSpaceScreen
-from tui.tune.preflight import PlannedConfig, plan_for_deck, plan_lines
-from tui.tune.progress import TuneBoard
-from tui.tune.results import result_lines
-from tui.tune.session import tune_on_deck
-from tui.tune.space import TuneSpace, default_space_path, load_space
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the Tune view loads at U: its driver brings httpx, its record sqlite3
     from textual.worker import Worker
 
     from tui.app.console_record import RecordPart
     from tui.deck import Deck
     from tui.record.feed import RecordFeed
+    from tui.screens.tune import TuneScreen
+    from tui.tune.preflight import PlannedConfig
+    from tui.tune.progress import TuneBoard
+    from tui.tune.space import TuneSpace
 
 BOARD_TICK_S = 0.5
 TABLE_MIN_WIDTH = 60
@@ -70,6 +68,9 @@ class TunePart(Part):
                 severity="warning",
             )
             return
+        from tui.screens.tune import TuneSpaceScreen
+        from tui.tune.space import default_space_path
+
         default = default_space_path(self.profile.path)
         self.console.push_screen(TuneSpaceScreen(str(default)), self._space_chosen)
 
@@ -79,6 +80,10 @@ class TunePart(Part):
 
     @console_worker("tune-plan", pane="tune", what="plan the tune", user_action=True)
     async def _plan(self, path: str) -> None:
+        from tui.screens.tune import TuneConfirmScreen
+        from tui.tune.preflight import plan_for_deck, plan_lines
+        from tui.tune.space import load_space
+
         try:
             space = load_space(Path(path).expanduser())
             planned = await plan_for_deck(self.deck, space)
@@ -107,6 +112,8 @@ class TunePart(Part):
     def _start(self, space: TuneSpace, planned: tuple[PlannedConfig, ...]) -> None:
         if self.profile.read_only or self.running:
             return
+        from tui.tune.progress import TuneBoard
+
         self.board = TuneBoard(planned)
         self._title = f"Tune {Path(space.path).name} on {self.deck.host_label} ({space.objective})"
         self.screen = None
@@ -117,6 +124,9 @@ class TunePart(Part):
     async def _run(
         self, space: TuneSpace, planned: tuple[PlannedConfig, ...], board: TuneBoard
     ) -> None:
+        from tui.tune.results import result_lines
+        from tui.tune.session import tune_on_deck
+
         ticker = asyncio.ensure_future(self._tick(board))
         try:
             outcomes = await tune_on_deck(
@@ -159,6 +169,8 @@ class TunePart(Part):
         """The run's view on top (a new one each time: a dismissed screen is gone)."""
         if self.board is None or (self.screen is not None and self.console.screen is self.screen):
             return
+        from tui.screens.tune import TuneScreen
+
         self.screen = TuneScreen(self._title, self.cancel, self.board.snapshot())
         self.console.push_screen(self.screen)
 
@@ -167,6 +179,8 @@ class TunePart(Part):
         if not self.running or self.board is None:
             self.console.notify("No tune is running.", title="Tune", timeout=3)
             return
+        from tui.screens.tune import TuneCancelScreen
+
         board, worker = self.board, self.worker
 
         def answered(yes: bool | None) -> None:

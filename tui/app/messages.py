@@ -15,7 +15,6 @@ from textual.message import Message
 
 from tui.gpu.model import GpuBoxSnapshot
 from tui.hostfacts.hostinfo import HostOverview
-from tui.plan.layout import Plan
 from tui.procs import KillReport, ProcListing
 from tui.serving.metrics import ServerMetrics
 from tui.serving.progress.model import ProgressVerdict
@@ -28,6 +27,7 @@ if TYPE_CHECKING:  # the health checks load when the Health tab is first shown
     from tui.health.report import HealthReport
     from tui.health.xid.decode import XidEvent
     from tui.health.xid.follow import FollowState
+    from tui.plan.layout import Plan
     from tui.serving.load.live import LiveLoad
     from tui.tune.progress import TuneSnapshot
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tui.health.findings import WARN
-from tui.health.report import OK, REPLAY_RATE_WARN_PER_S, HealthReport
-from tui.health.xid.decode import XidEvent
+
+if TYPE_CHECKING:  # a report exists only once the health checks ran: not at start
+    from tui.health.report import HealthReport
+    from tui.health.xid.decode import XidEvent
 
 # An XID older than this no longer marks the GPU (it stays on the Health pane).
 XID_RECENT_S = 24 * 3600.0
@@ -51,6 +54,8 @@ def badges(report: HealthReport | None, now_s: float | None = None) -> dict[int,
     """Per GPU index, its badge; an empty dict when there is no report."""
     if report is None:
         return {}
+    from tui.health.report import OK, REPLAY_RATE_WARN_PER_S
+
     now_s = time.time() if now_s is None else now_s
     out: dict[int, GpuBadge] = {}
     for gpu in report.gpus:
