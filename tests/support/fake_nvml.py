@@ -57,6 +57,10 @@ class FakeGpu:
     unsupported: set[str] = field(default_factory=set)
     lost: bool = False
     nvlinks: int = 0  # links to an NVSwitch
+    # The driver's cumulative PCIe byte counters (NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES);
+    # None: this GPU keeps none (the field answers NOT_SUPPORTED).
+    pcie_tx_total_bytes: int | None = None
+    pcie_rx_total_bytes: int | None = None
 
     @property
     def bus_id(self) -> str:
@@ -152,6 +156,7 @@ class FakeNvml:
             "nvmlDeviceGetCurrentClocksEventReasons": lambda g: 0x4,  # sw power cap
             "nvmlDeviceGetCurrentClocksThrottleReasons": lambda g: 0x4,
             "nvmlDeviceGetProcessUtilization": self._process_utilization,
+            "nvmlDeviceGetFieldValues": self._field_values,
         }
         for version in ("_v3", "_v2", ""):
             bodies[f"nvmlDeviceGetComputeRunningProcesses{version}"] = self._compute
@@ -172,6 +177,30 @@ class FakeNvml:
 
     def _shutdown(self) -> None:
         self.initialised = False
+
+    @staticmethod
+    def _field_values(gpu: FakeGpu, field_ids: list[int]) -> list[SimpleNamespace]:
+        """Only the PCIe byte counters are modelled; any other field is NOT_SUPPORTED."""
+        counters = {
+            pynvml.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: gpu.pcie_tx_total_bytes,
+            pynvml.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: gpu.pcie_rx_total_bytes,
+        }
+        values = []
+        for field_id in field_ids:
+            count = counters.get(field_id)
+            values.append(
+                SimpleNamespace(
+                    fieldId=field_id,
+                    nvmlReturn=(
+                        pynvml.NVML_SUCCESS
+                        if count is not None
+                        else pynvml.NVML_ERROR_NOT_SUPPORTED
+                    ),
+                    valueType=pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG,
+                    value=SimpleNamespace(ullVal=count or 0),
+                )
+            )
+        return values
 
     def _memory_info(self, gpu: FakeGpu, version: int | None = None) -> SimpleNamespace:
         """v1 (used includes the driver's reserve) or, asked with a version, v2 (apart)."""

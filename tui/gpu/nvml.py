@@ -346,7 +346,9 @@ class NvmlGpuSource:
                     if index in self._lost:
                         continue
                 try:
-                    metrics = _read_slow(handle)
+                    with self._lock:
+                        kept = self._slow.get(index)
+                    metrics = _read_slow(handle, kept.pcie_counters if kept else None)
                     with self._lock:
                         held = self._holder_counts.get(index, 1) > 0  # unsampled: read
                     if util_due and held:

@@ -1,10 +1,16 @@
 """NVML calls made safe for NvmlGpuSource (tui/gpu/nvml.py): NOT_SUPPORTED as None, a lost
 GPU told apart, a missing driver as one line, the driver's presence, sysfs facts, and
 the slow metrics (PCIe throughput, ECC, throttle reasons) read for one GPU.
+
+PCIe throughput comes from the driver's cumulative byte counters where it keeps them (one
+field-values call; the rate is the mean over the slow interval): nvmlDeviceGetPcieThroughput
+samples for ~20 ms per direction on the CPU (8 of the 78 busy-console samples py-spy took
+on an H100). That call is kept for the first read and where the counters are missing.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,12 +105,27 @@ def _read_sysfs(bus_id: str, leaf: str, sysfs_root: Path) -> str | None:
         return None
 
 
+# NVML_FI_DEV_PCIE_COUNT_TX_BYTES / _RX_BYTES (nvml.h; the counters may wrap).
+PCIE_TX_BYTES_FIELD = getattr(pynvml, "NVML_FI_DEV_PCIE_COUNT_TX_BYTES", 197)
+PCIE_RX_BYTES_FIELD = getattr(pynvml, "NVML_FI_DEV_PCIE_COUNT_RX_BYTES", 198)
+
+
+@dataclass(frozen=True, slots=True)
+class PcieCounters:
+    """The driver's PCIe byte counters for one GPU at one read."""
+
+    tx_bytes: int
+    rx_bytes: int
+    read_at_s: float  # monotonic
+
+
 @dataclass(frozen=True, slots=True)
 class _SlowMetrics:
     pcie_tx_bytes_per_s: float | None = None
     pcie_rx_bytes_per_s: float | None = None
     ecc_uncorrected_errors: int | None = None
     throttle_reasons: tuple[str, ...] = ()
+    pcie_counters: PcieCounters | None = None  # for the next read's rate
 
 
 def _call_quiet(function: Callable[..., Any], *args: Any) -> Any:
@@ -119,9 +140,57 @@ def _lost_sample(index: int) -> GpuSample:
     return GpuSample(index=index, lost=True, error="GPU is lost (fell off the bus); reset needed")
 
 
-def _read_slow(handle: Any) -> _SlowMetrics:
-    tx_kib = _call(pynvml.nvmlDeviceGetPcieThroughput, handle, pynvml.NVML_PCIE_UTIL_TX_BYTES)
-    rx_kib = _call(pynvml.nvmlDeviceGetPcieThroughput, handle, pynvml.NVML_PCIE_UTIL_RX_BYTES)
+def read_pcie_counters(handle: Any) -> PcieCounters | None:
+    """Both PCIe byte counters in one call; None where the driver or GPU keeps none."""
+    values = _call(pynvml.nvmlDeviceGetFieldValues, handle, [PCIE_TX_BYTES_FIELD,
+                                                             PCIE_RX_BYTES_FIELD])  # fmt: skip
+    if values is None or len(values) != 2:
+        return None
+    read_at_s = time.monotonic()
+    counts = []
+    for value in values:
+        if value.nvmlReturn != pynvml.NVML_SUCCESS:
+            return None
+        kind = value.valueType
+        if kind == pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+            counts.append(int(value.value.ullVal))
+        elif kind == pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG:
+            counts.append(int(value.value.ulVal))
+        elif kind == pynvml.NVML_VALUE_TYPE_UNSIGNED_INT:
+            counts.append(int(value.value.uiVal))
+        else:
+            return None
+    if counts == [0, 0]:  # a link that carried nothing since the driver loaded: not kept
+        return None
+    return PcieCounters(counts[0], counts[1], read_at_s)
+
+
+def pcie_rates(
+    before: PcieCounters | None, after: PcieCounters | None
+) -> tuple[float, float] | None:
+    """Bytes per second each way between two reads; None without two ordered reads (a
+    wrapped or reset counter runs backwards)."""
+    if before is None or after is None:
+        return None
+    elapsed_s = after.read_at_s - before.read_at_s
+    tx_bytes, rx_bytes = after.tx_bytes - before.tx_bytes, after.rx_bytes - before.rx_bytes
+    if elapsed_s <= 0 or tx_bytes < 0 or rx_bytes < 0:
+        return None
+    return tx_bytes / elapsed_s, rx_bytes / elapsed_s
+
+
+def _read_slow(handle: Any, previous: PcieCounters | None = None) -> _SlowMetrics:
+    counters = read_pcie_counters(handle)
+    rates = pcie_rates(previous, counters)
+    tx_bytes_per_s: float | None
+    rx_bytes_per_s: float | None
+    if rates is not None:
+        tx_bytes_per_s, rx_bytes_per_s = rates
+    else:  # the first read, no counters, or a wrapped one: the driver's 20 ms sample
+        tx_kib = _call(pynvml.nvmlDeviceGetPcieThroughput, handle, pynvml.NVML_PCIE_UTIL_TX_BYTES)
+        rx_kib = _call(pynvml.nvmlDeviceGetPcieThroughput, handle, pynvml.NVML_PCIE_UTIL_RX_BYTES)
+        tx_bytes_per_s = tx_kib * 1024.0 if tx_kib is not None else None
+        rx_bytes_per_s = rx_kib * 1024.0 if rx_kib is not None else None
     ecc = _call(
         pynvml.nvmlDeviceGetTotalEccErrors,
         handle,
@@ -133,8 +202,9 @@ def _read_slow(handle: Any) -> _SlowMetrics:
     if reasons is None:
         reasons = _call(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
     return _SlowMetrics(
-        pcie_tx_bytes_per_s=tx_kib * 1024.0 if tx_kib is not None else None,
-        pcie_rx_bytes_per_s=rx_kib * 1024.0 if rx_kib is not None else None,
+        pcie_tx_bytes_per_s=tx_bytes_per_s,
+        pcie_rx_bytes_per_s=rx_bytes_per_s,
         ecc_uncorrected_errors=ecc,
         throttle_reasons=tuple(name for bit, name in THROTTLE_REASON_NAMES if (reasons or 0) & bit),
+        pcie_counters=counters,
     )
