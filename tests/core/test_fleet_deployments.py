@@ -54,3 +54,16 @@ def test_a_headless_host_whose_unit_stopped_degrades_the_deployment() -> None:
     assert group.alerts[0] == "degraded: node1 stopped"
     # Filtered to the head alone, the group still judges by every member.
     assert grouped([HEAD], [HEAD, stopped])[0].members_down == ("node1 stopped",)
+
+
+def test_a_member_whose_figures_are_unknown_makes_the_totals_unknown() -> None:
+    """Its GPUs not read (a slow or lost host): the deployment's count is unknown, not the
+    other members' 8 shown as the deployment's."""
+    unread = FleetRow(**{**RANKS.__dict__, "gpu_count": None, "power_w": None})
+    head = FleetRow(**{**HEAD.__dict__, "power_w": 700.0})
+    group = grouped([head, unread], [head, unread])[0]
+    assert group.gpu_count is None and group.power_w is None
+    assert (group.running, group.gen_tok_s) == (3, 120.0)  # the head's own figures are known
+    read = FleetRow(**{**unread.__dict__, "gpu_count": 8, "power_w": 650.0})
+    group = grouped([head, read], [head, read])[0]
+    assert (group.gpu_count, group.power_w) == (16, 1350.0)

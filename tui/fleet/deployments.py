@@ -44,8 +44,11 @@ def member_down(row: FleetRow, state: str) -> str | None:
 
 
 def _sum(values: Sequence[float | int | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
+    """The members' total, or None (unknown) if any member's part is unknown: a partial sum
+    shown as the deployment's would be a guess (8 GPUs for a 16-GPU deployment)."""
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
 
 
 def group_row(name: str, members: Sequence[FleetRow], states: Sequence[str]) -> FleetRow:
