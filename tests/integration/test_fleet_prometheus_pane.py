@@ -287,8 +287,13 @@ async def test_prometheus_down_from_the_start_is_a_state_then_rows_arrive(
             await until(pilot, lambda: cell(app, BUSY, "src") == "prom", 60, "rows")
             assert "ConnectError" not in screen_text(app)
             await until(pilot, lambda: app.history is not None, 30, "the first history")
+
+            def history_drawn() -> bool:  # the panel draws a refresh after the fetch, under load
+                text = screen_text(app)
+                return "GPU util max" in text or "no samples" in text
+
+            await until(pilot, history_drawn, 30, "the history panel")
             assert all(len(line.rstrip()) <= 80 for line in screen_lines(app))
-            assert "GPU util max" in screen_text(app) or "no samples" in screen_text(app)
     finally:
         await feed.close()
 
