@@ -1,11 +1,14 @@
 """Console CPU with the flight recorder on vs off, in real terminals (tmux, 160x50).
 
     python tests/perf/record_console_cpu.py [--seconds 60] [--rounds 2] [--warmup 60]
+    python tests/perf/record_console_cpu.py --previous DIR   (before/after, recording on)
 
 Two `servedeck demo` consoles run side by side (each its own simulator and data
 dir), one with SERVEDECK_RECORD=0; over the same windows the CPU time of each
 console process alone (utime + stime; not the simulator's server processes) is read
-from /proc. Prints both and the difference per window.
+from /proc. Prints both and the difference per window. With --previous DIR (another
+checkout, e.g. `git archive COMMIT | tar -x -C DIR`) the two consoles are this tree's
+and that one's, both recording: the demo console's CPU a minute, before and after.
 """
 
 from __future__ import annotations
@@ -54,19 +57,27 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--warmup", type=float, default=60.0, help="the demo's load takes 45 s")
+    parser.add_argument("--previous", type=Path, help="another checkout: before/after instead")
     args = parser.parse_args()
+    # key -> (tree, SERVEDECK_RECORD); "0" is the baseline the change is measured against
+    consoles = {"0": (ROOT, "0"), "1": (ROOT, "1")}
+    labels = ("recording off", "on")
+    if args.previous is not None:
+        consoles = {"0": (args.previous.resolve(), "1"), "1": (ROOT, "1")}
+        labels = ("previous", "this tree")
     sessions = {}
     pids = {}
     try:
-        for record in ("0", "1"):
-            data = tempfile.mkdtemp(prefix=f"servedeck-rec{record}-")
+        for key, (tree, record) in consoles.items():
+            data = tempfile.mkdtemp(prefix=f"servedeck-rec{key}-")
             env = (
-                f"PYTHONPATH={ROOT} TERM=xterm-256color SERVEDECK_RECORD={record} "
+                f"PYTHONPATH={tree} TERM=xterm-256color SERVEDECK_RECORD={record} "
                 f"SERVEDECK_DATA_DIR={data}/data SERVEDECK_LOG_DIR={data}/log SERVEDECK_CONFIG_DIR={data}/cfg"
             )
-            name = f"rec-cpu-{record}"
-            sessions[record] = name
-            pids[record] = console_pid(start(name, f"{env} {sys.executable} -m tui demo"))
+            name = f"rec-cpu-{key}"
+            sessions[key] = name
+            command = f"cd {tree} && {env} {sys.executable} -m tui demo"
+            pids[key] = console_pid(start(name, command))
         time.sleep(args.warmup)
         for round_number in range(1, args.rounds + 1):
             before = {key: own_cpu_s(pid) for key, pid in pids.items()}
@@ -75,7 +86,7 @@ def main() -> int:
             change = (used["1"] / used["0"] - 1) * 100 if used["0"] else float("nan")
             print(
                 f"round {round_number}: console CPU over {args.seconds:g} s: "
-                f"recording off {used['0']:.2f} s, on {used['1']:.2f} s ({change:+.1f} %)",
+                f"{labels[0]} {used['0']:.2f} s, {labels[1]} {used['1']:.2f} s ({change:+.1f} %)",
                 flush=True,
             )
     finally:
