@@ -292,6 +292,8 @@ class FleetApp(App[str | None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The selected host's route (hop chain) and its error, under the table."""
+        if not self.screen_stack:  # closing: a highlight queued before the last screen went
+            return
         table = event.data_table
         host = table.host_at(event.cursor_row) if isinstance(table, FleetTable) else None
         row = next((r for r in self.rows if r.host == host), None)
